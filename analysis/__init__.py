@@ -1,0 +1,1 @@
+"""Everything that reads result files and concludes; it never imports training code."""

@@ -1,0 +1,17 @@
+"""Centralized (all-reduce) SGD: every worker applies the exact mean gradient."""
+from __future__ import annotations
+
+from ..comm import Traffic
+from .base import ALGORITHMS, Algorithm
+
+
+@ALGORITHMS.register("allreduce")
+class AllReduce(Algorithm):
+    name = "allreduce"
+    compresses = False
+
+    def step(self, grad, lr: float) -> Traffic:
+        if grad is not None:
+            mean_grad = self.comm.allreduce_mean(grad)
+            self.x.sub_(self.local.direction(self.x, mean_grad), alpha=lr)
+        return self.comm.drain()

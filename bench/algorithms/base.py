@@ -1,0 +1,94 @@
+"""What every algorithm is: pure tensor maths on stacked worker state through a communicator.
+
+An algorithm owns the workers' parameters ``x [w, d]`` and whatever buffers it needs; ``step``
+takes the gradients at ``x`` and returns the traffic it caused. It never logs, times or writes.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, fields
+from typing import ClassVar, Sequence
+
+import torch
+
+from ..comm import Communicator, Traffic
+from ..compressors import Compressor, make_compressor
+from ..errors import BenchError
+from ..registry import Registry
+from .local import LocalStep
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    pass
+
+
+class Algorithm(ABC):
+    name: ClassVar[str]
+    Options: ClassVar[type] = NoOptions
+    compresses: ClassVar[bool] = True  # False: sends exact models, only the `none` compressor makes sense
+
+    def __init__(
+        self,
+        x0: torch.Tensor,
+        comm: Communicator,
+        compressor: Compressor | None = None,
+        local: LocalStep | None = None,
+        options=None,
+        generator: torch.Generator | None = None,
+        segments: Sequence[int] | None = None,
+    ):
+        self.x = x0.clone()
+        self.comm = comm
+        self.compressor = compressor or make_compressor("none")
+        if not self.compresses and self.compressor.name != "none":
+            raise BenchError(
+                f"algorithm {self.name!r} sends exact models; use --compressor none "
+                f"(got {self.compressor.spec!r}) or one of choco, dcd, ecd"
+            )
+        self.local = local or LocalStep()
+        self.options = options if options is not None else self.Options()
+        self.generator = generator
+        self.segments = list(segments) if segments is not None else None
+        self.setup()
+
+    def setup(self) -> None:
+        """Allocate algorithm buffers from ``self.x``."""
+
+    @abstractmethod
+    def step(self, grad: torch.Tensor | None, lr: float) -> Traffic:
+        """One synchronous round. ``grad=None`` means no gradient (pure gossip, e.g. consensus)."""
+
+    def _direction(self, grad: torch.Tensor | None) -> torch.Tensor | None:
+        return None if grad is None else self.local.direction(self.x, grad)
+
+    def _compress(self, v: torch.Tensor):
+        return self.compressor.compress(v, self.generator, self.segments)
+
+    # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
+    buffers: ClassVar[tuple[str, ...]] = ()
+
+    def state_dict(self) -> dict:
+        state = {"x": self.x, "local": self.local.state_dict()}
+        state.update({name: getattr(self, name) for name in self.buffers})
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        self.x = state["x"]
+        self.local.load_state_dict(state["local"])
+        for name in self.buffers:
+            setattr(self, name, state[name])
+
+
+ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")
+
+
+def parse_options(cls: type[Algorithm], raw: dict | None):
+    """Build an algorithm's frozen options from a dict, rejecting unknown keys with one line."""
+    raw = dict(raw or {})
+    known = {f.name: f for f in fields(cls.Options)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        allowed = ", ".join(known) or "none"
+        raise BenchError(f"unknown option {unknown[0]!r} for algorithm {cls.name!r}; allowed: {allowed}")
+    return cls.Options(**raw)

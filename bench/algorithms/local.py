@@ -1,0 +1,57 @@
+"""The one local step every algorithm shares: weight decay, heavy-ball or Nesterov momentum.
+
+As in the authors' code: ``d = g + wd·x``; ``m ← μ m + d``; then ``d ← d + μ m`` (Nesterov)
+or ``d ← m``. Weight decay can be masked (the code applies none to BatchNorm parameters).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..errors import BenchError
+
+
+@dataclass(frozen=True)
+class LocalStepConfig:
+    momentum: float = 0.0  # μ, heavy-ball coefficient; 0 disables the buffer
+    nesterov: bool = False  # Nesterov look-ahead on top of the momentum buffer
+    weight_decay: float = 0.0  # L2 coefficient added to the gradient
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.momentum < 1.0:
+            raise BenchError(f"momentum={self.momentum} must be in [0, 1)")
+        if self.weight_decay < 0:
+            raise BenchError(f"weight_decay={self.weight_decay} must be >= 0")
+        if self.nesterov and self.momentum == 0.0:
+            raise BenchError("nesterov=true needs momentum > 0")
+
+
+class LocalStep:
+    """Turns per-worker gradients ``g [w, d]`` into the direction the SGD step uses."""
+
+    def __init__(self, config: LocalStepConfig | None = None, decay_mask: torch.Tensor | None = None):
+        self.config = config or LocalStepConfig()
+        self.decay_mask = decay_mask  # [d] of 0/1: where weight decay applies (None: everywhere)
+        self.momentum_buffer: torch.Tensor | None = None
+
+    def direction(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        cfg = self.config
+        d = grad.clone()
+        if cfg.weight_decay:
+            decay = x if self.decay_mask is None else x * self.decay_mask
+            d.add_(decay, alpha=cfg.weight_decay)
+        if cfg.momentum == 0.0:
+            return d
+        if self.momentum_buffer is None:
+            self.momentum_buffer = torch.zeros_like(d)
+        m = self.momentum_buffer.mul_(cfg.momentum).add_(d)
+        if cfg.nesterov:
+            return d.add_(m, alpha=cfg.momentum)
+        return m.clone()
+
+    def state_dict(self) -> dict:
+        return {"momentum_buffer": self.momentum_buffer}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.momentum_buffer = state["momentum_buffer"]

@@ -1,0 +1,106 @@
+"""The ``bench`` command line. Bad input ends with one line on stderr and exit status 2."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import BenchError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, status 2, no usage dump
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 1")
+    return value
+
+
+def _gamma_grid(text: str) -> list[float]:
+    """``LO:HI:COUNT`` (log-spaced, powers of ten) or a comma list of values."""
+    import numpy as np
+
+    try:
+        if ":" in text:
+            lo, hi, count = text.split(":")
+            return [float(g) for g in np.logspace(float(lo), float(hi), int(count))]
+        return [float(g) for g in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LO:HI:COUNT (log10 bounds) nor a comma list") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="bench", description="Decentralized SGD with compressed communication: runs and measurements.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    t = sub.add_parser("topology", help="describe a topology and its mixing matrix")
+    t.add_argument("--topology", required=True, help="ring, torus, complete, star, exponential, social, "
+                   "random-regular:K, erdos-renyi:P, file:PATH")
+    t.add_argument("--nodes", type=_positive_int, required=True)
+    t.add_argument("--weights", default=None, help="uniform | metropolis | maxdeg (default: as in the paper)")
+    t.add_argument("--seed", type=int, default=0, help="seed of the random graphs")
+    t.add_argument("--json", action="store_true", help="print one JSON object")
+
+    g = sub.add_parser("tune-gamma", help="grid search of Choco's γ on the consensus problem")
+    _consensus_args(g)
+    g.add_argument("--compressor", required=True)
+    g.add_argument("--grid", type=_gamma_grid, default=None, help="LO:HI:COUNT in log10 (default -3:0:20) or a list")
+    g.add_argument("--json", action="store_true")
+
+    c = sub.add_parser("consensus", help="Choco-Gossip vs exact gossip, γ tuned per compressor")
+    _consensus_args(c)
+    c.add_argument("--compressors", default="sign,top:0.01,rand:0.01,qsgd:2")
+    c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
+    c.add_argument("--out", default=None, help="directory for traces.csv and summary.csv")
+    return p
+
+
+def _consensus_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--topology", default="ring")
+    p.add_argument("--nodes", type=_positive_int, default=25)
+    p.add_argument("--weights", default=None)
+    p.add_argument("--dim", type=_positive_int, default=2000)
+    p.add_argument("--steps", type=_positive_int, default=1000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quiet", action="store_true")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        if args.command == "topology":
+            return _cmd_topology(args)
+        if args.command == "tune-gamma":
+            from .commands import cmd_tune_gamma
+
+            return cmd_tune_gamma(args)
+        if args.command == "consensus":
+            from .commands import cmd_consensus
+
+            return cmd_consensus(args)
+    except BenchError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    raise AssertionError(args.command)
+
+
+def _cmd_topology(args) -> int:
+    from .topology import make_topology
+
+    topo = make_topology(args.topology, args.nodes, weights=args.weights, seed=args.seed)
+    info = topo.describe()
+    if args.json:
+        print(json.dumps(info))
+    else:
+        width = max(len(k) for k in info)
+        for key, value in info.items():
+            print(f"{key:<{width}}  {value}")
+    return 0

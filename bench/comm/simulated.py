@@ -1,0 +1,35 @@
+"""All n workers in one process, stacked on dimension 0; time from the α–β network model."""
+from __future__ import annotations
+
+import torch
+
+from ..compressors import Message
+from ..topology import Topology
+from .base import Communicator, Traffic
+from .mixing import Mixer
+from .netmodel import NetworkModel, make_network
+
+
+class SimulatedCommunicator(Communicator):
+    def __init__(self, topology: Topology, network: NetworkModel | None = None):
+        super().__init__()
+        self.topology = topology
+        self.n = topology.n
+        self.network = network or make_network()
+        self.mixer = Mixer(topology.W, topology.grid_shape)
+
+    def gossip(self, message: Message) -> torch.Tensor:
+        time_s = self.network.gossip_time(message.wire_bits, self.topology.max_degree)
+        self._record(Traffic(message.wire_bits, message.paper_bits, time_s, 1))
+        return self.mixer(message.values)
+
+    def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
+        d = x[0].numel()
+        bits = 32.0 * d
+        # a ring all-reduce makes every worker send 2(n−1)/n of the vector
+        wire = 2.0 * (self.n - 1) / self.n * bits
+        self._record(Traffic(wire, bits, self.network.allreduce_time(bits, self.n), 1))
+        return x.mean(dim=0, keepdim=True).expand_as(x).clone()
+
+    def global_mean(self, x: torch.Tensor) -> torch.Tensor:
+        return x.mean(dim=0)

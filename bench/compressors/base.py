@@ -1,0 +1,151 @@
+"""The compressor contract (Message, Compressor, registry) and the per-segment plumbing: each layer
+segment of each row of ``[workers, d]`` is compressed on its own; bit rules live in the operator modules."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import torch
+
+from ..errors import BenchError
+from ..registry import Registry
+from ..specs import Spec, parse_spec
+
+# Holds the operator classes; each offers ``from_spec(spec, algorithm)``.
+COMPRESSORS: Registry[type["Compressor"]] = Registry("compressor")
+
+
+@dataclass(frozen=True)
+class Message:
+    """What one round sends, for all local workers at once."""
+
+    values: torch.Tensor  # [w, d]: the decoded payload every receiver adds (dtype/device of the input)
+    wire_bits: float  # bits one worker's encoded message needs on the wire (sizes are data-independent)
+    paper_bits: float  # the same message under the paper's accounting
+
+
+class Compressor:
+    """Base of every operator. Subclasses are frozen dataclasses of their knobs and define
+    ``_compress_segment``, the two per-segment bit rules, ``spec`` and ``from_spec``."""
+
+    name: ClassVar[str]  # registry name
+    stochastic: ClassVar[bool] = False  # whether compress draws from the generator
+    examples: ClassVar[tuple[str, ...]] = ()  # small specs the generic tests run on every operator
+    unbiased: bool  # E[Q(x)] = x; a class constant, a field or a property in subclasses
+
+    @classmethod
+    def from_spec(cls, spec: Spec, algorithm: str | None) -> "Compressor":
+        raise NotImplementedError
+
+    @property
+    def spec(self) -> str:
+        """Canonical spec, options resolved, so ``make_compressor(c.spec).spec == c.spec``."""
+        raise NotImplementedError
+
+    @property
+    def form(self) -> str:
+        """``exact``, ``contraction`` (E‖Q(x)−x‖² ≤ (1−δ)‖x‖²) or ``unbiased``."""
+        return "unbiased" if self.unbiased else "contraction"
+
+    # -- the maths of one segment ------------------------------------------------------------
+    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        """Compress ``seg`` [w, d_seg] row by row; must return a new tensor, never a view of seg."""
+        raise NotImplementedError
+
+    def _segment_wire_bits(self, d: int) -> float:
+        raise NotImplementedError
+
+    def _segment_paper_bits(self, d: int) -> float:
+        raise NotImplementedError
+
+    def delta(self, d: int) -> float | None:
+        """Contraction δ of one segment of size d when it does not depend on the data, else None."""
+        return None
+
+    # -- the shared plumbing ------------------------------------------------------------------
+    def compress(
+        self,
+        x: torch.Tensor,
+        generator: torch.Generator | None = None,
+        segments: Sequence[int] | None = None,
+    ) -> Message:
+        segments = _check_input(x, segments)
+        parts = [self._compress_segment(part, generator) for part in torch.split(x, segments, dim=1)]
+        values = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
+        return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments))
+
+    def wire_bits(self, segments: Sequence[int] | int) -> float:
+        return float(sum(self._segment_wire_bits(d) for d in _check_segments(segments)))
+
+    def paper_bits(self, segments: Sequence[int] | int) -> float:
+        return float(sum(self._segment_paper_bits(d) for d in _check_segments(segments)))
+
+    def describe(self) -> dict[str, Any]:
+        knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
+        return {"spec": self.spec, "name": self.name, "unbiased": bool(self.unbiased), "form": self.form, **knobs}
+
+
+def register(cls: type[Compressor]) -> type[Compressor]:
+    """Class decorator: file the operator under its ``name``."""
+    COMPRESSORS.register(cls.name)(cls)
+    return cls
+
+
+def make_compressor(spec: str, algorithm: str | None = None) -> Compressor:
+    """Build the operator a spec such as ``qsgd:4`` names; ``algorithm`` settles QSGD's form
+    when the spec leaves it open (contraction for choco, unbiased otherwise)."""
+    parsed = parse_spec(spec)
+    return COMPRESSORS.get(parsed.name).from_spec(parsed, algorithm)
+
+
+def measure_delta(
+    comp: Compressor,
+    x: torch.Tensor,
+    generator: torch.Generator | None,
+    segments: Sequence[int] | None = None,
+    trials: int = 8,
+) -> float:
+    """Empirical quality 1 − mean‖Q(x) − x‖² / ‖x‖² over all rows (ratio of sums, so zero rows
+    do no harm) and ``trials`` draws; one draw suffices for deterministic operators."""
+    total = x.detach().double().pow(2).sum()
+    if total == 0:
+        raise BenchError("measure_delta needs a non-zero x; the quality of Q at x = 0 is undefined")
+    if trials < 1:
+        raise BenchError(f"measure_delta trials={trials} must be a positive integer")
+    draws = trials if comp.stochastic else 1
+    error = sum(
+        (comp.compress(x, generator, segments).values - x).double().pow(2).sum() for _ in range(draws)
+    )
+    return float(1.0 - error / (draws * total))
+
+
+# -- helpers shared by the operator modules ---------------------------------------------------
+def reject_arg(spec: Spec) -> None:
+    """For operators without a main argument (``none``, ``sign``)."""
+    if spec.arg is not None:
+        raise BenchError(f"{spec.name!r} takes no argument, got {spec.arg!r} in {spec.text!r}; use plain {spec.name!r}")
+
+
+def _check_segments(segments: Sequence[int] | int) -> list[int]:
+    if isinstance(segments, int):
+        segments = [segments]
+    out = [int(s) for s in segments]
+    if not out or any(s <= 0 or s != orig for s, orig in zip(out, segments)):
+        raise BenchError(f"segments {list(segments)!r} must be a non-empty list of positive integers")
+    return out
+
+
+def _check_input(x: torch.Tensor, segments: Sequence[int] | None) -> list[int]:
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.is_floating_point():
+        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+        raise BenchError(f"compress expects a floating tensor shaped [workers, d], got {shape}")
+    d = x.shape[1]
+    if d == 0:
+        raise BenchError("compress needs at least one entry per worker, got d = 0")
+    if segments is None:
+        return [d]
+    out = _check_segments(segments)
+    if sum(out) != d:
+        raise BenchError(f"segments sum to {sum(out)} but x has d = {d} entries per worker")
+    return out

@@ -1,0 +1,97 @@
+"""``qsgd:B``: QSGD with B bits, s = 2^B − 1 levels (Alistarh et al. 2017), per row and segment:
+Q(x)_j = ‖x‖₂ sign(x_j) ξ_j / s with ξ_j the stochastic rounding of s|x_j|/‖x‖₂ (unbiased).
+The contraction form (option ``biased=true``, Choco's default) divides by τ = 1 + min(d/s², √d/s).
+
+Bits per segment of d entries: paper B·d (the norm is not counted); wire d·(B + 1) + 32
+(ξ ∈ {0..s} takes 2^B values so B bits, one sign bit, one fp32 norm).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+
+from ..errors import BenchError
+from ..specs import Spec
+from .base import Compressor, register
+
+# Algorithms whose analysis needs a δ-contraction and so get the rescaled form by default;
+# DCD/ECD (and anything else) were analysed for unbiased operators.
+CONTRACTION_ALGORITHMS = frozenset({"choco"})
+MAX_BITS = 16
+
+
+def parse_bits(spec: Spec) -> int:
+    allowed = f"an integer number of bits in 1..{MAX_BITS}"
+    if spec.arg is None:
+        raise BenchError(f"{spec.text!r} needs a number of bits, e.g. qsgd:4 ({allowed})")
+    try:
+        bits = int(spec.arg)
+    except ValueError:
+        raise BenchError(f"bits {spec.arg!r} in {spec.text!r} is not {allowed}") from None
+    if not 1 <= bits <= MAX_BITS:
+        raise BenchError(f"bits {bits} in {spec.text!r} is outside 1..{MAX_BITS}; use {allowed}")
+    return bits
+
+
+@register
+@dataclass(frozen=True)
+class QSGD(Compressor):
+    bits: int  # B: the level index ξ ∈ {0..2^B − 1} fits B bits
+    biased: bool  # True: divide by τ, a δ = 1/τ contraction; False: the unbiased original
+
+    name: ClassVar[str] = "qsgd"
+    stochastic: ClassVar[bool] = True
+    examples: ClassVar[tuple[str, ...]] = ("qsgd:2,biased=true", "qsgd:2,biased=false", "qsgd:8,biased=true")
+
+    @classmethod
+    def from_spec(cls, spec: Spec, algorithm: str | None) -> "QSGD":
+        spec.check_options({"biased"})
+        bits = parse_bits(spec)
+        return cls(bits=bits, biased=spec.option_bool("biased", algorithm in CONTRACTION_ALGORITHMS))
+
+    @property
+    def levels(self) -> int:
+        return 2**self.bits - 1
+
+    @property
+    def unbiased(self) -> bool:
+        return not self.biased
+
+    @property
+    def spec(self) -> str:
+        return f"qsgd:{self.bits},biased={'true' if self.biased else 'false'}"
+
+    def tau(self, d: int) -> float:
+        """QSGD's variance bound: E‖Q(x) − x‖² ≤ (τ − 1)‖x‖² for the unbiased form."""
+        s = self.levels
+        return 1.0 + min(d / s**2, math.sqrt(d) / s)
+
+    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        s = self.levels
+        norm = torch.linalg.vector_norm(seg, dim=1, keepdim=True)
+        # A zero row has level 0 everywhere; dividing by 1 instead of 0 keeps NaN out.
+        safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
+        level = seg.abs() * (s / safe_norm)
+        low = level.floor()
+        uniform = torch.rand(seg.shape, generator=generator, device=seg.device, dtype=seg.dtype)
+        # Round up with probability equal to the fractional part: E[ξ] = level. Rounding can
+        # push a lone entry's level a hair above s; the clamp keeps ξ encodable in B bits.
+        xi = (low + (uniform < level - low).to(seg.dtype)).clamp_(max=s)
+        scale = norm / (s * self.tau(seg.shape[1])) if self.biased else norm / s
+        return xi * seg.sign() * scale
+
+    def _segment_wire_bits(self, d: int) -> float:
+        return d * (self.bits + 1.0) + 32.0
+
+    def _segment_paper_bits(self, d: int) -> float:
+        return float(self.bits * d)
+
+    def delta(self, d: int) -> float | None:
+        # Biased form: E‖Q/τ − x‖² = E‖Q‖²/τ² − ‖x‖²(2/τ − 1) ≤ (1 − 1/τ)‖x‖² since E‖Q‖² ≤ τ‖x‖².
+        return 1.0 / self.tau(d) if self.biased else None
+
+    def describe(self) -> dict:
+        return {**super().describe(), "levels": self.levels}

@@ -1,0 +1,35 @@
+"""A tiny name -> factory registry shared by topologies, compressors and algorithms."""
+from __future__ import annotations
+
+from typing import Callable, Generic, TypeVar
+
+from .errors import BenchError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._entries: dict[str, T] = {}
+
+    def register(self, name: str) -> Callable[[T], T]:
+        def add(obj: T) -> T:
+            if name in self._entries:
+                raise RuntimeError(f"{self.kind} {name!r} registered twice")
+            self._entries[name] = obj
+            return obj
+
+        return add
+
+    def get(self, name: str) -> T:
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise BenchError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._entries

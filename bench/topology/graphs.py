@@ -1,0 +1,225 @@
+"""Graph builders behind the topology spec names (``ring``, ``torus``, ``erdos-renyi:P`` ...) and make_topology.
+
+A builder takes the parsed spec, n and a seed and returns a Graph; Topology turns it into W.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Callable
+
+import networkx as nx
+import numpy as np
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+
+from ..errors import BenchError
+from ..registry import Registry
+from ..specs import Spec, parse_spec
+from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
+
+Builder = Callable[[Spec, int, int], Graph]
+"""(parsed spec, n, seed) -> Graph."""
+
+TOPOLOGIES: Registry[Builder] = Registry("topology")
+
+# Random graphs are redrawn with seed+1, seed+2, ... until connected; this bounds the redraws.
+MAX_TRIES = 100
+SOCIAL_N = 32
+
+
+def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology:
+    """Build and validate the topology named by ``spec`` on n nodes (weights default per PAPER.md)."""
+    parsed = parse_spec(spec)
+    builder = TOPOLOGIES.get(parsed.name)
+    n = check_n(n)
+    if weights is not None:
+        if not isinstance(weights, str):
+            known = ", ".join(WEIGHT_SCHEMES.names())
+            raise BenchError(f"weight scheme must be a name; got {weights!r}; known: {known}")
+        WEIGHT_SCHEMES.get(weights)  # fail on a typo before building a possibly large graph
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
+        raise BenchError(f"topology seed must be an integer; got {seed!r}")
+    graph = builder(parsed, n, int(seed))
+    return Topology(
+        n,
+        graph.edges,
+        weights if weights is not None else graph.default_weights,
+        name=parsed.text,
+        kind=parsed.name,
+        grid_shape=graph.grid_shape,
+    )
+
+
+# ---- helpers ---------------------------------------------------------------------------------
+def _plain(spec: Spec) -> None:
+    """Reject an argument or options on specs that take none, so typos do not pass silently."""
+    spec.check_options(set())
+    if spec.arg is not None:
+        raise BenchError(f"topology {spec.name!r} takes no argument; got {spec.text!r}")
+
+
+def _at_least(spec: Spec, n: int, minimum: int) -> None:
+    if n < minimum:
+        raise BenchError(f"{spec.name} needs n >= {minimum}; got n={n}")
+
+
+def _circulant(n: int, offsets: list[int]) -> np.ndarray:
+    """Edges i -- (i + o) mod n for each offset o; the minus direction is the same edge seen from the other end."""
+    nodes = np.arange(n)
+    return np.concatenate([np.stack([nodes, (nodes + o) % n], axis=1) for o in offsets])
+
+
+def _is_connected(n: int, edges: np.ndarray) -> bool:
+    if len(edges) == 0:
+        return n == 1
+    adjacency = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
+    return connected_components(adjacency, directed=False)[0] == 1
+
+
+# ---- deterministic graphs --------------------------------------------------------------------
+@TOPOLOGIES.register("ring")
+def ring(spec: Spec, n: int, seed: int) -> Graph:
+    _plain(spec)
+    # n = 2 would give the single edge twice; the paper's ring has two distinct neighbours.
+    _at_least(spec, n, 3)
+    return Graph(_circulant(n, [1]), "uniform")
+
+
+@TOPOLOGIES.register("torus")
+def torus(spec: Spec, n: int, seed: int) -> Graph:
+    _plain(spec)
+    # Sides of 2 make r+1 and r-1 the same node (the 2x2 trap of PAPER.md), so both sides need >= 3.
+    a = next((a for a in range(math.isqrt(n), 2, -1) if n % a == 0), None)
+    if a is None:
+        raise BenchError(f"torus needs n = a·b with a, b >= 3; got n={n}")
+    b = n // a
+    r, c = np.divmod(np.arange(n), b)
+    down = ((r + 1) % a) * b + c
+    right = r * b + (c + 1) % b
+    nodes = np.arange(n)
+    edges = np.concatenate([np.stack([nodes, down], axis=1), np.stack([nodes, right], axis=1)])
+    return Graph(edges, "uniform", grid_shape=(a, b))
+
+
+@TOPOLOGIES.register("complete")
+def complete(spec: Spec, n: int, seed: int) -> Graph:
+    _plain(spec)
+    return Graph(np.stack(np.triu_indices(n, k=1), axis=1), "uniform")
+
+
+@TOPOLOGIES.register("star")
+def star(spec: Spec, n: int, seed: int) -> Graph:
+    _plain(spec)
+    leaves = np.arange(1, n)
+    return Graph(np.stack([np.zeros_like(leaves), leaves], axis=1), "uniform")
+
+
+@TOPOLOGIES.register("exponential")
+def exponential(spec: Spec, n: int, seed: int) -> Graph:
+    _plain(spec)
+    offsets = [1 << k for k in range(n.bit_length()) if (1 << k) < n]
+    return Graph(_circulant(n, offsets), "uniform")
+
+
+@TOPOLOGIES.register("social")
+def social(spec: Spec, n: int, seed: int) -> Graph:
+    """Davis Southern Women: nodes 0..17 are the women, 18..31 the events E1..E14, in networkx's order."""
+    _plain(spec)
+    if n != SOCIAL_N:
+        raise BenchError(f"social (Davis Southern Women graph) has exactly {SOCIAL_N} nodes; got n={n}")
+    graph = nx.davis_southern_women_graph()
+    # Women then events, as bipartite attribute then insertion order, so the labelling never depends on hashing.
+    ordered = sorted(graph.nodes, key=lambda v: graph.nodes[v]["bipartite"])
+    index = {v: k for k, v in enumerate(ordered)}
+    return Graph([(index[u], index[v]) for u, v in graph.edges], "maxdeg")
+
+
+# ---- random graphs ---------------------------------------------------------------------------
+@TOPOLOGIES.register("random-regular")
+def random_regular(spec: Spec, n: int, seed: int) -> Graph:
+    spec.check_options(set())
+    if spec.arg is None:
+        raise BenchError(f"{spec.text!r} needs a degree, e.g. random-regular:4 (an integer K with 1 <= K < n)")
+    try:
+        k = int(spec.arg)
+    except ValueError:
+        raise BenchError(f"degree {spec.arg!r} in {spec.text!r} is not an integer (need 1 <= K < n)") from None
+    if not 1 <= k < n:
+        raise BenchError(f"degree K={k} in {spec.text!r} must satisfy 1 <= K < n={n}")
+    if (n * k) % 2:
+        raise BenchError(f"no {k}-regular graph on n={n} nodes exists: n·K = {n * k} is odd")
+    if k == 1 and n > 2:
+        raise BenchError(f"random-regular:1 is a perfect matching, never connected for n={n}; use K >= 2")
+    for attempt in range(MAX_TRIES):
+        graph = nx.random_regular_graph(k, n, seed=seed + attempt)
+        edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2)
+        if _is_connected(n, edges):
+            return Graph(edges, "uniform")
+    raise BenchError(
+        f"no connected {k}-regular graph on n={n} in {MAX_TRIES} draws (seeds {seed}..{seed + MAX_TRIES - 1}); "
+        f"use a larger K than {k}"
+    )
+
+
+@TOPOLOGIES.register("erdos-renyi")
+def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
+    """G(n, P): each pair linked independently with probability P, drawn with numpy (fast at n = 1024)."""
+    spec.check_options(set())
+    if spec.arg is None:
+        raise BenchError(f"{spec.text!r} needs an edge probability, e.g. erdos-renyi:0.3 (a number in (0, 1])")
+    try:
+        p = float(spec.arg)
+    except ValueError:
+        raise BenchError(f"edge probability {spec.arg!r} in {spec.text!r} is not a number in (0, 1]") from None
+    if not 0.0 < p <= 1.0:
+        raise BenchError(f"edge probability P={spec.arg} in {spec.text!r} is outside (0, 1]")
+    pairs = np.stack(np.triu_indices(n, k=1), axis=1)
+    for attempt in range(MAX_TRIES):
+        rng = np.random.default_rng(seed + attempt)
+        edges = pairs[rng.random(len(pairs)) < p]
+        if _is_connected(n, edges):
+            return Graph(edges, "metropolis")
+    raise BenchError(
+        f"edge probability P={spec.arg} is too small for n={n}: no connected graph in {MAX_TRIES} draws; "
+        f"use P above about ln(n)/n = {math.log(n) / n:.3g}"
+    )
+
+
+# ---- user-supplied graphs --------------------------------------------------------------------
+@TOPOLOGIES.register("file")
+def edge_list_file(spec: Spec, n: int, seed: int) -> Graph:
+    """Edge list: one ``i j`` pair of 0-based nodes a line; ``#`` starts a comment; each edge once or both ways."""
+    spec.check_options(set())
+    if spec.arg is None:
+        raise BenchError(f"{spec.text!r} needs a path, e.g. file:edges.txt (one 'i j' pair a line)")
+    path = Path(spec.arg).expanduser()
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or str(error)
+        raise BenchError(f"cannot read edge list {str(path)!r}: {reason}") from None
+    edges: list[tuple[int, int]] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        fields = line.split()
+        try:
+            if len(fields) != 2:
+                raise ValueError
+            i, j = int(fields[0]), int(fields[1])
+        except ValueError:
+            raise BenchError(f"{path}:{number}: expected two node numbers 'i j', got {raw.strip()!r}") from None
+        for node in (i, j):
+            if not 0 <= node < n:
+                raise BenchError(f"{path}:{number}: node {node} is out of range 0..{n - 1} for n={n}")
+        if i == j:
+            raise BenchError(f"{path}:{number}: self-loop {i} {j}; an edge needs two different nodes")
+        edges.append((i, j))
+    if not edges:
+        raise BenchError(f"edge list {path} has no edges")
+    count = 1 + max(max(edge) for edge in edges)
+    if count != n:
+        raise BenchError(f"edge list {path} has {count} nodes (0..{count - 1}) but n={n}")
+    return Graph(edges, "metropolis")

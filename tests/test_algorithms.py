@@ -1,0 +1,206 @@
+"""Mathematical identities of the five algorithms, in float64, on the simulated communicator."""
+import pytest
+import torch
+
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
+from bench.comm import SimulatedCommunicator, make_network
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.topology import make_topology
+
+D = 40
+STEPS = 25
+LR = 0.05
+
+
+class Quadratic:
+    """f_i(x) = ½ a_i ‖x − c_i‖²: worker-specific gradients that depend on the iterate."""
+
+    def __init__(self, n, d, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.a = (0.5 + torch.rand(n, 1, generator=g, dtype=torch.float64))
+        self.c = torch.randn(n, d, generator=g, dtype=torch.float64)
+
+    def grad(self, x):
+        return self.a * (x - self.c)
+
+
+def start(n, d=D, identical=True, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    if identical:
+        return torch.randn(1, d, generator=g, dtype=torch.float64).repeat(n, 1)
+    return torch.randn(n, d, generator=g, dtype=torch.float64)
+
+
+def build(name, topo, x0, compressor="none", options=None, local_cfg=None, seed=3):
+    comp = make_compressor(compressor, algorithm=name)
+    return make_algorithm(name, x0, SimulatedCommunicator(topo), compressor=comp,
+                          local=LocalStep(local_cfg or LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2)),
+                          options=options, generator=torch.Generator().manual_seed(seed))
+
+
+def trajectory(algo, problem, steps=STEPS, lr=LR):
+    xs = []
+    for _ in range(steps):
+        algo.step(problem.grad(algo.x), lr)
+        xs.append(algo.x.clone())
+    return torch.stack(xs)
+
+
+TOPOLOGIES = [("ring", 8), ("torus", 9), ("social", 32), ("erdos-renyi:0.4", 10)]
+
+
+@pytest.mark.parametrize("spec,n", TOPOLOGIES)
+def test_choco_identity_gamma_one_equals_dpsgd_step_then_gossip(spec, n):
+    topo = make_topology(spec, n)
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    choco = trajectory(build("choco", topo, x0, "none", {"gamma": 1.0}), problem)
+    dpsgd = trajectory(build("dpsgd", topo, x0, options={"order": "code"}), problem)
+    torch.testing.assert_close(choco, dpsgd, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("spec,n", TOPOLOGIES)
+def test_choco_code_order_equals_dpsgd_gossip_then_step_from_a_common_start(spec, n):
+    topo = make_topology(spec, n)
+    problem, x0 = Quadratic(n, D), start(n, identical=True)
+    choco = trajectory(build("choco", topo, x0, "none", {"gamma": 1.0, "order": "code"}), problem)
+    dpsgd = trajectory(build("dpsgd", topo, x0, options={"order": "paper"}), problem)
+    torch.testing.assert_close(choco, dpsgd, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["dcd", "ecd"])
+@pytest.mark.parametrize("spec,n", TOPOLOGIES)
+def test_difference_and_extrapolation_compression_without_compression_equal_dpsgd(name, spec, n):
+    topo = make_topology(spec, n)
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    ours = trajectory(build(name, topo, x0, "none"), problem)
+    dpsgd = trajectory(build("dpsgd", topo, x0, options={"order": "paper"}), problem)
+    torch.testing.assert_close(ours, dpsgd, rtol=0, atol=1e-10)
+
+
+def test_allreduce_is_centralized_sgd_on_the_mean_gradient():
+    n = 8
+    topo = make_topology("ring", n)
+    problem, x0 = Quadratic(n, D), start(n, identical=True)
+    cfg = LocalStepConfig(momentum=0.9, weight_decay=1e-2)
+    ours = trajectory(build("allreduce", topo, x0, local_cfg=cfg), problem)
+    # a single model with heavy-ball momentum on f = mean_i f_i
+    x, m = x0[0].clone(), torch.zeros(D, dtype=torch.float64)
+    for t in range(STEPS):
+        g = problem.grad(x.expand(n, D)).mean(0) + 1e-2 * x
+        m = 0.9 * m + g
+        x = x - LR * m
+        torch.testing.assert_close(ours[t], x.expand(n, D), rtol=0, atol=1e-12)
+
+
+COMPRESSORS = ["none", "sign", "top:0.1", "rand:0.1", "rand:0.1,unbiased=true", "qsgd:4", "qsgd:4,biased=false"]
+
+
+AVERAGE_CASES = ([("choco", {"gamma": 0.4}, c) for c in COMPRESSORS]
+                 + [("choco", {"gamma": 0.4, "order": "code"}, c) for c in COMPRESSORS]
+                 + [("dpsgd", {}, "none"), ("dpsgd", {"order": "code"}, "none")])
+
+
+@pytest.mark.parametrize("name,options,compressor", AVERAGE_CASES)
+def test_consensus_step_never_moves_the_average(name, options, compressor):
+    n = 9
+    topo = make_topology("torus", n)
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    algo = build(name, topo, x0, compressor, options, local_cfg=LocalStepConfig(momentum=0.5, weight_decay=1e-3))
+    directions = []
+    original = algo.local.direction
+
+    def recording(x, g):
+        d = original(x, g)
+        directions.append(d.clone())
+        return d
+
+    algo.local.direction = recording
+    for _ in range(STEPS):
+        before = algo.x.mean(0)
+        algo.step(problem.grad(algo.x), LR)
+        expected = before - LR * directions[-1].mean(0)
+        # exact up to float64 rounding of the largest quantity the step touched
+        scale = max(float(v.abs().max()) for v in algo.state_dict().values() if torch.is_tensor(v))
+        torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-13 * max(1.0, scale))
+
+
+def test_dpsgd_rejects_compression():
+    topo = make_topology("ring", 4)
+    with pytest.raises(BenchError, match="sign"):
+        build("dpsgd", topo, start(4), "sign")
+
+
+@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"order": "weird"}, {"gama": 0.1}])
+def test_bad_choco_options_are_one_line_errors(bad):
+    with pytest.raises(BenchError, match="gamma|order|gama"):
+        build("choco", make_topology("ring", 4), start(4), "sign", bad)
+
+
+def test_every_registered_algorithm_reports_traffic_and_drains_it():
+    n = 8
+    topo = make_topology("ring", n)
+    for name in ALGORITHMS.names():
+        comp = "none" if name in ("allreduce", "dpsgd") else "sign"
+        algo = build(name, topo, start(n), comp, {"gamma": 0.5} if name == "choco" else None)
+        first = algo.step(Quadratic(n, D).grad(algo.x), LR)
+        second = algo.step(Quadratic(n, D).grad(algo.x), LR)
+        per_message = make_compressor(comp).wire_bits([D])
+        if name == "allreduce":
+            assert second.paper_bits == 32 * D and second.wire_bits == pytest.approx(2 * (n - 1) / n * 32 * D)
+        else:
+            assert second.wire_bits == per_message and second.messages == 1
+            # dcd/ecd set up neighbour replicas with one exact exchange, counted in the first round
+            extra = 32 * D if name in ("dcd", "ecd") else 0
+            assert first.wire_bits == per_message + extra
+        assert second.comm_time_s > 0
+
+
+def test_traffic_time_follows_the_network_model():
+    n, net = 8, make_network("p2p-100m")
+    topo = make_topology("ring", n)
+    comp = make_compressor("top:0.1")
+    algo = make_algorithm("choco", start(n), SimulatedCommunicator(topo, net), compressor=comp,
+                          options={"gamma": 0.5}, generator=torch.Generator().manual_seed(0))
+    traffic = algo.step(Quadratic(n, D).grad(algo.x), LR)
+    bits = comp.wire_bits([D])
+    assert traffic.comm_time_s == pytest.approx(2 * (net.latency_s + bits / net.bandwidth_bps))
+
+
+def test_per_layer_segments_reach_the_compressor():
+    n, segments = 4, [10, 30]
+    topo = make_topology("ring", n)
+    algo = make_algorithm("choco", start(n), SimulatedCommunicator(topo), compressor=make_compressor("top:0.1"),
+                          options={"gamma": 0.5}, segments=segments)
+    traffic = algo.step(None, 0.0)
+    assert traffic.paper_bits == 64 * (1 + 3)  # k = 1 of 10 and 3 of 30
+
+
+@pytest.mark.parametrize("name", ["choco", "dcd", "ecd", "dpsgd", "allreduce"])
+def test_state_dict_round_trip_continues_identically(name):
+    n = 8
+    topo = make_topology("ring", n)
+    problem = Quadratic(n, D)
+    comp = "top:0.2" if name in ("choco", "dcd", "ecd") else "none"
+    opts = {"gamma": 0.5} if name == "choco" else None
+    a = build(name, topo, start(n), comp, opts)
+    trajectory(a, problem, steps=5)
+    saved = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in a.state_dict().items() if k != "local"}
+    saved["local"] = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in a.state_dict()["local"].items()}
+    rest_a = trajectory(a, problem, steps=5)
+    b = build(name, topo, start(n, seed=99), comp, opts)
+    b.load_state_dict(saved)
+    torch.testing.assert_close(trajectory(b, problem, steps=5), rest_a, rtol=0, atol=0)
+
+
+def test_local_step_momentum_nesterov_and_masked_weight_decay():
+    x = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
+    g = torch.tensor([[0.5, -1.0]], dtype=torch.float64)
+    mask = torch.tensor([1.0, 0.0], dtype=torch.float64)
+    step = LocalStep(LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=0.1), decay_mask=mask)
+    d1 = step.direction(x, g)  # d = g + wd·x·mask = [0.6, -1]; m = d; nesterov: d + 0.9 m
+    torch.testing.assert_close(d1, torch.tensor([[0.6 * 1.9, -1.9]], dtype=torch.float64))
+    d2 = step.direction(x, g)  # m = 0.9·m + d = 1.9 d; out = d + 0.9·1.9 d
+    torch.testing.assert_close(d2, torch.tensor([[0.6, -1.0]], dtype=torch.float64) * (1 + 0.9 * 1.9))
+    with pytest.raises(BenchError, match="momentum"):
+        LocalStepConfig(momentum=1.0)

@@ -1,0 +1,275 @@
+"""Mathematics of the topologies: W doubly stochastic on the graph's support, PAPER.md gaps, closed forms."""
+from __future__ import annotations
+
+import json
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from bench.topology import TOPOLOGIES, WEIGHT_SCHEMES, Topology, make_topology
+
+# Small valid (spec, n) examples per registered topology; "{edges}" becomes a file written by the test.
+# Chosen so some are regular bipartite (ring 8, torus 16, complete 2, star 2), where maxdeg must be rejected.
+EXAMPLES: dict[str, list[tuple[str, int]]] = {
+    "ring": [("ring", 3), ("ring", 5), ("ring", 8)],
+    "torus": [("torus", 9), ("torus", 12), ("torus", 16)],
+    "complete": [("complete", 2), ("complete", 7)],
+    "star": [("star", 2), ("star", 6)],
+    "exponential": [("exponential", 2), ("exponential", 6), ("exponential", 16)],
+    "social": [("social", 32)],
+    "random-regular": [("random-regular:3", 10), ("random-regular:2", 12)],
+    "erdos-renyi": [("erdos-renyi:0.4", 12), ("erdos-renyi:1", 5)],
+    "file": [("file:{edges}", 6)],
+}
+# A connected, irregular, non-bipartite 6-node graph (a triangle with a tail and a pendant).
+EDGE_FILE = "# test graph\n0 1\n1 2\n2 0\n2 3   # tail\n3 4\n\n4 5\n1 5\n"
+
+CASES = [(spec, n) for name in EXAMPLES for spec, n in EXAMPLES[name]]
+
+
+def as_networkx(topology: Topology) -> nx.Graph:
+    graph = nx.Graph()
+    graph.add_nodes_from(range(topology.n))
+    graph.add_edges_from(topology.edges)
+    return graph
+
+
+def expected_weight(scheme: str, d_i: int, d_j: int, max_degree: int) -> float:
+    return {"uniform": 1 / (max_degree + 1), "metropolis": 1 / (1 + max(d_i, d_j)), "maxdeg": 1 / max(d_i, d_j)}[scheme]
+
+
+def test_every_registered_topology_has_examples():
+    assert set(EXAMPLES) == set(TOPOLOGIES.names())
+    assert set(WEIGHT_SCHEMES.names()) == {"uniform", "metropolis", "maxdeg"}
+
+
+@pytest.mark.parametrize("scheme", ["uniform", "metropolis", "maxdeg"])
+@pytest.mark.parametrize("spec, n", CASES)
+def test_mixing_matrix_invariants(spec, n, scheme, tmp_path):
+    edge_file = tmp_path / "edges.txt"
+    edge_file.write_text(EDGE_FILE)
+    spec = spec.format(edges=edge_file)
+    graph_only = make_topology(spec, n)  # default weights always valid
+    graph = as_networkx(graph_only)
+    regular_bipartite = len(set(dict(graph.degree).values())) == 1 and nx.is_bipartite(graph)
+    try:
+        topology = make_topology(spec, n, weights=scheme)
+    except BenchError as error:
+        # Self-weights vanish only under maxdeg on a regular graph; bipartite then gives eigenvalue -1.
+        assert scheme == "maxdeg" and regular_bipartite, str(error)
+        assert "maxdeg" in str(error) and "another weight scheme" in str(error)
+        return
+    assert not (scheme == "maxdeg" and regular_bipartite)
+
+    W, deg, m = topology.W, topology.degree, topology.num_edges
+    assert topology.n == n and W.shape == (n, n) and W.dtype == np.float64
+    assert topology.weights == scheme and topology.name == spec and topology.kind == spec.split(":")[0]
+    assert np.abs(W - W.T).max() <= 1e-12
+    assert np.abs(W.sum(axis=0) - 1).max() <= 1e-12 and np.abs(W.sum(axis=1) - 1).max() <= 1e-12
+    assert W.min() >= 0
+    # Support: positive off-diagonal entries are exactly the edges.
+    adjacency = nx.to_numpy_array(graph, nodelist=range(n)) > 0
+    off = ~np.eye(n, dtype=bool)
+    assert np.array_equal((W > 0) & off, adjacency)
+    assert nx.is_connected(graph)
+    for i, j in topology.edges:
+        assert i < j
+        assert W[i, j] == pytest.approx(expected_weight(scheme, deg[i], deg[j], topology.max_degree), abs=1e-15)
+    assert topology.edges == sorted(set(topology.edges))
+    # Degrees and neighbour lists tell the same story as the edge list.
+    assert deg.sum() == 2 * m and topology.max_degree == deg.max()
+    for i in range(n):
+        assert topology.neighbors(i) == sorted(graph.neighbors(i))
+        assert len(topology.neighbors(i)) == deg[i]
+    # Spectrum, computed independently.
+    reference = np.sort(np.linalg.eigvals(W).real)[::-1]
+    assert np.allclose(topology.eigenvalues, reference, atol=1e-9)
+    assert topology.eigenvalues[0] == pytest.approx(1.0, abs=1e-12)
+    assert topology.lambda2 == pytest.approx(np.abs(reference[1:]).max(), abs=1e-9)
+    assert topology.spectral_gap == pytest.approx(1 - topology.lambda2, abs=1e-15) and topology.spectral_gap > 0
+    assert topology.beta == pytest.approx(np.linalg.norm(np.eye(n) - W, 2), abs=1e-9)
+    # Exact gossip contracts the distance to the average by lambda2 per step.
+    x = np.random.default_rng(0).standard_normal(n)
+    y = x.copy()
+    for _ in range(10):
+        y = W @ y
+    assert np.linalg.norm(y - x.mean()) <= topology.lambda2**10 * np.linalg.norm(x - x.mean()) + 1e-12
+    with pytest.raises(ValueError):
+        topology.W[0, 0] = 0.5
+    summary = json.loads(json.dumps(topology.describe()))
+    assert summary["num_edges"] == m and summary["min_degree"] == deg.min() and summary["n"] == n
+    assert summary["spectral_gap"] == pytest.approx(topology.spectral_gap)
+
+
+@pytest.mark.parametrize(
+    "n, gap", [(4, 0.667), (8, 0.195), (16, 0.051), (36, 0.010), (64, 0.003)]
+)
+def test_ring_spectral_gap_matches_paper(n, gap):
+    topology = make_topology("ring", n)
+    assert topology.weights == "uniform" and np.allclose(topology.W[0, [n - 1, 0, 1]], 1 / 3)
+    assert round(topology.spectral_gap, 3) == pytest.approx(gap, abs=1e-12)
+
+
+@pytest.mark.parametrize("n, gap", [(16, 0.4), (36, 0.2), (64, 0.117)])
+def test_torus_spectral_gap_matches_paper(n, gap):
+    topology = make_topology("torus", n)
+    side = math.isqrt(n)
+    assert topology.grid_shape == (side, side) and np.isclose(topology.W[0, 0], 1 / 5)
+    assert round(topology.spectral_gap, 3) == pytest.approx(gap, abs=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 5, 32])
+def test_complete_graph_averages_in_one_step(n):
+    topology = make_topology("complete", n)
+    assert np.allclose(topology.W, 1 / n, atol=1e-15) and topology.spectral_gap == pytest.approx(1.0, abs=1e-12)
+
+
+def test_social_graph_matches_paper():
+    topology = make_topology("social", 32)
+    assert (topology.num_edges, topology.max_degree, topology.weights) == (89, 14, "maxdeg")
+    assert topology.spectral_gap == pytest.approx(0.0903, abs=5e-5)
+    assert round(topology.spectral_gap, 3) == 0.090
+    # Women (0..17) only meet events (18..31): the relabelling keeps the two sides apart.
+    assert all(i < 18 <= j for i, j in topology.edges)
+
+
+@pytest.mark.parametrize("n", range(4, 41))
+def test_ring_lambda2_closed_form(n):
+    assert make_topology("ring", n).lambda2 == pytest.approx(1 / 3 + 2 / 3 * math.cos(2 * math.pi / n), abs=1e-12)
+
+
+@pytest.mark.parametrize("n, shape", [(9, (3, 3)), (12, (3, 4)), (18, (3, 6)), (20, (4, 5)), (36, (6, 6))])
+def test_torus_spectrum_closed_form(n, shape):
+    topology = make_topology("torus", n)
+    a, b = shape
+    assert topology.grid_shape == shape
+    r, c = 1, 2
+    assert topology.neighbors(r * b + c) == sorted({((r + 1) % a) * b + c, ((r - 1) % a) * b + c,
+                                                    r * b + (c + 1) % b, r * b + (c - 1) % b})
+    expected = sorted(
+        ((1 + 2 * math.cos(2 * math.pi * p / a) + 2 * math.cos(2 * math.pi * q / b)) / 5
+         for p in range(a) for q in range(b)),
+        reverse=True,
+    )
+    assert np.allclose(topology.eigenvalues, expected, atol=1e-12)
+
+
+def test_exponential_graph_neighbours():
+    topology = make_topology("exponential", 16)
+    assert topology.neighbors(0) == [1, 2, 4, 8, 12, 14, 15]
+    assert set(topology.degree.tolist()) == {7} and np.isclose(topology.W[0, 0], 1 / 8)
+
+
+def test_star_weights():
+    topology = make_topology("star", 6)
+    assert topology.neighbors(0) == [1, 2, 3, 4, 5] and topology.neighbors(3) == [0]
+    assert np.isclose(topology.W[0, 0], 1 / 6) and np.isclose(topology.W[3, 3], 5 / 6)
+
+
+def test_edge_list_file_reproduces_ring(tmp_path):
+    n = 10
+    lines = ["# a ring, listed backwards and both ways", ""]
+    lines += [f"{(i + 1) % n} {i}" for i in reversed(range(n))] + [f"{i} {(i + 1) % n}  # again" for i in range(n)]
+    path = tmp_path / "ring.txt"
+    path.write_text("\n".join(lines) + "\n")
+    from_file, ring = make_topology(f"file:{path}", n), make_topology("ring", n)
+    assert from_file.weights == "metropolis" and from_file.kind == "file"
+    assert from_file.edges == ring.edges
+    assert np.array_equal(from_file.W, ring.W)
+    assert from_file.spectral_gap == ring.spectral_gap
+
+
+@pytest.mark.parametrize("spec, n", [("erdos-renyi:0.3", 20), ("random-regular:3", 16), ("random-regular:4", 33)])
+def test_random_graphs_reproducible_and_connected(spec, n):
+    first, again, other = (make_topology(spec, n, seed=s) for s in (7, 7, 8))
+    assert first.edges == again.edges and np.array_equal(first.W, again.W)
+    assert first.edges != other.edges
+    assert nx.is_connected(as_networkx(first))
+    if spec.startswith("random-regular"):
+        assert set(first.degree.tolist()) == {int(spec.split(":")[1])}
+
+
+def test_sparse_erdos_renyi_retries_until_connected():
+    # At P = 0.1 and n = 40 a single draw is usually disconnected; the result must still be connected.
+    topology = make_topology("erdos-renyi:0.1", 40, seed=0)
+    assert nx.is_connected(as_networkx(topology)) and topology.spectral_gap > 0
+
+
+def test_maxdeg_on_even_ring_is_rejected():
+    with pytest.raises(BenchError, match=r"maxdeg.*-1.*uniform, metropolis"):
+        make_topology("ring", 8, weights="maxdeg")
+    assert make_topology("ring", 7, weights="maxdeg").spectral_gap > 0
+
+
+def test_not_connected_custom_graph_is_rejected():
+    with pytest.raises(BenchError, match="not connected"):
+        Topology(4, [(0, 1), (2, 3)], "metropolis")
+
+
+@pytest.mark.parametrize(
+    "spec, n, weights, message",
+    [
+        ("torus", 8, None, "n=8"),
+        ("torus", 4, None, "n=4"),
+        ("torus", 7, None, "a, b >= 3"),
+        ("social", 31, None, "n=31"),
+        ("ring", 2, None, "n=2"),
+        ("ring", 1, None, "n=1"),
+        ("complete", 1.5, None, "1.5"),
+        ("hypercube", 8, None, "'hypercube'.*known: ring"),
+        ("ring", 8, "lazy", "'lazy'.*uniform"),
+        ("erdos-renyi:0", 10, None, "P=0 "),
+        ("erdos-renyi:1.5", 10, None, "P=1.5"),
+        ("erdos-renyi:x", 10, None, "'x'"),
+        ("erdos-renyi", 10, None, "needs an edge probability"),
+        ("erdos-renyi:0.001", 50, None, "P=0.001 is too small"),
+        ("random-regular:3", 7, None, "n·K = 21 is odd"),
+        ("random-regular:8", 8, None, "K=8"),
+        ("random-regular:1", 6, None, "random-regular:1"),
+        ("ring:4", 8, None, "'ring:4'"),
+        ("torus,wrap=no", 9, None, "'wrap'"),
+    ],
+)
+def test_bad_input_raises_bench_error_naming_the_value(spec, n, weights, message):
+    with pytest.raises(BenchError, match=message):
+        make_topology(spec, n, weights=weights)
+
+
+@pytest.mark.parametrize(
+    "text, n, message",
+    [
+        ("0 1\n1 2\n2 x\n", 3, r"edges\.txt:3: .*'2 x'"),
+        ("0 1 2\n", 3, r":1: .*'0 1 2'"),
+        ("0 1\n1 2\n2 3\n3 0\n", 3, r":3: node 3 is out of range"),
+        ("0 1\n1 -2\n", 3, r":2: node -2 is out of range"),
+        ("0 1\n1 1\n1 2\n", 3, r":2: self-loop"),
+        ("0 1\n1 2\n2 0\n", 5, r"3 nodes .* but n=5"),
+        ("# nothing here\n\n", 3, "no edges"),
+        ("0 1\n2 3\n", 4, "not connected"),
+    ],
+)
+def test_malformed_edge_list(tmp_path, text, n, message):
+    path = tmp_path / "edges.txt"
+    path.write_text(text)
+    with pytest.raises(BenchError, match=message):
+        make_topology(f"file:{path}", n)
+
+
+def test_missing_edge_list(tmp_path):
+    path = tmp_path / "absent.txt"
+    with pytest.raises(BenchError, match="absent.txt"):
+        make_topology(f"file:{path}", 4)
+
+
+def test_describe_is_json_ready():
+    summary = make_topology("torus", 12).describe()
+    assert json.loads(json.dumps(summary)) == summary
+    keys = {"name", "kind", "n", "num_edges", "max_degree", "min_degree", "weights", "spectral_gap", "beta",
+            "lambda2", "grid_shape"}
+    assert keys <= set(summary)
+    assert summary["grid_shape"] == [3, 4] and summary["num_edges"] == 24
+    # Torus 3x4: λ_min = (1 - 1 - 2)/5, so beta = 1 - λ_min = 1.4.
+    assert summary["beta"] == pytest.approx(1.4, abs=1e-12)
