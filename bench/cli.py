@@ -57,7 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("consensus", help="Choco-Gossip vs exact gossip, γ tuned per compressor")
     _consensus_args(c)
-    c.add_argument("--compressors", default="sign,top:0.01,rand:0.01,qsgd:2")
+    c.add_argument("--methods", nargs="+", default=["exact", "sign", "top:0.01", "rand:0.01", "qsgd:2"],
+                   help="'exact' (exact gossip) and compressor specs for Choco-Gossip")
+    c.add_argument("--gamma", type=float, default=None, help="Choco's γ for every compressor (default: tuned)")
     c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
     c.add_argument("--out", default=None, help="directory for traces.csv and summary.csv")
     return p

@@ -45,51 +45,42 @@ def cmd_tune_gamma(args) -> int:
 
 
 def cmd_consensus(args) -> int:
-    """Exact gossip and Choco-Gossip with each compressor (γ tuned first), as a table and CSVs."""
+    """Exact gossip and/or Choco-Gossip per compressor (γ tuned first unless given): a table and CSVs."""
     import pandas as pd
 
     topo = make_topology(args.topology, args.nodes, weights=args.weights)
     tune_steps = args.tune_steps or args.steps
     every = max(1, args.steps // 200)
-    traces = [run_consensus(topo, None, steps=args.steps, dim=args.dim, seed=args.seed, record_every=every)]
-    for spec in [s for s in args.compressors.split(";" if ";" in args.compressors else ",") if s]:
-        best = best_of(_tune(topo, spec, DEFAULT_GAMMA_GRID, tune_steps, args.dim, args.seed, args.quiet))
-        traces.append(run_consensus(topo, spec, gamma=best.gamma, steps=args.steps, dim=args.dim,
+    traces = []
+    for spec in args.methods:
+        if spec == "exact":
+            traces.append(run_consensus(topo, None, steps=args.steps, dim=args.dim, seed=args.seed, record_every=every))
+            continue
+        gamma = args.gamma
+        if gamma is None:
+            gamma = best_of(_tune(topo, spec, DEFAULT_GAMMA_GRID, tune_steps, args.dim, args.seed, args.quiet)).gamma
+        traces.append(run_consensus(topo, spec, gamma=gamma, steps=args.steps, dim=args.dim,
                                     seed=args.seed, record_every=every))
 
-    rows = []
-    for tr in traces:
-        rows.append({
-            "method": tr.method, "gamma": tr.gamma, "delta_measured": tr.delta_measured,
-            "final_rel_error": tr.final_error, "diverged": tr.diverged,
-            "steps_to_1e-4": _first_below(tr.steps, tr.rel_error, 1e-4),
-            "mbit_to_1e-4": _first_below(tr.bits_per_worker, tr.rel_error, 1e-4, scale=1e-6),
-            "mbit_per_round": tr.bits_per_worker[-1] / max(tr.steps[-1], 1) * 1e-6,
-        })
-    summary = pd.DataFrame(rows)
     print(f"# consensus on {topo.name} (n={topo.n}, spectral gap {topo.spectral_gap:.4f}), d={args.dim}, "
           f"{args.steps} rounds, seed {args.seed}")
-    print(summary.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    print(f"{'method':<28}{'gamma':>9}{'delta':>9}{'rel. error':>12}{'Mbit/worker':>13}")
+    for tr in traces:
+        delta = "-" if tr.delta_measured is None else f"{tr.delta_measured:.3f}"
+        err = "diverged" if tr.diverged else f"{tr.final_error:.2e}"
+        print(f"{tr.method:<28}{tr.gamma:>9.4g}{delta:>9}{err:>12}{tr.bits_per_worker[-1] / 1e6:>13.3f}")
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
         tidy = pd.concat([pd.DataFrame({
-            "method": tr.method, "gamma": tr.gamma, "step": tr.steps, "rel_error": tr.rel_error,
+            "method": tr.method, "gamma": tr.gamma, "delta_measured": tr.delta_measured, "diverged": tr.diverged,
+            "topology": topo.name, "nodes": topo.n, "spectral_gap": topo.spectral_gap, "dim": args.dim,
+            "seed": args.seed, "step": tr.steps, "rel_error": tr.rel_error,
             "bits_per_worker": tr.bits_per_worker, "bits_paper_per_worker": tr.paper_bits_per_worker,
         }) for tr in traces], ignore_index=True)
-        meta = {"topology": topo.describe(), "dim": args.dim, "steps": args.steps, "seed": args.seed}
         _atomic_write(out / "traces.csv", tidy.to_csv(index=False))
-        _atomic_write(out / "summary.csv", summary.to_csv(index=False))
-        _atomic_write(out / "consensus.json", json.dumps(meta, indent=2))
-        print(f"wrote {out / 'traces.csv'} and {out / 'summary.csv'}")
+        print(f"wrote {out / 'traces.csv'}")
     return 0
-
-
-def _first_below(xs, errors, level: float, scale: float = 1.0):
-    for x, e in zip(xs, errors):
-        if e <= level:
-            return x * scale
-    return None
 
 
 def _atomic_write(path: Path, text: str) -> None:

@@ -17,7 +17,7 @@ from .compressors import make_compressor, measure_delta
 from .topology import Topology
 
 DEFAULT_GAMMA_GRID = tuple(float(g) for g in np.logspace(-3, 0, 20))
-DIVERGED_FACTOR = 1e8  # a relative error above this means the iteration blew up
+DIVERGED_FACTOR = 1e3  # relative error above this: the iteration blew up (as a training loss > 1e3 does)
 
 
 @dataclass

@@ -13,15 +13,6 @@ from bench.errors import BenchError
 from bench.models import resnet_cifar
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    # Tiny tensors run faster on one thread, and with the CPU shared by other jobs OpenMP's
-    # spinning threads made a ResNet-20 step ~50x slower; restore the setting afterwards.
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
 # Every registered operator with the option variants it declares; a new operator that lists
 # its examples is covered by every generic test below.
 EXAMPLE_SPECS = [spec for name in COMPRESSORS.names() for spec in COMPRESSORS.get(name).examples]

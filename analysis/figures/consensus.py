@@ -23,6 +23,8 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     for ax, x, xlabel in ((axes[0], "step", "gossip rounds"), (axes[1], "mbit_per_worker", "Mbit sent per worker")):
         sns.lineplot(data=data, x=x, y="rel_error", hue="label", ax=ax, linewidth=1.6)
         ax.set_yscale("log")
+        # exact gossip hits float64 round-off (~1e-28) quickly; the interesting range is above 1e-10
+        ax.set_ylim(1e-10, 3)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("consensus error / initial")
         ax.axhline(1e-4, color="grey", linestyle=":", linewidth=1)
@@ -41,13 +43,15 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.figures.consensus")
-    p.add_argument("traces", type=Path, help="traces.csv written by `bench consensus --out`")
+    p.add_argument("traces", nargs="+", type=Path, help="traces.csv files written by `bench consensus --out`")
     p.add_argument("--out", type=Path, required=True, help="output path without suffix")
     args = p.parse_args(argv)
-    if not args.traces.is_file():
-        print(f"error: no such file {args.traces}", file=sys.stderr)
+    missing = [str(t) for t in args.traces if not t.is_file()]
+    if missing:
+        print(f"error: no such traces file {missing[0]}", file=sys.stderr)
         return 2
-    for path in plot_consensus(pd.read_csv(args.traces), args.out):
+    traces = pd.concat([pd.read_csv(t) for t in args.traces], ignore_index=True)
+    for path in plot_consensus(traces, args.out):
         print(f"wrote {path}")
     return 0
 

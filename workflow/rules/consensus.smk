@@ -1,28 +1,40 @@
-# Choco-Gossip against exact gossip on the consensus problem (γ tuned per compressor).
+# Choco-Gossip against exact gossip on the consensus problem: one job per method, then the
+# summary table and the figure.
 
 
-rule consensus:
+rule consensus_method:
     output:
-        traces=f"{OUT}/consensus/traces.csv",
-        summary=f"{OUT}/consensus/summary.csv",
+        f"{OUT}/consensus/{{method}}/traces.csv",
     log:
-        f"logs/{STUDY}/consensus.log",
+        f"logs/{STUDY}/consensus/{{method}}.log",
     params:
         c=config.get("consensus", {}),
+        spec=lambda wc: CONSENSUS_METHODS[wc.method],
     shell:
-        "bench consensus --topology {params.c[topology]} --nodes {params.c[nodes]} "
-        "--dim {params.c[dim]} --steps {params.c[steps]} --tune-steps {params.c[tune_steps]} "
-        "--compressors '{params.c[compressors]}' --seed {params.c[seed]} --quiet "
-        "--out {OUT}/consensus 2> {log} | tee {OUT}/consensus/table.txt"
+        "bench consensus --methods '{params.spec}' --topology {params.c[topology]} --nodes {params.c[nodes]} "
+        "--dim {params.c[dim]} --steps {params.c[steps]} --seed {params.c[seed]} --quiet "
+        "--out $(dirname {output}) > {log} 2>&1"
+
+
+rule consensus_summary:
+    input:
+        consensus_traces(),
+    output:
+        csv=f"{OUT}/consensus/summary.csv",
+        md=f"{OUT}/consensus/summary.md",
+    log:
+        f"logs/{STUDY}/consensus/summary.log",
+    shell:
+        "python -m analysis.consensus {input} --out $(dirname {output.csv}) > {log} 2>&1"
 
 
 rule consensus_figure:
     input:
-        rules.consensus.output.traces,
+        consensus_traces(),
     output:
         png=f"{OUT}/figures/consensus.png",
         pdf=f"{OUT}/figures/consensus.pdf",
     log:
-        f"logs/{STUDY}/consensus_figure.log",
+        f"logs/{STUDY}/consensus/figure.log",
     shell:
-        "python -m analysis.figures.consensus {input} --out {OUT}/figures/consensus 2> {log}"
+        "python -m analysis.figures.consensus {input} --out {OUT}/figures/consensus > {log} 2>&1"

@@ -1,0 +1,71 @@
+"""The command line: JSON output of `bench topology`, one-line errors with exit status 2."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from bench.cli import main
+
+
+def test_topology_json_has_the_contract_keys(capsys):
+    assert main(["topology", "--topology", "torus", "--nodes", "16", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert {"n", "num_edges", "max_degree", "weights", "spectral_gap", "beta"} <= set(info)
+    assert info["n"] == 16 and info["num_edges"] == 32 and info["max_degree"] == 4
+    assert round(info["spectral_gap"], 3) == 0.4
+
+
+def test_topology_weights_flag_changes_the_matrix(capsys):
+    main(["topology", "--topology", "social", "--nodes", "32", "--weights", "metropolis", "--json"])
+    metropolis = json.loads(capsys.readouterr().out)
+    main(["topology", "--topology", "social", "--nodes", "32", "--json"])
+    default = json.loads(capsys.readouterr().out)
+    assert metropolis["weights"] == "metropolis" and default["weights"] == "maxdeg"
+    assert metropolis["spectral_gap"] < default["spectral_gap"]
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["topology", "--topology", "torus", "--nodes", "8"], "torus"),
+    (["topology", "--topology", "hypercube", "--nodes", "8"], "hypercube"),
+    (["topology", "--topology", "ring", "--nodes", "8", "--weights", "heat"], "heat"),
+    (["topology", "--topology", "social", "--nodes", "31"], "32"),
+    (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], "1.5"),
+    (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], "zip"),
+    (["tune-gamma", "--compressor", "sign", "--nodes", "0"], "0"),
+])
+def test_bad_input_is_one_line_and_status_two(argv, word):
+    proc = subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and word in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_tune_gamma_prints_the_best_gamma_of_the_grid(capsys):
+    argv = ["tune-gamma", "--topology", "ring", "--nodes", "8", "--dim", "200", "--steps", "150",
+            "--compressor", "top:0.1", "--grid", "0.01,0.1,0.9", "--json", "--quiet"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    finite = [g for g in out["grid"] if not g["diverged"]]
+    assert out["best_gamma"] in (0.01, 0.1, 0.9)
+    assert out["best_rel_error"] == min(g["rel_error"] for g in finite)
+    assert out["compressor"] == "top:0.1"
+
+
+def test_consensus_command_writes_tidy_traces(tmp_path, capsys):
+    argv = ["consensus", "--nodes", "8", "--dim", "100", "--steps", "60", "--methods", "exact", "sign", "top:0.2",
+            "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    import pandas as pd
+
+    traces = pd.read_csv(tmp_path / "traces.csv")
+    summary = pd.read_csv(tmp_path / "summary.csv")
+    assert set(traces["method"]) == {"exact", "sign", "top:0.2"}
+    assert list(summary["method"]) == ["exact", "sign", "top:0.2"]
+    for _, group in traces.groupby("method"):
+        assert group["rel_error"].iloc[0] == pytest.approx(1.0)
+        assert group["bits_per_worker"].is_monotonic_increasing
+    # exact gossip sends 32 bits per coordinate per round
+    exact = traces[traces["method"] == "exact"]
+    assert exact["bits_per_worker"].iloc[-1] == 32 * 100 * exact["step"].iloc[-1]
+    assert "exact" in capsys.readouterr().out
