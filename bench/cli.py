@@ -62,6 +62,10 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gamma", type=float, default=None, help="Choco's γ for every compressor (default: tuned)")
     c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
     c.add_argument("--out", default=None, help="directory for traces.csv and summary.csv")
+    b = sub.add_parser("bits", help="MiB per iteration of each compressor for a model's per-layer shapes")
+    b.add_argument("--model", default="resnet20", help="resnet20, resnet8, ... (CIFAR ResNet-(6k+2))")
+    b.add_argument("--compressors", nargs="+", default=["none", "qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "top:0.5",
+                   "top:0.1", "top:0.01", "rand:0.5", "rand:0.1", "rand:0.01", "sign"])
     return p
 
 
@@ -84,6 +88,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands import cmd_tune_gamma
 
             return cmd_tune_gamma(args)
+        if args.command == "bits":
+            from .commands import cmd_bits
+
+            return cmd_bits(args)
         if args.command == "consensus":
             from .commands import cmd_consensus
 

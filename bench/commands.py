@@ -83,6 +83,24 @@ def cmd_consensus(args) -> int:
     return 0
 
 
+def cmd_bits(args) -> int:
+    """Per-layer bit accounting of Table 1: MiB (2^20 bytes) one worker sends per iteration."""
+    from .compressors import make_compressor
+    from .errors import BenchError
+    from .models import resnet_cifar
+
+    if not args.model.startswith("resnet") or not args.model[6:].isdigit():
+        raise BenchError(f"unknown model {args.model!r}; use resnetD with D = 6k+2, e.g. resnet20 or resnet8")
+    segments = [p.numel() for p in resnet_cifar(int(args.model[6:])).parameters()]
+    print(f"# {args.model}: {sum(segments):,} parameters in {len(segments)} tensors, compressed per tensor")
+    print(f"{'compressor':<26}{'paper MiB':>11}{'wire MiB':>11}")
+    for spec in args.compressors:
+        comp = make_compressor(spec)
+        mib = 8 * 2**20
+        print(f"{comp.spec:<26}{comp.paper_bits(segments) / mib:>11.4f}{comp.wire_bits(segments) / mib:>11.4f}")
+    return 0
+
+
 def _atomic_write(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     tmp.write_text(text)
