@@ -51,14 +51,15 @@ def parse_spec(text: str) -> Spec:
     return Spec(name=name.strip(), arg=(arg.strip() or None) if _ else None, options=options, text=text)
 
 
-def parse_fraction(spec: Spec) -> float:
-    """The kept fraction F of ``top:F`` / ``rand:F``: a number in (0, 1]."""
+def parse_fraction(spec: Spec, what: str = "kept fraction") -> float:
+    """The main argument as a number in (0, 1]: the kept fraction F of ``top:F`` / ``rand:F``,
+    the edge probability of ``erdos-renyi:P``."""
     if spec.arg is None:
-        raise BenchError(f"{spec.text!r} needs a kept fraction, e.g. {spec.name}:0.01 (a number in (0, 1])")
+        raise BenchError(f"{spec.text!r} needs its {what} as argument, e.g. {spec.name}:0.1 (a number in (0, 1])")
     try:
         value = float(spec.arg)
     except ValueError:
-        raise BenchError(f"kept fraction {spec.arg!r} in {spec.text!r} is not a number in (0, 1]") from None
+        raise BenchError(f"{what} {spec.arg!r} in {spec.text!r} is not a number in (0, 1]") from None
     if not 0.0 < value <= 1.0:
-        raise BenchError(f"kept fraction {value} in {spec.text!r} is outside (0, 1]")
+        raise BenchError(f"{what} {spec.arg} in {spec.text!r} is outside (0, 1]")
     return value

@@ -5,12 +5,12 @@ Bits per segment of d entries: paper 32·d, wire 32·d (float32 values).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import torch
 
 from ..specs import Spec
-from .base import Compressor, Message, _check_input, reject_arg, register
+from .base import Compressor, reject_arg, register
 
 
 @register
@@ -33,17 +33,6 @@ class Identity(Compressor):
     @property
     def form(self) -> str:
         return "exact"
-
-    def compress(
-        self,
-        x: torch.Tensor,
-        generator: torch.Generator | None = None,
-        segments: Sequence[int] | None = None,
-    ) -> Message:
-        # Segments change nothing for the identity; skip the split. Clone so that a caller
-        # adding into the payload can never write into its own x.
-        segments = _check_input(x, segments)
-        return Message(values=x.clone(), wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments))
 
     def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
         return seg.clone()

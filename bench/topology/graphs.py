@@ -15,7 +15,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
 from ..registry import Registry
-from ..specs import Spec, parse_spec
+from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
 
 Builder = Callable[[Spec, int, int], Graph]
@@ -166,14 +166,7 @@ def random_regular(spec: Spec, n: int, seed: int) -> Graph:
 def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
     """G(n, P): each pair linked independently with probability P, drawn with numpy (fast at n = 1024)."""
     spec.check_options(set())
-    if spec.arg is None:
-        raise BenchError(f"{spec.text!r} needs an edge probability, e.g. erdos-renyi:0.3 (a number in (0, 1])")
-    try:
-        p = float(spec.arg)
-    except ValueError:
-        raise BenchError(f"edge probability {spec.arg!r} in {spec.text!r} is not a number in (0, 1]") from None
-    if not 0.0 < p <= 1.0:
-        raise BenchError(f"edge probability P={spec.arg} in {spec.text!r} is outside (0, 1]")
+    p = parse_fraction(spec, "edge probability")
     pairs = np.stack(np.triu_indices(n, k=1), axis=1)
     for attempt in range(MAX_TRIES):
         rng = np.random.default_rng(seed + attempt)
