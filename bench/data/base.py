@@ -1,0 +1,89 @@
+"""Containers for loaded data sets and the registry of their loaders: ``load_dataset("mnist1d", seed=0)``."""
+from __future__ import annotations
+
+import inspect
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+from torch import Tensor
+
+from ..errors import BenchError
+from ..registry import Registry
+
+
+@dataclass
+class ClassificationData:
+    """Whole data set in memory. ``train_y`` is int64 class ids (float targets for regression)."""
+
+    train_x: Tensor
+    train_y: Tensor
+    test_x: Tensor
+    test_y: Tensor
+    num_classes: int  # 0 for regression targets
+    name: str
+
+
+@dataclass
+class SyntheticData(ClassificationData):
+    """A synthetic problem whose optimum is known, so sub-optimality f(x) - f* can be reported."""
+
+    w_star: Tensor  # float64 weights that generated the targets
+    w_opt: Tensor  # float64 minimiser of the training loss (differs from w_star through noise)
+    optimum_loss: float  # training loss at w_opt; see the loader for the loss it refers to
+    l2: float = 0.0  # L2 regularisation weight included in optimum_loss
+
+
+@dataclass
+class LanguageData:
+    """Token streams of a language-modelling corpus (1-D int64 ids into ``vocab``)."""
+
+    train: Tensor
+    valid: Tensor
+    test: Tensor
+    vocab: list[str]
+    name: str
+
+
+Loader = Callable[..., Any]
+DATASETS: Registry[Loader] = Registry("dataset")
+
+
+def load_dataset(name: str, root: str | None = None, seed: int = 0, **options: Any) -> Any:
+    """Load the registered data set ``name``; unknown options are a BenchError, not a TypeError."""
+    loader = DATASETS.get(name)
+    params = inspect.signature(loader).parameters
+    allowed = sorted(p for p in params if p not in ("root", "seed"))
+    unknown = sorted(set(options) - set(allowed))
+    if unknown:
+        raise BenchError(
+            f"unknown option {unknown[0]!r} for dataset {name!r}; allowed options: {', '.join(allowed) or 'none'}"
+        )
+    return loader(root, seed, **options)
+
+
+def default_root(name: str) -> Path:
+    return Path("~/.cache/choco-bench").expanduser() / name
+
+
+def save_npz_atomic(path: Path, **arrays: np.ndarray) -> None:
+    """Write to a temporary file in the same directory, then rename: a killed run never leaves
+    a truncated cache that a later run would trust."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            np.savez(handle, **arrays)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def check_positive(name: str, **values: int) -> None:
+    for key, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise BenchError(f"{key}={value!r} for dataset {name!r} must be a positive integer")

@@ -1,0 +1,124 @@
+"""Dealing training indices to n workers and drawing their per-step batches (i.i.d. or not)."""
+from __future__ import annotations
+
+from typing import Iterator
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from ..errors import BenchError
+from ..specs import parse_spec
+
+SCHEMES = "shuffle, split, sorted, dirichlet:ALPHA"
+_FIXED, _EPOCH = 0, 1  # tags that keep the fixed deal's random stream apart from the epochs' streams
+
+
+class WorkerBatches:
+    """Index batches ``[n_workers, batch_size]`` for each step of an epoch.
+
+    - ``shuffle``: every epoch all indices are reshuffled and dealt anew (the paper's Table 1 setting);
+    - ``split``: one random i.i.d. deal, fixed for the run;
+    - ``sorted``: indices sorted by label, dealt in contiguous blocks (each worker sees few classes);
+    - ``dirichlet:α``: per class, the share of each worker drawn from Dirichlet(α), fixed.
+    Within a fixed shard the order is reshuffled every epoch. Everything is a function of
+    (seed, epoch), so a resumed run can start at any epoch and see the same batches.
+    """
+
+    def __init__(self, labels: Tensor, n_workers: int, batch_size: int, scheme: str = "shuffle", seed: int = 0):
+        if n_workers < 1 or batch_size < 1:
+            raise BenchError(f"n_workers={n_workers} and batch_size={batch_size} must be positive")
+        if seed < 0:
+            raise BenchError(f"seed {seed} must be non-negative")
+        self.labels = labels.detach().cpu().reshape(-1)
+        self.n_workers, self.batch_size, self.seed, self.scheme = n_workers, batch_size, seed, scheme
+        spec = parse_spec(scheme)
+        self.kind = spec.name
+        n = len(self.labels)
+        if self.kind in ("shuffle", "split") and spec.arg is None and not spec.options:
+            self._fixed = None if self.kind == "shuffle" else self._deal(self._rng(_FIXED).permutation(n))
+        elif self.kind == "sorted" and spec.arg is None and not spec.options:
+            order = np.argsort(self._int_labels(), kind="stable")
+            self._fixed = self._deal(order)
+        elif self.kind == "dirichlet" and not spec.options:
+            self._fixed = self._dirichlet(self._alpha(spec.arg))
+        else:
+            raise BenchError(f"unknown partition scheme {scheme!r}; allowed: {SCHEMES}")
+        self.shard_sizes = [len(s) for s in self.shards(0)]
+        smallest = min(self.shard_sizes)
+        if smallest < batch_size:
+            raise BenchError(
+                f"batch_size {batch_size} is larger than the smallest shard ({smallest} samples) "
+                f"under {scheme!r} with {n_workers} workers and {n} samples"
+            )
+
+    def _rng(self, *tags: int) -> np.random.Generator:
+        return np.random.default_rng([self.seed, *tags])
+
+    def _int_labels(self) -> np.ndarray:
+        if self.labels.dtype.is_floating_point or self.labels.dtype == torch.bool:
+            raise BenchError(f"partition scheme {self.scheme!r} needs integer class labels, got {self.labels.dtype}")
+        return self.labels.numpy().astype(np.int64)
+
+    def _alpha(self, arg: str | None) -> float:
+        try:
+            alpha = float(arg) if arg is not None else float("nan")
+        except ValueError:
+            alpha = float("nan")
+        if not alpha > 0 or not np.isfinite(alpha):
+            raise BenchError(
+                f"dirichlet concentration {arg!r} in {self.scheme!r} must be a number > 0, e.g. dirichlet:0.5"
+            )
+        return alpha
+
+    def _deal(self, order: np.ndarray) -> list[np.ndarray]:
+        # Contiguous near-equal blocks (sizes differ by at most one): no sample is dropped.
+        return np.array_split(order, self.n_workers)
+
+    def _dirichlet(self, alpha: float) -> list[np.ndarray]:
+        labels = self._int_labels()
+        rng = self._rng(_FIXED)
+        by_class = [rng.permutation(np.flatnonzero(labels == c)) for c in range(int(labels.max()) + 1)]
+        # Small α can leave a worker (almost) empty; redraw, as is common practice, until every worker
+        # can fill a batch. The redraws come from the same seeded stream, so the deal stays reproducible.
+        for _ in range(100):
+            shards: list[list[np.ndarray]] = [[] for _ in range(self.n_workers)]
+            for members in by_class:
+                shares = rng.dirichlet(np.full(self.n_workers, alpha))
+                cuts = np.round(np.cumsum(shares)[:-1] * len(members)).astype(int)
+                for worker, part in enumerate(np.split(members, cuts)):
+                    shards[worker].append(part)
+            dealt = [np.concatenate(parts) for parts in shards]
+            if min(len(s) for s in dealt) >= self.batch_size:
+                return dealt
+        return dealt  # the size check in __init__ reports the failure
+
+    def shards(self, epoch: int = 0) -> list[Tensor]:
+        """Indices held by each worker in ``epoch`` (the same every epoch except under ``shuffle``)."""
+        if self._fixed is not None:
+            return [torch.from_numpy(s.astype(np.int64)) for s in self._fixed]
+        order = self._rng(_EPOCH, epoch).permutation(len(self.labels))
+        return [torch.from_numpy(s.astype(np.int64)) for s in self._deal(order)]
+
+    @property
+    def steps_per_epoch(self) -> int:
+        return max(1, min(self.shard_sizes) // self.batch_size)
+
+    def epoch(self, e: int) -> Iterator[Tensor]:
+        """Yield ``steps_per_epoch`` index tensors shaped ``[n_workers, batch_size]``."""
+        if e < 0:
+            raise BenchError(f"epoch {e} must be non-negative")
+        rng = self._rng(_EPOCH, e, 1)  # separate from the shuffle deal's stream of the same epoch
+        used = self.steps_per_epoch * self.batch_size
+        # Every worker takes the same number of steps (synchronous rounds), so larger shards leave
+        # their surplus unused this epoch; the per-epoch reshuffle makes it a different surplus each time.
+        rows = [shard[torch.from_numpy(rng.permutation(len(shard))[:used])] for shard in self.shards(e)]
+        stacked = torch.stack(rows).view(self.n_workers, self.steps_per_epoch, self.batch_size)
+        for step in range(self.steps_per_epoch):
+            yield stacked[:, step]
+
+    def label_histogram(self, epoch: int = 0) -> Tensor:
+        """Counts ``[n_workers, num_classes]`` of each worker's shard in ``epoch``."""
+        labels = torch.from_numpy(self._int_labels())
+        num_classes = int(labels.max()) + 1
+        return torch.stack([torch.bincount(labels[s], minlength=num_classes) for s in self.shards(epoch)])

@@ -1,0 +1,171 @@
+"""The model zoo: parameter counts from closed forms, shapes, LSTM state and tying, the weight-decay
+mask, trainability on a tiny batch, and make_model's errors."""
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from bench.errors import BenchError
+from bench.models import (MODELS, PAPER_VOCAB, WIKITEXT2_VOCAB, make_model, no_weight_decay_mask,
+                          uses_batchnorm)
+
+
+def n_params(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())  # parameters() yields a tied tensor once
+
+
+def lstm_lm_params(vocab: int, emb: int, hidden: int, layers: int, tied: bool) -> int:
+    # PyTorch's LSTM layer: W_ih (4H × in), W_hh (4H × H) and two bias vectors b_ih, b_hh (4H each).
+    lstm = sum(4 * hidden * ((emb if i == 0 else hidden) + hidden) + 8 * hidden for i in range(layers))
+    embedding = vocab * emb
+    decoder = (0 if tied else hidden * vocab) + vocab
+    return embedding + lstm + decoder
+
+
+def test_registry_names():
+    assert set(MODELS.names()) == {"mlp", "cnn1d", "lstm", "resnet20", "resnet8", "resnet50", "linear"}
+
+
+def test_resnet50_count_and_shape():
+    model = make_model("resnet50")
+    assert n_params(model) == 25_557_032
+    model.eval()
+    with torch.no_grad():
+        assert model(torch.randn(1, 3, 64, 64)).shape == (1, 1000)
+    # Only the classifier depends on num_classes: 2049 parameters per class.
+    assert n_params(make_model("resnet50", num_classes=10)) == 25_557_032 - 990 * 2049
+
+
+def test_lstm_paper_count_needs_tying_and_a_28869_word_vocabulary():
+    paper = lstm_lm_params(PAPER_VOCAB, 650, 650, 3, tied=True)
+    assert paper == 28_949_319 and round(paper / 1e6, 2) == 28.95
+    assert n_params(make_model("lstm", vocab_size=PAPER_VOCAB)) == paper
+    # WikiText-2's standard 33,278-word vocabulary gives 31.82 M tied, 53.45 M untied: not the paper's.
+    for tied, millions in [(True, 31.82), (False, 53.45)]:
+        expected = lstm_lm_params(WIKITEXT2_VOCAB, 650, 650, 3, tied)
+        assert round(expected / 1e6, 2) == millions
+    assert n_params(make_model("lstm", vocab_size=50, emb=8, hidden=12, num_layers=2, tie_weights=False)) == \
+        lstm_lm_params(50, 8, 12, 2, tied=False)
+
+
+def test_lstm_shapes_and_state_carries_over():
+    torch.manual_seed(0)
+    model = make_model("lstm", vocab_size=30, emb=16, hidden=16, num_layers=2, dropout=0.3).eval()
+    tokens = torch.randint(0, 30, (3, 10))
+    with torch.no_grad():
+        whole, (h, c) = model(tokens)
+        first, state = model(tokens[:, :4])
+        second, state2 = model(tokens[:, 4:], state)
+    assert whole.shape == (3, 10, 30) and h.shape == c.shape == (2, 3, 16)
+    torch.testing.assert_close(torch.cat([first, second], dim=1), whole)
+    torch.testing.assert_close(state2[0], h)
+    torch.testing.assert_close(state2[1], c)
+    # A fresh state is what forward assumes when given none.
+    with torch.no_grad():
+        again, _ = model(tokens, model.init_state(3))
+    torch.testing.assert_close(again, whole)
+
+
+def test_weight_tying_shares_storage_and_untied_does_not():
+    tied = make_model("lstm", vocab_size=20, emb=8, hidden=8, num_layers=1)
+    assert tied.decoder.weight is tied.encoder.weight
+    assert tied.decoder.weight.data_ptr() == tied.encoder.weight.data_ptr()
+    with torch.no_grad():
+        tied.encoder.weight[3, 0] = 7.0
+    assert tied.decoder.weight[3, 0] == 7.0
+    untied = make_model("lstm", vocab_size=20, emb=8, hidden=8, num_layers=1, tie_weights=False)
+    assert untied.decoder.weight.data_ptr() != untied.encoder.weight.data_ptr()
+    with pytest.raises(BenchError, match="emb == hidden"):
+        make_model("lstm", vocab_size=20, emb=8, hidden=16)
+
+
+def test_small_model_shapes():
+    assert make_model("mlp")(torch.randn(5, 40)).shape == (5, 10)
+    assert make_model("mlp", in_features=64, hidden=(), num_classes=10)(torch.randn(5, 8, 8)).shape == (5, 10)
+    assert n_params(make_model("mlp")) == 40 * 100 + 100 + 100 * 100 + 100 + 100 * 10 + 10
+    assert make_model("cnn1d")(torch.randn(5, 40)).shape == (5, 10)
+    assert make_model("linear", in_features=7)(torch.randn(5, 7)).shape == (5,)
+    assert make_model("resnet8")(torch.randn(2, 3, 32, 32)).shape == (2, 10)
+
+
+@pytest.mark.parametrize("name, has_bn", [("resnet20", True), ("resnet8", True), ("resnet50", True),
+                                          ("mlp", False), ("cnn1d", False), ("lstm", False)])
+def test_no_weight_decay_mask_marks_exactly_batchnorm(name, has_bn):
+    options = {"vocab_size": 20, "emb": 8, "hidden": 8} if name == "lstm" else {}
+    model = make_model(name, **options)
+    assert uses_batchnorm(model) is has_bn
+    bn_ids = {id(p) for m in model.modules() if isinstance(m, nn.BatchNorm2d) for p in m.parameters()}
+    mask = no_weight_decay_mask(model)
+    params = list(model.parameters())
+    assert len(mask) == len(params)
+    assert mask == [id(p) in bn_ids for p in params]
+    assert any(mask) is has_bn
+    # BN parameters are the 1-D scale/shift vectors; convolution kernels stay decayed.
+    assert all(p.dim() == 1 for p, m in zip(params, mask) if m)
+
+
+def _fit(model: nn.Module, x, y, loss_fn, steps: int = 60, lr: float = 1e-2) -> tuple[float, float]:
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    first = None
+    for _ in range(steps):
+        loss = loss_fn(model(x), y)
+        first = loss.item() if first is None else first
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return first, loss_fn(model(x), y).item()
+
+
+@pytest.mark.parametrize("name", ["mlp", "cnn1d"])
+def test_classifiers_overfit_a_tiny_batch(name):
+    torch.manual_seed(0)
+    x, y = torch.randn(16, 40), torch.randint(0, 10, (16,))
+    first, last = _fit(make_model(name), x, y, F.cross_entropy)
+    assert last < first / 10
+
+
+def test_linear_fits_least_squares_and_logistic_regression():
+    torch.manual_seed(0)
+    x = torch.randn(8, 12)  # d > n: both problems are exactly (or separably) fittable
+    first, last = _fit(make_model("linear", in_features=12), x, torch.randn(8), F.mse_loss, lr=5e-2)
+    assert last < first / 10
+    labels = (torch.rand(8) < 0.5).float()
+    first, last = _fit(make_model("linear", in_features=12), x, labels, F.binary_cross_entropy_with_logits, lr=5e-2)
+    assert last < first / 10
+
+
+def test_small_lstm_overfits_a_sequence():
+    torch.manual_seed(0)
+    model = make_model("lstm", vocab_size=12, emb=16, hidden=16, num_layers=2, dropout=0.0)
+    tokens = torch.randint(0, 12, (2, 9))
+
+    def loss_fn(out, target):
+        return F.cross_entropy(out[0].flatten(0, 1), target.flatten())
+
+    # forward returns (logits, state); the loss looks at the logits only.
+    first, last = _fit(model, tokens[:, :-1], tokens[:, 1:], loss_fn, steps=80, lr=3e-2)
+    assert last < first / 5
+
+
+def test_make_model_errors_name_the_bad_value_and_the_allowed_ones():
+    known = "linear, mlp, cnn1d, resnet8, resnet20, resnet50, lstm"
+    with pytest.raises(BenchError, match=rf"unknown model 'vgg'; known: {known}$"):
+        make_model("vgg")
+    with pytest.raises(BenchError, match=r"no option 'depth'; allowed: num_classes"):
+        make_model("resnet20", depth=32)
+    with pytest.raises(BenchError, match=r"no option 'hiden'.*allowed: in_features, hidden, num_classes"):
+        make_model("mlp", hiden=(10,))
+    with pytest.raises(BenchError, match=r"needs option 'in_features'"):
+        make_model("linear")
+    with pytest.raises(BenchError, match=r"num_classes 0 must be a positive integer"):
+        make_model("resnet8", num_classes=0)
+    with pytest.raises(BenchError, match=r"hidden width=-3"):
+        make_model("mlp", hidden=(10, -3))
+    with pytest.raises(BenchError, match=r"dropout=1.5"):
+        make_model("lstm", vocab_size=10, dropout=1.5)
+    with pytest.raises(BenchError, match=r"channels=True"):
+        make_model("cnn1d", channels=True)
+    with pytest.raises(BenchError, match=r"num_classes=0"):
+        make_model("resnet50", num_classes=0)
