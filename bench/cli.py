@@ -41,6 +41,17 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bench", description="Decentralized SGD with compressed communication: runs and measurements.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
+    r = sub.add_parser("run", help="one training run: writes run.json and metrics.parquet to --out")
+    r.add_argument("--out", required=True, help="run directory (created; an unfinished run there is resumed)")
+    r.add_argument("--config", default=None, help="YAML file of settings (keys as in --set)")
+    r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="override any setting, e.g. --set lr=0.05 --set task_options.hidden=[64,64]")
+    for flag, kind in [("task", str), ("algorithm", str), ("compressor", str), ("topology", str), ("nodes", int),
+                       ("epochs", float), ("seed", int), ("lr", float), ("batch-size", int), ("data", str),
+                       ("gamma", str), ("backend", str), ("device", str), ("weights", str), ("network", str)]:
+        r.add_argument(f"--{flag}", type=kind, default=None)
+    r.add_argument("--quiet", action="store_true", default=None, help="no progress output")
+
     t = sub.add_parser("topology", help="describe a topology and its mixing matrix")
     t.add_argument("--topology", required=True, help="ring, torus, complete, star, exponential, social, "
                    "random-regular:K, erdos-renyi:P, file:PATH")
@@ -84,6 +95,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "topology":
             return _cmd_topology(args)
+        if args.command == "run":
+            return _cmd_run(args)
         if args.command == "tune-gamma":
             from .commands import cmd_tune_gamma
 
@@ -100,6 +113,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {err}", file=sys.stderr)
         return 2
     raise AssertionError(args.command)
+
+
+def _cmd_run(args) -> int:
+    from .run import resolve, run
+    from .run.config import load_yaml, parse_sets
+
+    flags = {k: v for k, v in vars(args).items()
+             if v is not None and k not in ("command", "out", "config", "sets")}
+    cfg = resolve(load_yaml(args.config) if args.config else {}, flags, parse_sets(args.sets))
+    return run(cfg, args.out)
 
 
 def _cmd_topology(args) -> int:

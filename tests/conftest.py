@@ -1,4 +1,8 @@
 """Shared test set-up."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
 import pytest
 import torch
 
@@ -11,3 +15,9 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path_factory, monkeypatch):
+    # tuned γ values and generated data sets are cached; tests never touch the user's cache
+    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

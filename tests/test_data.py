@@ -1,5 +1,4 @@
 """Data loaders and the per-worker partition: shapes, determinism, caching, formats, skew."""
-import pickle
 
 import numpy as np
 import pytest
@@ -8,6 +7,8 @@ import torch
 from bench.data import WorkerBatches, load_dataset
 from bench.data.cifar10 import CIFAR10_MEAN, CIFAR10_STD
 from bench.errors import BenchError
+
+from datafiles import write_cifar, write_imagefolder
 
 
 # ---------------------------------------------------------------- mnist1d, digits, synthetic
@@ -86,21 +87,9 @@ def test_logreg_optimum_is_stationary_and_labels_follow_the_model():
 
 
 # ---------------------------------------------------------------- CIFAR-10
-def _write_cifar(folder, per_batch=10):
-    folder.mkdir(parents=True)
-    rng = np.random.default_rng(0)
-    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
-        data = rng.integers(0, 256, size=(per_batch, 3072), dtype=np.uint8)
-        data[0, :] = 0
-        data[0, 1024 + 5 * 32 + 7] = 255  # green channel, row 5, column 7 of the first image
-        labels = list(rng.integers(0, 10, size=per_batch))
-        with open(folder / name, "wb") as handle:
-            pickle.dump({b"data": data, b"labels": [int(v) for v in labels]}, handle)
-
-
 @pytest.mark.parametrize("nested", [True, False])
 def test_cifar10_reads_python_batches(tmp_path, nested):
-    _write_cifar(tmp_path / "cifar-10-batches-py")
+    write_cifar(tmp_path / "cifar-10-batches-py")
     root = tmp_path if nested else tmp_path / "cifar-10-batches-py"
     data = load_dataset("cifar10", root=str(root))
     assert data.train_x.shape == (50, 3, 32, 32) and data.test_x.shape == (10, 3, 32, 32)
@@ -114,7 +103,7 @@ def test_cifar10_reads_python_batches(tmp_path, nested):
 def test_cifar10_missing_or_partial_names_the_layout(tmp_path):
     with pytest.raises(BenchError, match=r"cifar-10-batches-py/\{data_batch_1\.\.data_batch_5,test_batch\}"):
         load_dataset("cifar10", root=str(tmp_path / "nowhere"))
-    _write_cifar(tmp_path / "cifar-10-batches-py")
+    write_cifar(tmp_path / "cifar-10-batches-py")
     (tmp_path / "cifar-10-batches-py" / "test_batch").unlink()
     with pytest.raises(BenchError, match="missing test_batch"):
         load_dataset("cifar10", root=str(tmp_path))
@@ -144,22 +133,8 @@ def test_wikitext2_missing_names_the_layout(tmp_path):
 
 
 # ---------------------------------------------------------------- ImageNet (ImageFolder)
-def _write_imagefolder(root):
-    from PIL import Image
-
-    rng = np.random.default_rng(0)
-    for split in ("train", "val"):
-        for cls, ext in (("n02", ".png"), ("n01", ".JPEG")):
-            folder = root / split / cls
-            folder.mkdir(parents=True)
-            for k in range(3):
-                pixels = rng.integers(0, 256, size=(40 + 7 * k, 50, 3), dtype=np.uint8)
-                Image.fromarray(pixels).save(folder / f"img{k}{ext}", format="PNG" if ext == ".png" else "JPEG")
-        (root / split / "n01" / "notes.txt").write_text("not an image")
-
-
 def test_imagenet_folder_shapes_labels_and_seeded_crops(tmp_path):
-    _write_imagefolder(tmp_path)
+    write_imagefolder(tmp_path)
     data = load_dataset("imagenet", root=str(tmp_path), seed=7, size=16)
     assert data.classes == ["n01", "n02"] and data.num_classes == 2
     assert len(data.train) == 6 and len(data.test) == 6

@@ -66,7 +66,8 @@ def load_dataset(name: str, root: str | None = None, seed: int = 0, **options: A
 
 
 def default_root(name: str) -> Path:
-    return Path("~/.cache/choco-bench").expanduser() / name
+    # CHOCO_BENCH_CACHE moves every cache of the suite (tests point it at a temporary directory)
+    return Path(os.environ.get("CHOCO_BENCH_CACHE", "~/.cache/choco-bench")).expanduser() / name
 
 
 def save_npz_atomic(path: Path, **arrays: np.ndarray) -> None:

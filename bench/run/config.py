@@ -1,0 +1,198 @@
+"""The resolved settings of one training run: defaults ← YAML file ← flags ← ``--set key=value``.
+
+Every key is a field of ``RunConfig`` (commented once, here); an unknown key is one clear line
+listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes).
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import BenchError
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    task: str = "mnist1d-mlp"  # registry name, see `bench run --help`
+    algorithm: str = "choco"  # allreduce | dpsgd | dcd | ecd | choco
+    compressor: str = "none"  # none | sign | top:F | rand:F | qsgd:B (+ options)
+    topology: str = "ring"  # ring | torus | complete | star | exponential | social | random-regular:K | ...
+    nodes: int = 8  # number of workers n
+    weights: str | None = None  # mixing weights: uniform | metropolis | maxdeg (None: the paper's default)
+    epochs: float = 10  # passes over the training data (fractions allowed)
+    seed: int = 0  # seeds data order, initial model, compression randomness
+    lr: float = 0.1  # learning rate η (peak value under warm-up)
+    lr_schedule: str = "constant"  # constant | warmup-multistep | exp
+    warmup_epochs: float = 0.0  # linear warm-up from lr/10 (warmup-multistep)
+    milestones: tuple[float, ...] = ()  # epochs at which lr is multiplied by lr_decay (warmup-multistep)
+    lr_decay: float = 0.1  # factor at each milestone; per-epoch factor under exp
+    batch_size: int = 32  # per worker
+    data: str = "shuffle"  # shuffle | split | sorted | dirichlet:α
+    momentum: float = 0.0  # heavy-ball μ of the shared local step
+    nesterov: bool = False
+    weight_decay: float = 0.0  # not applied to BatchNorm parameters
+    grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
+    gamma: float | str = "auto"  # Choco consensus step; auto: tuned on the consensus problem (cached)
+    order: str = "paper"  # choco/dpsgd: paper or the authors' code order
+    per_layer: bool = True  # compress each parameter tensor separately (as the paper)
+    network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
+    compute_time: str | float = "measured"  # measured, or seconds per step to model a target device
+    eval_every: float = 1.0  # epochs between evaluations (fractions allowed)
+    eval_local_workers: int = 4  # local models evaluated per evaluation (evenly spaced sample; 0: none)
+    checkpoint_every: float = 1.0  # epochs between checkpoints (also on SIGTERM/SIGINT)
+    divergence_loss: float = 1e3  # training loss above this (or NaN) marks the run diverged
+    device: str = "cpu"  # cpu | cuda
+    backend: str = "sim"  # sim (one process); dist comes with the distributed runtime
+    data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
+    quiet: bool = False  # no progress output
+    task_options: dict[str, Any] = field(default_factory=dict)  # per-task knobs, e.g. hidden=[100, 100]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["milestones"] = list(self.milestones)
+        return out
+
+    def fingerprint(self) -> str:
+        """Hash of everything that changes the numbers (not quiet/device/paths of output)."""
+        d = self.to_dict()
+        for key in ("quiet",):
+            d.pop(key)
+        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+    def run_id(self) -> str:
+        return (f"{self.task}_{self.algorithm}_{self.compressor}_{self.topology}{self.nodes}_s{self.seed}"
+                .replace(":", "").replace(",", "-").replace("/", "-") + f"_{self.fingerprint()}")
+
+
+KEYS = {f.name: f for f in fields(RunConfig)}
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """Values from YAML or ``--set`` into the field's type; one line naming the key on failure."""
+    if key == "milestones":
+        if isinstance(value, (int, float)):
+            value = [value]
+        if isinstance(value, str):
+            value = [v for v in value.replace(",", " ").split()]
+        try:
+            return tuple(float(v) for v in value)
+        except (TypeError, ValueError):
+            raise BenchError(f"milestones={value!r} must be a list of epochs, e.g. [150, 225]") from None
+    default = KEYS[key].default
+    if key == "task_options":
+        if not isinstance(value, dict):
+            raise BenchError(f"task_options must be a mapping, got {value!r}")
+        return dict(value)
+    if key in ("gamma", "compute_time"):
+        if isinstance(value, str) and value in ("auto", "measured"):
+            return value
+        return _number(key, value, float)
+    if key in ("weights", "grad_clip", "data_root"):
+        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
+            return None
+        return _number(key, value, float) if key == "grad_clip" else str(value)
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "1", "yes"):
+            return True
+        if str(value).lower() in ("false", "0", "no"):
+            return False
+        raise BenchError(f"{key}={value!r} must be true or false")
+    if isinstance(default, int):
+        return _number(key, value, int)
+    if isinstance(default, float):
+        return _number(key, value, float)
+    return str(value)
+
+
+def _number(key: str, value: Any, kind):
+    try:
+        out = kind(value)
+        if kind is int and isinstance(value, float) and value != out:
+            raise ValueError
+        return out
+    except (TypeError, ValueError):
+        raise BenchError(f"{key}={value!r} must be {'an integer' if kind is int else 'a number'}") from None
+
+
+def _check_keys(values: dict[str, Any], where: str) -> None:
+    unknown = sorted(set(values) - set(KEYS))
+    if unknown:
+        raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(KEYS)}")
+
+
+def load_yaml(path: str) -> dict[str, Any]:
+    try:
+        loaded = yaml.safe_load(Path(path).read_text())
+    except FileNotFoundError:
+        raise BenchError(f"config file {path!r} does not exist") from None
+    except yaml.YAMLError as err:
+        raise BenchError(f"config file {path!r} is not valid YAML: {str(err).splitlines()[0]}") from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise BenchError(f"config file {path!r} must hold a mapping of settings")
+    return loaded
+
+
+def parse_sets(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, raw = item.partition("=")
+        if not eq or not key:
+            raise BenchError(f"--set {item!r} is not key=value")
+        value = yaml.safe_load(raw) if raw else ""
+        if key.startswith("task_options."):
+            out.setdefault("task_options", {})[key.split(".", 1)[1]] = value
+        else:
+            out[key] = value
+    return out
+
+
+def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values: dict[str, Any]) -> RunConfig:
+    merged: dict[str, Any] = {}
+    for values, where in ((file_values, "the config file"), (flag_values, "the flags"), (set_values, "--set")):
+        _check_keys(values, where)
+        for key, value in values.items():
+            if key == "task_options" and "task_options" in merged:
+                merged[key] = {**merged[key], **value}
+            else:
+                merged[key] = value
+    cfg = RunConfig(**{k: _coerce(k, v) for k, v in merged.items()})
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: RunConfig) -> None:
+    """Range checks that need no registry; names are checked where they are looked up."""
+    checks = [
+        (cfg.nodes >= 1, f"nodes={cfg.nodes} must be >= 1"),
+        (cfg.epochs > 0, f"epochs={cfg.epochs} must be > 0"),
+        (cfg.lr >= 0, f"lr={cfg.lr} must be >= 0 (a negative learning rate climbs the loss)"),
+        (cfg.batch_size >= 1, f"batch_size={cfg.batch_size} must be >= 1"),
+        (cfg.lr_schedule in ("constant", "warmup-multistep", "exp"),
+         f"lr_schedule={cfg.lr_schedule!r}; allowed: constant, warmup-multistep, exp"),
+        (cfg.lr_decay > 0, f"lr_decay={cfg.lr_decay} must be > 0"),
+        (cfg.warmup_epochs >= 0, f"warmup_epochs={cfg.warmup_epochs} must be >= 0"),
+        (cfg.eval_every > 0, f"eval_every={cfg.eval_every} must be > 0"),
+        (cfg.checkpoint_every > 0, f"checkpoint_every={cfg.checkpoint_every} must be > 0"),
+        (cfg.eval_local_workers >= 0, f"eval_local_workers={cfg.eval_local_workers} must be >= 0"),
+        (cfg.grad_clip is None or cfg.grad_clip > 0, f"grad_clip={cfg.grad_clip} must be > 0"),
+        (cfg.device in ("cpu", "cuda") or cfg.device.startswith("cuda:"), f"device={cfg.device!r}; allowed: cpu, cuda"),
+        (cfg.order in ("paper", "code"), f"order={cfg.order!r}; allowed: paper, code"),
+        (cfg.compute_time == "measured" or float(cfg.compute_time) >= 0,
+         f"compute_time={cfg.compute_time!r} must be 'measured' or seconds >= 0"),
+        (cfg.gamma == "auto" or 0 < float(cfg.gamma) <= 1, f"gamma={cfg.gamma!r} must be 'auto' or in (0, 1]"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise BenchError(message)
+    if cfg.backend != "sim":
+        raise BenchError(f"backend={cfg.backend!r} is not available in this version; allowed: sim")

@@ -1,0 +1,57 @@
+"""Learning-rate schedules and the resolution of Choco's consensus step γ."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..compressors import Compressor
+from ..consensus import DEFAULT_GAMMA_GRID, best_of, tune_gamma
+from ..topology import Topology
+from .config import RunConfig
+
+GAMMA_TUNE_STEPS = 1000  # rounds of Choco-Gossip per γ of the grid
+GAMMA_TUNE_DIM = 2000  # the consensus problem's dimension (the paper's)
+
+
+def lr_at(cfg: RunConfig, epoch: float) -> float:
+    """Learning rate at a (fractional) epoch."""
+    if cfg.lr_schedule == "constant":
+        return cfg.lr
+    if cfg.lr_schedule == "exp":
+        return cfg.lr * cfg.lr_decay ** epoch
+    # warm-up from lr/10 to lr over warmup_epochs (linear), then ×lr_decay at each milestone
+    if cfg.warmup_epochs and epoch < cfg.warmup_epochs:
+        start = cfg.lr / 10
+        return start + (cfg.lr - start) * epoch / cfg.warmup_epochs
+    passed = sum(1 for m in cfg.milestones if epoch >= m)
+    return cfg.lr * cfg.lr_decay ** passed
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("CHOCO_BENCH_CACHE", "~/.cache/choco-bench")).expanduser()
+
+
+def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) -> tuple[float | None, str]:
+    """γ for Choco: given, 1 without compression (Choco is then D-PSGD), or tuned like the authors
+    did — Choco-Gossip on ``logspace(-3, 0, 20)`` — once per (topology, n, compressor), cached."""
+    if cfg.algorithm != "choco":
+        return None, "unused"
+    if cfg.gamma != "auto":
+        return float(cfg.gamma), "given"
+    if compressor.name == "none":
+        return 1.0, "identity compressor"
+    key = f"{topology.name}|{topology.n}|{topology.weights}|{compressor.spec}|{GAMMA_TUNE_STEPS}|{GAMMA_TUNE_DIM}"
+    path = cache_dir() / "gamma.json"
+    try:
+        cache = json.loads(path.read_text())
+    except (OSError, ValueError):
+        cache = {}
+    if key not in cache:
+        traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, GAMMA_TUNE_STEPS, GAMMA_TUNE_DIM, seed=0)
+        cache[key] = best_of(traces).gamma
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".gamma.json.{os.getpid()}")
+        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
+        os.replace(tmp, path)
+    return float(cache[key]), f"tuned on consensus ({GAMMA_TUNE_STEPS} rounds, d={GAMMA_TUNE_DIM})"

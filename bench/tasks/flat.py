@@ -1,0 +1,61 @@
+"""Models as flat parameter vectors: all workers' models are rows of one ``[n, d]`` tensor.
+
+Maps between a row and the module's parameters (and float buffers such as BatchNorm running
+statistics), and gives the per-tensor segment sizes that per-layer compression uses.
+"""
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class FlatModel:
+    def __init__(self, model: nn.Module):
+        self.model = model
+        # named_parameters() lists a tied tensor once, which is what a flat vector must hold
+        self.names = [name for name, _ in model.named_parameters()]
+        self.params = [p for _, p in model.named_parameters()]
+        self.shapes = [p.shape for p in self.params]
+        self.segments = [p.numel() for p in self.params]
+        self.d = sum(self.segments)
+        self.buffer_names = [n for n, b in model.named_buffers() if b.is_floating_point()]
+        self.buffers = [b for n, b in model.named_buffers() if b.is_floating_point()]
+        self.buffer_segments = [b.numel() for b in self.buffers]
+        self.nb = sum(self.buffer_segments)
+
+    def get(self) -> torch.Tensor:
+        return torch.cat([p.detach().reshape(-1) for p in self.params])
+
+    def views(self, flat: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Parameter dict whose tensors are views into ``flat`` (for torch.func.functional_call)."""
+        out, start = {}, 0
+        for name, shape, size in zip(self.names, self.shapes, self.segments):
+            out[name] = flat[start:start + size].view(shape)
+            start += size
+        return out
+
+    @torch.no_grad()
+    def load(self, flat: torch.Tensor) -> None:
+        start = 0
+        for p, size in zip(self.params, self.segments):
+            p.copy_(flat[start:start + size].view_as(p))
+            start += size
+
+    def grad(self) -> torch.Tensor:
+        return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.params])
+
+    def get_buffers(self) -> torch.Tensor:
+        if not self.buffers:
+            return torch.empty(0)
+        return torch.cat([b.detach().reshape(-1) for b in self.buffers])
+
+    @torch.no_grad()
+    def load_buffers(self, flat: torch.Tensor) -> None:
+        start = 0
+        for b, size in zip(self.buffers, self.buffer_segments):
+            b.copy_(flat[start:start + size].view_as(b))
+            start += size
+
+    def decay_mask(self, skip: list[bool]) -> torch.Tensor:
+        """1 where weight decay applies, 0 on parameters flagged in ``skip`` (BatchNorm)."""
+        return torch.cat([torch.full((size,), 0.0 if s else 1.0) for size, s in zip(self.segments, skip)])

@@ -1,0 +1,235 @@
+"""Supervised tasks on in-memory or folder data sets: MNIST-1D, digits, CIFAR-10, ImageNet,
+and the synthetic convex problems (least squares, logistic regression)."""
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+import torch
+import torch.nn.functional as F
+
+from ..data import load_dataset
+from ..data.partition import WorkerBatches
+from ..errors import BenchError
+from ..models import make_model, no_weight_decay_mask, uses_batchnorm
+from .base import TASKS, Task, TaskSetup
+from .flat import FlatModel
+from .gradients import loop_gradients, vmap_gradients
+
+TRAIN_EVAL_SAMPLES = 5000  # training loss of a model is measured on this many fixed samples
+
+
+def _seed_from(*parts: int) -> int:
+    value = 0x9E3779B9
+    for p in parts:
+        value = (value * 1_000_003 + int(p) + 1) % (2**63 - 1)
+    return value
+
+
+class SupervisedTask(Task):
+    dataset: str
+    model_name: str
+    loss_kind: str = "ce"  # ce | mse | bce
+    augment: bool = False  # CIFAR-style random crop and flip on training batches
+    default_options: dict[str, Any] = {"eval_batch": 1000}
+    dataset_options: tuple[str, ...] = ()
+    model_options: tuple[str, ...] = ()
+
+    def __init__(self, setup: TaskSetup):
+        super().__init__(setup)
+        opts = self.options
+        self.data = load_dataset(self.dataset, setup.data_root, setup.seed,
+                                 **{k: opts[k] for k in self.dataset_options if k in opts})
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(setup.seed)  # the initial model is a function of the seed alone
+            self.model = make_model(self.model_name, **self.model_kwargs()).to(self.device)
+        self.flat = FlatModel(self.model)
+        self.d, self.segments = self.flat.d, self.flat.segments
+        self.lazy = not hasattr(self.data, "train_x")
+        train_y = self.data.train.targets if self.lazy else self.data.train_y
+        self.train_size = len(train_y)
+        self.test_size = len(self.data.test) if self.lazy else len(self.data.test_y)
+        self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
+        self.steps_per_epoch = self.partition.steps_per_epoch
+        self.vectorized = not uses_batchnorm(self.model) and opts.get("vectorize", True)
+        self.buffers = self.flat.get_buffers().to(self.device).repeat(setup.n_workers, 1) if self.flat.nb else None
+        if not self.lazy:
+            self.train_x, self.train_y = self.data.train_x.to(self.device), self.data.train_y.to(self.device)
+            self.test_x, self.test_y = self.data.test_x.to(self.device), self.data.test_y.to(self.device)
+            gen = torch.Generator().manual_seed(setup.seed)
+            self.train_eval_idx = torch.randperm(self.train_size, generator=gen)[:TRAIN_EVAL_SAMPLES].to(self.device)
+
+    def model_kwargs(self) -> dict[str, Any]:
+        return {k: self.options[k] for k in self.model_options if k in self.options}
+
+    def decay_mask(self) -> torch.Tensor:
+        return self.flat.decay_mask(no_weight_decay_mask(self.model)).to(self.device)
+
+    def init_params(self) -> torch.Tensor:
+        return self.flat.get().to(self.device).repeat(self.setup.n_workers, 1)
+
+    # -- batches ---------------------------------------------------------------------------
+    def batches(self, epoch: int) -> Iterator[tuple[int, int, torch.Tensor]]:
+        if self.lazy:
+            self.data.train.set_epoch(epoch)
+        for step, idx in enumerate(self.partition.epoch(epoch)):
+            yield epoch, step, idx
+
+    def fetch(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        epoch, step, idx = batch
+        if self.lazy:
+            items = [self.data.train[int(i)] for i in idx.reshape(-1)]
+            xs = torch.stack([it[0] for it in items]).to(self.device)
+            ys = torch.tensor([it[1] for it in items], device=self.device)
+            return xs.view(*idx.shape, *xs.shape[1:]), ys.view(idx.shape)
+        idx = idx.to(self.device)
+        xs, ys = self.train_x[idx], self.train_y[idx]
+        if self.augment:
+            gen = torch.Generator().manual_seed(_seed_from(self.setup.seed, epoch, step))
+            xs = random_crop_flip(xs.view(-1, *xs.shape[2:]), gen).view(xs.shape)
+        return xs, ys
+
+    # -- loss and gradients ----------------------------------------------------------------
+    def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        if self.loss_kind == "ce":
+            return F.cross_entropy(out, y)
+        if self.loss_kind == "mse":
+            return 0.5 * (out - y).pow(2).mean()
+        return F.binary_cross_entropy_with_logits(out, y.to(out.dtype))
+
+    def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
+        return None
+
+    def gradients(self, x: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        inputs, targets = self.fetch(batch)
+        if self.vectorized:
+            pen = self.penalty if self.penalty(x[0]) is not None else None
+            return vmap_gradients(self.flat, self.loss, x, inputs, targets, pen)
+
+        def worker_loss(i: int) -> torch.Tensor:
+            loss = self.loss(self.model(inputs[i]), targets[i])
+            pen = self.penalty(torch.cat([p.reshape(-1) for p in self.flat.params]))
+            return loss if pen is None else loss + pen
+
+        return loop_gradients(self.flat, x, worker_loss, self.buffers)
+
+    # -- evaluation ------------------------------------------------------------------------
+    def averaged_buffers(self) -> torch.Tensor | None:
+        # BatchNorm statistics of the averaged model: the mean of the workers' running statistics
+        return None if self.buffers is None else self.buffers.mean(dim=0)
+
+    def worker_buffers(self, i: int) -> torch.Tensor | None:
+        return None if self.buffers is None else self.buffers[i]
+
+    @torch.no_grad()
+    def _score(self, xs_ys, flat_params: torch.Tensor) -> tuple[float, float, int]:
+        loss_sum, correct, count = 0.0, 0, 0
+        for xb, yb in xs_ys:
+            out = self.model(xb)
+            loss_sum += float(self.loss(out, yb)) * len(yb)
+            if self.loss_kind == "ce":
+                correct += int((out.argmax(dim=1) == yb).sum())
+            elif self.loss_kind == "bce":
+                correct += int(((out > 0).long() == yb.long()).sum())
+            count += len(yb)
+        pen = self.penalty(flat_params)
+        return loss_sum / count + (float(pen) if pen is not None else 0.0), correct / count, count
+
+    def _chunks(self, x: torch.Tensor, y: torch.Tensor):
+        size = int(self.options["eval_batch"])
+        for start in range(0, len(y), size):
+            yield x[start:start + size], y[start:start + size]
+
+    def _test_chunks(self):
+        if not self.lazy:
+            return self._chunks(self.test_x, self.test_y)
+        return ((torch.stack([self.data.test[j][0] for j in range(s, min(s + 64, self.test_size))]).to(self.device),
+                 torch.tensor([self.data.test[j][1] for j in range(s, min(s + 64, self.test_size))],
+                              device=self.device)) for s in range(0, self.test_size, 64))
+
+    def evaluate(self, flat: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
+        self.flat.load(flat)
+        if buffers is not None and buffers.numel():
+            self.flat.load_buffers(buffers)
+        self.model.eval()
+        test_loss, test_acc, _ = self._score(self._test_chunks(), flat)
+        out = {"test_loss": test_loss, "test_acc": test_acc if self.loss_kind != "mse" else math.nan}
+        if not self.lazy:
+            idx = self.train_eval_idx
+            out["train_loss"] = self._score(self._chunks(self.train_x[idx], self.train_y[idx]), flat)[0]
+        return out
+
+    def state_dict(self) -> dict:
+        return {"buffers": self.buffers}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.buffers = state["buffers"]
+
+
+def random_crop_flip(images: torch.Tensor, gen: torch.Generator, pad: int = 4) -> torch.Tensor:
+    """Random ``pad``-pixel-shift crop and horizontal flip of ``[N, C, H, W]``, all images in one go."""
+    n, c, h, w = images.shape
+    padded = F.pad(images, (pad, pad, pad, pad))
+    oy = torch.randint(0, 2 * pad + 1, (n,), generator=gen).to(images.device)
+    ox = torch.randint(0, 2 * pad + 1, (n,), generator=gen).to(images.device)
+    flip = (torch.rand(n, generator=gen) < 0.5).to(images.device)
+    rows = oy[:, None] + torch.arange(h, device=images.device)[None, :]
+    cols = ox[:, None] + torch.arange(w, device=images.device)[None, :]
+    cols = torch.where(flip[:, None], cols.flip(1), cols)
+    batch = torch.arange(n, device=images.device)[:, None, None]
+    out = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).contiguous()
+
+
+def _register(name: str, dataset: str, model: str, model_kwargs: dict[str, Any], **attrs) -> None:
+    defaults = {**SupervisedTask.default_options, **attrs.pop("extra_defaults", {})}
+    fixed = model_kwargs
+
+    def model_kwargs_fn(self) -> dict[str, Any]:
+        return {**fixed, **{k: self.options[k] for k in self.model_options if k in self.options}}
+
+    cls = type(name, (SupervisedTask,), {"name": name, "dataset": dataset, "model_name": model,
+                                          "default_options": defaults, "model_kwargs": model_kwargs_fn, **attrs})
+    TASKS.register(name)(cls)
+
+
+_register("mnist1d-mlp", "mnist1d", "mlp", {"in_features": 40, "num_classes": 10},
+          dataset_options=("n_train", "n_test"), model_options=("hidden",),
+          extra_defaults={"n_train": 4000, "n_test": 1000, "hidden": (100, 100)})
+_register("mnist1d-cnn", "mnist1d", "cnn1d", {"in_length": 40, "num_classes": 10},
+          dataset_options=("n_train", "n_test"), model_options=("channels",),
+          extra_defaults={"n_train": 4000, "n_test": 1000, "channels": 25})
+_register("digits-mlp", "digits", "mlp", {"in_features": 64, "num_classes": 10},
+          model_options=("hidden",), extra_defaults={"hidden": (64,)})
+_register("cifar10-resnet20", "cifar10", "resnet20", {"num_classes": 10}, augment=True)
+_register("cifar10-resnet8", "cifar10", "resnet8", {"num_classes": 10}, augment=True)
+_register("imagenet-resnet50", "imagenet", "resnet50", {}, dataset_options=("size",),
+          extra_defaults={"size": 224, "eval_batch": 64})
+
+
+class SyntheticTask(SupervisedTask):
+    """Convex problems with a known optimum: metrics add ``train_subopt`` = f(x̄) − f*."""
+
+    model_name = "linear"
+    dataset_options = ("n_train", "n_test", "dim")
+
+    def model_kwargs(self) -> dict[str, Any]:
+        return {"in_features": int(self.data.train_x.shape[1]), "bias": False}
+
+    def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
+        l2 = getattr(self.data, "l2", 0.0)
+        return 0.5 * l2 * row.pow(2).sum() if l2 else None
+
+    def evaluate(self, flat: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
+        out = super().evaluate(flat, buffers)
+        self.flat.load(flat)
+        full, _, _ = self._score(self._chunks(self.train_x, self.train_y), flat)
+        out["train_subopt"] = full - self.data.optimum_loss
+        return out
+
+
+for _name, _loss in (("lsq", "mse"), ("logreg", "bce")):
+    TASKS.register(_name)(type(_name, (SyntheticTask,), {
+        "name": _name, "dataset": _name, "loss_kind": _loss,
+        "default_options": {"eval_batch": 1000, "n_train": 1000, "n_test": 250, "dim": 20}}))
+

@@ -1,0 +1,194 @@
+"""`bench run`: the output contract, determinism, divergence, resume after a kill, bad input."""
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from bench.cli import main
+from bench.run import resolve, run
+from bench.run.schedule import lr_at
+
+CONTRACT_COLUMNS = ["step", "epoch", "train_loss", "test_loss", "test_acc", "local_test_acc_mean",
+                    "consensus_distance", "bits_per_worker", "bits_paper_per_worker", "time_compute_s",
+                    "time_comm_s", "time_s", "wall_s", "lr"]
+WALL = ["wall_s"]
+# a small, fast run: modelled compute time so that time_s is deterministic too
+SMALL = ["--task", "mnist1d-mlp", "--algorithm", "choco", "--compressor", "top:0.1", "--topology", "ring",
+         "--nodes", "4", "--epochs", "2", "--seed", "3", "--set", "gamma=0.3", "--set", "compute_time=0.01",
+         "--set", "task_options.n_train=800", "--set", "task_options.n_test=200", "--set", "eval_every=0.5",
+         "--set", "momentum=0.9", "--quiet"]
+
+
+def metrics(path):
+    return pd.read_parquet(Path(path) / "metrics.parquet")
+
+
+def test_run_writes_the_contract(tmp_path):
+    assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
+    df = metrics(tmp_path)
+    assert list(df.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS or set(CONTRACT_COLUMNS) <= set(df.columns)
+    assert df["step"].iloc[0] == 0 and df["epoch"].iloc[-1] == pytest.approx(2.0)
+    assert len(df) == 5  # step 0 and every half epoch
+    assert df["bits_per_worker"].is_monotonic_increasing and df["bits_per_worker"].iloc[0] == 0
+    assert (df["time_s"] == df["time_compute_s"] + df["time_comm_s"]).all()
+    assert df["time_compute_s"].iloc[-1] == pytest.approx(0.01 * df["step"].iloc[-1])
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "completed"
+    assert {"run_id", "config", "topology", "compressor", "task", "provenance", "start_time", "end_time",
+            "final"} <= set(info)
+    assert info["topology"]["spectral_gap"] == pytest.approx(2 / 3)
+    assert info["compressor"]["spec"] == "top:0.1" and 0.1 <= info["compressor"]["delta_measured"] <= 1
+    assert info["task"]["n_params"] == 15210 and info["task"]["train_size"] == 800
+    # top-10 % of each of the MLP's 6 tensors: 64 bits per kept entry in the paper's accounting
+    steps = int(df["step"].iloc[-1])
+    kept = sum(max(1, int(0.1 * s)) for s in (4000, 100, 10000, 100, 1000, 10))
+    assert df["bits_paper_per_worker"].iloc[-1] == 64 * kept * steps
+    assert not list(tmp_path.glob(".*tmp*")) and not (tmp_path / "checkpoint.pt").exists()
+    # learning happened: the averaged model beats chance and the loss fell
+    assert df["test_acc"].iloc[-1] > 0.15 and df["train_loss"].iloc[-1] < df["train_loss"].iloc[0]
+
+
+def test_same_seed_same_metrics_other_seed_other_metrics(tmp_path):
+    main(["run", *SMALL, "--out", str(tmp_path / "a")])
+    main(["run", *SMALL, "--out", str(tmp_path / "b")])
+    a, b = metrics(tmp_path / "a").drop(columns=WALL), metrics(tmp_path / "b").drop(columns=WALL)
+    pd.testing.assert_frame_equal(a, b)
+    other = [*SMALL[:SMALL.index("--seed") + 1], "4", *SMALL[SMALL.index("--seed") + 2:]]
+    main(["run", *other, "--out", str(tmp_path / "c")])
+    assert not metrics(tmp_path / "c")["test_loss"].equals(a["test_loss"])
+
+
+def test_completed_run_is_not_redone_and_other_settings_are_refused(tmp_path, capsys):
+    main(["run", *SMALL, "--out", str(tmp_path)])
+    before = (tmp_path / "metrics.parquet").stat().st_mtime_ns
+    assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "metrics.parquet").stat().st_mtime_ns == before
+    assert main(["run", *SMALL, "--lr", "0.5", "--out", str(tmp_path)]) == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+def test_divergence_is_a_result(tmp_path):
+    argv = ["run", "--task", "lsq", "--algorithm", "dpsgd", "--topology", "ring", "--nodes", "4", "--epochs", "20",
+            "--lr", "50", "--quiet", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    info = json.loads((tmp_path / "run.json").read_text())
+    df = metrics(tmp_path)
+    assert info["status"] == "diverged"
+    assert df["step"].iloc[-1] < 20 * info["steps_per_epoch"]  # stopped early
+    assert len(df) >= 2 and df["step"].iloc[-1] == info["final"]["step"]
+
+
+def _cli(argv, **kw):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.Popen([sys.executable, "-m", "bench", *argv], env=env, stderr=subprocess.PIPE, text=True, **kw)
+
+
+LONG = [*SMALL[: SMALL.index("--epochs") + 1], "20", *SMALL[SMALL.index("--epochs") + 2:],
+        "--set", "checkpoint_every=0.25", "--set", "eval_every=1"]
+
+
+def _wait_for_checkpoint(path, proc, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if (path / "checkpoint.pt").exists():
+            info = json.loads((path / "run.json").read_text())
+            if info.get("status") == "running":
+                return
+        assert proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+    raise AssertionError("no checkpoint appeared")
+
+
+def test_resume_after_sigkill_gives_identical_metrics(tmp_path):
+    reference = tmp_path / "reference"
+    assert main(["run", *LONG, "--out", str(reference)]) == 0
+    killed = tmp_path / "killed"
+    proc = _cli(["run", *LONG, "--out", str(killed)])
+    _wait_for_checkpoint(killed, proc)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert json.loads((killed / "run.json").read_text())["status"] == "running"
+    assert main(["run", *LONG, "--out", str(killed)]) == 0
+    pd.testing.assert_frame_equal(metrics(killed).drop(columns=WALL), metrics(reference).drop(columns=WALL))
+
+
+def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path):
+    out = tmp_path / "run"
+    proc = _cli(["run", *LONG, "--out", str(out)])
+    _wait_for_checkpoint(out, proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "interrupted" and (out / "checkpoint.pt").exists()
+    partial = metrics(out)
+    assert main(["run", *LONG, "--out", str(out)]) == 0
+    final = metrics(out)
+    assert json.loads((out / "run.json").read_text())["status"] == "completed"
+    assert len(final) == 21 and final["step"].tolist()[: len(partial)] == partial["step"].tolist()
+
+
+@pytest.mark.parametrize("extra,word", [
+    (["--set", "colour=blue"], "colour"),
+    (["--lr", "-1"], "lr=-1"),
+    (["--task", "mnist2d"], "mnist2d"),
+    (["--compressor", "top:2"], "top:2"),
+    (["--topology", "torus"], "torus"),
+    (["--algorithm", "dpsgd", "--compressor", "sign"], "sign"),
+    (["--set", "task_options.depth=3"], "depth"),
+    (["--set", "lr_schedule=cosine"], "cosine"),
+    (["--data", "dirichlet:-1"], "dirichlet"),
+    (["--backend", "dist"], "dist"),
+])
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, extra, word):
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", *SMALL, *extra, "--out", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and word in lines[0]
+    assert not (out / "run.json").exists() and not (out / "metrics.parquet").exists()
+
+
+def test_missing_data_directory_names_the_layout(tmp_path, capsys):
+    argv = ["run", "--task", "cifar10-resnet8", "--set", f"data_root={tmp_path / 'none'}", "--quiet",
+            "--out", str(tmp_path / "run")]
+    assert main(argv) == 2
+    assert "cifar-10-batches-py" in capsys.readouterr().err
+
+
+def test_config_file_and_set_precedence(tmp_path):
+    cfg_file = tmp_path / "study.yaml"
+    cfg_file.write_text("lr: 0.3\nnodes: 16\ntask_options: {hidden: [32]}\nmilestones: [5, 8]\n")
+    cfg = resolve({"lr": 0.3, "nodes": 16, "task_options": {"hidden": [32]}, "milestones": [5, 8]},
+                  {"nodes": 4}, {"lr": 0.2, "task_options": {"n_train": 100}})
+    assert cfg.lr == 0.2 and cfg.nodes == 4 and cfg.milestones == (5.0, 8.0)
+    assert cfg.task_options == {"hidden": [32], "n_train": 100}
+
+
+def test_learning_rate_schedules():
+    cfg = resolve({}, {}, {"lr": 1.0, "lr_schedule": "warmup-multistep", "warmup_epochs": 5,
+                           "milestones": [150, 225], "lr_decay": 0.1})
+    assert lr_at(cfg, 0) == pytest.approx(0.1) and lr_at(cfg, 2.5) == pytest.approx(0.55)
+    assert lr_at(cfg, 5) == 1.0 and lr_at(cfg, 149.9) == 1.0
+    assert lr_at(cfg, 150) == pytest.approx(0.1) and lr_at(cfg, 300) == pytest.approx(0.01)
+    exp = resolve({}, {}, {"lr": 0.5, "lr_schedule": "exp", "lr_decay": 0.9})
+    assert lr_at(exp, 3) == pytest.approx(0.5 * 0.9 ** 3)
+
+
+def test_consensus_task_tracks_the_error_to_the_average(tmp_path):
+    argv = ["run", "--task", "consensus", "--algorithm", "choco", "--compressor", "top:0.01", "--nodes", "25",
+            "--epochs", "40", "--set", "gamma=0.05", "--quiet", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    df = metrics(tmp_path)
+    assert df["train_loss"].iloc[0] == pytest.approx(1.0)
+    assert df["train_loss"].iloc[-1] < 1e-4  # 4000 rounds, as in the consensus tests
+    assert math.isnan(df["test_acc"].iloc[-1])
