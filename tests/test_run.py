@@ -192,3 +192,36 @@ def test_consensus_task_tracks_the_error_to_the_average(tmp_path):
     assert df["train_loss"].iloc[0] == pytest.approx(1.0)
     assert df["train_loss"].iloc[-1] < 1e-4  # 4000 rounds, as in the consensus tests
     assert math.isnan(df["test_acc"].iloc[-1])
+
+
+def test_gradient_clipping_per_worker():
+    from bench.run.runner import clip_rows_
+
+    g = torch.tensor([[3.0, 4.0], [0.3, 0.4]])
+    clip_rows_(g, 1.0)
+    torch.testing.assert_close(g, torch.tensor([[0.6, 0.8], [0.3, 0.4]]))
+
+
+def test_progress_is_plain_lines_off_a_terminal_and_silent_when_quiet(tmp_path):
+    argv = [a for a in SMALL if a != "--quiet"]
+    proc = subprocess.run([sys.executable, "-m", "bench", "run", *argv, "--out", str(tmp_path / "a")],
+                          capture_output=True, text=True)
+    lines = [line for line in proc.stderr.splitlines() if line.startswith("step ")]
+    assert proc.returncode == 0 and len(lines) == 5 and "test_acc" in lines[-1]
+    quiet = subprocess.run([sys.executable, "-m", "bench", "run", *SMALL, "--out", str(tmp_path / "b")],
+                           capture_output=True, text=True)
+    assert quiet.returncode == 0 and quiet.stderr == "" and quiet.stdout == ""
+
+
+def test_cuda_device_runs_where_a_gpu_exists_and_is_a_clear_error_elsewhere(tmp_path, capsys):
+    status = main(["run", *SMALL, "--device", "cuda", "--out", str(tmp_path)])
+    if torch.cuda.is_available():
+        assert status == 0 and json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
+    else:
+        assert status == 2 and "no CUDA GPU" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("scheme", ["split", "sorted", "dirichlet:0.5"])
+def test_data_schemes_run_end_to_end(tmp_path, scheme):
+    assert main(["run", *SMALL, "--data", scheme, "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "run.json").read_text())["config"]["data"] == scheme

@@ -32,6 +32,12 @@ class Interrupted(Exception):
         self.signum = signum
 
 
+def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
+    """Clip each worker's gradient (a row) to ``max_norm`` in place, as clip_grad_norm_ does per model."""
+    norms = grads.norm(dim=1, keepdim=True)
+    grads.mul_(torch.clamp(max_norm / (norms + 1e-12), max=1.0))
+
+
 def _device(name: str) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
@@ -144,8 +150,7 @@ def run(cfg: RunConfig, out: Path) -> int:
                 tick = time.perf_counter()
                 grads, losses = task.gradients(algo.x, batch) if task.has_gradient else (None, None)
                 if grads is not None and cfg.grad_clip is not None:
-                    norms = grads.norm(dim=1, keepdim=True)
-                    grads.mul_(torch.clamp(cfg.grad_clip / (norms + 1e-12), max=1.0))
+                    clip_rows_(grads, cfg.grad_clip)
                 if device.type == "cuda":
                     torch.cuda.synchronize(device)
                 computed = time.perf_counter() - tick
