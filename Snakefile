@@ -1,13 +1,24 @@
 # Entry of the pipeline: the study's config, the rule files, and the final targets.
+import os
+
 from snakemake.utils import min_version
 
 min_version("8.0")
 
-configfile: "config/config.yaml"
+# The default study, unless another study file is given (--configfile config/<study>.yaml); a
+# study file replaces it entirely instead of being merged into it.
+if "study" not in config:
+
+    configfile: os.path.join(workflow.basedir, "config", "config.yaml")
+
+
+report: "workflow/report/workflow.rst"
 
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/consensus.smk"
+include: "workflow/rules/runs.smk"
+include: "workflow/rules/analysis.smk"
 
 
 rule all:

@@ -1,1 +1,200 @@
-"""One module per figure: a function from a tidy DataFrame to PNG and PDF files."""
+"""One module per figure: a function from a tidy DataFrame to PNG and PDF files.
+
+``python -m analysis figures DIR [--only NAME ...]`` draws every figure the runs in DIR support.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+# figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
+FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus"]
+ALGORITHM_NAMES = {"allreduce": "all-reduce", "dpsgd": "D-PSGD", "dcd": "DCD-PSGD", "ecd": "ECD-PSGD",
+                   "choco": "Choco"}
+_EXACT = {"allreduce", "dpsgd"}  # never compress, so their label omits the compressor
+DEFAULT_TARGET_REL = 0.95
+_FAILED = {"failed", "running", "interrupted", "unknown"}
+
+
+def compressor_label(spec) -> str:
+    """Paper-style name of a compressor spec: ``top:0.01`` -> ``top 1%``, ``qsgd:4`` -> ``QSGD 4-bit``."""
+    head, _, options = str(spec).partition(",")
+    name, _, arg = head.partition(":")
+    if name in ("top", "rand") and arg:
+        label = f"{'top' if name == 'top' else 'random'} {float(arg) * 100:g}%"
+    elif name == "qsgd" and arg:
+        label = f"QSGD {arg}-bit"
+    else:
+        label = head
+    return f"{label}, {options.replace('=true', '').replace(',', ', ')}" if options else label
+
+
+def method_label(algorithm, compressor="none") -> str:
+    """``choco``, ``sign`` -> ``Choco (sign)``; exact methods keep their bare name."""
+    name = ALGORITHM_NAMES.get(algorithm, str(algorithm))
+    if algorithm in _EXACT and str(compressor) in ("none", "nan"):
+        return name
+    return f"{name} ({compressor_label(compressor)})"
+
+
+def method_sort_key(label: str) -> tuple:
+    """Legend order: the references (all-reduce, D-PSGD) first, then the compressed methods."""
+    order = ["all-reduce", "D-PSGD", "DCD-PSGD", "ECD-PSGD", "Choco"]
+    head = label.split(" (")[0]
+    return (order.index(head) if head in order else len(order), label)
+
+
+def with_methods(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    out["method"] = [method_label(a, c) for a, c in zip(out["algorithm"], out["compressor"].astype(str))]
+    return out
+
+
+def as_percent(values) -> pd.Series:
+    """Accuracies in %: runs record fractions in [0, 1]; a column already in % is left alone."""
+    s = pd.to_numeric(pd.Series(values), errors="coerce").astype(float)
+    return s * 100.0 if s.notna().any() and s.max() <= 1.0 + 1e-9 else s
+
+
+def usable(df: pd.DataFrame) -> pd.DataFrame:
+    """Runs that finished, diverged ones included (divergence is a result); failed or unfinished
+    runs have no final value to report."""
+    return df[~df["status"].isin(_FAILED)] if "status" in df else df
+
+
+def save_figure(fig, out_stem: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    out_stem = Path(out_stem)
+    out_stem.parent.mkdir(parents=True, exist_ok=True)
+    paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
+    for path in paths:
+        # complete or absent: a pipeline job killed mid-save leaves no half-written figure
+        tmp = path.with_name(f".{path.name}.tmp")
+        fig.savefig(tmp, dpi=150, format=path.suffix[1:], bbox_inches="tight")
+        os.replace(tmp, path)
+    plt.close(fig)
+    return paths
+
+
+def select_setting(runs: pd.DataFrame, min_methods: int = 1):
+    """The (task, topology, nodes) with the most runs among those with >= ``min_methods`` methods,
+    and its runs. All-reduce does not use the topology, so its runs at the same task and n join
+    every topology's group unless some were recorded under that topology. None if nothing fits."""
+    runs = with_methods(runs.drop_duplicates("run_id"))
+    allreduce = runs["algorithm"] == "allreduce"
+    best = None
+    for key, group in runs.groupby(["task", "topology", "nodes"], sort=True):
+        task, topology, nodes = key
+        if not group["algorithm"].eq("allreduce").any():
+            group = pd.concat([group, runs[allreduce & (runs["task"] == task) & (runs["nodes"] == nodes)]])
+        if group["method"].nunique() >= min_methods and (best is None or len(group) > len(best[1])):
+            best = (key, group)
+    return best
+
+
+def one_cell_per(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Keep, for each combination of ``keys``, the runs of its most-run cell (cells differing in,
+    e.g., LR would otherwise be averaged as if they were seeds of one setting)."""
+    if "cell" not in runs:
+        return runs
+    counts = runs.groupby(keys + ["cell"], dropna=False).size().rename("n").reset_index()
+    keep = counts.sort_values(["n", "cell"], ascending=[False, True]).drop_duplicates(keys)["cell"]
+    return runs[runs["cell"].isin(set(keep))]
+
+
+def load_tables(run_dir: Path):
+    """(points, summary, note) of the runs under ``run_dir``; a table that cannot be had is None
+    and ``note`` says why. ``DIR/summary.csv`` (from ``python -m analysis summarize``) wins; without
+    it the summary is computed with the pipeline's default target, 0.95 × best all-reduce accuracy."""
+    summary_csv = Path(run_dir) / "summary.csv"
+    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else None
+    try:
+        from analysis.load import load_runs
+    except ImportError:
+        return None, summary, "analysis.load is not available"
+    runs = load_runs(run_dir)
+    if not len(runs):
+        return None, summary, f"no readable runs under {run_dir}"
+    if summary is None:
+        from analysis.summary import summarize
+
+        summary = summarize(runs, target_rel=DEFAULT_TARGET_REL)
+    return runs.points, summary, ""
+
+
+def read_index(fig_dir: Path) -> dict[str, str]:
+    path = Path(fig_dir) / "index.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def _update_index(fig_dir: Path, drawn: dict[str, str], attempted: set[str]) -> Path:
+    """Merge this call's captions into index.json, keeping figures not attempted now. The pipeline
+    draws one figure per job, in parallel, so the read-merge-write holds a lock."""
+    import fcntl
+
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    path = fig_dir / "index.json"
+    with open(fig_dir / ".index.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        index = {k: v for k, v in read_index(fig_dir).items()
+                 if k not in attempted and (fig_dir / f"{k}.png").is_file()}
+        index.update(drawn)
+        tmp = path.with_name(".index.json.tmp")
+        tmp.write_text(json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
+        os.replace(tmp, path)
+    return path
+
+
+def draw_consensus(run_dir: Path, points, summary, out_stem: Path):
+    """The consensus figure from every ``traces.csv`` under the results directory."""
+    files = sorted(Path(run_dir).rglob("traces.csv"))
+    if not files:
+        return f"no traces.csv under {run_dir} (written by `bench consensus --out`)"
+    from analysis.figures.consensus import plot_consensus
+
+    traces = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    first = traces.iloc[0]
+    caption = (f"Average consensus (Choco-Gossip, no gradient) on a {first['topology']} of n = {first['nodes']} "
+               f"workers (spectral gap ρ = {first['spectral_gap']:.3g}), d = {first['dim']}: consensus error "
+               "relative to the start against gossip rounds (left) and against Mbit sent per worker (right, "
+               "log scale), for each compressor (γ as shown) and for exact gossip. The dotted line marks 10⁻⁴. "
+               "The paper expects linear convergence for every compressor, at a rate set by ρ²δ, so the "
+               "compressed methods need more rounds but fewer bits.")
+    return plot_consensus(traces, out_stem), caption
+
+
+def _drawer(name: str):
+    if name == "consensus":
+        return draw_consensus
+    return importlib.import_module(f"analysis.figures.{name}").draw
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
+    p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
+    p.add_argument("--only", nargs="+", choices=FIGURES, metavar="NAME", help=f"draw only these: {', '.join(FIGURES)}")
+    args = p.parse_args(argv)
+    if not args.dir.is_dir():
+        print(f"error: results directory not found: {args.dir}", file=sys.stderr)
+        return 2
+    points, summary, note = load_tables(args.dir)
+    fig_dir = args.dir / "figures"
+    wanted = args.only or FIGURES
+    drawn: dict[str, str] = {}
+    for name in wanted:
+        result = _drawer(name)(args.dir, points, summary, fig_dir / name)
+        if isinstance(result, str):
+            print(f"skipped {name}: {result}" + (f" ({note})" if note and name != "consensus" else ""))
+            continue
+        paths, drawn[name] = result
+        for path in paths:
+            print(f"wrote {path}")
+    print(f"wrote {_update_index(fig_dir, drawn, set(wanted))}")
+    return 0

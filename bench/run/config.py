@@ -39,6 +39,7 @@ class RunConfig:
     weight_decay: float = 0.0  # not applied to BatchNorm parameters
     grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
     gamma: float | str = "auto"  # Choco consensus step; auto: tuned on the consensus problem (cached)
+    gamma_tune_steps: int = 1000  # Choco-Gossip rounds per γ of the grid when gamma=auto
     order: str = "paper"  # choco/dpsgd: paper or the authors' code order
     per_layer: bool = True  # compress each parameter tensor separately (as the paper)
     network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
@@ -182,6 +183,7 @@ def validate(cfg: RunConfig) -> None:
         (cfg.lr_decay > 0, f"lr_decay={cfg.lr_decay} must be > 0"),
         (cfg.warmup_epochs >= 0, f"warmup_epochs={cfg.warmup_epochs} must be >= 0"),
         (cfg.eval_every > 0, f"eval_every={cfg.eval_every} must be > 0"),
+        (cfg.gamma_tune_steps >= 1, f"gamma_tune_steps={cfg.gamma_tune_steps} must be >= 1"),
         (cfg.checkpoint_every > 0, f"checkpoint_every={cfg.checkpoint_every} must be > 0"),
         (cfg.eval_local_workers >= 0, f"eval_local_workers={cfg.eval_local_workers} must be >= 0"),
         (cfg.grad_clip is None or cfg.grad_clip > 0, f"grad_clip={cfg.grad_clip} must be > 0"),

@@ -10,7 +10,6 @@ from ..consensus import DEFAULT_GAMMA_GRID, best_of, tune_gamma
 from ..topology import Topology
 from .config import RunConfig
 
-GAMMA_TUNE_STEPS = 1000  # rounds of Choco-Gossip per γ of the grid
 GAMMA_TUNE_DIM = 2000  # the consensus problem's dimension (the paper's)
 
 
@@ -41,17 +40,19 @@ def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) ->
         return float(cfg.gamma), "given"
     if compressor.name == "none":
         return 1.0, "identity compressor"
-    key = f"{topology.name}|{topology.n}|{topology.weights}|{compressor.spec}|{GAMMA_TUNE_STEPS}|{GAMMA_TUNE_DIM}"
+    steps = cfg.gamma_tune_steps
+    graph = topology.name if topology.kind not in ("erdos-renyi", "random-regular") else f"{topology.name}@{cfg.seed}"
+    key = f"{graph}|{topology.n}|{topology.weights}|{compressor.spec}|{steps}|{GAMMA_TUNE_DIM}"
     path = cache_dir() / "gamma.json"
     try:
         cache = json.loads(path.read_text())
     except (OSError, ValueError):
         cache = {}
     if key not in cache:
-        traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, GAMMA_TUNE_STEPS, GAMMA_TUNE_DIM, seed=0)
+        traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, steps, GAMMA_TUNE_DIM, seed=0)
         cache[key] = best_of(traces).gamma
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".gamma.json.{os.getpid()}")
         tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
         os.replace(tmp, path)
-    return float(cache[key]), f"tuned on consensus ({GAMMA_TUNE_STEPS} rounds, d={GAMMA_TUNE_DIM})"
+    return float(cache[key]), f"tuned on consensus ({steps} rounds, d={GAMMA_TUNE_DIM})"

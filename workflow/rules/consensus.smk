@@ -1,5 +1,5 @@
 # Choco-Gossip against exact gossip on the consensus problem: one job per method, then the
-# summary table and the figure.
+# summary table (the figure is drawn by the `figure` rule like every other one).
 
 
 rule consensus_method:
@@ -10,8 +10,10 @@ rule consensus_method:
     params:
         c=config.get("consensus", {}),
         spec=lambda wc: CONSENSUS_METHODS[wc.method],
+    conda:
+        "../envs/bench.yaml"
     shell:
-        "bench consensus --methods '{params.spec}' --topology {params.c[topology]} --nodes {params.c[nodes]} "
+        "python -m bench consensus --methods '{params.spec}' --topology {params.c[topology]} --nodes {params.c[nodes]} "
         "--dim {params.c[dim]} --steps {params.c[steps]} --seed {params.c[seed]} --quiet "
         "--out $(dirname {output}) > {log} 2>&1"
 
@@ -24,17 +26,9 @@ rule consensus_summary:
         md=f"{OUT}/consensus/summary.md",
     log:
         f"logs/{STUDY}/consensus/summary.log",
+    conda:
+        "../envs/bench.yaml"
     shell:
         "python -m analysis.consensus {input} --out $(dirname {output.csv}) > {log} 2>&1"
 
 
-rule consensus_figure:
-    input:
-        consensus_traces(),
-    output:
-        png=f"{OUT}/figures/consensus.png",
-        pdf=f"{OUT}/figures/consensus.pdf",
-    log:
-        f"logs/{STUDY}/consensus/figure.log",
-    shell:
-        "python -m analysis.figures.consensus {input} --out {OUT}/figures/consensus > {log} 2>&1"

@@ -1,0 +1,186 @@
+"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|figures|report``.
+Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.load import load_runs
+from analysis.regress import DEFAULT_TOLERANCES, compare, compare_perf, make_baseline
+from analysis.summary import cell_summary, summarize
+
+DELEGATED = {"figures": "analysis.figures", "report": "analysis.report"}
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints usage + message; people need the one line
+        raise UsageError(message)
+
+
+def _number(kind, low=None):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not math.isfinite(value) or (low is not None and value <= low):
+            raise argparse.ArgumentTypeError(f"{text!r} must be finite and > {low}")
+        return value
+    return parse
+
+
+def _atomic(path: Path, write) -> None:
+    """Write through a temporary file in the same directory, then rename (no half-written output)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _load(directory: str):
+    path = Path(directory)
+    if not path.is_dir():
+        raise UsageError(f"results directory not found: {directory}")
+    runs = load_runs(path)
+    for where, reason in runs.problems:
+        print(f"analysis: note: {where}: {reason}", file=sys.stderr)
+    if not len(runs):
+        raise UsageError(f"no readable runs (directories with run.json and metrics.parquet) under {directory}")
+    return runs
+
+
+def _targets(args) -> dict:
+    if args.target_acc is not None and args.target_rel is not None:
+        raise UsageError("give --target-acc or --target-rel, not both")
+    return {"target_acc": args.target_acc, "target_rel": args.target_rel, "metric": args.metric}
+
+
+def _summarize(runs, **kw):
+    try:
+        return summarize(runs, **kw)
+    except ValueError as err:  # an unknown metric, or two targets
+        raise UsageError(str(err)) from None
+
+
+def cmd_summarize(args) -> int:
+    runs = _load(args.dir)
+    table = _summarize(runs, **_targets(args))
+    cells = cell_summary(table)
+    out = Path(args.dir)
+    _atomic(out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
+    _atomic(out / "summary.parquet", lambda tmp: table.to_parquet(tmp, index=False))
+    _atomic(out / "cells.csv", lambda tmp: cells.to_csv(tmp, index=False))
+    print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}")
+    return 0
+
+
+def cmd_baseline(args) -> int:
+    runs = _load(args.dir)
+    table = _summarize(runs, **_targets(args))
+    tol = {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}
+    baseline = make_baseline(table, cell_summary(table), {k: v for k, v in tol.items() if v is not None})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    _atomic(out, lambda tmp: Path(tmp).write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n"))
+    print(f"baseline of {len(baseline['cells'])} cells -> {out}")
+    return 0
+
+
+def _read_json(path: str):
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise UsageError(f"cannot read JSON file {path}: {err}") from None
+
+
+def cmd_regress(args) -> int:
+    baseline = _read_json(args.baseline)
+    current_is_file = Path(args.current).is_file()
+    if "figures" in baseline or current_is_file:
+        if not ("figures" in baseline and current_is_file and "figures" in _read_json(args.current)):
+            raise UsageError(f"--baseline {args.baseline} and --current {args.current} must both be perf "
+                             "JSON files (with a 'figures' key), or a baseline JSON and a results directory")
+        kw = {} if args.rel_tol is None else {"rel_tol": args.rel_tol}
+        table, regressions = compare_perf(baseline, _read_json(args.current), **kw)
+    else:
+        if "cells" not in baseline:
+            raise UsageError(f"{args.baseline} is not a baseline (no 'cells'); make one with `python -m analysis baseline`")
+        runs = _load(args.current)
+        # the baseline's absolute targets, so a change in all-reduce accuracy cannot move the goalposts
+        current = _summarize(runs, target_acc=baseline.get("targets") or None,
+                            metric=baseline.get("metric", "test_acc"))
+        tol = {k: v for k, v in {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}.items() if v is not None}
+        table, regressions = compare(baseline, current, tol)
+    with pd.option_context("display.width", 200, "display.max_rows", None, "display.max_colwidth", 80):
+        print(table.to_string(index=False) if len(table) else "(nothing to compare)")
+    for line in regressions:
+        print(f"REGRESSION {line}", file=sys.stderr)
+    return 1 if regressions else 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m analysis", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    def target_options(p):
+        p.add_argument("--target-acc", type=_number(float, 0.0), help="absolute target of the metric")
+        p.add_argument("--target-rel", type=_number(float, 0.0),
+                       help="target = R x best all-reduce value of the same task and data")
+        p.add_argument("--metric", default="test_acc", help="metric column the target is read on")
+
+    p = sub.add_parser("summarize", help="DIR/summary.csv, summary.parquet and cells.csv")
+    p.add_argument("dir")
+    target_options(p)
+    p.set_defaults(run=cmd_summarize)
+
+    p = sub.add_parser("baseline", help="store a results set as a JSON baseline")
+    p.add_argument("dir")
+    p.add_argument("--out", required=True)
+    target_options(p)
+    p.add_argument("--acc-tol", type=_number(float, 0.0), help=f"default {DEFAULT_TOLERANCES['acc_tol']}")
+    p.add_argument("--rel-tol", type=_number(float, 0.0), help=f"default {DEFAULT_TOLERANCES['rel_tol']}")
+    p.set_defaults(run=cmd_baseline)
+
+    p = sub.add_parser("regress", help="compare results (or a perf JSON) with a baseline; exit 1 on regression")
+    p.add_argument("--baseline", required=True)
+    p.add_argument("--current", required=True, help="results directory, or perf JSON file")
+    p.add_argument("--acc-tol", type=_number(float, 0.0))
+    p.add_argument("--rel-tol", type=_number(float, 0.0), help="default 0.10 for runs, 0.15 for perf")
+    p.set_defaults(run=cmd_regress)
+    for name in DELEGATED:
+        sub.add_parser(name, help=f"see python -m analysis {name} --help")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in DELEGATED:
+            try:
+                module = importlib.import_module(DELEGATED[argv[0]])
+                entry = module.main
+            except (ImportError, AttributeError) as err:
+                print(f"analysis: `{argv[0]}` is not available ({DELEGATED[argv[0]]}.main: {err})", file=sys.stderr)
+                return 2
+            return int(entry(argv[1:]) or 0)
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except UsageError as err:
+        print(f"analysis: error: {err}", file=sys.stderr)
+        return 2

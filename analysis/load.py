@@ -1,0 +1,154 @@
+"""Read run directories (run.json + metrics.parquet, Contract 2) into one table per run and one
+tidy table per run × evaluation point; unreadable or unfinished runs are listed, not fatal."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+# the parts every cell key names, in this order (seed is what varies inside a cell)
+CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "network"]
+# config keys that change where or how a run is executed or logged, not what it computes
+BOOKKEEPING = {"seed", "quiet", "device", "data_root", "eval_local_workers", "checkpoint_every",
+               "eval_every", "divergence_loss"} | set(CELL_PARTS) | {"lr"}
+IN_PROGRESS = {"running", "interrupted"}
+
+RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "topology", "nodes",
+               "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
+               "epochs", "n_params", "steps_per_epoch", "delta_measured", "cell", "n_points",
+               "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
+               "final_consensus_distance", "bits_per_step", "paper_bits_per_step"]
+
+
+@dataclass
+class Runs:
+    runs: pd.DataFrame                  # one row per run (RUN_COLUMNS)
+    points: pd.DataFrame                # one row per run × evaluation point: metrics + run columns
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+    def __len__(self) -> int:
+        return len(self.runs)
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _last(metrics: pd.DataFrame, column: str) -> float:
+    return float(metrics[column].iloc[-1]) if column in metrics else math.nan
+
+
+def _per_step(metrics: pd.DataFrame, column: str) -> float:
+    # the bit counters are cumulative, so the last row over its step is the mean per step
+    step = _last(metrics, "step")
+    return _last(metrics, column) / step if step > 0 else math.nan
+
+
+def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
+    cfg = record.get("config", {})
+    topo, comp, task = record.get("topology", {}), record.get("compressor", {}), record.get("task", {})
+    acc = metrics["test_acc"] if "test_acc" in metrics else pd.Series(dtype=float)
+    return {
+        "run_id": record.get("run_id", path.name), "path": str(path),
+        "status": record.get("status", "unknown"),
+        "task": cfg.get("task", task.get("name")), "algorithm": cfg.get("algorithm"),
+        "compressor": cfg.get("compressor", comp.get("spec")), "topology": cfg.get("topology", topo.get("name")),
+        "nodes": int(cfg.get("nodes", topo.get("n", 0))), "seed": int(cfg.get("seed", 0)),
+        "spectral_gap": _num(topo.get("spectral_gap")), "beta": _num(topo.get("beta")),
+        "weights": topo.get("weights", cfg.get("weights")),
+        "gamma": _num((record.get("gamma") or {}).get("value")), "lr": _num(cfg.get("lr")),
+        "data": cfg.get("data"), "network": cfg.get("network"), "epochs": _num(cfg.get("epochs")),
+        "n_params": _num(task.get("n_params")),
+        "steps_per_epoch": _num(record.get("steps_per_epoch", task.get("steps_per_epoch"))),
+        "delta_measured": _num(comp.get("delta_measured")),
+        "n_points": len(metrics), "last_epoch": _last(metrics, "epoch"),
+        "final_test_acc": _last(metrics, "test_acc"),
+        "best_test_acc": float(acc.max()) if acc.notna().any() else math.nan,
+        "final_test_loss": _last(metrics, "test_loss"),
+        "final_consensus_distance": _last(metrics, "consensus_distance"),
+        "bits_per_step": _per_step(metrics, "bits_per_worker"),
+        "paper_bits_per_step": _per_step(metrics, "bits_paper_per_worker"),
+    }
+
+
+def _fmt(value) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _cell_keys(rows: list[dict], configs: list[dict]) -> list[str]:
+    """Readable key of everything but the seed: the main parts, the LR, and any other config knob
+    that differs between runs sharing those (so a momentum sweep gets one cell per value)."""
+    bases = [("|".join(_fmt(r[p]) for p in CELL_PARTS) + f"|lr={_fmt(r['lr'])}") for r in rows]
+    keys = []
+    for base, cfg in zip(bases, configs):
+        peers = [c for b, c in zip(bases, configs) if b == base]
+        # a key absent from a run's config comes from an older schema, not a different setting
+        extra = [k for k in sorted(cfg) if k not in BOOKKEEPING
+                 and len({_fmt(p[k]) for p in peers if k in p}) > 1]
+        keys.append(base + "".join(f"|{k}={_fmt(cfg.get(k))}" for k in extra))
+    return keys
+
+
+def load_runs(root) -> Runs:
+    """Every directory under ``root`` (any depth, ``root`` included) holding a run.json."""
+    root = Path(root)
+    if not root.is_dir():
+        raise FileNotFoundError(f"results directory not found: {root}")
+    rows, configs, tables, problems, seen = [], [], [], [], {}
+    for run_json in sorted(root.rglob("run.json")):
+        path = run_json.parent
+        try:
+            record = json.loads(run_json.read_text())
+            if not isinstance(record, dict) or "config" not in record:
+                raise ValueError("no 'config' in run.json")
+        except (OSError, ValueError) as err:
+            problems.append((str(path), f"unreadable run.json: {err}"))
+            continue
+        status = record.get("status", "unknown")
+        metrics_file = path / "metrics.parquet"
+        if not metrics_file.is_file():
+            problems.append((str(path), f"no metrics.parquet (status {status})"))
+            continue
+        try:
+            metrics = pd.read_parquet(metrics_file)
+        except Exception as err:  # pyarrow raises several types for a truncated or foreign file
+            problems.append((str(path), f"unreadable metrics.parquet: {err}"))
+            continue
+        if metrics.empty or "step" not in metrics:
+            problems.append((str(path), f"metrics.parquet has no evaluation points (status {status})"))
+            continue
+        run_id = record.get("run_id", path.name)
+        if run_id in seen:
+            problems.append((str(path), f"duplicate run_id {run_id} (first seen in {seen[run_id]}); skipped"))
+            continue
+        seen[run_id] = str(path)
+        if status in IN_PROGRESS:
+            problems.append((str(path), f"in progress (status {status}); kept with {len(metrics)} points"))
+        metrics = metrics.sort_values("step", kind="stable").reset_index(drop=True)
+        rows.append(_run_row(path, record, metrics))
+        configs.append(record.get("config", {}))
+        tables.append(metrics)
+    for row, key in zip(rows, _cell_keys(rows, configs)):
+        row["cell"] = key
+    runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
+    if not tables:
+        return Runs(runs, pd.DataFrame(columns=["step"] + RUN_COLUMNS), problems)
+    points = pd.concat(
+        [m.assign(**{c: [r[c]] * len(m) for c in RUN_COLUMNS}) for m, r in zip(tables, rows)],
+        ignore_index=True)
+    return Runs(runs, points, problems)
+
+
+def points_of(runs: Runs, run_id: str) -> pd.DataFrame:
+    """The evaluation points of one run, in step order."""
+    return runs.points[runs.points["run_id"] == run_id].sort_values("step")
+
+

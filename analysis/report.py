@@ -1,0 +1,166 @@
+"""``python -m analysis report DIR``: DIR/report.md with what was run, Table 1, the per-cell
+table, epoch gaps, spectral-gap fits and every figure of DIR/figures/index.json."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
+from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_markdown
+
+# Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
+CHOCO_CONSENSUS_SLOPE = -4.0
+
+
+def _listing(values) -> str:
+    return ", ".join(str(v) for v in sorted(set(values), key=str))
+
+
+def what_was_run(summary: pd.DataFrame) -> str:
+    statuses = ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().sort_index().items())
+    methods = _listing(method_label(a, c) for a, c in zip(summary["algorithm"], summary["compressor"].astype(str)))
+    text = (f"{len(summary)} runs in {summary['cell'].nunique() if 'cell' in summary else '?'} cells "
+            f"({statuses}). Tasks: {_listing(summary['task'])}. Algorithms: {_listing(summary['algorithm'])}. "
+            f"Compressors: {_listing(compressor_label(c) for c in summary['compressor'].astype(str))}. "
+            f"Methods: {methods}. Topologies: {_listing(summary['topology'])}. "
+            f"Node counts: {_listing(int(n) for n in summary['nodes'])}. "
+            f"Seeds: {_listing(int(s) for s in summary['seed'])}.")
+    if "network" in summary and summary["network"].notna().any():
+        text += f" Network presets: {_listing(summary['network'].dropna())}."
+    if "target" in summary and pd.to_numeric(summary["target"], errors="coerce").notna().any():
+        source = summary["target_source"].iloc[0] if "target_source" in summary else "given"
+        values = pd.to_numeric(summary["target"], errors="coerce").dropna()
+        on_accuracy = summary.get("metric", pd.Series(["test_acc"])).eq("test_acc").all()
+        shown = [f"{t:.4g}%" for t in as_percent(values)] if on_accuracy else [f"{t:.4g}" for t in values]
+        targets = _listing(shown)
+        text += f" Target accuracy for time/epochs/bits to target: {targets} ({source})."
+    return text
+
+
+def table1_section(summary: pd.DataFrame) -> str | None:
+    """Table 1 at the most-run (task, topology, n) of DCD/ECD/Choco, if it has >= 2 compressors or
+    >= 2 of those algorithms; all-reduce and D-PSGD at the same task and n are the reference lines."""
+    data = usable(summary)
+    compressed = data[data["algorithm"].isin(TABLE1_COLUMNS)]
+    if compressed.empty:
+        return None
+    # one network preset and data scheme: runs that differ only there are the same training, not more seeds
+    keys = ["task", "topology", "nodes", "network", "data"]
+    task, topology, nodes, network, scheme = compressed.groupby(keys).size().idxmax()
+    sel = compressed[(compressed["task"] == task) & (compressed["topology"] == topology)
+                     & (compressed["nodes"] == nodes) & (compressed["network"] == network)
+                     & (compressed["data"] == scheme)]
+    if sel["compressor"].nunique() < 2 and sel["algorithm"].nunique() < 2:
+        return None
+    refs = data[data["algorithm"].isin(["allreduce", "dpsgd"]) & (data["task"] == task) & (data["nodes"] == nodes)
+                & (data["network"] == network) & (data["data"] == scheme)]
+    return (f"Final test accuracy (%) of the averaged model on {task}, {topology}, n = {nodes} ({scheme} data, "
+            f"{network}): mean ± standard "
+            "deviation over seeds; \"diverges\" when every seed diverged, \"x (k of m diverged)\" gives the mean "
+            "of the seeds that did not.\n\n" + table1_markdown(pd.concat([sel, refs])))
+
+
+def epoch_gap_section(summary: pd.DataFrame) -> str | None:
+    from analysis.summary import epoch_gap
+
+    if "epochs_to_target" not in summary:
+        return None
+    gaps = epoch_gap(summary)
+    gaps = gaps[gaps["gap_status"] != "no_reference"]
+    if gaps.empty:
+        return None
+    gaps.insert(0, "method", [method_label(a, c) for a, c in zip(gaps["algorithm"], gaps["compressor"].astype(str))])
+    shown = gaps[["method", "task", "topology", "nodes", "n_seeds", "epochs_to_target", "allreduce_epochs_to_target",
+                  "epoch_ratio", "epoch_difference", "gap_status"]].rename(columns={
+                      "nodes": "n", "n_seeds": "seeds", "epochs_to_target": "epochs (median)",
+                      "allreduce_epochs_to_target": "all-reduce epochs", "epoch_ratio": "ratio",
+                      "epoch_difference": "difference", "gap_status": "status"})
+    return ("Epochs each decentralized method needs to reach the target, against all-reduce SGD at the same "
+            "task and n (medians over seeds; inf = the median seed never reached it).\n\n"
+            + shown.to_markdown(index=False, floatfmt=".3g") + "\n")
+
+
+def spectral_section(summary: pd.DataFrame) -> str | None:
+    """Power-law fits of the accuracy gap and the consensus distance against ρ, per task and
+    method, over all its runs (ρ varies with the topology and with n)."""
+    from analysis.summary import spectral_fit
+
+    data = usable(summary)
+    data = data[(data["algorithm"] != "allreduce") & (data["status"] != "diverged")]
+    rows = []
+    for (task, algorithm, compressor), g in data.groupby(["task", "algorithm", "compressor"]):
+        if g["spectral_gap"].nunique() < 2:
+            continue
+        for y, label in (("final_gap", "accuracy gap to all-reduce"),
+                         ("final_consensus_distance", "consensus distance")):
+            if y not in g:
+                continue
+            theory = CHOCO_CONSENSUS_SLOPE if (algorithm == "choco" and y == "final_consensus_distance") else None
+            try:
+                fit = spectral_fit(g, y=y, reference_slope=theory)
+            except ValueError as err:
+                rows.append({"task": task, "method": method_label(algorithm, compressor), "quantity": label,
+                             "slope [95% CI]": f"no fit: {err}"})
+                continue
+            rows.append({"task": task, "method": method_label(algorithm, compressor), "quantity": label,
+                         "slope [95% CI]": f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]",
+                         "R²": f"{fit['r2']:.2f}", "runs": fit["n"], "dropped": fit["n_dropped"],
+                         "theory": "—" if theory is None else f"{theory:g} (bound)"})
+    if not rows:
+        return None
+    return ("Least-squares fit of log(quantity) = a + b·log ρ over the runs of each method (diverged runs "
+            "excluded; a gap ≤ 0 cannot be on a log scale and is dropped). Choco-SGD's bound on the consensus "
+            "distance scales as ρ⁻⁴ at fixed δ, so its slope should be no steeper than −4.\n\n"
+            + pd.DataFrame(rows).fillna("").to_markdown(index=False) + "\n")
+
+
+def figures_section(run_dir: Path) -> str | None:
+    index = read_index(run_dir / "figures")
+    parts = []
+    for name, caption in index.items():
+        parts.append(f"### {name.replace('_', ' ')}\n\n![{name}](figures/{name}.png)\n\n{caption} "
+                     f"([PDF](figures/{name}.pdf))\n")
+    return "\n".join(parts) if parts else None
+
+
+def build_report(run_dir: Path) -> str:
+    points, summary, note = load_tables(run_dir)
+    out = [f"# {run_dir.resolve().name}: Choco-SGD reproduction report\n"]
+    if summary is None or summary.empty:
+        out.append(f"No training runs to summarize ({note or 'no summary.csv'}).\n")
+    else:
+        out.append("## What was run\n\n" + what_was_run(summary) + "\n")
+        sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
+                    ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit per worker "
+                     "to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
+                     + cell_table_markdown(s)),
+                    ("Epoch gap to centralized training", epoch_gap_section),
+                    ("Spectral-gap effects", spectral_section)]
+        for title, make in sections:
+            text = make(summary)
+            if text:
+                out.append(f"## {title}\n\n{text}")
+    figures = figures_section(run_dir)
+    out.append("## Figures\n\n" + (figures or "No figures yet (`python -m analysis figures DIR` draws them).\n"))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis report", description="Write DIR/report.md.")
+    p.add_argument("dir", type=Path, help="a study's results directory")
+    args = p.parse_args(argv)
+    if not args.dir.is_dir():
+        print(f"error: results directory not found: {args.dir}", file=sys.stderr)
+        return 2
+    text = build_report(args.dir)
+    path = args.dir / "report.md"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)  # a reader never sees half a report
+    print(f"wrote {path}")
+    return 0
+

@@ -1,0 +1,167 @@
+"""Per-run and per-cell conclusions: time/epochs/bits to a target accuracy, accuracy gap to
+all-reduce, epoch gap, and the fitted power law of a quantity against the spectral gap."""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from analysis.load import Runs
+from analysis.tta import AXES, CENSORED, DIVERGED, REACHED, increasing_metric, summarize_seeds, time_to_target
+
+REFERENCE = "allreduce"
+METRIC_HINTS = {"test_acc", "test_loss", "train_loss", "train_loss_workers", "local_test_acc_mean",
+                "consensus_distance", "test_ppl", "train_subopt"}
+IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compressor", "topology",
+            "nodes", "seed", "status", "spectral_gap", "beta", "gamma", "delta_measured"]
+
+
+def target_key(task, data) -> str:
+    """Key of a per-(task, data) target in a mapping given as ``target_acc``."""
+    return f"{task}|{data}"
+
+
+def _targets(runs: pd.DataFrame, target_acc, target_rel, metric: str) -> dict:
+    """(task, data) -> (target, source)."""
+    if target_acc is not None and target_rel is not None:
+        raise ValueError("give either target_acc or target_rel, not both")
+    groups = runs.groupby(["task", "data"], dropna=False, sort=False)
+    out = {}
+    for (task, data), g in groups:
+        if target_rel is None and not isinstance(target_acc, Mapping):
+            out[(task, data)] = (math.nan, "none") if target_acc is None else (float(target_acc), "absolute")
+        elif target_rel is None:
+            value = target_acc.get(target_key(task, data))
+            out[(task, data)] = (math.nan, "none") if value is None else (float(value), "given per task")
+        else:
+            best_col = f"best_{metric}"
+            best = max if increasing_metric(metric) else min
+            ref = g[g["algorithm"] == REFERENCE][best_col].dropna()
+            source = f"{target_rel:g} x best all-reduce"
+            if ref.empty:
+                ref, source = g[best_col].dropna(), f"{target_rel:g} x best of any run (no all-reduce run)"
+            out[(task, data)] = (target_rel * best(ref), source) if len(ref) else (math.nan, "none")
+    return out
+
+
+def _reference_final(runs: pd.DataFrame) -> dict:
+    """(task, data, nodes) -> median over seeds of the all-reduce final accuracy."""
+    ref = runs[runs["algorithm"] == REFERENCE]
+    return {k: float(g["final_test_acc"].median()) for k, g in ref.groupby(["task", "data", "nodes"], dropna=False)}
+
+
+def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
+              metric: str = "test_acc") -> pd.DataFrame:
+    """One row per run: identity, final/best accuracy, target and its crossing, consensus distance.
+
+    ``target_acc``: a number, or a mapping ``target_key(task, data) -> number``;
+    ``target_rel``: R × best all-reduce accuracy of the same task and data (``target_source``
+    says when no all-reduce run existed and the best run of any algorithm was used)."""
+    table = runs.runs.copy()
+    if table.empty:
+        return table
+    if metric not in runs.points:
+        numeric = sorted(c for c in runs.points.select_dtypes("number").columns if c in METRIC_HINTS)
+        raise ValueError(f"unknown metric {metric!r}; the runs have {', '.join(numeric)}")
+    best_col = f"best_{metric}"
+    if best_col not in table:
+        best = "max" if increasing_metric(metric) else "min"
+        table[best_col] = table["run_id"].map(runs.points.groupby("run_id")[metric].agg(best))
+    targets = _targets(table, target_acc, target_rel, metric)
+    reference = _reference_final(table)
+    rows = []
+    for _, run in table.iterrows():
+        pts = runs.points[runs.points["run_id"] == run["run_id"]].sort_values("step")
+        target, source = targets[(run["task"], run["data"])]
+        tta = time_to_target(pts, target, metric, status=run["status"])
+        # at step 0 all workers start from the same model, so a distance of 0 there says nothing
+        later = pts.loc[pts["step"] > 0, "consensus_distance"] if "consensus_distance" in pts else pd.Series(dtype=float)
+        ref = reference.get((run["task"], run["data"], run["nodes"]), math.nan)
+        rows.append({"target": target, "target_source": source, "metric": metric, **tta,
+                     "mean_consensus_distance": float(later.mean()) if later.notna().any() else math.nan,
+                     "allreduce_final_acc": ref, "final_gap": ref - run["final_test_acc"]})
+    extra = pd.DataFrame(rows, index=table.index)
+    return pd.concat([table, extra], axis=1)
+
+
+def cell_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per cell: seeds, median and bootstrap CI of final accuracy and of the costs to the
+    target, counts of run and target statuses."""
+    rows = []
+    for cell, g in summary.groupby("cell", sort=True, dropna=False):
+        first = g.iloc[0]
+        row = {c: first[c] for c in IDENTITY if c not in ("run_id", "seed", "status", "gamma", "delta_measured")}
+        row.update({"cell": cell, "n_seeds": len(g), "target": first.get("target", math.nan),
+                    "gamma": float(g["gamma"].median()), "delta_measured": float(g["delta_measured"].median()),
+                    "bits_per_step": float(g["bits_per_step"].median()),
+                    "final_consensus_distance": float(g["final_consensus_distance"].median())})
+        for col, name in [("final_test_acc", "final_acc"), ("best_test_acc", "best_acc"),
+                          ("final_gap", "final_gap"), *[(c, c) for c in AXES.values()]]:
+            if col in g:
+                row[f"{name}_median"], row[f"{name}_ci_low"], row[f"{name}_ci_high"] = summarize_seeds(g[col])
+        for status in (REACHED, CENSORED, DIVERGED):
+            row[f"n_{status}"] = int((g.get("tta_status") == status).sum()) if "tta_status" in g else 0
+        row["statuses"] = ",".join(f"{s}={n}" for s, n in sorted(g["status"].value_counts().items()))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def epoch_gap(summary: pd.DataFrame) -> pd.DataFrame:
+    """Epochs to target of each decentralized method vs all-reduce at the same task, data and n.
+
+    ``gap_status``: "ok"; "method_unreached" (ratio and difference inf); "reference_unreached" or
+    "no_reference" (ratio and difference NaN, as there is nothing to compare with)."""
+    keys = ["task", "data", "topology", "nodes", "algorithm", "compressor"]
+    ref = summary[summary["algorithm"] == REFERENCE]
+    ref_epochs = {k: (float(np.median(g["epochs_to_target"])), len(g))
+                  for k, g in ref.groupby(["task", "data", "nodes"], dropna=False)}
+    rows = []
+    for key, g in summary[summary["algorithm"] != REFERENCE].groupby(keys, sort=True, dropna=False):
+        method = float(np.median(g["epochs_to_target"]))
+        reference, ref_n = ref_epochs.get((key[0], key[1], key[3]), (math.nan, 0))
+        if ref_n == 0:
+            status, ratio, diff = "no_reference", math.nan, math.nan
+        elif not math.isfinite(reference):
+            status, ratio, diff = "reference_unreached", math.nan, math.nan
+        elif not math.isfinite(method):
+            status, ratio, diff = "method_unreached", math.inf, math.inf
+        else:
+            status, diff = "ok", method - reference
+            ratio = method / reference if reference > 0 else math.inf
+        rows.append({**dict(zip(keys, key)), "target": float(g["target"].iloc[0]), "n_seeds": len(g),
+                     "epochs_to_target": method, "allreduce_epochs_to_target": reference,
+                     "allreduce_n_seeds": ref_n, "epoch_ratio": ratio, "epoch_difference": diff,
+                     "gap_status": status})
+    return pd.DataFrame(rows, columns=keys + ["target", "n_seeds", "epochs_to_target",
+                                              "allreduce_epochs_to_target", "allreduce_n_seeds",
+                                              "epoch_ratio", "epoch_difference", "gap_status"])
+
+
+def spectral_fit(table: pd.DataFrame, y: str = "final_gap", x: str = "spectral_gap",
+                 reference_slope: float | None = None, level: float = 0.95) -> dict:
+    """Least-squares fit of log y = a + b log x, with a t-interval on the slope b.
+
+    Rows with non-finite or non-positive x or y cannot be on a log scale and are dropped
+    (``n_dropped``). ``reference_slope`` is the theory's exponent, reported next to the fit."""
+    xs = pd.to_numeric(table[x], errors="coerce").to_numpy(float)
+    ys = pd.to_numeric(table[y], errors="coerce").to_numpy(float)
+    keep = np.isfinite(xs) & np.isfinite(ys) & (xs > 0) & (ys > 0)
+    n = int(keep.sum())
+    if n < 2 or np.unique(xs[keep]).size < 2:
+        raise ValueError(f"spectral_fit needs at least 2 distinct positive {x} values with positive {y}; got {n} points")
+    lx, ly = np.log(xs[keep]), np.log(ys[keep])
+    fit = stats.linregress(lx, ly)
+    if n > 2:
+        half = stats.t.ppf(0.5 + level / 2.0, n - 2) * fit.stderr
+        lo, hi = fit.slope - half, fit.slope + half
+    else:  # two points fix a line exactly but say nothing about its uncertainty
+        lo, hi = -math.inf, math.inf
+    out = {"slope": float(fit.slope), "ci_low": float(lo), "ci_high": float(hi), "level": level,
+           "intercept": float(fit.intercept), "stderr": float(fit.stderr), "r2": float(fit.rvalue ** 2),
+           "n": n, "n_dropped": int(len(xs) - n), "x": x, "y": y, "reference_slope": reference_slope}
+    if reference_slope is not None:
+        out["reference_in_ci"] = bool(lo <= reference_slope <= hi)
+    return out

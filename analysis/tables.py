@@ -1,0 +1,161 @@
+"""Paper tables from a run summary: Table 1 (final accuracy by compressor × algorithm) and a
+per-cell table, as Markdown (and LaTeX for Table 1)."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.figures import as_percent, compressor_label, method_label, method_sort_key, usable
+
+TABLE1_COLUMNS = {"dcd": "DCD-PSGD", "ecd": "ECD-PSGD", "choco": "Choco-SGD"}
+REFERENCES = {"allreduce": "All-reduce SGD", "dpsgd": "Exact decentralized (D-PSGD)"}
+
+
+def _compressor_order(spec: str) -> tuple:
+    """Paper order: none, QSGD by bits, random and top by kept fraction (descending), sign, others."""
+    name, _, arg = str(spec).partition(",")[0].partition(":")
+    rank = {"none": 0, "qsgd": 1, "rand": 2, "top": 3, "sign": 4}.get(name, 5)
+    try:
+        size = -float(arg)
+    except ValueError:
+        size = 0.0
+    return (rank, size, str(spec))
+
+
+def accuracy_text(runs: pd.DataFrame) -> str:
+    """Final accuracy of one cell's seeds: "92.50 ± 0.50" (sample std), "diverges" when every seed
+    diverged, "17.03 (2 of 3 diverged)" (mean of the others) when some did. ``acc`` is in %."""
+    diverged = int((runs["status"] == "diverged").sum())
+    alive = runs.loc[runs["status"] != "diverged", "acc"].dropna()
+    if len(runs) == 0:
+        return "—"
+    if diverged == len(runs):
+        return "diverges"
+    if alive.empty:
+        return "n/a"
+    if diverged:
+        return f"{alive.mean():.2f} ({diverged} of {len(runs)} diverged)"
+    return f"{alive.mean():.2f} ± {alive.std(ddof=1):.2f}" if len(alive) > 1 else f"{alive.mean():.2f}"
+
+
+def _with_acc(summary: pd.DataFrame) -> pd.DataFrame:
+    data = usable(summary).copy()
+    data["acc"] = as_percent(data["final_test_acc"])
+    return data
+
+
+def table1_frame(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """(rows = compressor, columns = DCD/ECD/Choco present, cells as text) and the reference lines."""
+    data = _with_acc(summary)
+    compressed = data[data["algorithm"].isin(TABLE1_COLUMNS)]
+    columns = [a for a in TABLE1_COLUMNS if a in set(compressed["algorithm"])]
+    specs = sorted(compressed["compressor"].astype(str).unique(), key=_compressor_order)
+    table = pd.DataFrame(index=[compressor_label(s) for s in specs],
+                         columns=[TABLE1_COLUMNS[a] for a in columns], dtype=object)
+    for spec in specs:
+        for algorithm in columns:
+            g = compressed[(compressed["compressor"].astype(str) == spec) & (compressed["algorithm"] == algorithm)]
+            table.loc[compressor_label(spec), TABLE1_COLUMNS[algorithm]] = accuracy_text(g) if len(g) else "—"
+    table.index.name = "compression"
+    refs = {name: data[data["algorithm"] == algorithm] for algorithm, name in REFERENCES.items()}
+    lines = [f"{name}: {accuracy_text(g)} ({len(g)} seed{'' if len(g) == 1 else 's'})" for name, g in refs.items() if len(g)]
+    return table, lines
+
+
+def table1_markdown(summary: pd.DataFrame) -> str:
+    table, lines = table1_frame(summary)
+    header = ["compression", *table.columns]
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(table.columns)) + "|"]
+    out += ["| " + " | ".join([str(idx), *row]) + " |" for idx, row in zip(table.index, table.to_numpy())]
+    return "\n".join(out + ([""] + [f"{line}  " for line in lines] if lines else [])) + "\n"
+
+
+def _tex(text: str) -> str:
+    text = str(text).replace("\\", r"\textbackslash{}")
+    for char in "&%$#_{}":
+        text = text.replace(char, "\\" + char)
+    return text.replace("±", r"$\pm$").replace("—", "--")
+
+
+def table1_latex(summary: pd.DataFrame) -> str:
+    """A booktabs tabular; the references span the last rows."""
+    table, lines = table1_frame(summary)
+    width = len(table.columns) + 1
+    out = [r"\begin{tabular}{l" + "c" * len(table.columns) + "}", r"\toprule",
+           " & ".join(["compression", *map(_tex, table.columns)]) + r" \\", r"\midrule"]
+    out += [" & ".join([_tex(idx), *map(_tex, row)]) + r" \\" for idx, row in zip(table.index, table.to_numpy())]
+    if lines:
+        out.append(r"\midrule")
+        out += [rf"\multicolumn{{{width}}}{{l}}{{{_tex(line)}}} \\" for line in lines]
+    return "\n".join(out + [r"\bottomrule", r"\end{tabular}"]) + "\n"
+
+
+def _to_target_text(values: pd.Series, statuses: pd.Series, scale: float = 1.0) -> str:
+    """Median over seeds (unreached = inf) with how many reached: "12.3 (3/3)", "censored (0/3)"."""
+    if statuses.eq("no_target").all() or statuses.isna().all():
+        return "—"
+    v = pd.to_numeric(values, errors="coerce").to_numpy(float).copy()
+    reached = statuses.eq("reached").to_numpy()
+    v[~reached] = math.inf
+    median = float(np.median(v))
+    count = f"{int(reached.sum())}/{len(v)}"
+    if math.isfinite(median):
+        return f"{median * scale:.3g} ({count})"
+    missed = statuses[~reached].value_counts()
+    return f"{missed.index[0]} ({count})"
+
+
+def _status_text(statuses: pd.Series) -> str:
+    return ", ".join(f"{n} {s}" for s, n in statuses.value_counts().sort_index().items())
+
+
+def cell_table_markdown(table: pd.DataFrame) -> str:
+    """Per-cell Markdown table from a per-run summary (aggregated here: final accuracy as in
+    Table 1, costs to the target as median over seeds with k/m reached) or from
+    ``analysis.summary.cell_summary`` output (medians and bootstrap CIs as computed there)."""
+    if table is None or table.empty:
+        return "(no runs)\n"
+    per_run = "run_id" in table
+    data = table.copy()
+    data["method"] = [method_label(a, c) for a, c in zip(data["algorithm"], data["compressor"].astype(str))]
+    keys = ["method", "topology", "nodes"] + [k for k in ("task", "network", "data")
+                                              if k in data and data[k].nunique() > 1]
+    cell_key = "cell" if "cell" in data else None
+    if cell_key and data.groupby(keys, dropna=False)[cell_key].nunique().max() > 1:
+        keys.append(cell_key)  # cells differing in other settings (e.g. LR) need their key to be told apart
+    rows = []
+    if per_run:
+        data["acc"] = as_percent(data["final_test_acc"])
+        for key, g in data.groupby(keys, dropna=False, sort=False):
+            status = g["tta_status"] if "tta_status" in g else pd.Series("no_target", index=g.index)
+            cost = {c: (g[c] if c in g else pd.Series(math.nan, index=g.index))
+                    for c in ("time_to_target_s", "epochs_to_target", "bits_to_target")}
+            rows.append({**dict(zip(keys, key)), "seeds": _status_text(g["status"]),
+                         "final acc. (%)": accuracy_text(usable(g)),
+                         "time to target (s)": _to_target_text(cost["time_to_target_s"], status),
+                         "epochs to target": _to_target_text(cost["epochs_to_target"], status),
+                         "Mbit to target": _to_target_text(cost["bits_to_target"], status, 1e-6)})
+    else:
+        acc = as_percent(data["final_acc_median"])
+        for i, r in data.iterrows():
+            rows.append({**{k: r[k] for k in keys}, "seeds": f"{r['n_seeds']} ({r.get('statuses', '')})",
+                         "final acc. median (%)": f"{acc[i]:.2f}",
+                         **{label: _median_text(r, col, scale) for label, col, scale in [
+                             ("time to target (s)", "time_to_target_s", 1.0),
+                             ("epochs to target", "epochs_to_target", 1.0),
+                             ("Mbit to target", "bits_to_target", 1e-6)]},
+                         "reached": f"{r.get('n_reached', 0)}/{r['n_seeds']}"})
+    out = pd.DataFrame(rows).rename(columns={"nodes": "n"})
+    out = out.sort_values(["method", "n"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
+    return out.to_markdown(index=False) + "\n"
+
+
+def _median_text(row: pd.Series, col: str, scale: float) -> str:
+    value = row.get(f"{col}_median", math.nan)
+    if pd.isna(value):
+        return "—"
+    if not math.isfinite(value):
+        return "not reached"
+    return f"{value * scale:.3g} [{row[f'{col}_ci_low'] * scale:.3g}, {row[f'{col}_ci_high'] * scale:.3g}]"

@@ -1,0 +1,97 @@
+"""Hand-made run directories in the format of Contract 2 (run.json + metrics.parquet), with
+known answers, for the analysis tests; no training code is involved."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import pandas as pd
+
+METRICS = ["step", "epoch", "train_loss", "train_loss_workers", "test_loss", "test_acc",
+           "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_paper_per_worker",
+           "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr"]
+
+
+def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", nodes=8, seed=0,
+             status="completed", epochs_points=None, spectral_gap=0.1, network="datacenter-10g",
+             task="mnist1d-mlp", data="shuffle", steps_per_epoch=10, bits_per_step=1000.0,
+             seconds_per_epoch=2.0, **config) -> Path:
+    """Write a run directory at ``dir`` and return its path.
+
+    ``epochs_points``: list of dicts (or a DataFrame), one per evaluation point, each with at
+    least ``epoch``; any metric column given is kept as is. Missing columns are filled so the
+    answers are easy to compute by hand: ``step = epoch * steps_per_epoch``,
+    ``bits_per_worker = bits_paper_per_worker = step * bits_per_step``,
+    ``time_s = epoch * seconds_per_epoch`` (all compute), ``test_acc`` 0.5, ``test_loss`` =
+    1 - test_acc, ``consensus_distance`` 0.01. Default: points at epochs 0, 1, 2 with accuracy
+    0.1, 0.5, 0.7. ``**config`` adds or overrides keys of run.json's ``config`` (e.g. lr=0.05,
+    epochs=3, gamma=0.4). ``epochs_points=[]`` writes an empty metrics file and
+    ``metrics=False`` none at all (for runs that died before their first evaluation).
+    """
+    write_metrics = config.pop("metrics", True)
+    if epochs_points is None:
+        epochs_points = [{"epoch": 0, "test_acc": 0.1}, {"epoch": 1, "test_acc": 0.5}, {"epoch": 2, "test_acc": 0.7}]
+    m = pd.DataFrame(epochs_points).copy()
+    if not len(m):
+        m = pd.DataFrame({c: pd.Series(dtype="int64" if c == "step" else float) for c in METRICS})
+    else:
+        m["epoch"] = m["epoch"].astype(float)
+        defaults = {
+            "step": (m["epoch"] * steps_per_epoch).round().astype("int64"),
+            "test_acc": 0.5, "consensus_distance": 0.01, "lr": config.get("lr", 0.1),
+        }
+        for col, value in defaults.items():
+            if col not in m:
+                m[col] = value
+        fill = {"bits_per_worker": m["step"] * bits_per_step, "bits_paper_per_worker": m["step"] * bits_per_step,
+                "time_compute_s": m["epoch"] * seconds_per_epoch, "time_comm_s": 0.0,
+                "test_loss": 1.0 - m["test_acc"], "train_loss": 1.0 - m["test_acc"],
+                "train_loss_workers": 1.0 - m["test_acc"], "local_test_acc_mean": m["test_acc"]}
+        for col, value in fill.items():
+            if col not in m:
+                m[col] = value
+        for col in ["time_s", "wall_s"]:
+            if col not in m:
+                m[col] = m["time_compute_s"] + m["time_comm_s"]
+        m = m[METRICS + [c for c in m.columns if c not in METRICS]]
+    epochs = config.pop("epochs", float(m["epoch"].max()) if len(m) else 1.0)
+    cfg = {"task": task, "algorithm": algorithm, "compressor": compressor, "topology": topology,
+           "nodes": nodes, "weights": None, "epochs": epochs, "seed": seed, "lr": 0.1,
+           "lr_schedule": "constant", "batch_size": 32, "data": data, "momentum": 0.0,
+           "weight_decay": 0.0, "gamma": "auto", "network": network, "compute_time": "measured",
+           **config}
+    fingerprint = hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    run_id = f"{task}_{algorithm}_{compressor}_{topology}{nodes}_s{seed}_{fingerprint}"
+    final = {k: (None if isinstance(v, float) and math.isnan(v) else v)
+             for k, v in (m.iloc[-1].to_dict().items() if len(m) else [])}
+    record = {
+        "run_id": run_id, "fingerprint": fingerprint, "status": status, "config": cfg,
+        "topology": {"name": topology, "n": nodes, "weights": "uniform", "spectral_gap": spectral_gap,
+                     "beta": 1.0, "max_degree": 2, "num_edges": nodes},
+        "compressor": {"spec": compressor, "name": compressor.split(":")[0], "form": "contraction",
+                       "unbiased": False, "delta_measured": 0.5},
+        "gamma": {"value": None if algorithm == "allreduce" else 0.5,
+                  "source": "unused" if algorithm == "allreduce" else "given"},
+        "task": {"name": task, "n_params": 1000, "train_size": 100, "test_size": 50,
+                 "steps_per_epoch": steps_per_epoch, "options": {}},
+        "steps_per_epoch": steps_per_epoch, "total_steps": int(epochs * steps_per_epoch),
+        "provenance": {"python": "test"}, "start_time": "2026-01-01T00:00:00+00:00",
+        "final": final,
+    }
+    path = Path(dir)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "run.json").write_text(json.dumps(record, indent=1, default=float))
+    if write_metrics:
+        m.to_parquet(path / "metrics.parquet", index=False)
+    return path
+
+
+def make_cell(root, name, accs, **kw) -> list[Path]:
+    """One run per seed (0, 1, ...) under ``root/name/s<seed>``; seed i ends with ``accs[i]``
+    (points: epoch 0 at 0.1, epoch 1 at half way, epoch 2 at ``accs[i]``)."""
+    return [make_run(Path(root) / name / f"s{i}", seed=i,
+                     epochs_points=[{"epoch": 0, "test_acc": 0.1}, {"epoch": 1, "test_acc": (0.1 + a) / 2},
+                                    {"epoch": 2, "test_acc": a}], **kw)
+            for i, a in enumerate(accs)]

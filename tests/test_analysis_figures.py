@@ -1,0 +1,246 @@
+"""Figures, Table 1, the per-cell table and the report, from hand-built tables and run directories."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import figures, report
+from analysis.figures import accuracy_curves, accuracy_vs_spectral_gap, gap_vs_nodes, time_to_accuracy
+from analysis.tables import accuracy_text, cell_table_markdown, table1_latex, table1_markdown
+from analysis_fixtures import make_cell
+
+ROOT = Path(__file__).resolve().parents[1]
+RHO = {"ring": {4: 0.667, 16: 0.051}, "torus": {4: 0.6, 16: 0.4}}
+COMPRESSOR_BITS = {"none": 32e4, "sign": 1e4, "qsgd:4": 4e4}
+
+
+def run_points(algorithm, compressor, topology, nodes, seed, final, network="datacenter-10g", diverge_at=None):
+    """Eleven evaluations (epochs 0..10) rising to ``final``; a diverging run stops at ``diverge_at``."""
+    epochs = range(11 if diverge_at is None else diverge_at + 1)
+    acc = [0.1 + (final - 0.1) * (1 - math.exp(-e / 2.5)) + 0.002 * seed for e in epochs]
+    rho = 1.0 if algorithm == "allreduce" else RHO[topology][nodes]
+    comm = (0.002 if network == "datacenter-10g" else 0.05) * COMPRESSOR_BITS[compressor] / 32e4
+    df = pd.DataFrame({"epoch": list(epochs), "test_acc": acc})
+    df["step"] = df["epoch"] * 10
+    df["bits_per_worker"] = df["step"] * COMPRESSOR_BITS[compressor]
+    df["time_s"] = df["step"] * (0.01 + comm)
+    df["consensus_distance"] = 0.0 if algorithm == "allreduce" else 1e-3 / rho ** 2
+    status = "completed" if diverge_at is None else "diverged"
+    run_id = f"{algorithm}-{compressor}_{topology}{nodes}_{network}_s{seed}"
+    return df.assign(run_id=run_id, status=status, task="mnist1d-mlp", algorithm=algorithm, compressor=compressor,
+                     topology=topology, nodes=nodes, seed=seed, spectral_gap=rho, network=network, data="shuffle",
+                     cell=run_id.rsplit("_s", 1)[0])
+
+
+@pytest.fixture(scope="module")
+def points():
+    methods = [("allreduce", "none", 0.92), ("dpsgd", "none", 0.90), ("choco", "sign", 0.89), ("ecd", "qsgd:4", 0.5)]
+    parts = []
+    for network in ("datacenter-10g", "p2p-100m"):
+        for topology in ("ring", "torus"):
+            for nodes in (4, 16):
+                for algorithm, compressor, final in methods:
+                    if algorithm == "allreduce" and topology != "ring":
+                        continue  # all-reduce ignores the topology; it is recorded once
+                    for seed in range(3):
+                        loss = 0 if algorithm == "allreduce" else (0.02 if topology == "torus" else 0.05) * nodes / 4
+                        parts.append(run_points(algorithm, compressor, topology, nodes, seed, final - loss, network,
+                                                diverge_at=3 if algorithm == "ecd" else None))
+    return pd.concat(parts, ignore_index=True)
+
+
+@pytest.fixture(scope="module")
+def summary(points):
+    rows = []
+    for run_id, g in points.groupby("run_id", sort=False):
+        first, last = g.iloc[0], g.iloc[-1]
+        hit = g[g["test_acc"] >= 0.8]
+        reached = len(hit) > 0 and first["status"] == "completed"
+        cols = ["run_id", "cell", "task", "algorithm", "compressor", "topology", "nodes", "seed", "status",
+                "spectral_gap", "network", "data"]
+        missed = "diverged" if first["status"] == "diverged" else "censored"
+        rows.append({**first[cols].to_dict(), "final_test_acc": last["test_acc"], "target": 0.8,
+                     "tta_status": "reached" if reached else missed,
+                     "time_to_target_s": hit["time_s"].iloc[0] if reached else math.inf,
+                     "epochs_to_target": hit["epoch"].iloc[0] if reached else math.inf,
+                     "bits_to_target": hit["bits_per_worker"].iloc[0] if reached else math.inf,
+                     "final_consensus_distance": last["consensus_distance"]})
+    return pd.DataFrame(rows)
+
+
+def assert_files(paths, stem):
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.with_suffix("") == stem for p in paths)
+    for path in paths:
+        assert path.stat().st_size > 1000
+    assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
+
+
+@pytest.mark.parametrize("module", [accuracy_curves, gap_vs_nodes, accuracy_vs_spectral_gap, time_to_accuracy])
+def test_every_figure_writes_png_and_pdf_and_a_caption(module, points, summary, tmp_path):
+    stem = tmp_path / "fig"
+    result = module.draw(tmp_path, points, summary, stem)
+    assert not isinstance(result, str), result
+    paths, caption = result
+    assert_files(paths, stem)
+    assert len(caption) > 200 and "mnist1d-mlp" in caption
+
+
+def test_plot_functions_take_a_tidy_frame(points, summary, tmp_path):
+    sel = points[(points["topology"] == "ring") & (points["nodes"] == 4) & (points["network"] == "p2p-100m")]
+    assert_files(accuracy_curves.plot_accuracy_curves(sel, tmp_path / "a"), tmp_path / "a")
+    at16 = summary[(summary["nodes"] == 16) & (summary["network"] == "p2p-100m")]
+    assert_files(accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(at16, tmp_path / "b"), tmp_path / "b")
+    assert_files(time_to_accuracy.plot_time_to_accuracy(summary, tmp_path / "c"), tmp_path / "c")
+
+
+def test_gap_table_is_all_reduce_minus_method(summary):
+    table = gap_vs_nodes.gap_table(summary[summary["network"] == "p2p-100m"]).set_index(["topology", "method", "nodes"])
+    reach = 100 * (1 - math.exp(-10 / 2.5))  # points per unit of final accuracy at epoch 10
+    assert table.loc[("ring", "D-PSGD", 16), "gap"] == pytest.approx((0.92 - (0.90 - 0.2)) * reach)
+    assert table.loc[("torus", "Choco (sign)", 4), "gap"] == pytest.approx((0.92 - (0.89 - 0.02)) * reach)
+    # every ECD seed diverged: no gap, but the point is kept with its count
+    assert math.isnan(table.loc[("ring", "ECD-PSGD (QSGD 4-bit)", 4), "gap"])
+    assert table.loc[("ring", "ECD-PSGD (QSGD 4-bit)", 4), "diverged"] == 3
+
+
+def test_unreached_targets_are_bars_with_their_status(summary):
+    ring4 = summary[(summary["topology"] == "ring") & (summary["nodes"] == 4)]
+    table = time_to_accuracy.bar_table(ring4).set_index(["network", "method"])
+    ecd = table.loc[("p2p-100m", "ECD-PSGD (QSGD 4-bit)")]
+    assert math.isinf(ecd["median"]) and ecd["status"] == "3 diverged"
+    fast = table.loc[("datacenter-10g", "all-reduce")]
+    # 0.8 is first reached at epoch 5 = step 50; a step costs 0.01 s compute + 0.002 s comm
+    assert (fast["reached"], fast["median"]) == (3, pytest.approx(50 * 0.012))
+
+
+def test_figures_without_data_are_skipped_with_a_reason(points, summary, tmp_path):
+    one_n = summary[summary["nodes"] == 4]
+    assert "node counts" in gap_vs_nodes.draw(tmp_path, None, one_n, tmp_path / "g")
+    one_topology = summary[summary["topology"] == "ring"]
+    assert "topologies" in accuracy_vs_spectral_gap.draw(tmp_path, None, one_topology, tmp_path / "s")
+    two_methods = points[points["algorithm"].isin(["allreduce", "dpsgd"])]
+    assert "3 methods" in accuracy_curves.draw(tmp_path, two_methods, None, tmp_path / "a")
+    assert "metrics" in accuracy_curves.draw(tmp_path, None, summary, tmp_path / "a")
+    assert "target" in time_to_accuracy.draw(tmp_path, None, summary.assign(tta_status="no_target"), tmp_path / "t")
+    assert not list(tmp_path.iterdir())
+
+
+def table1_summary(cells):
+    rows = []
+    for (algorithm, compressor), entries in cells.items():
+        for seed, (acc, status) in enumerate(entries):
+            rows.append({"run_id": f"{algorithm}-{compressor}-{seed}", "cell": f"{algorithm}-{compressor}",
+                         "task": "cifar10-resnet20", "algorithm": algorithm, "compressor": compressor,
+                         "topology": "ring", "nodes": 8, "seed": seed, "status": status, "final_test_acc": acc})
+    return pd.DataFrame(rows)
+
+
+TABLE1 = table1_summary({
+    ("allreduce", "none"): [(92.6, "completed"), (92.7, "completed"), (92.62, "completed")],
+    ("choco", "qsgd:4"): [(92.0, "completed"), (92.5, "completed"), (93.0, "completed")],
+    ("dcd", "qsgd:4"): [(23.56, "completed"), (20.0, "completed"), (26.0, "completed")],
+    ("ecd", "qsgd:4"): [(10.0, "diverged"), (10.0, "diverged"), (10.0, "diverged")],
+    ("ecd", "top:0.5"): [(17.03, "completed"), (10.0, "diverged"), (10.0, "diverged")],
+    ("choco", "top:0.5"): [(92.54, "completed"), (92.3, "completed"), (92.8, "completed")],
+})
+
+
+def test_table1_markdown_cells():
+    md = table1_markdown(TABLE1)
+    lines = md.splitlines()
+    assert lines[0] == "| compression | DCD-PSGD | ECD-PSGD | Choco-SGD |"
+    assert "| QSGD 4-bit | 23.19 ± 3.02 | diverges | 92.50 ± 0.50 |" in lines
+    assert "| top 50% | — | 17.03 (2 of 3 diverged) | 92.55 ± 0.25 |" in lines
+    assert "All-reduce SGD: 92.64 ± 0.05 (3 seeds)" in md
+
+
+def test_table1_reads_fractions_as_percent_and_latex_escapes():
+    tex = table1_latex(TABLE1.assign(final_test_acc=TABLE1["final_test_acc"] / 100))
+    assert r"QSGD 4-bit & 23.19 $\pm$ 3.02 & diverges & 92.50 $\pm$ 0.50 \\" in tex
+    assert r"top 50\% & -- & 17.03 (2 of 3 diverged) & 92.55 $\pm$ 0.25 \\" in tex
+    assert tex.startswith(r"\begin{tabular}{lccc}") and r"\multicolumn{4}{l}{All-reduce SGD" in tex
+
+
+def test_accuracy_text_single_seed_and_failed_runs_ignored():
+    one = pd.DataFrame({"status": ["completed"], "acc": [91.234]})
+    assert accuracy_text(one) == "91.23"
+    table = table1_summary({("choco", "sign"): [(92.0, "completed"), (93.0, "completed"), (float("nan"), "failed")]})
+    assert "| sign | 92.50 ± 0.71 |" in table1_markdown(table)
+
+
+def test_cell_table_from_runs_and_from_cell_summary(summary):
+    md = cell_table_markdown(summary[summary["network"] == "p2p-100m"])
+    ecd = next(line for line in md.splitlines() if "ECD" in line and "| ring" in line)
+    assert "3 diverged" in ecd and "diverges" in ecd and "diverged (0/3)" in ecd
+    allreduce = next(line for line in md.splitlines() if line.startswith("| all-reduce") and "|   4 |" in line)
+    # final accuracy 0.1 + 0.82 (1 - e^-4) + 0.002 seed, in %: 90.50, 90.70, 90.90
+    assert "90.70 ± 0.20" in allreduce and "| 3 (3/3) " in allreduce
+    from analysis.summary import cell_summary
+
+    cells = cell_summary(summary.assign(gamma=0.5, delta_measured=1.0, bits_per_step=1.0, final_gap=0.0, beta=1.0))
+    md = cell_table_markdown(cells)
+    assert "not reached" in md and "[" in md and md.count("\n") == len(cells) + 2
+
+
+def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypatch):
+    monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
+    monkeypatch.setattr(report, "load_tables", lambda d: (points, summary, ""))
+    study = tmp_path / "scaling"
+    study.mkdir()
+    assert figures.main([str(study)]) == 0
+    index = json.loads((study / "figures" / "index.json").read_text())
+    assert set(index) == {"accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy"}
+    assert report.main([str(study)]) == 0
+    md = (study / "report.md").read_text()
+    assert md.startswith("# scaling:")
+    assert "| compression | ECD-PSGD | Choco-SGD |" in md  # Table 1
+    assert "| method" in md and "diverged (0/3)" in md  # per-cell table
+    for name, caption in index.items():
+        assert f"![{name}](figures/{name}.png)" in md and caption in md
+
+
+def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, monkeypatch):
+    monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
+    assert figures.main([str(tmp_path), "--only", "gap_vs_nodes"]) == 0
+    assert figures.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 0
+    index = json.loads((tmp_path / "figures" / "index.json").read_text())
+    assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}  # no traces.csv: consensus skipped
+
+
+def test_missing_directory_exits_2(tmp_path, capsys):
+    assert report.main([str(tmp_path / "nope")]) == 2
+    assert figures.main([str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 2 and "nope" in err
+
+
+def test_cli_end_to_end_on_run_directories(tmp_path):
+    study = tmp_path / "table1"
+    for algorithm, compressor, accs in [("allreduce", "none", [0.92, 0.93]), ("choco", "sign", [0.90, 0.91]),
+                                        ("dcd", "sign", [0.85, 0.86]), ("dpsgd", "none", [0.91, 0.9])]:
+        make_cell(study / "runs", f"{algorithm}-{compressor}", accs, algorithm=algorithm, compressor=compressor)
+    make_run_traces(study / "consensus" / "exact" / "traces.csv")
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MPLCONFIGDIR": str(tmp_path / "mpl")}
+    for command in (["figures", str(study)], ["report", str(study)]):
+        done = subprocess.run([sys.executable, "-m", "analysis", *command], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "report.md" in out
+    index = json.loads((study / "figures" / "index.json").read_text())
+    assert {"accuracy_curves", "consensus", "time_to_accuracy"} <= set(index)
+    md = (study / "report.md").read_text()
+    assert "| compression | DCD-PSGD | Choco-SGD |" in md and "| sign | 85.50 ± 0.71 | 90.50 ± 0.71 |" in md
+    assert "![consensus](figures/consensus.png)" in md
+
+
+def make_run_traces(path: Path):
+    path.parent.mkdir(parents=True)
+    rows = [{"method": m, "gamma": g, "step": s, "rel_error": 0.5 ** (s * k), "bits_per_worker": s * b,
+             "topology": "ring", "nodes": 8, "spectral_gap": 0.195, "dim": 100, "seed": 0}
+            for m, g, k, b in [("exact", 1.0, 1.0, 3200), ("sign", 0.4, 0.3, 132)] for s in range(0, 40, 4)]
+    pd.DataFrame(rows).to_csv(path, index=False)

@@ -1,0 +1,54 @@
+# Analysis of the finished runs: summary table, one job per figure, and the Markdown report.
+import os
+
+
+rule summarize:
+    input:
+        run_targets(),
+    output:
+        csv=f"{OUT}/summary.csv",
+        parquet=f"{OUT}/summary.parquet",
+    log:
+        f"logs/{STUDY}/summarize.log",
+    params:
+        target=config.get("analysis", {}).get("target_rel", 0.95),
+        out=lambda wc, output: os.path.dirname(output.csv),
+    conda:
+        "../envs/bench.yaml"
+    shell:
+        "python -m analysis summarize {params.out} --target-rel {params.target} > {log} 2>&1"
+
+
+rule figure:
+    wildcard_constraints:
+        figure="|".join(FIGURES) or "none",
+    input:
+        summary=rules.summarize.output.csv if RUNS else [],
+        traces=consensus_traces(),
+    output:
+        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/{figure}.rst", category="Figures"),
+        pdf=f"{OUT}/figures/{{figure}}.pdf",
+    log:
+        f"logs/{STUDY}/figures/{{figure}}.log",
+    params:
+        out=lambda wc, output: os.path.dirname(os.path.dirname(output.png)),
+    conda:
+        "../envs/bench.yaml"
+    shell:
+        "python -m analysis figures {params.out} --only {wildcards.figure} > {log} 2>&1"
+
+
+rule report:
+    input:
+        rules.summarize.output.csv,
+        expand(f"{OUT}/figures/{{figure}}.png", figure=FIGURES),
+    output:
+        f"{OUT}/report.md",
+    log:
+        f"logs/{STUDY}/report.log",
+    params:
+        out=lambda wc, output: os.path.dirname(output[0]),
+    conda:
+        "../envs/bench.yaml"
+    shell:
+        "python -m analysis report {params.out} > {log} 2>&1"

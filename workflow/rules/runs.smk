@@ -1,0 +1,46 @@
+# Training runs: one job per run, or one job per cell holding all its seeds (group_seeds: true).
+# A run directory that is interrupted keeps its checkpoint, so a restarted pipeline resumes it.
+
+RUN_RESOURCES = dict(
+    mem_mb=lambda wc: resources_of(None, "mem_mb"),
+    runtime=lambda wc: resources_of(None, "runtime"),
+    gpu=lambda wc: resources_of(None, "gpus"),
+)
+
+if config.get("group_seeds", False):
+
+    rule run_cell:
+        # The marker is the only declared output: the run directories are never deleted by Snakemake,
+        # so a cell interrupted after some seeds keeps them and `bench run` skips what is finished.
+        output:
+            touch(cell_marker("{cell}")),
+        log:
+            f"logs/{STUDY}/runs/{{cell}}.log",
+        params:
+            commands=lambda wc: " && ".join(
+                f"python -m bench run {run_args(RUNS[f'{wc.cell}_s{seed}'])} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
+                for seed in SEEDS
+            ),
+        resources:
+            **RUN_RESOURCES,
+        conda:
+            "../envs/bench.yaml"
+        shell:
+            "({params.commands}) > {log} 2>&1"
+
+else:
+
+    rule run:
+        output:
+            run_outputs("{run}"),
+        log:
+            f"logs/{STUDY}/runs/{{run}}.log",
+        params:
+            args=lambda wc: run_args(RUNS[wc.run]),
+            out=lambda wc: f"{OUT}/runs/{wc.run}",
+        resources:
+            **RUN_RESOURCES,
+        conda:
+            "../envs/bench.yaml"
+        shell:
+            "python -m bench run {params.args} --quiet --out {params.out} > {log} 2>&1"
