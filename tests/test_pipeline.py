@@ -93,3 +93,7 @@ def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(tmp_pat
     for name in ("consensus", "accuracy_curves"):
         assert (study / "figures" / f"{name}.png").stat().st_size > 0
     assert (study / "consensus" / "summary.csv").exists()
+    # the HTML report has every figure with its own caption
+    snakemake("--configfile", config, "--directory", str(tmp_path), "--report", str(tmp_path / "report.html"))
+    html = (tmp_path / "report.html").read_text(errors="replace")
+    assert "accuracy_curves.png" in html and "Average consensus on a ring" in html

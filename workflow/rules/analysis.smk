@@ -26,7 +26,7 @@ rule figure:
         summary=rules.summarize.output.csv if RUNS else [],
         traces=consensus_traces(),
     output:
-        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/{figure}.rst", category="Figures"),
+        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures"),
         pdf=f"{OUT}/figures/{{figure}}.pdf",
     log:
         f"logs/{STUDY}/figures/{{figure}}.log",
