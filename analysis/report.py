@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
-from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_markdown
+from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_latex, table1_markdown
 
 # Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
 CHOCO_CONSENSUS_SLOPE = -4.0
@@ -41,7 +41,7 @@ def what_was_run(summary: pd.DataFrame) -> str:
     return text
 
 
-def table1_section(summary: pd.DataFrame) -> str | None:
+def table1_selection(summary: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     """Table 1 at the most-run (task, topology, n) of DCD/ECD/Choco, if it has >= 2 compressors or
     >= 2 of those algorithms; all-reduce and D-PSGD at the same task and n are the reference lines."""
     data = usable(summary)
@@ -58,10 +58,29 @@ def table1_section(summary: pd.DataFrame) -> str | None:
         return None
     refs = data[data["algorithm"].isin(["allreduce", "dpsgd"]) & (data["task"] == task) & (data["nodes"] == nodes)
                 & (data["network"] == network) & (data["data"] == scheme)]
-    return (f"Final test accuracy (%) of the averaged model on {task}, {topology}, n = {nodes} ({scheme} data, "
-            f"{network}): mean ± standard "
-            "deviation over seeds; \"diverges\" when every seed diverged, \"x (k of m diverged)\" gives the mean "
-            "of the seeds that did not.\n\n" + table1_markdown(pd.concat([sel, refs])))
+    return pd.concat([sel, refs]), (
+        f"Final test accuracy (%) of the averaged model on {task}, {topology}, n = {nodes} ({scheme} data, "
+        f"{network}): mean ± standard deviation over seeds; \"diverges\" when every seed diverged, "
+        "\"x (k of m diverged)\" gives the mean of the seeds that did not.")
+
+
+def table1_section(summary: pd.DataFrame) -> str | None:
+    picked = table1_selection(summary)
+    if picked is None:
+        return None
+    frame, caption = picked
+    return f"{caption} LaTeX: [table1.tex](table1.tex).\n\n" + table1_markdown(frame)
+
+
+def write_table1_latex(summary: pd.DataFrame, run_dir: Path) -> Path | None:
+    picked = table1_selection(summary)
+    if picked is None:
+        return None
+    path = run_dir / "table1.tex"
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(table1_latex(picked[0]))
+    os.replace(tmp, path)
+    return path
 
 
 def epoch_gap_section(summary: pd.DataFrame) -> str | None:
@@ -157,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
     text = build_report(args.dir)
+    _points, summary, _note = load_tables(args.dir)
+    if summary is not None and not summary.empty:
+        latex = write_table1_latex(summary, args.dir)
+        if latex is not None:
+            print(f"wrote {latex}")
     path = args.dir / "report.md"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

@@ -236,6 +236,8 @@ def test_cli_end_to_end_on_run_directories(tmp_path):
     md = (study / "report.md").read_text()
     assert "| compression | DCD-PSGD | Choco-SGD |" in md and "| sign | 85.50 ± 0.71 | 90.50 ± 0.71 |" in md
     assert "![consensus](figures/consensus.png)" in md
+    tex = (study / "table1.tex").read_text()  # Table 1 in LaTeX next to the report
+    assert "\\toprule" in tex and r"85.50 $\pm$ 0.71" in tex
 
 
 def make_run_traces(path: Path):
