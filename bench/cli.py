@@ -91,7 +91,9 @@ def _consensus_args(p: argparse.ArgumentParser) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         if args.command == "topology":
             return _cmd_topology(args)
@@ -120,9 +122,9 @@ def _cmd_run(args) -> int:
     from .run.config import load_yaml, parse_sets
 
     flags = {k: v for k, v in vars(args).items()
-             if v is not None and k not in ("command", "out", "config", "sets")}
+             if v is not None and k not in ("command", "out", "config", "sets", "argv")}
     cfg = resolve(load_yaml(args.config) if args.config else {}, flags, parse_sets(args.sets))
-    return run(cfg, args.out)
+    return run(cfg, args.out, argv=args.argv)
 
 
 def _cmd_topology(args) -> int:

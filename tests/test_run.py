@@ -146,7 +146,8 @@ def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path):
     (["--set", "task_options.depth=3"], "depth"),
     (["--set", "lr_schedule=cosine"], "cosine"),
     (["--data", "dirichlet:-1"], "dirichlet"),
-    (["--backend", "dist"], "dist"),
+    (["--backend", "mpi"], "mpi"),
+    (["--backend", "dist", "--set", "procs=3"], "procs=3"),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, extra, word):
     out = tmp_path / "run"

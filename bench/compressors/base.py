@@ -1,16 +1,17 @@
 """The compressor contract (Message, Compressor, registry) and the per-segment plumbing: each layer
-segment of each row of ``[workers, d]`` is compressed on its own; bit rules live in the operator modules."""
+segment of each row of ``[workers, d]`` is compressed on its own; wire layouts live in the operator modules."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, NamedTuple, Sequence
 
 import torch
 
 from ..errors import BenchError
 from ..registry import Registry
 from ..specs import Spec, parse_spec
+from .rows import RandomSource
 
 # Holds the operator classes; each offers ``from_spec(spec, algorithm)``.
 COMPRESSORS: Registry[type["Compressor"]] = Registry("compressor")
@@ -23,11 +24,27 @@ class Message:
     values: torch.Tensor  # [w, d]: the decoded payload every receiver adds (dtype/device of the input)
     wire_bits: float  # bits one worker's encoded message needs on the wire (sizes are data-independent)
     paper_bits: float  # the same message under the paper's accounting
+    # One dict per segment of what the encoding sends (see ``Compressor.wire_fields``), each
+    # tensor [w, count]; ``values`` is decoded from these, so wire.encode can send them exactly.
+    parts: tuple[dict[str, torch.Tensor], ...] | None = field(default=None, repr=False, compare=False)
+    # how it was encoded, so a distributed communicator can send and decode it without being told
+    codec: "Compressor | None" = field(default=None, repr=False, compare=False)
+    segments: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
+
+
+class WireField(NamedTuple):
+    """One field of a segment's encoding: ``count`` entries of ``width`` bits each."""
+
+    name: str  # key in the segment's parts
+    count: int
+    width: int  # bits per entry; 32 for float32 fields
+    is_float: bool  # float32 bit pattern (True) or an unsigned integer < 2^width (False)
 
 
 class Compressor:
     """Base of every operator. Subclasses are frozen dataclasses of their knobs and define
-    ``_compress_segment``, the two per-segment bit rules, ``spec`` and ``from_spec``."""
+    ``_compress_segment`` (segment → parts), ``_decode_segment`` (parts → values), ``wire_fields``
+    (the layout, which fixes the wire bits), ``_segment_paper_bits``, ``spec`` and ``from_spec``."""
 
     name: ClassVar[str]  # registry name
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
@@ -49,12 +66,23 @@ class Compressor:
         return "unbiased" if self.unbiased else "contraction"
 
     # -- the maths of one segment ------------------------------------------------------------
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        """Compress ``seg`` [w, d_seg] row by row; must return a new tensor, never a view of seg."""
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
+        """Encode ``seg`` [w, d_seg] row by row into its parts: at least the ``wire_fields`` of
+        d_seg, each [w, count] (floats in seg's dtype); never views of seg."""
+        raise NotImplementedError
+
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        """The values [w, d] the parts stand for. Both compress (parts in the input dtype) and
+        wire.decode (floats from float32, integers as int64) go through here, so they agree."""
+        raise NotImplementedError
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        """The encoding of one segment of d entries, in wire order."""
         raise NotImplementedError
 
     def _segment_wire_bits(self, d: int) -> float:
-        raise NotImplementedError
+        # Derived from the layout so the bit count and the bytes wire.encode sends cannot drift.
+        return float(sum(f.count * f.width for f in self.wire_fields(d)))
 
     def _segment_paper_bits(self, d: int) -> float:
         raise NotImplementedError
@@ -67,13 +95,16 @@ class Compressor:
     def compress(
         self,
         x: torch.Tensor,
-        generator: torch.Generator | None = None,
+        generator: RandomSource = None,
         segments: Sequence[int] | None = None,
     ) -> Message:
+        """``generator`` is a torch.Generator (all rows are local) or a RowStream (rows lo..hi)."""
         segments = _check_input(x, segments)
-        parts = [self._compress_segment(part, generator) for part in torch.split(x, segments, dim=1)]
-        values = parts[0] if len(parts) == 1 else torch.cat(parts, dim=1)
-        return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments))
+        parts = tuple(self._compress_segment(seg, generator) for seg in torch.split(x, segments, dim=1))
+        pieces = [self._decode_segment(p, d) for p, d in zip(parts, segments)]
+        values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+        return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
+                       parts=parts, codec=self, segments=tuple(segments))
 
     def wire_bits(self, segments: Sequence[int] | int) -> float:
         return float(sum(self._segment_wire_bits(d) for d in _check_segments(segments)))
@@ -102,7 +133,7 @@ def make_compressor(spec: str, algorithm: str | None = None) -> Compressor:
 def measure_delta(
     comp: Compressor,
     x: torch.Tensor,
-    generator: torch.Generator | None,
+    generator: RandomSource,
     segments: Sequence[int] | None = None,
     trials: int = 8,
 ) -> float:

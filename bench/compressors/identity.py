@@ -1,6 +1,7 @@
 """``none``: the identity operator, exact communication (δ = 1).
 
-Bits per segment of d entries: paper 32·d, wire 32·d (float32 values).
+Bits per segment of d entries: paper 32·d, wire 32·d (float32 values). The only part is the
+values themselves, so the message holds them once.
 """
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from typing import ClassVar
 import torch
 
 from ..specs import Spec
-from .base import Compressor, reject_arg, register
+from .base import Compressor, WireField, reject_arg, register
+from .rows import RandomSource
 
 
 @register
@@ -34,11 +36,14 @@ class Identity(Compressor):
     def form(self) -> str:
         return "exact"
 
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        return seg.clone()
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
+        return {"values": seg.clone()}
 
-    def _segment_wire_bits(self, d: int) -> float:
-        return 32.0 * d
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        return parts["values"]
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        return (WireField("values", d, 32, True),)
 
     def _segment_paper_bits(self, d: int) -> float:
         return 32.0 * d

@@ -2,8 +2,10 @@
 Q(x)_j = ‖x‖₂ sign(x_j) ξ_j / s with ξ_j the stochastic rounding of s|x_j|/‖x‖₂ (unbiased).
 The contraction form (option ``biased=true``, Choco's default) divides by τ = 1 + min(d/s², √d/s).
 
-Bits per segment of d entries: paper B·d (the norm is not counted); wire d·(B + 1) + 32
-(ξ ∈ {0..s} takes 2^B values so B bits, one sign bit, one fp32 norm).
+Bits per segment of d entries: paper B·d (the norm is not counted); wire 32 + d·(B + 1)
+(one fp32 scale ‖x‖₂/s or ‖x‖₂/(sτ), then per entry ξ ∈ {0..s} in B bits and one sign bit).
+The scale rather than the norm goes on the wire so that decoding is one multiplication,
+which rounds the same on every device: decoded values equal the sender's bit for bit.
 """
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ import torch
 
 from ..errors import BenchError
 from ..specs import Spec
-from .base import Compressor, register
+from .base import Compressor, WireField, register
+from .rows import RandomSource, draw_uniform
 
 # Algorithms whose analysis needs a δ-contraction and so get the rescaled form by default;
 # DCD/ECD (and anything else) were analysed for unbiased operators.
@@ -69,22 +72,30 @@ class QSGD(Compressor):
         s = self.levels
         return 1.0 + min(d / s**2, math.sqrt(d) / s)
 
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         s = self.levels
         norm = torch.linalg.vector_norm(seg, dim=1, keepdim=True)
         # A zero row has level 0 everywhere; dividing by 1 instead of 0 keeps NaN out.
         safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
         level = seg.abs() * (s / safe_norm)
         low = level.floor()
-        uniform = torch.rand(seg.shape, generator=generator, device=seg.device, dtype=seg.dtype)
+        uniform = draw_uniform(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
         # Round up with probability equal to the fractional part: E[ξ] = level. Rounding can
         # push a lone entry's level a hair above s; the clamp keeps ξ encodable in B bits.
         xi = (low + (uniform < level - low).to(seg.dtype)).clamp_(max=s)
         scale = norm / (s * self.tau(seg.shape[1])) if self.biased else norm / s
-        return xi * seg.sign() * scale
+        return {"scale": scale, "level": xi, "negative": seg < 0}
 
-    def _segment_wire_bits(self, d: int) -> float:
-        return d * (self.bits + 1.0) + 32.0
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        # ±(ξ·scale) equals the textbook ξ·sign(x)·scale bit for bit: negation is exact and
+        # entries with x = 0 have ξ = 0.
+        scale = parts["scale"]
+        magnitude = parts["level"].to(scale.dtype) * scale
+        return torch.where(parts["negative"].bool(), -magnitude, magnitude)
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        return (WireField("scale", 1, 32, True), WireField("level", d, self.bits, False),
+                WireField("negative", d, 1, False))
 
     def _segment_paper_bits(self, d: int) -> float:
         return float(self.bits * d)

@@ -1,7 +1,7 @@
 """``sign``: scaled sign (‖x‖₁/d)·sign(x) per row and segment, with sign(0) taken as +1 so that
 each entry fits one bit. Biased; δ = ‖x‖₁²/(d‖x‖₂²) depends on the data.
 
-Bits per segment of d entries: paper d + 32, wire d + 32 (packed sign bits + one fp32 scale).
+Bits per segment of d entries: paper d + 32, wire d + 32 (one fp32 scale + packed sign bits).
 """
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import ClassVar
 import torch
 
 from ..specs import Spec
-from .base import Compressor, register, reject_arg
+from .base import Compressor, WireField, register, reject_arg
+from .rows import RandomSource
 
 
 @register
@@ -31,15 +32,19 @@ class Sign(Compressor):
     def spec(self) -> str:
         return "sign"
 
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.
         # Mapping sign(0) to +1 leaves the error at ‖x‖² − ‖x‖₁²/d because 0·(+1) adds nothing to
         # ⟨sign(x), x⟩ = ‖x‖₁.
         scale = seg.abs().sum(dim=1, keepdim=True) / seg.shape[1]
-        return torch.where(seg >= 0, scale, -scale)
+        return {"scale": scale, "negative": ~(seg >= 0)}
 
-    def _segment_wire_bits(self, d: int) -> float:
-        return d + 32.0
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        scale = parts["scale"]
+        return torch.where(parts["negative"].bool(), -scale, scale)
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        return (WireField("scale", 1, 32, True), WireField("negative", d, 1, False))
 
     def _segment_paper_bits(self, d: int) -> float:
         return d + 32.0

@@ -4,8 +4,8 @@ rest. F is the *kept* fraction (the authors' code takes a drop ratio: their 0.99
 Bits per segment of d entries, k kept:
 - paper: 64·k for both (a 32-bit value and a 32-bit index per kept entry);
 - wire, top: k·(32 + ⌈log₂ d⌉) (values plus indices just wide enough for d positions);
-- wire, rand: 32·k + 32 (values plus one shared 32-bit seed from which receivers regenerate
-  the indices).
+- wire, rand: 32 + 32·k (one 32-bit seed from which receivers regenerate the indices, then
+  the values in increasing index order).
 """
 from __future__ import annotations
 
@@ -17,7 +17,10 @@ from typing import ClassVar
 import torch
 
 from ..specs import Spec, parse_fraction
-from .base import Compressor, register
+from .base import Compressor, WireField, register
+from .rows import RandomSource, draw_seeds
+
+_MASK32 = 0xFFFFFFFF
 
 
 def kept_count(fraction: float, d: int) -> int:
@@ -26,11 +29,39 @@ def kept_count(fraction: float, d: int) -> int:
     return max(1, math.floor(Fraction(repr(fraction)) * d))
 
 
-def _scatter_kept(seg: torch.Tensor, idx: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
-    kept = seg.gather(1, idx)
-    if scale != 1.0:
-        kept = kept * scale
-    return torch.zeros_like(seg).scatter_(1, idx, kept)
+def _scatter(index: torch.Tensor, kept: torch.Tensor, d: int) -> torch.Tensor:
+    out = torch.zeros((kept.shape[0], d), dtype=kept.dtype, device=kept.device)
+    return out.scatter_(1, index.long(), kept)
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """x·c mod 2^32 for int64 x in [0, 2^32). A c ≥ 2^31 is replaced by c − 2^32 (the same
+    residue) so |x·c| < 2^63: no int64 overflow, which is not something to lean on across
+    devices; the mask of a negative product is still its two's-complement residue."""
+    c = c - 2**32 if c >= 2**31 else c
+    return (x * c) & _MASK32
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """MurmurHash3's finaliser: a bijection of [0, 2^32) with full avalanche. x ≥ 0, so the
+    int64 right shifts are the logical shifts the 32-bit original uses."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x85EBCA6B)
+    x = x ^ (x >> 13)
+    x = _mul32(x, 0xC2B2AE35)
+    return x ^ (x >> 16)
+
+
+def seeded_indices(seeds: torch.Tensor, d: int, k: int) -> torch.Tensor:
+    """The k positions out of d that a 32-bit seed stands for, per row: int64 [rows, k], sorted.
+    Each position gets the key mix(mix(mix(seed) + 0x9E3779B9·pos) ^ seed); for a fixed seed
+    every step is a bijection of 32-bit integers, so the d keys are distinct (no ties, the same
+    subset on every device) and the k largest keys form a uniformly random subset as far as the
+    hash is random. Sorting fixes the order in which the values travel."""
+    seeds = seeds.reshape(-1, 1).long()
+    position = _mul32(torch.arange(d, device=seeds.device, dtype=torch.int64), 0x9E3779B9)
+    keys = _mix32(_mix32((_mix32(seeds) + position) & _MASK32) ^ seeds)
+    return keys.topk(k, dim=1, sorted=False).indices.sort(dim=1).values
 
 
 @register
@@ -51,14 +82,18 @@ class TopK(Compressor):
     def spec(self) -> str:
         return f"top:{self.fraction!r}"
 
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
-        idx = seg.abs().topk(k, dim=1, sorted=False).indices
-        return _scatter_kept(seg, idx)
+        index = seg.abs().topk(k, dim=1, sorted=False).indices
+        return {"kept": seg.gather(1, index), "index": index}
 
-    def _segment_wire_bits(self, d: int) -> float:
-        index_bits = (d - 1).bit_length()  # ⌈log₂ d⌉ for d ≥ 1
-        return kept_count(self.fraction, d) * (32.0 + index_bits)
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        return _scatter(parts["index"], parts["kept"], d)
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        k = kept_count(self.fraction, d)
+        index_bits = (d - 1).bit_length()  # ⌈log₂ d⌉ for d ≥ 1; a lone position needs none
+        return (WireField("kept", k, 32, True), WireField("index", k, index_bits, False))
 
     def _segment_paper_bits(self, d: int) -> float:
         return 64.0 * kept_count(self.fraction, d)
@@ -87,17 +122,28 @@ class RandK(Compressor):
     def spec(self) -> str:
         return f"rand:{self.fraction!r},unbiased={'true' if self.unbiased else 'false'}"
 
-    def _compress_segment(self, seg: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         w, d = seg.shape
         k = kept_count(self.fraction, d)
-        # The k largest of d i.i.d. uniforms form a uniformly random k-subset, drawn
-        # independently for each row in one call.
-        noise = torch.rand((w, d), generator=generator, device=seg.device)
-        idx = noise.topk(k, dim=1, sorted=False).indices
-        return _scatter_kept(seg, idx, d / k if self.unbiased else 1.0)
+        # One seed per row drawn in one call, the subsets derived from the seeds alone: that is
+        # what lets a receiver regenerate them from the 32 bits on the wire.
+        seed = draw_seeds(source, w, seg.device)
+        index = seeded_indices(seed, d, k)
+        kept = seg.gather(1, index)
+        if self.unbiased:
+            kept = kept * (d / k)
+        # "index" is not sent; keeping it spares the sender a second hash when decoding.
+        return {"seed": seed[:, None], "kept": kept, "index": index}
 
-    def _segment_wire_bits(self, d: int) -> float:
-        return 32.0 * kept_count(self.fraction, d) + 32.0
+    def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
+        kept = parts["kept"]
+        index = parts.get("index")
+        if index is None:
+            index = seeded_indices(parts["seed"], d, kept.shape[1])
+        return _scatter(index, kept, d)
+
+    def wire_fields(self, d: int) -> tuple[WireField, ...]:
+        return (WireField("seed", 1, 32, False), WireField("kept", kept_count(self.fraction, d), 32, True))
 
     def _segment_paper_bits(self, d: int) -> float:
         return 64.0 * kept_count(self.fraction, d)

@@ -49,7 +49,9 @@ class RunConfig:
     checkpoint_every: float = 1.0  # epochs between checkpoints (also on SIGTERM/SIGINT)
     divergence_loss: float = 1e3  # training loss above this (or NaN) marks the run diverged
     device: str = "cpu"  # cpu | cuda
-    backend: str = "sim"  # sim (one process); dist comes with the distributed runtime
+    backend: str = "sim"  # sim: all workers in one process; dist: torch.distributed processes
+    procs: int | None = None  # dist: processes (workers split evenly); default one per worker or torchrun's
+    dist_timeout: float = 60.0  # dist: seconds a process waits for a dead peer before the run fails
     data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
     quiet: bool = False  # no progress output
     task_options: dict[str, Any] = field(default_factory=dict)  # per-task knobs, e.g. hidden=[100, 100]
@@ -94,9 +96,11 @@ def _coerce(key: str, value: Any) -> Any:
         if isinstance(value, str) and value in ("auto", "measured"):
             return value
         return _number(key, value, float)
-    if key in ("weights", "grad_clip", "data_root"):
+    if key in ("weights", "grad_clip", "data_root", "procs"):
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
             return None
+        if key == "procs":
+            return _number(key, value, int)
         return _number(key, value, float) if key == "grad_clip" else str(value)
     if isinstance(default, bool):
         if isinstance(value, bool):
@@ -196,5 +200,9 @@ def validate(cfg: RunConfig) -> None:
     for ok, message in checks:
         if not ok:
             raise BenchError(message)
-    if cfg.backend != "sim":
-        raise BenchError(f"backend={cfg.backend!r} is not available in this version; allowed: sim")
+    if cfg.backend not in ("sim", "dist"):
+        raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
+    if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):
+        raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")
+    if cfg.dist_timeout <= 0:
+        raise BenchError(f"dist_timeout={cfg.dist_timeout} must be > 0")

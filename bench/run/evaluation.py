@@ -38,18 +38,26 @@ def local_sample(n: int, k: int) -> list[int]:
 
 
 def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Counters, epoch: float,
-                   lr: float, local_workers: list[int], wall_s: float) -> dict:
-    distance = float(((x - xbar) ** 2).sum(dim=1).mean())
+                   lr: float, local_workers: list[int], wall_s: float, comm, writer: bool = True) -> dict:
+    """One metrics row. Every process calls it (the means over workers are collectives); the averaged
+    model is evaluated where the row is written, each sampled local model by the process holding it."""
+    n = task.setup.n_workers
+    distance = float(comm.global_mean(((x - xbar) ** 2).sum(dim=1, keepdim=True)))
     row = {"step": counters.global_step, "epoch": epoch}
     if task.has_gradient:
-        metrics = task.evaluate(xbar, task.averaged_buffers())
-        local = [task.evaluate(x[i], task.worker_buffers(i))["test_acc"] for i in local_workers]
+        buffers = task.local_buffers()
+        averaged = comm.global_mean(buffers) if buffers is not None else None
+        metrics = task.evaluate(xbar, averaged) if writer else {}
+        lo, hi = task.setup.lo, task.setup.hi
+        mine = [task.evaluate(x[g - lo], task.worker_buffers(g - lo))["test_acc"] for g in local_workers if lo <= g < hi]
+        totals = comm.global_mean(torch.tensor([[sum(mine), len(mine)]], dtype=torch.float64, device=x.device)) * n
+        local_sum, local_count = float(totals[0]), float(totals[1])
         row.update({
             "train_loss": metrics.get("train_loss", math.nan),
             "train_loss_workers": (counters.window_loss_sum / counters.window_steps
                                    if counters.window_steps else math.nan),
-            "test_loss": metrics["test_loss"], "test_acc": metrics["test_acc"],
-            "local_test_acc_mean": sum(local) / len(local) if local else math.nan,
+            "test_loss": metrics.get("test_loss", math.nan), "test_acc": metrics.get("test_acc", math.nan),
+            "local_test_acc_mean": local_sum / local_count if local_count else math.nan,
         })
         row.update({k: v for k, v in metrics.items() if k not in row})
     else:

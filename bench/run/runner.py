@@ -1,9 +1,11 @@
 """The runner: seeding, the step loop, LR schedule, evaluation cadence, divergence, checkpoints,
-progress, and the run directory (Contract 2). Algorithms and tasks stay free of all of it."""
+progress, and the run directory (Contract 2). Algorithms and tasks stay free of all of it.
+With ``--backend dist`` every process runs this loop on its own workers; rank 0 writes files."""
 from __future__ import annotations
 
 import itertools
 import math
+import os
 import signal
 import sys
 import time
@@ -11,17 +13,14 @@ from pathlib import Path
 
 import torch
 
-from ..algorithms import LocalStep, LocalStepConfig, make_algorithm
-from ..comm import SimulatedCommunicator, make_network
-from ..compressors import make_compressor, measure_delta
+from ..compressors import measure_delta
 from ..errors import BenchError
-from ..tasks import TaskSetup, make_task
-from ..topology import make_topology
 from .config import RunConfig
 from .evaluation import Counters, evaluation_row, local_sample
-from .outputs import (load_checkpoint, now, provenance, read_json, save_checkpoint, write_json, write_metrics)
+from .outputs import load_checkpoint, now, provenance, read_json, save_checkpoint, write_json, write_metrics
 from .progress import Progress
-from .schedule import lr_at, resolve_gamma
+from .schedule import lr_at
+from .setup import Parts, build, device_of
 
 FINAL = ("completed", "diverged")
 
@@ -38,171 +37,222 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
     grads.mul_(torch.clamp(max_norm / (norms + 1e-12), max=1.0))
 
 
-def _device(name: str) -> torch.device:
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise BenchError(f"device={name!r} but no CUDA GPU is available here; use --device cpu")
-    return device
-
-
-def run(cfg: RunConfig, out: Path) -> int:
+def run(cfg: RunConfig, out: Path, argv: list[str] | None = None) -> int:
     """Train (or resume, or recognise as done) one run in ``out``; returns the exit status."""
     out = Path(out)
     previous = read_json(out / "run.json")
     if previous is not None and previous.get("fingerprint") != cfg.fingerprint():
         raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings; use another --out")
     if previous is not None and previous.get("status") in FINAL and (out / "metrics.parquet").exists():
-        if not cfg.quiet:
+        if not cfg.quiet and os.environ.get("RANK", "0") == "0":
             print(f"{out}: already {previous['status']}, nothing to do", file=sys.stderr)
         return 0
-    device = _device(cfg.device)
+    device = device_of(cfg.device)
+    if cfg.backend != "dist":
+        return Loop(cfg, out, build(cfg, device), device, previous).run()
+    from .dist import CHILD_FLAG, init_group, spawn, under_launcher
 
-    topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
-    compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
-    task = make_task(cfg.task, TaskSetup(n_workers=cfg.nodes, batch_size=cfg.batch_size, data=cfg.data,
-                                         seed=cfg.seed, device=cfg.device, data_root=cfg.data_root,
-                                         options=cfg.task_options))
-    gamma, gamma_source = resolve_gamma(cfg, topology, compressor)
-    comm = SimulatedCommunicator(topology, make_network(cfg.network))
-    local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
-                      decay_mask=task.decay_mask() if cfg.weight_decay else None)
-    options = {"gamma": gamma, "order": cfg.order} if cfg.algorithm == "choco" else (
-        {"order": cfg.order} if cfg.algorithm == "dpsgd" else {})
-    generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)  # compression randomness
-    x0 = task.init_params()
-    algo = make_algorithm(cfg.algorithm, x0, comm, compressor, local, options, generator,
-                          segments=task.segments if cfg.per_layer else None)
+    if not under_launcher():
+        if argv is None:
+            raise BenchError("backend=dist outside torchrun needs the command line to re-launch")
+        procs = cfg.procs or cfg.nodes
+        if cfg.nodes % procs:
+            raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
+        return spawn(argv, procs, grace_s=cfg.dist_timeout)
+    import torch.distributed as dist
 
-    out.mkdir(parents=True, exist_ok=True)
-    spe = task.steps_per_epoch
-    total = max(1, math.ceil(cfg.epochs * spe))
-    eval_every = max(1, round(cfg.eval_every * spe))
-    ckpt_every = max(1, round(cfg.checkpoint_every * spe))
-    local_workers = local_sample(cfg.nodes, cfg.eval_local_workers) if task.has_gradient else []
-    counters = Counters()
-    checkpoint = out / "checkpoint.pt"
-    if checkpoint.exists():
-        state = load_checkpoint(checkpoint, device)
-        if state["fingerprint"] != cfg.fingerprint():
-            raise BenchError(f"{checkpoint} belongs to other settings; remove it or use another --out")
-        algo.load_state_dict(state["algo"])
-        task.load_state_dict(state["task"])
-        generator.set_state(state["generator"].cpu())
-        counters = Counters(**state["counters"])
-    else:
-        counters.initial_distance = float(((x0 - x0.mean(0)) ** 2).sum(1).mean())
-
-    delta_gen = torch.Generator(device=device).manual_seed(cfg.seed + 2)
-    sample = torch.randn(min(cfg.nodes, 4), task.d, generator=delta_gen, device=device)
-    record = {
-        "run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running", "config": cfg.to_dict(),
-        "topology": {k: v for k, v in topology.describe().items()
-                     if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges")},
-        "compressor": {**compressor.describe(), "delta_measured": measure_delta(
-            compressor, sample, delta_gen, task.segments if cfg.per_layer else None)},
-        "gamma": {"value": gamma, "source": gamma_source},
-        "task": task.describe(),
-        "evaluation": {"every_steps": eval_every, "local_workers": local_workers,
-                       "averaged_model_buffers": "mean of the workers' BatchNorm running statistics"
-                       if task.averaged_buffers() is not None else None,
-                       "train_loss": "averaged model on a fixed training subset; train_loss_workers: "
-                                     "mean minibatch loss of the workers since the previous evaluation"},
-        "steps_per_epoch": spe, "total_steps": total, "network": comm.network.describe(),
-        "provenance": provenance(device), "start_time": (previous or {}).get("start_time") or now(),
-    }
-    write_json(out / "run.json", record)
-
-    started = time.perf_counter()
-
-    def wall() -> float:
-        return counters.wall_s + time.perf_counter() - started
-
-    def epoch_now() -> float:
-        return counters.global_step / spe
-
-    def add_row() -> None:
-        xbar = comm.global_mean(algo.x)
-        counters.rows.append(evaluation_row(task, algo.x, xbar, counters, epoch_now(), lr_at(cfg, epoch_now()),
-                                            local_workers, wall()))
-        progress.evaluated(counters.rows[-1])
-
-    def save() -> None:
-        counters.wall_s = wall()
-        payload = {"fingerprint": cfg.fingerprint(), "algo": algo.state_dict(), "task": task.state_dict(),
-                   "generator": generator.get_state(), "counters": counters.state()}
-        save_checkpoint(checkpoint, payload)
-        nonlocal started
-        started = time.perf_counter()
-
-    progress = Progress(total, counters.global_step, spe, quiet=cfg.quiet)
-    caught: list[int] = []
-    handlers = {sig: signal.signal(sig, lambda s, _f: caught.append(s)) for sig in (signal.SIGTERM, signal.SIGINT)}
-    status = "completed"
+    created = not dist.is_initialized()  # a caller that made the group (several runs in one launch) keeps it
+    rank, world = init_group(device, cfg.dist_timeout)
+    if os.environ.get(CHILD_FLAG) is None and cfg.procs and cfg.procs != world:
+        raise BenchError(f"procs={cfg.procs} but torchrun started {world} processes")
     try:
-        if not counters.rows:
-            add_row()
-        while counters.global_step < total:
-            epoch, first = divmod(counters.global_step, spe)
-            if first == 0:
-                task.start_epoch(epoch)
-            for batch in itertools.islice(task.batches(epoch), first, None):
-                lr = lr_at(cfg, epoch_now())
-                tick = time.perf_counter()
-                grads, losses = task.gradients(algo.x, batch) if task.has_gradient else (None, None)
-                if grads is not None and cfg.grad_clip is not None:
-                    clip_rows_(grads, cfg.grad_clip)
-                if device.type == "cuda":
-                    torch.cuda.synchronize(device)
-                computed = time.perf_counter() - tick
-                traffic = algo.step(grads, lr)
-                counters.global_step += 1
-                counters.time_compute_s += computed if cfg.compute_time == "measured" else float(cfg.compute_time)
-                counters.time_comm_s += traffic.comm_time_s
-                counters.bits += traffic.wire_bits
-                counters.paper_bits += traffic.paper_bits
-                loss = float(losses.mean()) if losses is not None else math.nan
-                if losses is not None:
-                    counters.window_loss_sum += loss
-                    counters.window_steps += 1
-                progress.step(epoch_now(), loss)
-                if losses is not None and not (loss <= cfg.divergence_loss):  # NaN compares False
-                    status = "diverged"
-                elif counters.global_step % eval_every == 0 or counters.global_step == total:
-                    add_row()
-                    if not task.has_gradient and not (counters.rows[-1]["train_loss"] <= cfg.divergence_loss):
-                        status = "diverged"
-                if status == "diverged":
-                    if counters.rows[-1]["step"] != counters.global_step:
-                        add_row()
-                    break
-                if counters.global_step % ckpt_every == 0 or counters.global_step == total:
-                    save()
-                if caught:
-                    save()
-                    raise Interrupted(caught[0])
-                if counters.global_step >= total:
-                    break
-            if status == "diverged":
-                break
-    except Interrupted as stop:
-        progress.close()
-        write_metrics(out / "metrics.parquet", counters.rows)
-        write_json(out / "run.json", {**record, "status": "interrupted", "interrupted_at_step": counters.global_step})
-        print(f"{out}: interrupted at step {counters.global_step}; the same command resumes it", file=sys.stderr)
-        return 128 + stop.signum
+        return Loop(cfg, out, build(cfg, device, rank, world), device, previous).run()
     finally:
-        for sig, handler in handlers.items():
-            signal.signal(sig, handler)
-    progress.close()
-    write_metrics(out / "metrics.parquet", counters.rows)
-    last = counters.rows[-1]
-    accs = [r["test_acc"] for r in counters.rows if not math.isnan(r["test_acc"])]
-    final = {k: last[k] for k in last}
-    final["best_test_acc"] = max(accs) if accs else math.nan
-    write_json(out / "run.json", {**record, "status": status, "end_time": now(), "final": final})
-    checkpoint.unlink(missing_ok=True)
-    if not cfg.quiet:
-        print(f"{out}: {status} at step {counters.global_step} (epoch {epoch_now():.2f}); "
-              f"test_acc={last['test_acc']:.4f}, consensus_distance={last['consensus_distance']:.3g}",
-              file=sys.stderr)
-    return 0
+        if created and dist.is_initialized():
+            dist.destroy_process_group()
+
+
+class Loop:
+    def __init__(self, cfg: RunConfig, out: Path, parts: Parts, device: torch.device, previous: dict | None):
+        self.cfg, self.out, self.p, self.device = cfg, out, parts, device
+        self.writer = parts.rank == 0
+        task = parts.task
+        self.spe = task.steps_per_epoch
+        self.total = max(1, math.ceil(cfg.epochs * self.spe))
+        self.eval_every = max(1, round(cfg.eval_every * self.spe))
+        self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
+        self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers) if task.has_gradient else []
+        suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
+        self.checkpoint = out / f"checkpoint{suffix}.pt"
+        self.counters = Counters()
+        out.mkdir(parents=True, exist_ok=True)
+        if self.checkpoint.exists():
+            state = load_checkpoint(self.checkpoint, device)
+            if state["fingerprint"] != cfg.fingerprint():
+                raise BenchError(f"{self.checkpoint} belongs to other settings; remove it or use another --out")
+            parts.algo.load_state_dict(state["algo"])
+            task.load_state_dict(state["task"])
+            parts.generator.set_state(state["generator"].cpu())
+            self.counters = Counters(**state["counters"])
+        else:
+            spread = ((parts.x0 - parts.comm.global_mean(parts.x0)) ** 2).sum(1, keepdim=True)
+            self.counters.initial_distance = float(parts.comm.global_mean(spread))
+        self.record = self._record(previous)
+        if self.writer:
+            write_json(out / "run.json", self.record)
+        self.started = time.perf_counter()
+        self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
+
+    def _record(self, previous: dict | None) -> dict:
+        cfg, p = self.cfg, self.p
+        gen = torch.Generator(device=self.device).manual_seed(cfg.seed + 2)
+        sample = torch.randn(min(cfg.nodes, 4), p.task.d, generator=gen, device=self.device)
+        return {
+            "run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running", "config": cfg.to_dict(),
+            "topology": {k: v for k, v in p.topology.describe().items()
+                         if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges")},
+            "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
+                p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
+            "gamma": {"value": p.gamma, "source": p.gamma_source},
+            "task": p.task.describe(),
+            "evaluation": {"every_steps": self.eval_every, "local_workers": self.local_workers,
+                           "averaged_model_buffers": "mean of the workers' BatchNorm running statistics"
+                           if p.task.local_buffers() is not None else None,
+                           "train_loss": "averaged model on a fixed training subset; train_loss_workers: "
+                                         "mean minibatch loss of the workers since the previous evaluation"},
+            "steps_per_epoch": self.spe, "total_steps": self.total, "network": p.comm.network.describe(),
+            "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
+            "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
+        }
+
+    # -- pieces of the loop ----------------------------------------------------------------
+    def wall(self) -> float:
+        return self.counters.wall_s + time.perf_counter() - self.started
+
+    def epoch_now(self) -> float:
+        return self.counters.global_step / self.spe
+
+    def add_row(self) -> None:
+        p = self.p
+        xbar = p.comm.global_mean(p.algo.x)
+        row = evaluation_row(p.task, p.algo.x, xbar, self.counters, self.epoch_now(), lr_at(self.cfg, self.epoch_now()),
+                             self.local_workers, self.wall(), p.comm, self.writer)
+        self.counters.rows.append(row)
+        self.progress.evaluated(row)
+
+    def save(self) -> None:
+        self.counters.wall_s = self.wall()
+        p = self.p
+        save_checkpoint(self.checkpoint, {"fingerprint": self.cfg.fingerprint(), "algo": p.algo.state_dict(),
+                                          "task": p.task.state_dict(), "generator": p.generator.get_state(),
+                                          "counters": self.counters.state()})
+        self.started = time.perf_counter()
+
+    def _agreed(self, flag: bool) -> bool:
+        """The same decision on every process (a signal may reach only some of them)."""
+        if self.cfg.backend != "dist":
+            return flag
+        return bool(self.p.comm.global_mean(torch.tensor([[float(flag)]], device=self.device)) > 0)
+
+    def step(self, batch, epoch: int) -> float:
+        cfg, p, c = self.cfg, self.p, self.counters
+        lr = lr_at(cfg, self.epoch_now())
+        tick = time.perf_counter()
+        grads, losses = p.task.gradients(p.algo.x, batch) if p.task.has_gradient else (None, None)
+        if grads is not None and cfg.grad_clip is not None:
+            clip_rows_(grads, cfg.grad_clip)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        computed = time.perf_counter() - tick
+        traffic = p.algo.step(grads, lr)
+        c.global_step += 1
+        c.time_compute_s += computed if cfg.compute_time == "measured" else float(cfg.compute_time)
+        c.time_comm_s += traffic.comm_time_s
+        c.bits += traffic.wire_bits
+        c.paper_bits += traffic.paper_bits
+        if losses is None:
+            return math.nan
+        loss = float(p.comm.global_mean(losses.reshape(-1, 1)))
+        c.window_loss_sum += loss
+        c.window_steps += 1
+        return loss
+
+    # -- the loop ----------------------------------------------------------------------------
+    def run(self) -> int:
+        cfg, p, c = self.cfg, self.p, self.counters
+        caught: list[int] = []
+        handlers = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
+        status = "completed"
+        try:
+            if not c.rows:
+                self.add_row()
+            while c.global_step < self.total and status == "completed":
+                epoch, first = divmod(c.global_step, self.spe)
+                if first == 0:
+                    p.task.start_epoch(epoch)
+                for batch in itertools.islice(p.task.batches(epoch), first, None):
+                    loss = self.step(batch, epoch)
+                    self.progress.step(self.epoch_now(), loss)
+                    if p.task.has_gradient and not (loss <= cfg.divergence_loss):  # NaN compares False
+                        status = "diverged"
+                    elif c.global_step % self.eval_every == 0 or c.global_step == self.total:
+                        self.add_row()
+                        if not p.task.has_gradient and not (c.rows[-1]["train_loss"] <= cfg.divergence_loss):
+                            status = "diverged"
+                    if status == "diverged":
+                        if c.rows[-1]["step"] != c.global_step:
+                            self.add_row()
+                        break
+                    if c.global_step % self.ckpt_every == 0 or c.global_step == self.total:
+                        self.save()
+                    if self._agreed(bool(caught)):
+                        self.save()
+                        raise Interrupted(caught[0] if caught else signal.SIGTERM)
+                    if c.global_step >= self.total:
+                        break
+        except Interrupted as stop:
+            self.progress.close()
+            self._finish("interrupted", {"interrupted_at_step": c.global_step})
+            if self.writer:
+                print(f"{self.out}: interrupted at step {c.global_step}; the same command resumes it", file=sys.stderr)
+            return 128 + stop.signum
+        except RuntimeError as err:
+            if cfg.backend != "dist":
+                raise
+            # a peer process died or timed out: stop with a clear line, keep what was measured
+            self.progress.close()
+            message = str(err).splitlines()[0] if str(err) else type(err).__name__
+            self._finish("failed", {"error": f"rank {p.rank}: {message}"}, force=True)
+            print(f"bench: error: rank {p.rank} stopped at step {c.global_step}: {message}", file=sys.stderr)
+            return 1
+        finally:
+            for s, handler in handlers.items():
+                signal.signal(s, handler)
+        self.progress.close()
+        self._finish(status, {"end_time": now()})
+        if self.checkpoint.exists():
+            self.checkpoint.unlink()
+        last = c.rows[-1]
+        if not cfg.quiet and self.writer:
+            print(f"{self.out}: {status} at step {c.global_step} (epoch {self.epoch_now():.2f}); "
+                  f"test_acc={last['test_acc']:.4f}, consensus_distance={last['consensus_distance']:.3g}",
+                  file=sys.stderr)
+        return 0
+
+    def _finish(self, status: str, extra: dict, force: bool = False) -> None:
+        c, p = self.counters, self.p
+        if not (self.writer or force):
+            return
+        if status == "failed" and not self.writer:
+            return  # rank 0 reports the failure for the run; others only print
+        write_metrics(self.out / "metrics.parquet", c.rows)
+        record = {**self.record, "status": status, **extra}
+        if c.rows:
+            last = c.rows[-1]
+            accs = [r["test_acc"] for r in c.rows if not math.isnan(r["test_acc"])]
+            record["final"] = {**last, "best_test_acc": max(accs) if accs else math.nan}
+        if self.cfg.backend == "dist":
+            record["runtime"].update({"measured_comm_s": c.time_comm_s,
+                                      "predicted_comm_s": getattr(p.comm, "predicted_comm_s", None),
+                                      "bytes_sent_rank0": getattr(p.comm, "bytes_sent", None)})
+        write_json(self.out / "run.json", record)

@@ -26,6 +26,19 @@ class TaskSetup:
     device: str = "cpu"
     data_root: str | None = None
     options: dict[str, Any] = field(default_factory=dict)  # task-specific knobs (model sizes, data sizes)
+    rows: tuple[int, int] | None = None  # workers lo..hi-1 held by this process (None: all of them)
+
+    @property
+    def lo(self) -> int:
+        return 0 if self.rows is None else self.rows[0]
+
+    @property
+    def hi(self) -> int:
+        return self.n_workers if self.rows is None else self.rows[1]
+
+    @property
+    def local_workers(self) -> int:
+        return self.hi - self.lo
 
 
 class Task(ABC):
@@ -53,7 +66,8 @@ class Task(ABC):
     # -- training --------------------------------------------------------------------------
     @abstractmethod
     def init_params(self) -> torch.Tensor:
-        """Initial ``[n, d]`` parameters (every worker the same model, except for consensus)."""
+        """Initial parameters of the local workers, ``[hi - lo, d]`` (every worker the same model,
+        except for consensus)."""
 
     def start_epoch(self, epoch: int) -> None:
         """Reset per-epoch worker state (e.g. recurrent hidden states)."""
@@ -64,7 +78,8 @@ class Task(ABC):
 
     @abstractmethod
     def gradients(self, x: torch.Tensor, batch: Any) -> tuple[torch.Tensor, torch.Tensor]:
-        """Per-worker gradients ``[n, d]`` and minibatch losses ``[n]`` at the rows of ``x``."""
+        """Gradients ``[w, d]`` and minibatch losses ``[w]`` of the local workers at the rows of ``x``
+        (batches are dealt for all n workers; a task takes the rows lo..hi-1)."""
 
     # -- evaluation ------------------------------------------------------------------------
     @abstractmethod
@@ -76,6 +91,11 @@ class Task(ABC):
         return None
 
     def worker_buffers(self, i: int) -> torch.Tensor | None:
+        """Buffers of local worker ``i`` (0-based among this process's workers)."""
+        return None
+
+    def local_buffers(self) -> torch.Tensor | None:
+        """``[w, nb]`` buffers of the local workers, for averaging across processes."""
         return None
 
     def describe(self) -> dict[str, Any]:

@@ -28,7 +28,8 @@ class ConsensusTask(Task):
 
     def init_params(self) -> torch.Tensor:
         gen = torch.Generator().manual_seed(self.setup.seed)
-        return torch.randn(self.setup.n_workers, self.d, generator=gen).to(self.device)
+        full = torch.randn(self.setup.n_workers, self.d, generator=gen)
+        return full[self.setup.lo:self.setup.hi].to(self.device)
 
     def batches(self, epoch: int) -> Iterator[None]:
         for _ in range(self.steps_per_epoch):

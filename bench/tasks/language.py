@@ -52,7 +52,7 @@ class LanguageTask(Task):
         n = setup.n_workers
         shard = len(self.data.train) // n
         self.streams = [batchify(self.data.train[i * shard:(i + 1) * shard], setup.batch_size).to(self.device)
-                        for i in range(n)]
+                        for i in range(setup.lo, setup.hi)]
         self.steps_per_epoch = (self.streams[0].shape[1] - 1) // self.bptt
         if self.steps_per_epoch < 1:
             raise BenchError(f"training text too short: {shard} tokens per worker cannot fill one window of "
@@ -61,10 +61,10 @@ class LanguageTask(Task):
         self.hidden: list | None = None
 
     def init_params(self) -> torch.Tensor:
-        return self.flat.get().to(self.device).repeat(self.setup.n_workers, 1)
+        return self.flat.get().to(self.device).repeat(self.setup.local_workers, 1)
 
     def start_epoch(self, epoch: int) -> None:
-        self.hidden = [self.model.init_state(self.setup.batch_size) for _ in range(self.setup.n_workers)]
+        self.hidden = [self.model.init_state(self.setup.batch_size) for _ in range(self.setup.local_workers)]
 
     def batches(self, epoch: int) -> Iterator[tuple[int, int]]:
         for step in range(self.steps_per_epoch):
@@ -79,7 +79,7 @@ class LanguageTask(Task):
         def worker_loss(i: int) -> torch.Tensor:
             window = self.streams[i][:, lo:lo + self.bptt + 1]
             # dropout masks are a function of (seed, epoch, step, worker): resumable and reproducible
-            torch.manual_seed(_seed_from(self.setup.seed, epoch, step, i))
+            torch.manual_seed(_seed_from(self.setup.seed, epoch, step, self.setup.lo + i))
             logits, state = self.model(window[:, :-1], self.hidden[i])
             self.hidden[i] = tuple(s.detach() for s in state)
             return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), window[:, 1:].reshape(-1))

@@ -52,7 +52,8 @@ class SupervisedTask(Task):
         self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
         self.steps_per_epoch = self.partition.steps_per_epoch
         self.vectorized = not uses_batchnorm(self.model) and opts.get("vectorize", True)
-        self.buffers = self.flat.get_buffers().to(self.device).repeat(setup.n_workers, 1) if self.flat.nb else None
+        self.buffers = (self.flat.get_buffers().to(self.device).repeat(setup.local_workers, 1)
+                        if self.flat.nb else None)
         if not self.lazy:
             self.train_x, self.train_y = self.data.train_x.to(self.device), self.data.train_y.to(self.device)
             self.test_x, self.test_y = self.data.test_x.to(self.device), self.data.test_y.to(self.device)
@@ -66,7 +67,7 @@ class SupervisedTask(Task):
         return self.flat.decay_mask(no_weight_decay_mask(self.model)).to(self.device)
 
     def init_params(self) -> torch.Tensor:
-        return self.flat.get().to(self.device).repeat(self.setup.n_workers, 1)
+        return self.flat.get().to(self.device).repeat(self.setup.local_workers, 1)
 
     # -- batches ---------------------------------------------------------------------------
     def batches(self, epoch: int) -> Iterator[tuple[int, int, torch.Tensor]]:
@@ -77,6 +78,7 @@ class SupervisedTask(Task):
 
     def fetch(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         epoch, step, idx = batch
+        idx = idx[self.setup.lo:self.setup.hi]
         if self.lazy:
             items = [self.data.train[int(i)] for i in idx.reshape(-1)]
             xs = torch.stack([it[0] for it in items]).to(self.device)
@@ -85,8 +87,9 @@ class SupervisedTask(Task):
         idx = idx.to(self.device)
         xs, ys = self.train_x[idx], self.train_y[idx]
         if self.augment:
-            gen = torch.Generator().manual_seed(_seed_from(self.setup.seed, epoch, step))
-            xs = random_crop_flip(xs.view(-1, *xs.shape[2:]), gen).view(xs.shape)
+            # one stream per worker, so a process holding some of the workers draws what the simulation does
+            xs = torch.stack([random_crop_flip(xs[i], torch.Generator().manual_seed(
+                _seed_from(self.setup.seed, epoch, step, self.setup.lo + i))) for i in range(len(xs))])
         return xs, ys
 
     # -- loss and gradients ----------------------------------------------------------------
@@ -120,6 +123,9 @@ class SupervisedTask(Task):
 
     def worker_buffers(self, i: int) -> torch.Tensor | None:
         return None if self.buffers is None else self.buffers[i]
+
+    def local_buffers(self) -> torch.Tensor | None:
+        return self.buffers
 
     @torch.no_grad()
     def _score(self, xs_ys, flat_params: torch.Tensor) -> tuple[float, float, int]:

@@ -1,0 +1,74 @@
+"""Building a run's parts from its config: topology, compressor, task, communicator, algorithm."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..algorithms import Algorithm, LocalStep, LocalStepConfig, make_algorithm
+from ..comm import Communicator, SimulatedCommunicator, make_network
+from ..compressors import Compressor, make_compressor
+from ..compressors.rows import RowStream
+from ..errors import BenchError
+from ..tasks import Task, TaskSetup, make_task
+from ..topology import Topology, make_topology
+from .config import RunConfig
+from .schedule import resolve_gamma
+
+
+@dataclass
+class Parts:
+    topology: Topology
+    compressor: Compressor
+    task: Task
+    comm: Communicator
+    algo: Algorithm
+    generator: torch.Generator  # compression randomness (checkpointed)
+    x0: torch.Tensor
+    gamma: float | None
+    gamma_source: str
+    rank: int = 0
+    world: int = 1
+
+    @property
+    def lo(self) -> int:
+        return self.task.setup.lo
+
+
+def device_of(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise BenchError(f"device={name!r} but no CUDA GPU is available here; use --device cpu")
+    return device
+
+
+def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -> Parts:
+    topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
+    compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
+    rows = None
+    if cfg.backend == "dist":
+        from ..comm.distributed import block_of
+
+        rows = block_of(cfg.nodes, world, rank)
+    task = make_task(cfg.task, TaskSetup(n_workers=cfg.nodes, batch_size=cfg.batch_size, data=cfg.data,
+                                         seed=cfg.seed, device=cfg.device, data_root=cfg.data_root,
+                                         options=cfg.task_options, rows=rows))
+    gamma, gamma_source = resolve_gamma(cfg, topology, compressor)
+    segments = task.segments if cfg.per_layer else None
+    network = make_network(cfg.network)
+    if cfg.backend == "dist":
+        from ..comm.distributed import DistributedCommunicator
+
+        comm: Communicator = DistributedCommunicator(topology, compressor, segments, network)
+    else:
+        comm = SimulatedCommunicator(topology, network)
+    local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
+                      decay_mask=task.decay_mask() if cfg.weight_decay else None)
+    options = {"gamma": gamma, "order": cfg.order} if cfg.algorithm == "choco" else (
+        {"order": cfg.order} if cfg.algorithm == "dpsgd" else {})
+    generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
+    # every process draws the simulation's random numbers and keeps its own rows
+    stream = RowStream(generator, cfg.nodes, task.setup.lo, task.setup.hi)
+    x0 = task.init_params()
+    algo = make_algorithm(cfg.algorithm, x0, comm, compressor, local, options, stream, segments=segments)
+    return Parts(topology, compressor, task, comm, algo, generator, x0, gamma, gamma_source, rank, world)

@@ -1,0 +1,136 @@
+"""The torch.distributed runtime (gloo, CPU) behind the same algorithm code: equivalence with the
+simulator, real payload bytes, hybrid processes, torchrun, and a rank killed mid-run."""
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from bench.cli import main
+
+TIMING = ["wall_s", "time_compute_s", "time_comm_s", "time_s"]  # measured in dist, modelled in sim
+SETTINGS = {"task": "lsq", "topology": "ring", "nodes": 4, "epochs": 2, "seed": 5, "lr": 0.05, "eval_every": 0.5,
+            "momentum": 0.5, "gamma": 0.4, "batch_size": 8, "eval_local_workers": 4}
+BASE = [arg for key, value in SETTINGS.items() for arg in ("--set", f"{key}={value}")] + ["--quiet"]
+ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
+CASES = [("allreduce", "none"), ("dpsgd", "none")] + [
+    (a, c) for a in ("choco", "dcd", "ecd") for c in ("none", "sign", "top:0.1", "qsgd:4")] + [("choco", "rand:0.1")]
+
+
+def bench(*argv, check=True, env=None):
+    proc = subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True, env=env or ENV,
+                          timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc
+
+
+def metrics(path):
+    return pd.read_parquet(Path(path) / "metrics.parquet")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def launch(script_args, world, **popen):
+    port = _free_port()
+    return [subprocess.Popen([sys.executable, *script_args], env={
+        **ENV, "RANK": str(r), "WORLD_SIZE": str(world), "LOCAL_RANK": str(r), "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(port)}, **popen) for r in range(world)]
+
+
+@pytest.fixture(scope="module")
+def dist_runs(tmp_path_factory):
+    """Every case of CASES on 4 gloo processes, one worker each, in a single launch."""
+    out = tmp_path_factory.mktemp("dist")
+    cases = {f"{a}-{c}": {"algorithm": a, "compressor": c, **SETTINGS} for a, c in CASES}
+    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(cases)], 4,
+                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    errors = [p.communicate(timeout=600)[1] for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
+    return out
+
+
+@pytest.mark.parametrize("algorithm,compressor", CASES)
+def test_four_gloo_processes_reproduce_the_simulation(dist_runs, tmp_path, algorithm, compressor):
+    argv = [*BASE, "--algorithm", algorithm, "--compressor", compressor]
+    assert main(["run", *argv, "--out", str(tmp_path / "sim")]) == 0
+    sim, dist = metrics(tmp_path / "sim"), metrics(dist_runs / f"{algorithm}-{compressor}")
+    assert list(sim["step"]) == list(dist["step"])
+    for column in sim.columns:
+        if column in TIMING:
+            continue
+        pd.testing.assert_series_equal(sim[column], dist[column], rtol=1e-4, atol=1e-6, check_names=False,
+                                       obj=f"{algorithm}/{compressor} {column}")
+    info = json.loads((dist_runs / f"{algorithm}-{compressor}" / "run.json").read_text())
+    assert info["status"] == "completed" and info["runtime"]["processes"] == 4
+    assert info["runtime"]["measured_comm_s"] > 0 and info["runtime"]["predicted_comm_s"] > 0
+
+
+@pytest.mark.parametrize("compressor", ["sign", "top:0.1", "rand:0.1", "qsgd:4"])
+def test_bytes_on_the_wire_equal_the_reported_wire_bits(dist_runs, compressor):
+    run_dir = dist_runs / f"choco-{compressor}"
+    info = json.loads((run_dir / "run.json").read_text())
+    df = metrics(run_dir)
+    steps = int(df["step"].iloc[-1])
+    per_message_bits = df["bits_per_worker"].iloc[-1] / steps  # one Choco message a round
+    # worker 0 of a 4-ring has its two neighbours on two other processes: one payload to each
+    assert info["runtime"]["bytes_sent_rank0"] == steps * 2 * math.ceil(per_message_bits / 8)
+
+
+def test_hybrid_processes_hold_several_workers(tmp_path):
+    argv = [*BASE, "--set", "nodes=8", "--algorithm", "choco", "--compressor", "sign"]
+    assert main(["run", *argv, "--out", str(tmp_path / "sim")]) == 0
+    bench("run", *argv, "--backend", "dist", "--set", "procs=2", "--out", str(tmp_path / "dist"))
+    sim, dist = metrics(tmp_path / "sim").drop(columns=TIMING), metrics(tmp_path / "dist").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
+    assert json.loads((tmp_path / "dist" / "run.json").read_text())["runtime"]["workers_per_process"] == 4
+
+
+def test_torchrun_launch(tmp_path):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+           "-m", "bench", "run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist",
+           "--out", str(tmp_path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=ENV, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "completed" and info["runtime"]["processes"] == 2
+
+
+def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
+    argv = ["run", *BASE, "--set", "epochs=40",
+            "--algorithm", "choco", "--compressor", "sign", "--backend", "dist", "--set", "dist_timeout=15",
+            "--set", "checkpoint_every=1", "--out", str(tmp_path)]
+    ranks = launch(["-m", "bench", *argv], 4, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (tmp_path / "checkpoint-rank2.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    ranks[2].send_signal(signal.SIGKILL)
+    killed_at = time.time()
+    for proc in ranks:
+        proc.wait(timeout=60)
+    assert time.time() - killed_at < 20  # the survivors stop within the stated timeout (15 s), no hang
+    assert ranks[2].returncode == -signal.SIGKILL and all(p.returncode == 1 for p in ranks[:2] + ranks[3:])
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"].startswith("rank 0:")
+    assert "bench: error: rank 0 stopped at step" in ranks[0].stderr.read()
+    before = metrics(tmp_path)
+    # the same command, now spawning its own ranks, resumes from the last checkpoint and finishes
+    bench(*argv)
+    after = metrics(tmp_path)
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
+    assert after["epoch"].iloc[-1] == 40 and after["step"].is_unique and after["step"].is_monotonic_increasing
+    # what was measured before the failure is measured again, identically, after the resume
+    both = before.merge(after, on="step", suffixes=("_before", "_after"))
+    assert len(both) == len(before) >= 2
+    pd.testing.assert_series_equal(both["test_loss_before"], both["test_loss_after"], check_names=False, rtol=1e-9)
