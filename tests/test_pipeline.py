@@ -97,3 +97,14 @@ def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(tmp_pat
     snakemake("--configfile", config, "--directory", str(tmp_path), "--report", str(tmp_path / "report.html"))
     html = (tmp_path / "report.html").read_text(errors="replace")
     assert "accuracy_curves.png" in html and "Average consensus on a ring" in html
+
+
+def test_a_study_can_ask_for_the_distributed_backend(tmp_path):
+    snakemake("--cores", "2", "--configfile", str(ROOT / "config/test-dist.yaml"), "--directory", str(tmp_path))
+    runs = sorted((tmp_path / "results" / "test-dist" / "runs").glob("*/run.json"))
+    assert len(runs) == 2
+    for path in runs:
+        info = json.loads(path.read_text())
+        assert info["status"] == "completed"
+        assert info["runtime"]["backend"] == "dist" and info["runtime"]["processes"] == 2
+    assert (tmp_path / "results" / "test-dist" / "summary.csv").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 
 import numpy as np
 import torch
@@ -61,7 +62,14 @@ class DistributedCommunicator(Communicator):
         self._w_local = np.ascontiguousarray(W[self.lo:self.hi][:, columns])
         self._csr: dict[tuple, torch.Tensor] = {}
         self.bytes_sent = 0
-        self.predicted_comm_s = 0.0
+        self.predicted_comm_s = 0.0  # the α–β model of the run's network preset
+        self.calibrated: NetworkModel | None = None  # fitted by ping-pong on this backend, if asked
+        self.predicted_calibrated_s = 0.0
+
+    def _predict(self, cost) -> None:
+        self.predicted_comm_s += cost(self.network)
+        if self.calibrated is not None:
+            self.predicted_calibrated_s += cost(self.calibrated)
 
     # -- encoding: the message says which operator made it and over which segments ----------
     @staticmethod
@@ -81,7 +89,10 @@ class DistributedCommunicator(Communicator):
     def _mix(self, gathered: torch.Tensor) -> torch.Tensor:
         key = (gathered.dtype, gathered.device)
         if key not in self._csr:
-            self._csr[key] = torch.tensor(self._w_local, dtype=gathered.dtype, device=gathered.device).to_sparse_csr()
+            dense = torch.tensor(self._w_local, dtype=gathered.dtype, device=gathered.device)
+            with warnings.catch_warnings():  # CSR support is flagged beta; the product itself is tested
+                warnings.simplefilter("ignore", UserWarning)
+                self._csr[key] = dense.to_sparse_csr()
         return torch.sparse.mm(self._csr[key], gathered)
 
     # -- the Communicator interface ------------------------------------------------------
@@ -104,7 +115,7 @@ class DistributedCommunicator(Communicator):
         gathered = torch.cat([values, *received]) if received else values
         mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
         elapsed = time.perf_counter() - start
-        self.predicted_comm_s += self.network.gossip_time(message.wire_bits, self.topology.max_degree)
+        self._predict(lambda net: net.gossip_time(message.wire_bits, self.topology.max_degree))
         self._record(Traffic(message.wire_bits, message.paper_bits, elapsed, 1))
         return mixed
 
@@ -114,7 +125,7 @@ class DistributedCommunicator(Communicator):
         dist.all_reduce(total)
         mean = (total / self.n).expand_as(x).clone()
         bits = 32.0 * x[0].numel()
-        self.predicted_comm_s += self.network.allreduce_time(bits, self.n)
+        self._predict(lambda net: net.allreduce_time(bits, self.n))
         self._record(Traffic(2.0 * (self.n - 1) / self.n * bits, bits, time.perf_counter() - start, 1))
         return mean
 

@@ -252,7 +252,13 @@ class Loop:
             accs = [r["test_acc"] for r in c.rows if not math.isnan(r["test_acc"])]
             record["final"] = {**last, "best_test_acc": max(accs) if accs else math.nan}
         if self.cfg.backend == "dist":
-            record["runtime"].update({"measured_comm_s": c.time_comm_s,
-                                      "predicted_comm_s": getattr(p.comm, "predicted_comm_s", None),
-                                      "bytes_sent_rank0": getattr(p.comm, "bytes_sent", None)})
+            steps = max(c.global_step, 1)
+            calibrated = p.comm.calibrated
+            record["runtime"].update({
+                "measured_comm_s": c.time_comm_s, "predicted_comm_s": p.comm.predicted_comm_s,
+                "measured_comm_per_round_s": c.time_comm_s / steps,
+                "predicted_comm_per_round_s": p.comm.predicted_comm_s / steps,
+                "calibration": calibrated.describe() if calibrated is not None else None,
+                "predicted_calibrated_comm_per_round_s": p.comm.predicted_calibrated_s / steps,
+                "bytes_sent_rank0": p.comm.bytes_sent})
         write_json(self.out / "run.json", record)

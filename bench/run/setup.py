@@ -59,7 +59,10 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     if cfg.backend == "dist":
         from ..comm.distributed import DistributedCommunicator
 
+        from ..comm.calibrate import pingpong
+
         comm: Communicator = DistributedCommunicator(topology, compressor, segments, network)
+        comm.calibrated = pingpong(device)
     else:
         comm = SimulatedCommunicator(topology, network)
     local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),

@@ -67,6 +67,19 @@ for _name, _block in config.get("blocks", {}).items():
 RUNS = {f"{cell}_s{seed}": {**settings, "seed": seed} for cell, settings in CELLS.items() for seed in SEEDS}
 
 
+def launcher(settings):
+    """`python -m bench run`, or torchrun with one process per worker (or `procs`) for backend: dist."""
+    merged = {**DEFAULTS, **settings}
+    if merged.get("backend") != "dist":
+        return "python -m bench run"
+    return f"python -m torch.distributed.run --standalone --nproc-per-node {processes(settings)} -m bench run"
+
+
+def processes(settings):
+    merged = {**DEFAULTS, **settings}
+    return int(merged.get("procs") or merged["nodes"]) if merged.get("backend") == "dist" else 1
+
+
 def run_args(settings):
     """The `bench run` command line of one run: task, defaults, then the run's own settings."""
     merged = {**DEFAULTS, **settings}

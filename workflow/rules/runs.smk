@@ -1,5 +1,6 @@
 # Training runs: one job per run, or one job per cell holding all its seeds (group_seeds: true).
 # A run directory that is interrupted keeps its checkpoint, so a restarted pipeline resumes it.
+# Runs with backend: dist are launched with torchrun and reserve one core per process.
 
 RUN_RESOURCES = dict(
     mem_mb=lambda wc: resources_of(None, "mem_mb"),
@@ -18,9 +19,10 @@ if config.get("group_seeds", False):
             f"logs/{STUDY}/runs/{{cell}}.log",
         params:
             commands=lambda wc: " && ".join(
-                f"python -m bench run {run_args(RUNS[f'{wc.cell}_s{seed}'])} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
+                f"{launcher(CELLS[wc.cell])} {run_args(RUNS[f'{wc.cell}_s{seed}'])} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
                 for seed in SEEDS
             ),
+        threads: lambda wc: processes(CELLS[wc.cell])
         resources:
             **RUN_RESOURCES,
         conda:
@@ -36,11 +38,13 @@ else:
         log:
             f"logs/{STUDY}/runs/{{run}}.log",
         params:
+            launch=lambda wc: launcher(RUNS[wc.run]),
             args=lambda wc: run_args(RUNS[wc.run]),
             out=lambda wc: f"{OUT}/runs/{wc.run}",
+        threads: lambda wc: processes(RUNS[wc.run])
         resources:
             **RUN_RESOURCES,
         conda:
             "../envs/bench.yaml"
         shell:
-            "python -m bench run {params.args} --quiet --out {params.out} > {log} 2>&1"
+            "{params.launch} {params.args} --quiet --out {params.out} > {log} 2>&1"
