@@ -73,6 +73,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--gamma", type=float, default=None, help="Choco's γ for every compressor (default: tuned)")
     c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
     c.add_argument("--out", default=None, help="directory for traces.csv and summary.csv")
+    f = sub.add_parser("perf", help="performance benchmarks: results/perf/<name>.json and a table")
+    f.add_argument("--name", default="latest", help="file name under --out-dir (default: latest)")
+    f.add_argument("--out-dir", default="results/perf")
+    f.add_argument("--device", default="cpu")
+    f.add_argument("--only", default=None, help="comma list of benchmark groups a,b,c,d (default: all)")
+    f.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test of the benchmark itself)")
+    f.add_argument("--quiet", action="store_true")
+
     b = sub.add_parser("bits", help="MiB per iteration of each compressor for a model's per-layer shapes")
     b.add_argument("--model", default="resnet20", help="resnet20, resnet8, ... (CIFAR ResNet-(6k+2))")
     b.add_argument("--compressors", nargs="+", default=["none", "qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "top:0.5",
@@ -103,6 +111,10 @@ def main(argv: list[str] | None = None) -> int:
             from .commands import cmd_tune_gamma
 
             return cmd_tune_gamma(args)
+        if args.command == "perf":
+            from .perf import cmd_perf
+
+            return cmd_perf(args)
         if args.command == "bits":
             from .commands import cmd_bits
 

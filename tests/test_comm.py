@@ -83,3 +83,17 @@ def test_network_presets_and_overrides():
 def test_allreduce_time_model_single_worker_is_free():
     assert make_network().allreduce_time(1e6, 1) == 0.0
     assert np.isclose(make_network().allreduce_time(0, 2), 2 * make_network().latency_s)
+
+
+@pytest.mark.parametrize("spec,n,method", CASES)
+@pytest.mark.parametrize("shift", [0.0, -1.0])
+def test_accumulating_gossip_adds_the_shifted_product_in_place(spec, n, method, shift):
+    topo = make_topology(spec, n)
+    mixer = Mixer(topo.W, topo.grid_shape)
+    gen = torch.Generator().manual_seed(n)
+    x = torch.randn(n, 17, generator=gen, dtype=torch.float64)
+    out = torch.randn(n, 17, generator=gen, dtype=torch.float64)
+    expected = out + (torch.tensor(topo.W) + shift * torch.eye(n, dtype=torch.float64)) @ x
+    result = mixer.accumulate(out, x, self_shift=shift)
+    assert result.data_ptr() == out.data_ptr()  # in place
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-13)

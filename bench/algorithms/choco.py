@@ -1,8 +1,9 @@
 """Choco-SGD (Koloskova et al., Algorithm 1), in its efficient form where only ``q`` travels.
 
-State per worker: the model ``x_i``, its public copy ``x̂_i`` (starts at 0) and
-``s_i = Σ_j w_ij x̂_j``. ``paper`` order: SGD step, ``q = Q(x − x̂)``, exchange,
-``x̂ += q``, ``s += Σ w_ij q_j``, then ``x += γ (s − x̂)``. ``code`` order (the authors'
+State per worker: the model ``x_i``, its public copy ``x̂_i`` (starts at 0) and the consensus
+direction ``u_i = Σ_j w_ij x̂_j − x̂_i`` (the paper's ``s_i − x̂_i``, kept directly so that a round
+updates it in place: ``u += Σ_j w_ij q_j − q_i``). ``paper`` order: SGD step, ``q = Q(x − x̂)``,
+exchange, ``x̂ += q``, ``u += (W − I) q``, then ``x += γ u``. ``code`` order (the authors'
 implementation, so that sending overlaps the next gradient): SGD step, consensus step with the
 previous round's ``s, x̂``, then compress and exchange. With ``grad=None`` this is Choco-Gossip.
 """
@@ -34,20 +35,21 @@ class ChocoOptions:
 class Choco(Algorithm):
     name = "choco"
     Options = ChocoOptions
-    buffers = ("x_hat", "s")
+    buffers = ("x_hat", "u")
 
     def setup(self) -> None:
         self.x_hat = torch.zeros_like(self.x)
-        self.s = torch.zeros_like(self.x)
+        self.u = torch.zeros_like(self.x)
+        self._diff = torch.empty_like(self.x)  # reused every round: no [w, d] allocation for x − x̂
 
     def _exchange(self) -> None:
-        q = self._compress(self.x - self.x_hat)
+        q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff))
         self.x_hat.add_(q.values)
-        self.s.add_(self.comm.gossip(q))
+        self.comm.gossip_into(q, self.u, self_shift=-1.0)
 
     def _consensus(self) -> None:
-        # x += γ (s − x̂): the mean over workers of (s − x̂) is zero because W is doubly stochastic
-        self.x.add_(self.s - self.x_hat, alpha=self.options.gamma)
+        # x += γ u: the mean over workers of u is zero because W is doubly stochastic
+        self.x.add_(self.u, alpha=self.options.gamma)
 
     def step(self, grad, lr: float) -> Traffic:
         d = self._direction(grad)

@@ -43,6 +43,13 @@ class Communicator(ABC):
     def gossip(self, message: Message) -> torch.Tensor:
         """Send ``message`` to the graph neighbours; return ``Σ_j w_ij q_j`` for each local row i."""
 
+    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
+        """``out += Σ_j w_ij q_j + self_shift·q_i`` in place (a runtime may do it without temporaries)."""
+        out.add_(self.gossip(message))
+        if self_shift:
+            out.add_(message.values, alpha=self_shift)
+        return out
+
     @abstractmethod
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Exact mean over all workers of ``x`` (float32 payload), broadcast to every local row."""

@@ -82,22 +82,34 @@ class Mixer:
         return self._csr[key]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        if x.shape[0] != self.n:
-            raise ValueError(f"mixing expects {self.n} rows, got {tuple(x.shape)}")
+        """``W @ x`` as a new tensor."""
+        return self.accumulate(torch.zeros_like(x), x)
+
+    def accumulate(self, out: torch.Tensor, x: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
+        """``out += (W + self_shift·I) @ x`` in place, without a temporary the size of x where W is
+        structured (``self_shift=-1`` gives the consensus direction (W − I) x)."""
+        if x.shape[0] != self.n or out.shape != x.shape:
+            raise ValueError(f"mixing expects {self.n} rows and matching shapes, got {tuple(x.shape)}, {tuple(out.shape)}")
         if self.method == "mean":
-            return x.mean(dim=0, keepdim=True).expand_as(x).clone()
+            if self_shift:
+                out.add_(x, alpha=self_shift)
+            return out.add_(x.mean(dim=0, keepdim=True))
         if self.method == "circulant":
-            out = torch.zeros_like(x)
-            for s in self.shifts:  # type: ignore[union-attr]
-                _add_shifted(out, x, s.offset, s.weight, dim=0)
+            for shift in self.shifts:  # type: ignore[union-attr]
+                weight = shift.weight + (self_shift if shift.offset % self.n == 0 else 0.0)
+                _add_shifted(out, x, shift.offset, weight, dim=0)
+            if self_shift and not any(sh.offset % self.n == 0 for sh in self.shifts):  # type: ignore[union-attr]
+                out.add_(x, alpha=self_shift)
             return out
         if self.method == "torus":
             a, b, self_w, nb_w = self.torus  # type: ignore[misc]
-            grid = x.reshape(a, b, *x.shape[1:])
-            out = grid * self_w
+            grid, acc = x.reshape(a, b, *x.shape[1:]), out.view(a, b, *x.shape[1:])
+            acc.add_(grid, alpha=self_w + self_shift)
             for dim in (0, 1):
-                _add_shifted(out, grid, 1, nb_w, dim)
-                _add_shifted(out, grid, -1, nb_w, dim)
-            return out.reshape(x.shape)
-        flat = x.reshape(self.n, -1)
-        return torch.sparse.mm(self._sparse(flat), flat).reshape(x.shape)
+                _add_shifted(acc, grid, 1, nb_w, dim)
+                _add_shifted(acc, grid, -1, nb_w, dim)
+            return out
+        flat, acc = x.reshape(self.n, -1), out.view(self.n, -1)
+        if self_shift:
+            acc.add_(flat, alpha=self_shift)
+        return acc.add_(torch.sparse.mm(self._sparse(flat), flat)).view(out.shape)

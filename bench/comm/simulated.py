@@ -19,9 +19,16 @@ class SimulatedCommunicator(Communicator):
         self.mixer = Mixer(topology.W, topology.grid_shape)
 
     def gossip(self, message: Message) -> torch.Tensor:
+        self._account(message)
+        return self.mixer(message.values)
+
+    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
+        self._account(message)
+        return self.mixer.accumulate(out, message.values, self_shift)
+
+    def _account(self, message: Message) -> None:
         time_s = self.network.gossip_time(message.wire_bits, self.topology.max_degree)
         self._record(Traffic(message.wire_bits, message.paper_bits, time_s, 1))
-        return self.mixer(message.values)
 
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
         d = x[0].numel()

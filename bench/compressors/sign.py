@@ -36,8 +36,10 @@ class Sign(Compressor):
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.
         # Mapping sign(0) to +1 leaves the error at ‖x‖² − ‖x‖₁²/d because 0·(+1) adds nothing to
         # ⟨sign(x), x⟩ = ‖x‖₁.
-        scale = seg.abs().sum(dim=1, keepdim=True) / seg.shape[1]
-        return {"scale": scale, "negative": ~(seg >= 0)}
+        # One pass each, no temporaries: the L1 norm, and the sign bit (signbit(-0.0) is set, so -0.0
+        # travels as negative; any consistent rule for zeros keeps the error above).
+        scale = torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True) / seg.shape[1]
+        return {"scale": scale, "negative": torch.signbit(seg)}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
         scale = parts["scale"]

@@ -41,13 +41,18 @@ def _free_port() -> int:
 
 def spawn(argv: list[str], procs: int, grace_s: float) -> int:
     """Run ``python -m bench <argv>`` as ``procs`` ranks on this machine; the worst exit status."""
+    return launch_ranks([sys.executable, "-m", "bench", *argv], procs, grace_s)
+
+
+def launch_ranks(command: list[str], procs: int, grace_s: float) -> int:
+    """Run ``command`` as ``procs`` ranks with the rendezvous variables set; the worst exit status."""
     port = _free_port()
     children = []
     for rank in range(procs):
         env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(procs), "LOCAL_RANK": str(rank),
                "LOCAL_WORLD_SIZE": str(procs), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
                CHILD_FLAG: "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        children.append(subprocess.Popen([sys.executable, "-m", "bench", *argv], env=env))
+        children.append(subprocess.Popen(command, env=env))
     forwarded = []
 
     def forward(signum, _frame):

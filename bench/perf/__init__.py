@@ -1,0 +1,90 @@
+"""`bench perf`: the fixed benchmark set (see suite.py), a table, and results/perf/<name>.json."""
+from __future__ import annotations
+
+import json
+import os
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+import torch
+
+from . import suite
+from .timing import ratio_figure
+
+FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "round_n": 64, "round_d": 10**6,
+        "round_repeats": 5, "overhead_n": 64, "memory_n": 64}
+QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
+         "round_repeats": 2, "overhead_n": 8, "memory_n": 8}
+COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
+
+
+def machine(device: torch.device) -> dict:
+    info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
+            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": str(device)}
+    if device.type == "cuda":
+        info["gpu"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
+    figures: dict[str, dict] = {}
+    if "a" in only:
+        for n in sizes["procs_n"] + sizes["sim_only_n"]:
+            figures[f"a.sim_throughput_n{n}"] = suite.throughput_sim(n, sizes["steps"], sizes["repeats"], device)
+            progress(f"a  simulated n={n}: {figures[f'a.sim_throughput_n{n}']['median']:.0f} worker-steps/s")
+        if device == "cpu":
+            for n in sizes["procs_n"]:
+                figures[f"a.proc_throughput_n{n}"] = suite.throughput_processes(n, sizes["steps"], sizes["repeats"])
+                sim, proc = figures[f"a.sim_throughput_n{n}"], figures[f"a.proc_throughput_n{n}"]
+                figures[f"a.speedup_n{n}"] = ratio_figure(sim["values"], proc["values"], "x per-process", True,
+                                                          target=5.0 if n == 16 else None)
+                progress(f"a  {n} gloo processes: {proc['median']:.0f} worker-steps/s "
+                         f"(simulated {figures[f'a.speedup_n{n}']['median']:.1f}x faster)")
+    if "b" in only:
+        for spec in COMPRESSORS:
+            ratio, seconds = suite.communication_round(spec, sizes["round_n"], sizes["round_d"],
+                                                       sizes["round_repeats"], device)
+            figures[f"b.round_vs_copy_{spec}"] = ratio
+            figures[f"b.round_seconds_{spec}"] = seconds
+            progress(f"b  round {spec} n={sizes['round_n']} d={sizes['round_d']}: {seconds['median'] * 1e3:.1f} ms "
+                     f"= {ratio['median']:.2f}x one copy")
+    if "c" in only:
+        figures["c.overhead_choco_sign"] = suite.overhead(sizes["overhead_n"], sizes["steps"], sizes["repeats"], device)
+        progress(f"c  Choco-sign step / local SGD step at n={sizes['overhead_n']}: "
+                 f"{figures['c.overhead_choco_sign']['median']:.3f}x")
+    if "d" in only:
+        figures["d.peak_memory"] = suite.peak_memory(sizes["memory_n"], sizes["steps"], device)
+        progress(f"d  peak memory n={sizes['memory_n']}: {figures['d.peak_memory']['median']:.2f} GiB")
+    return figures
+
+
+def table(figures: dict) -> str:
+    lines = [f"{'figure':<34}{'min':>12}{'median':>12}{'max':>12}  unit (target)"]
+    for name, fig in figures.items():
+        target = fig.get("target")
+        mark = ""
+        if target is not None:
+            ok = fig["median"] >= target if fig["higher_is_better"] else fig["median"] <= target
+            mark = f" ({'<=' if not fig['higher_is_better'] else '>='} {target:g}: {'met' if ok else 'MISSED'})"
+        lines.append(f"{name:<34}{fig['min']:>12.4g}{fig['median']:>12.4g}{fig['max']:>12.4g}  {fig['unit']}{mark}")
+    return "\n".join(lines)
+
+
+def cmd_perf(args) -> int:
+    from ..run.setup import device_of
+
+    device = device_of(args.device)
+    sizes = QUICK if args.quick else FULL
+    only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d"}
+    figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print)
+    result = {"name": args.name, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              "machine": machine(device), "sizes": sizes, "figures": figures}
+    out = Path(args.out_dir) / f"{args.name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(json.dumps(result, indent=2))
+    os.replace(tmp, out)
+    print(table(figures))
+    print(f"wrote {out}")
+    return 0

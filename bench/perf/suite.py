@@ -1,0 +1,116 @@
+"""The fixed benchmark set of `bench perf` (targets in brackets):
+a. throughput of Choco-sign on a ring, mnist1d-mlp: simulated vs one gloo process per worker
+   (n = 4, 8, 16; simulated alone at n = 64) [simulated >= 5x per-process at n = 16];
+b. one communication round of Choco (compress + gossip + update) at n = 64, d = 10^6 against one
+   copy of the [n, d] float32 state [<= 8x for sign, top:0.01, qsgd:4];
+c. the step of Choco-sign against local SGD without communication at n = 64 [<= 1.25x];
+d. peak memory of n = 64 on mnist1d-mlp [< 2 GiB]."""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+
+import torch
+
+from ..run.config import resolve
+from ..run.setup import build, device_of
+from .timing import figure, ratio_figure, repeat
+
+TASK_SETTINGS = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign", "topology": "ring",
+                 "gamma": 0.5, "batch_size": 32, "lr": 0.05, "quiet": True}
+
+
+def _parts(n: int, device: str, **overrides):
+    cfg = resolve({}, {}, {**TASK_SETTINGS, "nodes": n, "device": device, **overrides})
+    return build(cfg, device_of(device))
+
+
+def _train_steps(parts, steps: int, communicate: bool = True) -> None:
+    task, algo = parts.task, parts.algo
+    batches = task.batches(0)
+    for _ in range(steps):
+        try:
+            batch = next(batches)
+        except StopIteration:
+            batches = task.batches(0)
+            batch = next(batches)
+        grads, _ = task.gradients(algo.x, batch)
+        if communicate:
+            algo.step(grads, 0.05)
+        else:
+            algo.x.sub_(grads, alpha=0.05)  # local SGD: the same gradient work, no compression, no gossip
+
+
+def throughput_sim(n: int, steps: int, repeats: int, device: str) -> dict:
+    parts = _parts(n, device)
+    times = repeat(lambda: _train_steps(parts, steps), repeats, torch.device(device))
+    return figure([n * steps / t for t in times], "worker-steps/s", True, "absolute")
+
+
+def throughput_processes(n: int, steps: int, repeats: int) -> dict:
+    """One gloo process per worker on this machine, the way the paper's code runs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "times.json")
+        from ..run.dist import launch_ranks
+
+        code = launch_ranks([sys.executable, "-m", "bench.perf.dist_worker", out, str(n), str(steps), str(repeats)],
+                            n, grace_s=60)
+        if code != 0:
+            raise RuntimeError(f"per-process benchmark with {n} processes failed (exit {code})")
+        with open(out) as handle:
+            times = json.load(handle)
+    return figure([n * steps / t for t in times], "worker-steps/s", True, "absolute")
+
+
+def communication_round(compressor: str, n: int, d: int, repeats: int, device: str) -> tuple[dict, dict]:
+    from ..algorithms import make_algorithm
+    from ..comm import SimulatedCommunicator
+    from ..compressors import make_compressor
+    from ..topology import make_topology
+
+    dev = torch.device(device)
+    gen = torch.Generator(device=dev).manual_seed(0)
+    x = torch.randn(n, d, generator=gen, device=dev)
+    algo = make_algorithm("choco", x, SimulatedCommunicator(make_topology("ring", n)),
+                          compressor=make_compressor(compressor, algorithm="choco"), options={"gamma": 0.5},
+                          generator=gen)
+    target = torch.empty_like(x)
+    rounds, copies = [], []
+    for _ in range(repeats):  # paired: each repeat times a round and a copy back to back
+        rounds += repeat(lambda: algo.step(None, 0.0), 1, dev, warmup=1 if not rounds else 0)
+        copies += repeat(lambda: target.copy_(x), 1, dev, warmup=1 if not copies else 0)
+    ratio = ratio_figure(rounds, copies, "x copy time", False, target=8.0)
+    return ratio, figure(rounds, "s", False, "absolute")
+
+
+def overhead(n: int, steps: int, repeats: int, device: str) -> dict:
+    choco, local = _parts(n, device), _parts(n, device, algorithm="dpsgd", compressor="none")
+    dev = torch.device(device)
+    with_comm, without = [], []
+    for _ in range(repeats):
+        with_comm += repeat(lambda: _train_steps(choco, steps), 1, dev, warmup=1 if not with_comm else 0)
+        without += repeat(lambda: _train_steps(local, steps, communicate=False), 1, dev,
+                          warmup=1 if not without else 0)
+    return ratio_figure(with_comm, without, "x local SGD step", False, target=1.25)
+
+
+def peak_memory(n: int, steps: int, device: str) -> dict:
+    """Peak memory of a fresh process running n workers (RSS on CPU, allocator peak on CUDA)."""
+    code = ("import resource, sys, torch\n"
+            "from bench.perf.suite import _parts, _train_steps\n"
+            f"p = _parts({n}, {device!r})\n"
+            f"_train_steps(p, {steps})\n"
+            f"peak = torch.cuda.max_memory_allocated() if {device!r}.startswith('cuda') else "
+            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
+            "print(peak)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    gib = int(done.stdout.strip().splitlines()[-1]) / 2**30
+    return figure([gib], "GiB", False, "absolute", target=2.0)
+
+
+def resources_note() -> dict:
+    return {"max_rss_self_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
