@@ -71,6 +71,15 @@ class Compressor:
         d_seg, each [w, count] (floats in seg's dtype); never views of seg."""
         raise NotImplementedError
 
+    def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """The fields ``wire_fields`` names, from a segment's parts (an operator may derive some lazily,
+        only when a message is really sent)."""
+        return parts
+
+    def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
+        """Write the segment's values into ``out``; operators override it to skip the temporary."""
+        out.copy_(self._decode_segment(parts, d))
+
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
         """The values [w, d] the parts stand for. Both compress (parts in the input dtype) and
         wire.decode (floats from float32, integers as int64) go through here, so they agree."""
@@ -97,12 +106,21 @@ class Compressor:
         x: torch.Tensor,
         generator: RandomSource = None,
         segments: Sequence[int] | None = None,
+        out: torch.Tensor | None = None,
     ) -> Message:
-        """``generator`` is a torch.Generator (all rows are local) or a RowStream (rows lo..hi)."""
+        """``generator`` is a torch.Generator (all rows are local) or a RowStream (rows lo..hi).
+        ``out`` (shaped like x) receives the values: a caller compressing every round reuses it
+        instead of allocating [w, d] each time; the message's parts may refer to x, so send the
+        message before changing x."""
         segments = _check_input(x, segments)
         parts = tuple(self._compress_segment(seg, generator) for seg in torch.split(x, segments, dim=1))
-        pieces = [self._decode_segment(p, d) for p, d in zip(parts, segments)]
-        values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+        if out is not None:
+            for p, d, piece in zip(parts, segments, torch.split(out, segments, dim=1)):
+                self._decode_segment_into(p, d, piece)
+            values = out
+        else:
+            pieces = [self._decode_segment(p, d) for p, d in zip(parts, segments)]
+            values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
 

@@ -38,12 +38,27 @@ class Sign(Compressor):
         # ⟨sign(x), x⟩ = ‖x‖₁.
         # One pass each, no temporaries: the L1 norm, and the sign bit (signbit(-0.0) is set, so -0.0
         # travels as negative; any consistent rule for zeros keeps the error above).
+        # The sign bits are only materialised when the message is encoded for the wire (wire_parts);
+        # locally the values are copysign(scale, x), which equals the decoding of those bits.
         scale = torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True) / seg.shape[1]
-        return {"scale": scale, "negative": torch.signbit(seg)}
+        return {"scale": scale, "sign_of": seg}
+
+    def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if "negative" in parts:
+            return parts
+        return {"scale": parts["scale"], "negative": torch.signbit(parts["sign_of"])}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
         scale = parts["scale"]
+        if "sign_of" in parts:
+            return torch.copysign(scale, parts["sign_of"])
         return torch.where(parts["negative"].bool(), -scale, scale)
+
+    def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
+        if "sign_of" in parts:
+            torch.copysign(parts["scale"], parts["sign_of"], out=out)
+        else:
+            out.copy_(self._decode_segment(parts, d))
 
     def wire_fields(self, d: int) -> tuple[WireField, ...]:
         return (WireField("scale", 1, 32, True), WireField("negative", d, 1, False))

@@ -90,6 +90,9 @@ class TopK(Compressor):
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
         return _scatter(parts["index"], parts["kept"], d)
 
+    def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
+        out.zero_().scatter_(1, parts["index"].long(), parts["kept"])
+
     def wire_fields(self, d: int) -> tuple[WireField, ...]:
         k = kept_count(self.fraction, d)
         index_bits = (d - 1).bit_length()  # ⌈log₂ d⌉ for d ≥ 1; a lone position needs none

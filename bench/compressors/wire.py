@@ -116,8 +116,10 @@ def encode(comp: Compressor, message: Message, segments: Sequence[int] | int) ->
         raise BenchError(f"message with d = {d} and {len(message.parts or ())} encoded segments does not "
                          f"match segments {segments}; encode a message from {comp.spec}.compress")
 
+    wire_parts = [comp.wire_parts(p) for p in message.parts]
+
     def part(j: int, field: WireField) -> torch.Tensor:
-        found = message.parts[j].get(field.name)
+        found = wire_parts[j].get(field.name)
         if found is None:
             raise BenchError(f"message lacks part {field.name!r} that {comp.spec} sends; was it made by another operator?")
         return found.reshape(rows, field.count)

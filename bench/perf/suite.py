@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -99,18 +98,20 @@ def overhead(n: int, steps: int, repeats: int, device: str) -> dict:
 
 
 def peak_memory(n: int, steps: int, device: str) -> dict:
-    """Peak memory of a fresh process running n workers (RSS on CPU, allocator peak on CUDA)."""
-    code = ("import resource, sys, torch\n"
+    """Peak memory of a fresh process running n workers: its resident-set high-water mark on CPU
+    (VmHWM: getrusage's ru_maxrss would carry over the parent's peak across exec), the allocator's
+    peak on CUDA."""
+    code = ("import torch\n"
             "from bench.perf.suite import _parts, _train_steps\n"
             f"p = _parts({n}, {device!r})\n"
             f"_train_steps(p, {steps})\n"
-            f"peak = torch.cuda.max_memory_allocated() if {device!r}.startswith('cuda') else "
-            "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024\n"
-            "print(peak)\n")
+            f"if {device!r}.startswith('cuda'):\n"
+            "    print(torch.cuda.max_memory_allocated())\n"
+            "else:\n"
+            "    hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0]\n"
+            "    print(int(hwm.split()[1]) * 1024)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     gib = int(done.stdout.strip().splitlines()[-1]) / 2**30
     return figure([gib], "GiB", False, "absolute", target=2.0)
 
 
-def resources_note() -> dict:
-    return {"max_rss_self_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20}
