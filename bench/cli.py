@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--name", default="latest", help="file name under --out-dir (default: latest)")
     f.add_argument("--out-dir", default="results/perf")
     f.add_argument("--device", default="cpu")
-    f.add_argument("--only", default=None, help="comma list of benchmark groups a,b,c,d (default: all)")
+    f.add_argument("--only", default=None, help="comma list of benchmark groups a,b,c,d,e (default: a-d, and e on CUDA)")
     f.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test of the benchmark itself)")
     f.add_argument("--quiet", action="store_true")
 

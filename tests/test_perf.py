@@ -29,7 +29,8 @@ def test_perf_json_has_every_group_with_spread_and_machine(perf_json):
     assert {"machine", "sizes", "figures"} <= set(result) and result["machine"]["torch"]
     figures = result["figures"]
     for name in ("a.sim_throughput_n4", "a.proc_throughput_n4", "a.speedup_n4", "b.round_vs_copy_sign",
-                 "b.round_vs_copy_top:0.01", "b.round_vs_copy_qsgd:4", "c.overhead_choco_sign", "d.peak_memory"):
+                 "b.round_vs_copy_top:0.01", "b.round_vs_copy_qsgd:4", "c.overhead_choco_sign", "d.peak_memory",
+                 "e.resnet20_vmap_speedup", "e.resnet20_vmap_s", "e.resnet20_loop_s"):
         fig = figures[name]
         assert fig["min"] <= fig["median"] <= fig["max"] and fig["repeats"] >= 1 and fig["unit"]
     assert figures["a.speedup_n4"]["kind"] == "ratio" and figures["b.round_vs_copy_sign"]["median"] > 1

@@ -13,9 +13,9 @@ from . import suite
 from .timing import ratio_figure
 
 FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "round_n": 64, "round_d": 10**6,
-        "round_repeats": 5, "overhead_n": 64, "memory_n": 64}
+        "round_repeats": 5, "overhead_n": 64, "memory_n": 64, "resnet_n": 64, "resnet_batch": 32}
 QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
-         "round_repeats": 2, "overhead_n": 8, "memory_n": 8}
+         "round_repeats": 2, "overhead_n": 8, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
 COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
 
 
@@ -53,6 +53,12 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
         figures["c.overhead_choco_sign"] = suite.overhead(sizes["overhead_n"], sizes["steps"], sizes["repeats"], device)
         progress(f"c  Choco-sign step / local SGD step at n={sizes['overhead_n']}: "
                  f"{figures['c.overhead_choco_sign']['median']:.3f}x")
+    if "e" in only:
+        speedup, fast, slow = suite.resnet_vectorised_vs_loop(sizes["resnet_n"], sizes["resnet_batch"],
+                                                               sizes["repeats"], device)
+        figures["e.resnet20_vmap_speedup"], figures["e.resnet20_vmap_s"], figures["e.resnet20_loop_s"] = speedup, fast, slow
+        progress(f"e  ResNet-20 gradients, n={sizes['resnet_n']}: vmap {fast['median']:.3f} s, loop "
+                 f"{slow['median']:.3f} s ({speedup['median']:.2f}x)")
     if "d" in only:
         figures["d.peak_memory"] = suite.peak_memory(sizes["memory_n"], sizes["steps"], device)
         progress(f"d  peak memory n={sizes['memory_n']}: {figures['d.peak_memory']['median']:.2f} GiB")
@@ -76,7 +82,9 @@ def cmd_perf(args) -> int:
 
     device = device_of(args.device)
     sizes = QUICK if args.quick else FULL
-    only = set(args.only.split(",")) if args.only else {"a", "b", "c", "d"}
+    # e (ResNet-20 at n = 64, vectorised vs loop) is GPU-sized: part of the default set on CUDA and --quick
+    default = {"a", "b", "c", "d"} | ({"e"} if device.type == "cuda" or args.quick else set())
+    only = set(args.only.split(",")) if args.only else default
     figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print)
     result = {"name": args.name, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(device), "sizes": sizes, "figures": figures}
