@@ -1,8 +1,6 @@
 """Consensus error of Choco-Gossip and exact gossip against rounds and against bits sent."""
 from __future__ import annotations
 
-import argparse
-import sys
 from pathlib import Path
 
 import matplotlib
@@ -40,21 +38,3 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     plt.close(fig)
     return paths
 
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis.figures.consensus")
-    p.add_argument("traces", nargs="+", type=Path, help="traces.csv files written by `bench consensus --out`")
-    p.add_argument("--out", type=Path, required=True, help="output path without suffix")
-    args = p.parse_args(argv)
-    missing = [str(t) for t in args.traces if not t.is_file()]
-    if missing:
-        print(f"error: no such traces file {missing[0]}", file=sys.stderr)
-        return 2
-    traces = pd.concat([pd.read_csv(t) for t in args.traces], ignore_index=True)
-    for path in plot_consensus(traces, args.out):
-        print(f"wrote {path}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 
 import numpy as np
 import torch
@@ -20,6 +19,7 @@ from ..compressors.wire import decode, encode
 from ..errors import BenchError
 from ..topology import Topology
 from .base import Communicator, Traffic
+from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
 
 
@@ -89,10 +89,7 @@ class DistributedCommunicator(Communicator):
     def _mix(self, gathered: torch.Tensor) -> torch.Tensor:
         key = (gathered.dtype, gathered.device)
         if key not in self._csr:
-            dense = torch.tensor(self._w_local, dtype=gathered.dtype, device=gathered.device)
-            with warnings.catch_warnings():  # CSR support is flagged beta; the product itself is tested
-                warnings.simplefilter("ignore", UserWarning)
-                self._csr[key] = dense.to_sparse_csr()
+            self._csr[key] = csr_like(self._w_local, gathered)
         return torch.sparse.mm(self._csr[key], gathered)
 
     # -- the Communicator interface ------------------------------------------------------

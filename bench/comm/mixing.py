@@ -40,6 +40,14 @@ def _circulant_shifts(W: np.ndarray, tol: float = 1e-14) -> list[_Shift] | None:
     return [_Shift(int(k), float(first[k])) for k in range(n) if first[k] != 0.0]
 
 
+def csr_like(matrix: np.ndarray, like: torch.Tensor) -> torch.Tensor:
+    """``matrix`` as a sparse CSR tensor with ``like``'s dtype and device."""
+    dense = torch.tensor(matrix, dtype=like.dtype, device=like.device)
+    with warnings.catch_warnings():  # CSR support is flagged beta; the products with it are tested
+        warnings.simplefilter("ignore", UserWarning)
+        return dense.to_sparse_csr()
+
+
 class Mixer:
     """Computes ``W @ x`` for ``x`` of shape ``[n, d]`` with the cheapest exact method for W."""
 
@@ -75,10 +83,7 @@ class Mixer:
     def _sparse(self, like: torch.Tensor) -> torch.Tensor:
         key = (like.dtype, like.device)
         if key not in self._csr:
-            dense = torch.tensor(self.W, dtype=like.dtype, device=like.device)
-            with warnings.catch_warnings():  # CSR support is flagged beta; the product itself is tested
-                warnings.simplefilter("ignore", UserWarning)
-                self._csr[key] = dense.to_sparse_csr()
+            self._csr[key] = csr_like(self.W, like)
         return self._csr[key]
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:

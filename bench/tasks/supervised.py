@@ -10,7 +10,6 @@ import torch.nn.functional as F
 
 from ..data import load_dataset
 from ..data.partition import WorkerBatches
-from ..errors import BenchError
 from ..models import make_model, no_weight_decay_mask, uses_batchnorm
 from .base import TASKS, Task, TaskSetup
 from .flat import FlatModel
