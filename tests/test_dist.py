@@ -67,11 +67,17 @@ def test_four_gloo_processes_reproduce_the_simulation(dist_runs, tmp_path, algor
     assert main(["run", *argv, "--out", str(tmp_path / "sim")]) == 0
     sim, dist = metrics(tmp_path / "sim"), metrics(dist_runs / f"{algorithm}-{compressor}")
     assert list(sim["step"]) == list(dist["step"])
+    # The runtimes add in different orders (shifted adds vs a sparse product, gradients of 4 rows vs 1), so
+    # x agrees to the last bits only. QSGD's stochastic rounding compares against those bits: a one-ulp
+    # difference can move one coordinate by one level, a small but not float-sized change.
+    rtol = 3e-2 if compressor.startswith("qsgd") else 1e-4
     for column in sim.columns:
         if column in TIMING:
             continue
-        pd.testing.assert_series_equal(sim[column], dist[column], rtol=1e-4, atol=1e-6, check_names=False,
+        pd.testing.assert_series_equal(sim[column], dist[column], rtol=rtol, atol=1e-6, check_names=False,
                                        obj=f"{algorithm}/{compressor} {column}")
+    # bits are exact whatever the runtime
+    assert list(sim["bits_per_worker"]) == list(dist["bits_per_worker"])
     info = json.loads((dist_runs / f"{algorithm}-{compressor}" / "run.json").read_text())
     assert info["status"] == "completed" and info["runtime"]["processes"] == 4
     assert info["runtime"]["measured_comm_s"] > 0 and info["runtime"]["predicted_comm_s"] > 0
