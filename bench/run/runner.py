@@ -154,7 +154,7 @@ class Loop:
             return flag
         return bool(self.p.comm.global_mean(torch.tensor([[float(flag)]], device=self.device)) > 0)
 
-    def step(self, batch, epoch: int) -> float:
+    def step(self, batch) -> float:
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
         tick = time.perf_counter()
@@ -191,7 +191,7 @@ class Loop:
                 if first == 0:
                     p.task.start_epoch(epoch)
                 for batch in itertools.islice(p.task.batches(epoch), first, None):
-                    loss = self.step(batch, epoch)
+                    loss = self.step(batch)
                     self.progress.step(self.epoch_now(), loss)
                     if p.task.has_gradient and not (loss <= cfg.divergence_loss):  # NaN compares False
                         status = "diverged"
@@ -222,7 +222,7 @@ class Loop:
             # a peer process died or timed out: stop with a clear line, keep what was measured
             self.progress.close()
             message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            self._finish("failed", {"error": f"rank {p.rank}: {message}"}, force=True)
+            self._finish("failed", {"error": f"rank {p.rank}: {message}"})
             print(f"bench: error: rank {p.rank} stopped at step {c.global_step}: {message}", file=sys.stderr)
             return 1
         finally:
@@ -239,12 +239,11 @@ class Loop:
                   file=sys.stderr)
         return 0
 
-    def _finish(self, status: str, extra: dict, force: bool = False) -> None:
+    def _finish(self, status: str, extra: dict) -> None:
+        """Rank 0 writes the metrics and run.json for the whole run; the other ranks only print."""
         c, p = self.counters, self.p
-        if not (self.writer or force):
+        if not self.writer:
             return
-        if status == "failed" and not self.writer:
-            return  # rank 0 reports the failure for the run; others only print
         write_metrics(self.out / "metrics.parquet", c.rows)
         record = {**self.record, "status": status, **extra}
         if c.rows:

@@ -30,10 +30,6 @@ class Parts:
     rank: int = 0
     world: int = 1
 
-    @property
-    def lo(self) -> int:
-        return self.task.setup.lo
-
 
 def device_of(name: str) -> torch.device:
     device = torch.device(name)

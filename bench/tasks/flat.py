@@ -34,12 +34,8 @@ class FlatModel:
             start += size
         return out
 
-    @torch.no_grad()
     def load(self, flat: torch.Tensor) -> None:
-        start = 0
-        for p, size in zip(self.params, self.segments):
-            p.copy_(flat[start:start + size].view_as(p))
-            start += size
+        _scatter_into(self.params, self.segments, flat)
 
     def grad(self) -> torch.Tensor:
         return torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in self.params])
@@ -49,13 +45,18 @@ class FlatModel:
             return torch.empty(0)
         return torch.cat([b.detach().reshape(-1) for b in self.buffers])
 
-    @torch.no_grad()
     def load_buffers(self, flat: torch.Tensor) -> None:
-        start = 0
-        for b, size in zip(self.buffers, self.buffer_segments):
-            b.copy_(flat[start:start + size].view_as(b))
-            start += size
+        _scatter_into(self.buffers, self.buffer_segments, flat)
 
     def decay_mask(self, skip: list[bool]) -> torch.Tensor:
         """1 where weight decay applies, 0 on parameters flagged in ``skip`` (BatchNorm)."""
         return torch.cat([torch.full((size,), 0.0 if s else 1.0) for size, s in zip(self.segments, skip)])
+
+
+@torch.no_grad()
+def _scatter_into(tensors: list[torch.Tensor], sizes: list[int], flat: torch.Tensor) -> None:
+    """Copy consecutive pieces of ``flat`` into ``tensors`` (in place, keeping their shapes)."""
+    start = 0
+    for t, size in zip(tensors, sizes):
+        t.copy_(flat[start:start + size].view_as(t))
+        start += size
