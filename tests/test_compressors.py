@@ -189,6 +189,29 @@ def test_topk_contracts_on_every_draw_and_keeps_the_largest():
         assert torch.equal(seg_out[kept], seg_x[kept])  # no rescaling
 
 
+def test_candidate_topk_selects_what_topk_selects_on_long_rows():
+    # Rows long enough for the CPU candidate path: Gaussian, heavy-tailed, one whose largest entries
+    # sit exactly on the probed positions (the probe's threshold is then too high: fallback), one with
+    # its mass away from them, and an all-zero row (every entry ties).
+    from bench.compressors.sparsify import _CANDIDATE_MIN_D, largest_indices
+
+    d, k = _CANDIDATE_MIN_D * 2, 300
+    g = gen(7)
+    rows = [torch.randn(d, generator=g), torch.randn(d, generator=g) ** 5]
+    on_probe = torch.rand(d, generator=g)
+    on_probe[:: d // 4096] += 10.0
+    off_probe = torch.rand(d, generator=g)
+    off_probe[1 :: d // 4096] += 10.0
+    rows += [on_probe, off_probe]
+    a = torch.stack(rows).abs()
+    got = largest_indices(a, k)
+    assert got.shape == (len(rows), k)
+    expected = a.topk(k, dim=1).indices
+    assert torch.equal(got.sort(1).values, expected.sort(1).values)
+    zeros = largest_indices(torch.zeros(2, d), k)
+    assert zeros.shape == (2, k) and all(len(set(r.tolist())) == k for r in zeros)
+
+
 def test_measure_delta():
     x = gaussian(4, 2000, seed=1)
     assert measure_delta(make_compressor("none"), x, gen(0)) == 1.0

@@ -77,21 +77,38 @@ class QSGD(Compressor):
         norm = torch.linalg.vector_norm(seg, dim=1, keepdim=True)
         # A zero row has level 0 everywhere; dividing by 1 instead of 0 keeps NaN out.
         safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
-        level = seg.abs() * (s / safe_norm)
-        low = level.floor()
+        # Three [w, d] buffers, every pass in place: level, its fractional part, the uniforms.
+        xi = torch.abs(seg).mul_(s / safe_norm)
+        frac = torch.frac(xi)
         uniform = draw_uniform(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
         # Round up with probability equal to the fractional part: E[ξ] = level. Rounding can
         # push a lone entry's level a hair above s; the clamp keeps ξ encodable in B bits.
-        xi = (low + (uniform < level - low).to(seg.dtype)).clamp_(max=s)
+        xi.sub_(frac).add_(uniform.lt_(frac)).clamp_(max=s)
         scale = norm / (s * self.tau(seg.shape[1])) if self.biased else norm / s
-        return {"scale": scale, "level": xi, "negative": seg < 0}
+        # The sign bits are materialised only when the message goes on a wire (wire_parts).
+        return {"scale": scale, "level": xi, "sign_of": seg}
+
+    def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        if "sign_of" not in parts:
+            return parts
+        sent = {key: value for key, value in parts.items() if key != "sign_of"}
+        return {**sent, "negative": torch.signbit(parts["sign_of"])}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
         # ±(ξ·scale) equals the textbook ξ·sign(x)·scale bit for bit: negation is exact and
-        # entries with x = 0 have ξ = 0.
+        # entries with x = 0 have ξ = 0 (their sign, and so that of the zero they decode to, is moot).
         scale = parts["scale"]
         magnitude = parts["level"].to(scale.dtype) * scale
+        if "sign_of" in parts:
+            return magnitude.copysign_(parts["sign_of"])
         return torch.where(parts["negative"].bool(), -magnitude, magnitude)
+
+    def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
+        if "sign_of" in parts:
+            torch.mul(parts["level"], parts["scale"], out=out)
+            out.copysign_(parts["sign_of"])
+        else:
+            out.copy_(self._decode_segment(parts, d))
 
     def wire_fields(self, d: int) -> tuple[WireField, ...]:
         return (WireField("scale", 1, 32, True), WireField("level", d, self.bits, False),

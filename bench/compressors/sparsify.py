@@ -64,6 +64,40 @@ def seeded_indices(seeds: torch.Tensor, d: int, k: int) -> torch.Tensor:
     return keys.topk(k, dim=1, sorted=False).indices.sort(dim=1).values
 
 
+# CPU top-k through candidates pays off only on long rows with few kept entries.
+_CANDIDATE_MIN_D, _CANDIDATE_MAX_FRACTION, _PROBES, _MARGIN = 1 << 16, 0.05, 4096, 2.0
+
+
+def largest_indices(a: torch.Tensor, k: int) -> torch.Tensor:
+    """Indices [w, k] of the k largest entries of each row of ``a`` (non-negative), unordered.
+
+    On CPU, ``torch.topk`` over a long row costs many times a pass over it. For long rows with a
+    small k we first find a threshold that leaves a few times k candidates (the order statistic of
+    an evenly spaced probe of each row), collect the entries at or above it in one pass, and run
+    topk over those only. The result is the same set topk gives (ties at the k-th value aside,
+    which topk breaks arbitrarily as well); a row whose probe left fewer than k candidates falls
+    back to the full topk."""
+    w, d = a.shape
+    if a.device.type != "cpu" or d < _CANDIDATE_MIN_D or k > _CANDIDATE_MAX_FRACTION * d:
+        return a.topk(k, dim=1, sorted=False).indices
+    probe = a[:, :: max(1, d // _PROBES)]
+    rank = max(1, int(probe.shape[1] * (1.0 - _MARGIN * k / d)))
+    threshold = probe.kthvalue(rank, dim=1, keepdim=True).values
+    flat = (a >= threshold).view(-1).nonzero().squeeze(1)  # row-major: each row's candidates together
+    rows = flat // d
+    counts = torch.bincount(rows, minlength=w)
+    if int(counts.min()) < k:
+        return a.topk(k, dim=1, sorted=False).indices
+    width = int(counts.max())
+    slot = rows * width + (torch.arange(flat.numel()) - (torch.cumsum(counts, 0) - counts)[rows])
+    values = torch.full((w * width,), -1.0, dtype=a.dtype)  # below every |x|: padding is never chosen
+    values[slot] = a.reshape(-1)[flat]
+    column = torch.zeros(w * width, dtype=torch.int64)
+    column[slot] = flat - rows * d
+    chosen = values.view(w, width).topk(k, dim=1, sorted=False).indices
+    return column.view(w, width).gather(1, chosen)
+
+
 @register
 @dataclass(frozen=True)
 class TopK(Compressor):
@@ -84,7 +118,7 @@ class TopK(Compressor):
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
-        index = seg.abs().topk(k, dim=1, sorted=False).indices
+        index = largest_indices(seg.abs(), k)
         return {"kept": seg.gather(1, index), "index": index}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
