@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The GPU numbers of the README, in one short session on a machine with a GPU (run from the repo root):
+#   1. `bench perf --device cuda` (groups a-e, e = ResNet-20 gradients at n = 64, vmap vs loop);
+#   2. group a on the machine's CPU cores (simulated vs one gloo process per worker, more cores than a laptop);
+#   3. a Choco-sign ResNet-20 run at n = 64 on the GPU, on synthetic files in CIFAR-10's on-disk format
+#      (the step time of the paper-sized model; accuracy means nothing on random images).
+# Results go to $OUT (default results/gpu). Missing packages (mnist1d) may be carried as wheels in .devwheels/.
+set -euo pipefail
+OUT=${OUT:-results/gpu}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 CHOCO_BENCH_CACHE=${CHOCO_BENCH_CACHE:-/tmp/choco-bench-cache}
+if ! python3 -c "import mnist1d" 2>/dev/null && ls .devwheels/*.whl >/dev/null 2>&1; then
+    python3 -m pip install --no-deps -q .devwheels/*.whl
+fi
+python3 -m pytest -q -p no:cacheprovider tests/test_run.py -k cuda 2>&1 | tail -n 3 | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$OUT/gpu.txt"
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" | tee -a "$OUT/gpu.txt"
+python3 -m bench perf --device cuda --name gpu-h200 --out-dir "$OUT" 2>&1 | tee "$OUT/perf-cuda.log"
+python3 -m bench perf --device cpu --only a --name cpu-a-$(nproc)core --out-dir "$OUT" 2>&1 | tee "$OUT/perf-cpu-a.log"
+DATA=$(mktemp -d)
+python3 - "$DATA" <<'PY'
+import pickle, sys
+from pathlib import Path
+import numpy as np
+folder = Path(sys.argv[1]) / "cifar-10-batches-py"
+folder.mkdir(parents=True)
+rng = np.random.default_rng(0)
+for name, count in [(f"data_batch_{i}", 4096) for i in range(1, 6)] + [("test_batch", 2048)]:
+    data = rng.integers(0, 256, size=(count, 3072), dtype=np.uint8)
+    labels = [int(v) for v in rng.integers(0, 10, size=count)]
+    with open(folder / name, "wb") as handle:
+        pickle.dump({b"data": data, b"labels": labels}, handle)
+PY
+python3 -m bench run --task cifar10-resnet20 --algorithm choco --compressor sign --topology ring --nodes 64 \
+    --epochs 2 --device cuda --set batch_size=32 --set gamma=0.5 --set "data_root=$DATA" \
+    --out "$DATA/run" 2>&1 | tail -n 20 | tee "$OUT/resnet20-n64.log"
+cp "$DATA/run/run.json" "$OUT/resnet20-n64-run.json"
+python3 - "$DATA/run" <<'PY' | tee -a "$OUT/resnet20-n64.log"
+import sys, pandas as pd
+m = pd.read_parquet(f"{sys.argv[1]}/metrics.parquet")
+print(m[["step", "epoch", "train_loss", "test_acc", "consensus_distance", "time_compute_s", "wall_s"]].to_string())
+PY
