@@ -17,6 +17,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/consensus.smk"
+include: "workflow/rules/tune.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/analysis.smk"
 

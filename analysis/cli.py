@@ -1,4 +1,4 @@
-"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|figures|report``.
+"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|figures|report|tune``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from analysis.load import load_runs
 from analysis.regress import DEFAULT_TOLERANCES, compare, compare_perf, make_baseline
 from analysis.summary import cell_summary, summarize
 
-DELEGATED = {"figures": "analysis.figures", "report": "analysis.report"}
+DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning"}
 
 
 class UsageError(Exception):

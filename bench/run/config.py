@@ -34,6 +34,7 @@ class RunConfig:
     lr_decay: float = 0.1  # factor at each milestone; per-epoch factor under exp
     batch_size: int = 32  # per worker
     data: str = "shuffle"  # shuffle | split | sorted | dirichlet:α
+    val_fraction: float = 0.0  # share of the training set held out as a validation set (tuning); 0: none
     momentum: float = 0.0  # heavy-ball μ of the shared local step
     nesterov: bool = False
     weight_decay: float = 0.0  # not applied to BatchNorm parameters
@@ -66,6 +67,9 @@ class RunConfig:
         d = self.to_dict()
         for key in ("quiet",):
             d.pop(key)
+        for key, default in _LATER_KEYS.items():  # runs made before a key existed keep their id
+            if d.get(key) == default:
+                d.pop(key)
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
     def run_id(self) -> str:
@@ -74,6 +78,8 @@ class RunConfig:
 
 
 KEYS = {f.name: f for f in fields(RunConfig)}
+# keys added after runs were first written, and the default that reproduces those runs
+_LATER_KEYS = {"val_fraction": 0.0}
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -182,6 +188,7 @@ def validate(cfg: RunConfig) -> None:
         (cfg.epochs > 0, f"epochs={cfg.epochs} must be > 0"),
         (cfg.lr >= 0, f"lr={cfg.lr} must be >= 0 (a negative learning rate climbs the loss)"),
         (cfg.batch_size >= 1, f"batch_size={cfg.batch_size} must be >= 1"),
+        (0 <= cfg.val_fraction < 1, f"val_fraction={cfg.val_fraction} must be in [0, 1)"),
         (cfg.lr_schedule in ("constant", "warmup-multistep", "exp"),
          f"lr_schedule={cfg.lr_schedule!r}; allowed: constant, warmup-multistep, exp"),
         (cfg.lr_decay > 0, f"lr_decay={cfg.lr_decay} must be > 0"),

@@ -47,6 +47,7 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
 
         rows = block_of(cfg.nodes, world, rank)
     task = make_task(cfg.task, TaskSetup(n_workers=cfg.nodes, batch_size=cfg.batch_size, data=cfg.data,
+                                         val_fraction=cfg.val_fraction,
                                          seed=cfg.seed, device=cfg.device, data_root=cfg.data_root,
                                          options=cfg.task_options, rows=rows))
     gamma, gamma_source = resolve_gamma(cfg, topology, compressor)

@@ -22,6 +22,7 @@ class TaskSetup:
     n_workers: int
     batch_size: int  # per worker
     data: str = "shuffle"  # shuffle | split | sorted | dirichlet:α
+    val_fraction: float = 0.0  # share of the training set held out for validation (never the test set)
     seed: int = 0
     device: str = "cpu"
     data_root: str | None = None
@@ -84,7 +85,8 @@ class Task(ABC):
     # -- evaluation ------------------------------------------------------------------------
     @abstractmethod
     def evaluate(self, flat: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
-        """Metrics of one model (a ``[d]`` vector) on the test set, plus ``train_loss``."""
+        """Metrics of one model (a ``[d]`` vector) on the test set, plus ``train_loss`` (and ``val_*``
+        on the validation split when the task was built with ``val_fraction > 0``)."""
 
     def averaged_buffers(self) -> torch.Tensor | None:
         """Non-trained state (BatchNorm statistics) for the averaged model, or None."""

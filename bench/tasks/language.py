@@ -106,8 +106,12 @@ class LanguageTask(Task):
         self.model.eval()
         test_loss, test_acc = self._score(self.data.test)
         train_loss, _ = self._score(self.data.train[: int(self.options["train_eval_tokens"])])
-        return {"test_loss": test_loss, "test_acc": test_acc, "test_ppl": math.exp(min(test_loss, 700.0)),
-                "train_loss": train_loss}
+        out = {"test_loss": test_loss, "test_acc": test_acc, "test_ppl": math.exp(min(test_loss, 700.0)),
+               "train_loss": train_loss}
+        if self.setup.val_fraction > 0:  # WikiText-2 ships its own validation text: tuning reads that
+            val_loss, val_acc = self._score(self.data.valid)
+            out.update(val_loss=val_loss, val_acc=val_acc, val_ppl=math.exp(min(val_loss, 700.0)))
+        return out
 
     def state_dict(self) -> dict:
         return {"hidden": [list(h) for h in self.hidden] if self.hidden is not None else None}

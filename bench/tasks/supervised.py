@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data import load_dataset
+from ..errors import BenchError
 from ..data.partition import WorkerBatches
 from ..models import make_model, no_weight_decay_mask, uses_batchnorm
 from .base import TASKS, Task, TaskSetup
@@ -16,6 +17,17 @@ from .flat import FlatModel
 from .gradients import loop_gradients, vmap_gradients
 
 TRAIN_EVAL_SAMPLES = 5000  # training loss of a model is measured on this many fixed samples
+VALIDATION_SEED = 0x7A11D  # the validation split is the same for every run seed, method and trial
+
+
+def validation_split(size: int, fraction: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """(train, validation) indices of a training set of ``size``: a fixed random ``fraction`` held
+    out (at least one example, at least one left to train on), both sorted."""
+    held = max(1, round(fraction * size))
+    if held >= size:
+        raise BenchError(f"val_fraction={fraction} holds out all {size} training examples; use a smaller fraction")
+    order = torch.randperm(size, generator=torch.Generator().manual_seed(VALIDATION_SEED))
+    return order[held:].sort().values, order[:held].sort().values
 
 
 def _seed_from(*parts: int) -> int:
@@ -46,6 +58,16 @@ class SupervisedTask(Task):
         self.d, self.segments = self.flat.d, self.flat.segments
         self.lazy = not hasattr(self.data, "train_x")
         train_y = self.data.train.targets if self.lazy else self.data.train_y
+        self.has_validation = setup.val_fraction > 0
+        if self.has_validation:
+            if self.lazy:
+                raise BenchError(f"val_fraction needs a data set held in memory; {self.name} reads its images "
+                                 "from disk (hold out a folder of images instead)")
+            keep, held = validation_split(len(train_y), setup.val_fraction)
+            self.val_x, self.val_y = self.data.train_x[held].to(self.device), self.data.train_y[held].to(self.device)
+            train_x, train_y = self.data.train_x[keep], self.data.train_y[keep]
+        elif not self.lazy:
+            train_x = self.data.train_x
         self.train_size = len(train_y)
         self.test_size = len(self.data.test) if self.lazy else len(self.data.test_y)
         self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
@@ -54,7 +76,7 @@ class SupervisedTask(Task):
         self.buffers = (self.flat.get_buffers().to(self.device).repeat(setup.local_workers, 1)
                         if self.flat.nb else None)
         if not self.lazy:
-            self.train_x, self.train_y = self.data.train_x.to(self.device), self.data.train_y.to(self.device)
+            self.train_x, self.train_y = train_x.to(self.device), train_y.to(self.device)
             self.test_x, self.test_y = self.data.test_x.to(self.device), self.data.test_y.to(self.device)
             gen = torch.Generator().manual_seed(setup.seed)
             self.train_eval_idx = torch.randperm(self.train_size, generator=gen)[:TRAIN_EVAL_SAMPLES].to(self.device)
@@ -159,6 +181,9 @@ class SupervisedTask(Task):
         self.model.eval()
         test_loss, test_acc, _ = self._score(self._test_chunks(), flat)
         out = {"test_loss": test_loss, "test_acc": test_acc if self.loss_kind != "mse" else math.nan}
+        if self.has_validation:
+            val_loss, val_acc, _ = self._score(self._chunks(self.val_x, self.val_y), flat)
+            out.update(val_loss=val_loss, val_acc=val_acc if self.loss_kind != "mse" else math.nan)
         if not self.lazy:
             idx = self.train_eval_idx
             out["train_loss"] = self._score(self._chunks(self.train_x[idx], self.train_y[idx]), flat)[0]
@@ -227,6 +252,8 @@ class SyntheticTask(SupervisedTask):
 
     def evaluate(self, flat: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
         out = super().evaluate(flat, buffers)
+        if self.has_validation:  # f* is the optimum of the full training set, not of what is left of it
+            return out
         self.flat.load(flat)
         full, _, _ = self._score(self._chunks(self.train_x, self.train_y), flat)
         out["train_subopt"] = full - self.data.optimum_loss

@@ -25,6 +25,7 @@ rule figure:
     input:
         summary=rules.summarize.output.csv if RUNS else [],
         traces=consensus_traces(),
+        tuned=[f"{OUT}/tuned.csv"] if TUNED_CELLS else [],
     output:
         png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures"),
         pdf=f"{OUT}/figures/{{figure}}.pdf",

@@ -65,6 +65,61 @@ for _name, _block in config.get("blocks", {}).items():
             _SEEN[_key] = _cell
             CELLS[_cell] = _settings
 RUNS = {f"{cell}_s{seed}": {**settings, "seed": seed} for cell, settings in CELLS.items() for seed in SEEDS}
+RUN_CELL = {f"{cell}_s{seed}": cell for cell in CELLS for seed in SEEDS}
+
+# -- tuning: a grid per cell on a validation split, its winner feeds the cell's final runs ----------
+TUNE = config.get("tune") or {}
+TUNE_GRID = {key: list(values) for key, values in TUNE.get("grid", {}).items()}
+
+
+def tuned_keys(settings):
+    """The grid's knobs this cell searches: those its block does not fix by hand, and γ only for
+    Choco with a compressor (exact gossip needs none)."""
+    keys = []
+    for key in sorted(TUNE_GRID):
+        if key in settings:
+            continue
+        if key == "gamma" and (settings["algorithm"] != "choco" or settings["compressor"] == "none"):
+            continue
+        keys.append(key)
+    return keys
+
+
+def trial_epochs(settings):
+    epochs = float({**DEFAULTS, **settings}.get("epochs", 10))
+    return TUNE["epochs"] if "epochs" in TUNE else max(epochs * TUNE.get("budget", 0.25), 0.5)
+
+
+def trials(cell):
+    """name -> settings of every tuning trial of ``cell``: grid point x tuning seed."""
+    settings = CELLS[cell]
+    keys = tuned_keys(settings)
+    out = {}
+    for values in itertools.product(*(TUNE_GRID[k] for k in keys)):
+        point = dict(zip(keys, values))
+        name = "_".join(f"{k}={safe(v)}" for k, v in point.items()) or "default"
+        for seed in TUNE.get("seeds", [0]):
+            out[f"{name}_s{seed}"] = {**settings, **point, "seed": seed, "epochs": trial_epochs(settings),
+                                      "val_fraction": TUNE.get("val_fraction", 0.1), "eval_local_workers": 0}
+    return out
+
+
+TUNED_CELLS = {cell: tuned_keys(settings) for cell, settings in CELLS.items()} if TUNE_GRID else {}
+TUNED_CELLS = {cell: keys for cell, keys in TUNED_CELLS.items() if keys}
+
+
+def tune_marker(cell):
+    return f"{OUT}/.tune/{cell}.done"
+
+
+def tuned_values(cell):
+    """The YAML of a tuned cell's chosen values (empty for a cell that is not tuned)."""
+    return [f"{OUT}/tuned/{cell}.yaml"] if cell in TUNED_CELLS else []
+
+
+def tuned_flag(cell):
+    """`--config <the cell's tuned values>` for a tuned cell, nothing otherwise."""
+    return " ".join(f"--config {path}" for path in tuned_values(cell))
 
 
 def launcher(settings):
@@ -80,9 +135,10 @@ def processes(settings):
     return int(merged.get("procs") or merged["nodes"]) if merged.get("backend") == "dist" else 1
 
 
-def run_args(settings):
-    """The `bench run` command line of one run: task, defaults, then the run's own settings."""
-    merged = {**DEFAULTS, **settings}
+def run_args(settings, tuned=()):
+    """The `bench run` command line of one run: task, defaults, then the run's own settings. The
+    ``tuned`` knobs are left out: they come from the cell's tuned YAML (`--config`)."""
+    merged = {k: v for k, v in {**DEFAULTS, **settings}.items() if k not in tuned}
     flags = [f"--task {TASK}"]
     for key in ("algorithm", "compressor", "topology", "nodes", "seed", "epochs"):
         if key in merged:
@@ -103,6 +159,13 @@ def _yaml(value):
 
 def resources_of(settings, key):
     return TASK_RESOURCES.get(TASK, DEFAULT_RESOURCES)[key]
+
+
+RUN_RESOURCES = dict(
+    mem_mb=lambda wc: resources_of(None, "mem_mb"),
+    runtime=lambda wc: resources_of(None, "runtime"),
+    gpu=lambda wc: resources_of(None, "gpus"),
+)
 
 
 CONSENSUS_METHODS = {safe(m): m for m in config.get("consensus", {}).get("methods", [])}
@@ -132,6 +195,8 @@ FIGURES = config.get("figures", [])
 
 def all_targets():
     targets = []
+    if TUNED_CELLS:
+        targets += [f"{OUT}/tuned.csv"]
     if RUNS:
         targets += [f"{OUT}/summary.csv", f"{OUT}/report.md"]
     if CONSENSUS_METHODS:

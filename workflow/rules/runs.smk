@@ -2,24 +2,22 @@
 # A run directory that is interrupted keeps its checkpoint, so a restarted pipeline resumes it.
 # Runs with backend: dist are launched with torchrun and reserve one core per process.
 
-RUN_RESOURCES = dict(
-    mem_mb=lambda wc: resources_of(None, "mem_mb"),
-    runtime=lambda wc: resources_of(None, "runtime"),
-    gpu=lambda wc: resources_of(None, "gpus"),
-)
 
 if config.get("group_seeds", False):
 
     rule run_cell:
         # The marker is the only declared output: the run directories are never deleted by Snakemake,
         # so a cell interrupted after some seeds keeps them and `bench run` skips what is finished.
+        input:
+            lambda wc: tuned_values(wc.cell),
         output:
             touch(cell_marker("{cell}")),
         log:
             f"logs/{STUDY}/runs/{{cell}}.log",
         params:
             commands=lambda wc: " && ".join(
-                f"{launcher(CELLS[wc.cell])} {run_args(RUNS[f'{wc.cell}_s{seed}'])} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
+                f"{launcher(CELLS[wc.cell])} {run_args(RUNS[f'{wc.cell}_s{seed}'], TUNED_CELLS.get(wc.cell, ()))} "
+                f"{tuned_flag(wc.cell)} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
                 for seed in SEEDS
             ),
         threads: lambda wc: processes(CELLS[wc.cell])
@@ -33,13 +31,16 @@ if config.get("group_seeds", False):
 else:
 
     rule run:
+        input:
+            lambda wc: tuned_values(RUN_CELL[wc.run]),
         output:
             run_outputs("{run}"),
         log:
             f"logs/{STUDY}/runs/{{run}}.log",
         params:
             launch=lambda wc: launcher(RUNS[wc.run]),
-            args=lambda wc: run_args(RUNS[wc.run]),
+            args=lambda wc: run_args(RUNS[wc.run], TUNED_CELLS.get(RUN_CELL[wc.run], ())),
+            tuned=lambda wc: tuned_flag(RUN_CELL[wc.run]),
             out=lambda wc: f"{OUT}/runs/{wc.run}",
         threads: lambda wc: processes(RUNS[wc.run])
         resources:
@@ -47,4 +48,4 @@ else:
         conda:
             "../envs/bench.yaml"
         shell:
-            "{params.launch} {params.args} --quiet --out {params.out} > {log} 2>&1"
+            "{params.launch} {params.args} {params.tuned} --quiet --out {params.out} > {log} 2>&1"

@@ -1,0 +1,116 @@
+"""How forgiving each method is: final validation accuracy of the tuning trials against the learning
+rate (every method) and against the consensus step γ (Choco), each curve a slice through the cell's
+selected point (the other knobs held at their tuned values)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import seaborn as sns  # noqa: E402
+
+from analysis.figures import method_sort_key, save_figure, with_methods  # noqa: E402
+
+KNOBS = ("lr", "weight_decay", "gamma", "momentum")
+AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
+
+
+def _close(a, b) -> bool:
+    return (pd.isna(a) and pd.isna(b)) or (pd.notna(a) and pd.notna(b) and np.isclose(float(a), float(b)))
+
+
+def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
+    """One row per (method, value of ``knob``) along the slice through each cell's selected trial:
+    the mean/min/max of the criterion over tuning seeds, the seeds that diverged, and whether it is
+    the selected value. Cells whose grid does not vary ``knob`` are left out."""
+    rows = []
+    for cell, g in trials.groupby("cell", sort=False):
+        chosen = g[g["selected"].astype(bool)]
+        if chosen.empty or g[knob].nunique(dropna=True) < 2:
+            continue
+        best = chosen.iloc[0]
+        column = best["criterion"]
+        others = [k for k in KNOBS if k != knob and k in g]
+        along = g[[all(_close(r[k], best[k]) for k in others) for _, r in g.iterrows()]]
+        for value, h in along.groupby(knob):
+            ok = h[h["status"] == "completed"][column].dropna()
+            rows.append({"cell": cell, "method": best["method"], "value": float(value), "criterion": column,
+                         "mean": ok.mean() if len(ok) else np.nan, "low": ok.min() if len(ok) else np.nan,
+                         "high": ok.max() if len(ok) else np.nan, "trials": len(h),
+                         "diverged": int((h["status"] == "diverged").sum()),
+                         "selected": _close(value, best[knob])})
+    return pd.DataFrame(rows, columns=["cell", "method", "value", "criterion", "mean", "low", "high", "trials",
+                                       "diverged", "selected"])
+
+
+def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
+    percent = table["criterion"].iloc[0] == "val_acc"
+    scale = 100.0 if percent else 1.0
+    floor = np.nanmin(table["low"]) * scale if table["low"].notna().any() else 0.0
+    for (cell, method), g in table.groupby(["cell", "method"], sort=False):
+        g = g.sort_values("value")
+        color = colors[method]
+        ax.plot(g["value"], g["mean"] * scale, marker="o", color=color, linewidth=1.6, label=method)
+        spread = g.dropna(subset=["low"])
+        if (spread["high"] > spread["low"]).any():
+            ax.fill_between(spread["value"], spread["low"] * scale, spread["high"] * scale, color=color, alpha=0.15)
+        for _, r in g[g["selected"]].iterrows():
+            ax.plot(r["value"], r["mean"] * scale, marker="*", markersize=15, color=color,
+                    markeredgecolor="black", zorder=5)
+        for _, r in g[g["diverged"] > 0].iterrows():
+            # diverged trials have no accuracy: drawn below the lowest value, not dropped
+            ax.plot(r["value"], floor - 2 if percent else floor * 0.9, marker="x", markersize=9,
+                    markeredgewidth=2, color=color)
+    ax.set_xscale("log")
+    ax.set_xlabel(AXIS_LABELS.get(knob, knob))
+    column = table["criterion"].iloc[0]
+    ax.set_ylabel({"val_acc": "final validation accuracy (%)", "val_ppl": "final validation perplexity"}
+                  .get(column, f"final {column}"))
+    ax.legend(fontsize=8, loc="best")
+
+
+def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
+    """``trials``: tuned.csv rows (cell, algorithm, compressor, status, the knobs, criterion columns,
+    criterion, selected)."""
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    trials = with_methods(trials)
+    panels = [(k, sensitivity_slice(trials, k)) for k in ("lr", "gamma")]
+    panels = [(k, t) for k, t in panels if len(t)]
+    methods = sorted(trials["method"].unique(), key=method_sort_key)
+    colors = dict(zip(methods, sns.color_palette("tab10", len(methods))))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 4.4), squeeze=False)
+    for ax, (knob, table) in zip(axes.flat, panels):
+        _panel(ax, table, knob, colors)
+        ax.set_title({"lr": "against the learning rate", "gamma": "against γ (Choco)"}[knob])
+    fig.suptitle(title or "Sensitivity to the tuned hyper-parameters")
+    fig.tight_layout()
+    return save_figure(fig, out_stem)
+
+
+def draw(run_dir: Path, points, summary, out_stem: Path):
+    path = Path(run_dir) / "tuned.csv"
+    if not path.is_file():
+        return f"no {path} (a study with a `tune:` grid writes it)"
+    trials = pd.read_csv(path)
+    if trials.empty or not trials["selected"].astype(bool).any():
+        return f"{path} has no selected trial"
+    varied = [k for k in ("lr", "gamma") if not sensitivity_slice(with_methods(trials), k).empty]
+    if not varied:
+        return "the tuning grid varies neither the learning rate nor γ"
+    task = ", ".join(sorted(trials["task"].astype(str).unique()))
+    paths = plot_sensitivity(trials, out_stem, title=f"Sensitivity to the tuned hyper-parameters ({task})")
+    budget = trials["epochs"].median()
+    seeds = trials.groupby(["cell"] + [k for k in KNOBS if k in trials]).size().max()
+    caption = (f"Tuning trials of {task} ({len(trials)} trials, {trials['cell'].nunique()} cells, "
+               f"{budget:g} epochs each, {seeds} seed(s) per grid point): final validation "
+               f"{'accuracy' if trials['criterion'].dropna().eq('val_acc').all() else 'metric'} on a split held "
+               "out of the training set (never the test set) against the learning rate (left) and against "
+               "Choco's consensus step γ (right, Choco with a compressor only). Each curve is a slice through the "
+               "cell's selected trial (★): the other tuned knobs stay at their selected values; shading spans the "
+               "tuning seeds; × marks diverged trials. A flat curve is a forgiving method; the paper tuned every "
+               "method's learning rate and γ on such grids before comparing them.")
+    return paths, caption

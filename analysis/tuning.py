@@ -1,0 +1,171 @@
+"""Hyper-parameter selection from a study's tuning trials.
+
+A tuning trial is an ordinary run directory (run.json + metrics.parquet) under
+``results/<study>/tune/<cell>/<trial>/``, trained on the training split minus a validation split
+(``val_fraction``) for a fraction of the final epochs. The selection reads only the validation
+metrics, never the test set: the best final validation accuracy (lower validation perplexity for
+language models, lower validation loss where there is no accuracy), ties broken by the lower
+validation loss. Diverged trials are kept in the table and never selected.
+
+``python -m analysis tune select CELL_DIR --out best.yaml``: the chosen values of one cell.
+``python -m analysis tune table STUDY_DIR``: every trial of every cell, ``STUDY_DIR/tuned.csv``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+# the knobs a tuning grid may search (each a `bench run` setting)
+TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
+COLUMNS = ["cell", "trial", "status", "task", "algorithm", "compressor", "topology", "nodes", "data",
+           "lr", "weight_decay", "gamma", "momentum", "epochs", "val_fraction", "criterion",
+           "val_acc", "val_ppl", "val_loss", "selected"]
+
+
+class SelectionError(Exception):
+    """Nothing to select from: reported as one line, exit status 2."""
+
+
+def _num(value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def read_trial(path: Path) -> dict | None:
+    """One trial's row, or None when its files are missing or unreadable (an unfinished trial)."""
+    try:
+        record = json.loads((path / "run.json").read_text())
+        metrics = pd.read_parquet(path / "metrics.parquet")
+    except Exception:  # missing, truncated or foreign files: the trial is not there yet
+        return None
+    cfg = record.get("config", {})
+    last = metrics.iloc[-1] if len(metrics) else pd.Series(dtype=float)
+    gamma = (record.get("gamma") or {}).get("value")
+    return {
+        "cell": path.parent.name, "trial": path.name, "status": record.get("status", "unknown"),
+        **{k: cfg.get(k) for k in ("task", "algorithm", "compressor", "topology", "nodes", "data")},
+        "lr": _num(cfg.get("lr")), "weight_decay": _num(cfg.get("weight_decay")),
+        "gamma": _num(gamma), "momentum": _num(cfg.get("momentum")), "epochs": _num(cfg.get("epochs")),
+        "val_fraction": _num(cfg.get("val_fraction")),
+        **{k: _num(last.get(k)) for k in ("val_acc", "val_ppl", "val_loss")},
+    }
+
+
+def read_trials(cell_dir: Path) -> pd.DataFrame:
+    rows = [row for p in sorted(Path(cell_dir).iterdir()) if p.is_dir() and (row := read_trial(p))]
+    return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("criterion", "selected")])
+
+
+def criterion(trials: pd.DataFrame) -> tuple[str, bool]:
+    """(column, higher is better) the selection ranks by."""
+    for column, higher in (("val_acc", True), ("val_ppl", False), ("val_loss", False)):
+        if column in trials and trials[column].notna().any():
+            return column, higher
+    raise SelectionError("no trial has a validation metric (val_acc, val_ppl or val_loss): were the trials "
+                         "run with val_fraction > 0?")
+
+
+def select(trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` of one cell with ``criterion`` and ``selected`` (exactly one True) added."""
+    if trials.empty:
+        raise SelectionError("no finished trials to select from")
+    column, higher = criterion(trials)
+    out = trials.assign(criterion=column, selected=False)
+    ok = out[(out["status"] == "completed") & out[column].notna()]
+    if ok.empty:
+        raise SelectionError(f"every one of the {len(out)} trials diverged or failed; widen the grid "
+                             "towards smaller learning rates")
+    key = ok[column] if higher else -ok[column]
+    best = ok.assign(_key=key, _loss=ok["val_loss"].fillna(math.inf)).sort_values(
+        ["_key", "_loss", "trial"], ascending=[False, True, True], kind="stable").index[0]
+    out.loc[best, "selected"] = True
+    return out
+
+
+def chosen_values(trials: pd.DataFrame, keys: list[str]) -> dict:
+    """The selected trial's values of ``keys`` (the searched knobs), as plain numbers."""
+    row = trials[trials["selected"]].iloc[0]
+    return {k: float(row[k]) for k in keys if k in row and pd.notna(row[k])}
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
+    os.replace(tmp, path)
+
+
+def cmd_select(args) -> int:
+    cell_dir = Path(args.cell_dir)
+    if not cell_dir.is_dir():
+        raise SelectionError(f"tuning directory not found: {cell_dir}")
+    trials = select(read_trials(cell_dir))
+    keys = args.keys or [k for k in TUNABLE if trials[k].nunique(dropna=True) > 1]
+    values = chosen_values(trials, keys)
+    best = trials[trials["selected"]].iloc[0]
+    note = (f"# tuned on {len(trials)} trials of {cell_dir.name}: best {best['criterion']} = "
+            f"{best[best['criterion']]:.4g} (trial {best['trial']})\n")
+    _atomic_write(Path(args.out), note + yaml.safe_dump(values, sort_keys=True))
+    print(f"{cell_dir.name}: {values} ({best['criterion']} {best[best['criterion']]:.4g}) -> {args.out}")
+    return 0
+
+
+def study_table(study_dir: Path) -> pd.DataFrame:
+    """Every trial of every cell under ``study_dir/tune``, with the selection marked."""
+    tune = Path(study_dir) / "tune"
+    if not tune.is_dir():
+        raise SelectionError(f"no tuning trials: {tune} does not exist")
+    frames = []
+    for cell_dir in sorted(p for p in tune.iterdir() if p.is_dir()):
+        trials = read_trials(cell_dir)
+        if len(trials):
+            try:
+                frames.append(select(trials))
+            except SelectionError:  # all diverged: still reported, nothing selected
+                frames.append(trials.assign(criterion=None, selected=False))
+    if not frames:
+        raise SelectionError(f"no finished trials under {tune}")
+    return pd.concat(frames, ignore_index=True)[COLUMNS]
+
+
+def cmd_table(args) -> int:
+    table = study_table(Path(args.study_dir))
+    out = Path(args.study_dir) / "tuned.csv"
+    _atomic_write(out, table.to_csv(index=False))
+    chosen = table[table["selected"]]
+    print(f"{len(table)} trials of {table['cell'].nunique()} cells ({len(chosen)} selected) -> {out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m analysis tune", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("select", help="the chosen values of one cell's trials, as YAML")
+    p.add_argument("cell_dir")
+    p.add_argument("--out", required=True)
+    p.add_argument("--keys", nargs="+", choices=TUNABLE, help="knobs to write (default: those that vary)")
+    p.set_defaults(run=cmd_select)
+    p = sub.add_parser("table", help="STUDY_DIR/tuned.csv of every trial")
+    p.add_argument("study_dir")
+    p.set_defaults(run=cmd_table)
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except SelectionError as err:
+        print(f"analysis tune: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
