@@ -1,0 +1,177 @@
+"""The tuning stage: the validation split, the selection rule, the sensitivity slices, and a tuned
+study end to end through the pipeline."""
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+import yaml
+
+from analysis.figures.sensitivity import plot_sensitivity, sensitivity_slice
+from analysis.tuning import SelectionError, select, study_table
+from analysis.tuning import main as tune_main
+from bench.cli import main as bench_main
+from bench.run.config import RunConfig
+from bench.tasks import TaskSetup, make_task
+from bench.tasks.supervised import validation_split
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"n_train": 200, "n_test": 50}
+
+
+# -- the validation split ----------------------------------------------------------------------
+def test_validation_split_is_disjoint_complete_and_fixed():
+    keep, held = validation_split(1000, 0.1)
+    assert len(held) == 100 and len(keep) == 900
+    assert set(keep.tolist()).isdisjoint(held.tolist())
+    assert sorted(keep.tolist() + held.tolist()) == list(range(1000))
+    again_keep, again_held = validation_split(1000, 0.1)
+    assert torch.equal(held, again_held) and torch.equal(keep, again_keep)
+    assert len(validation_split(10, 0.01)[1]) == 1  # at least one example held out
+
+
+def test_a_task_with_validation_trains_on_the_rest_and_reports_val_metrics():
+    plain = make_task("mnist1d-mlp", TaskSetup(n_workers=2, batch_size=10, seed=0, options=TINY))
+    tuned = make_task("mnist1d-mlp", TaskSetup(n_workers=2, batch_size=10, seed=3, val_fraction=0.25, options=TINY))
+    assert plain.train_size == 200 and tuned.train_size == 150
+    # the held-out examples are not among those trained on
+    train_rows = {tuple(r.tolist()) for r in tuned.train_x}
+    assert not any(tuple(r.tolist()) in train_rows for r in tuned.val_x)
+    # the validation examples come out of the training set, the test set is untouched
+    held = make_task("digits-mlp", TaskSetup(n_workers=2, batch_size=10, seed=3, val_fraction=0.25))
+    plain_digits = make_task("digits-mlp", TaskSetup(n_workers=2, batch_size=10, seed=3))
+    assert torch.equal(held.test_x, plain_digits.test_x)
+    assert held.train_size + len(held.val_y) == plain_digits.train_size
+    keep, out = validation_split(plain_digits.train_size, 0.25)
+    assert torch.equal(held.val_x, plain_digits.train_x[out]) and torch.equal(held.train_x, plain_digits.train_x[keep])
+    metrics = tuned.evaluate(tuned.init_params()[0])
+    assert {"val_loss", "val_acc", "test_acc"} <= set(metrics)
+    assert 0.0 <= metrics["val_acc"] <= 1.0 and math.isfinite(metrics["val_loss"])
+    assert "val_acc" not in plain.evaluate(plain.init_params()[0])
+
+
+def test_synthetic_task_with_validation_drops_the_suboptimality_it_could_not_measure():
+    task = make_task("lsq", TaskSetup(n_workers=2, batch_size=10, val_fraction=0.2))
+    metrics = task.evaluate(task.init_params()[0])
+    assert "val_loss" in metrics and math.isnan(metrics["val_acc"]) and "train_subopt" not in metrics
+
+
+def test_val_fraction_out_of_range_is_one_line_and_exit_2(tmp_path, capsys):
+    for bad in ("1", "-0.1"):
+        status = bench_main(["run", "--task", "lsq", "--nodes", "2", "--epochs", "1", "--set", f"val_fraction={bad}",
+                             "--out", str(tmp_path / bad)])
+        err = capsys.readouterr().err
+        assert status == 2 and "val_fraction" in err and len(err.strip().splitlines()) == 1
+        assert not (tmp_path / bad).exists()
+
+
+def test_runs_without_validation_keep_their_ids():
+    # val_fraction arrived after runs were written: at its default it leaves the fingerprint alone
+    cfg = RunConfig()
+    legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction")}
+    import hashlib
+
+    expected = hashlib.sha256(json.dumps(legacy, sort_keys=True, default=str).encode()).hexdigest()[:10]
+    assert cfg.fingerprint() == expected
+    assert RunConfig(val_fraction=0.1).fingerprint() != expected
+
+
+# -- the selection rule ------------------------------------------------------------------------
+def trials(rows):
+    base = {"cell": "c", "task": "t", "algorithm": "choco", "compressor": "sign", "topology": "ring", "nodes": 4,
+            "data": "shuffle", "weight_decay": 0.0, "gamma": 0.5, "momentum": 0.0, "epochs": 1.0,
+            "val_fraction": 0.1, "val_ppl": math.nan}
+    return pd.DataFrame([{**base, **r} for r in rows])
+
+
+def test_selection_takes_the_best_validation_accuracy_and_breaks_ties_by_loss():
+    table = select(trials([
+        {"trial": "a", "lr": 0.01, "status": "completed", "val_acc": 0.70, "val_loss": 0.9},
+        {"trial": "b", "lr": 0.10, "status": "completed", "val_acc": 0.80, "val_loss": 0.7},
+        {"trial": "c", "lr": 0.30, "status": "completed", "val_acc": 0.80, "val_loss": 0.6},
+        {"trial": "d", "lr": 3.00, "status": "diverged", "val_acc": 0.95, "val_loss": 1e9},
+    ]))
+    assert table["selected"].sum() == 1
+    assert table.loc[table["selected"], "trial"].item() == "c"  # d scored higher but diverged
+    assert set(table["criterion"]) == {"val_acc"}
+
+
+def test_selection_by_perplexity_or_loss_prefers_lower():
+    ppl = trials([{"trial": "a", "lr": 1, "status": "completed", "val_acc": math.nan, "val_ppl": 120.0, "val_loss": 4.8},
+                  {"trial": "b", "lr": 2, "status": "completed", "val_acc": math.nan, "val_ppl": 90.0, "val_loss": 4.5}])
+    assert select(ppl).loc[lambda t: t["selected"], "trial"].item() == "b"
+    loss = trials([{"trial": "a", "lr": 1, "status": "completed", "val_acc": math.nan, "val_loss": 0.3},
+                   {"trial": "b", "lr": 2, "status": "completed", "val_acc": math.nan, "val_loss": 0.2}])
+    assert select(loss).loc[lambda t: t["selected"], "trial"].item() == "b"
+
+
+def test_selection_refuses_when_every_trial_diverged():
+    with pytest.raises(SelectionError, match="diverged"):
+        select(trials([{"trial": "a", "lr": 9, "status": "diverged", "val_acc": 0.1, "val_loss": 1e9}]))
+
+
+def test_select_command_on_a_missing_directory_is_exit_2(tmp_path, capsys):
+    assert tune_main(["select", str(tmp_path / "nope"), "--out", str(tmp_path / "x.yaml")]) == 2
+    assert "not found" in capsys.readouterr().err
+    assert not (tmp_path / "x.yaml").exists()
+
+
+# -- sensitivity -------------------------------------------------------------------------------
+def test_sensitivity_slices_through_the_selected_point(tmp_path):
+    rows = []
+    for lr in (0.01, 0.1, 1.0):
+        for gamma in (0.1, 1.0):
+            acc = 0.5 + 0.2 * (lr == 0.1) + 0.1 * (gamma == 1.0)
+            rows.append({"trial": f"{lr}_{gamma}", "lr": lr, "gamma": gamma, "status": "completed",
+                         "val_acc": acc, "val_loss": 1 - acc})
+    rows[-1].update(status="diverged")  # lr 1, γ 1
+    table = select(trials(rows))
+    from analysis.figures import with_methods
+
+    by_lr = sensitivity_slice(with_methods(table), "lr")
+    # the slice holds γ at its selected value (1.0): three learning rates, the diverged one marked
+    assert by_lr["value"].tolist() == [0.01, 0.1, 1.0]
+    assert by_lr["mean"].iloc[:2].round(6).tolist() == [0.6, 0.8] and math.isnan(by_lr["mean"].iloc[2])
+    assert by_lr["diverged"].tolist() == [0, 0, 1] and by_lr["selected"].tolist() == [False, True, False]
+    by_gamma = sensitivity_slice(with_methods(table), "gamma")
+    assert by_gamma["mean"].round(6).tolist() == [0.7, 0.8]  # at lr = 0.1
+    paths = plot_sensitivity(table, tmp_path / "sensitivity")
+    assert all(p.stat().st_size > 0 for p in paths)
+
+
+# -- end to end --------------------------------------------------------------------------------
+def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(tmp_path):
+    env_path = f"{Path(sys.executable).parent}"
+    import os
+
+    env = {**os.environ, "PATH": f"{env_path}:{os.environ['PATH']}"}
+    proc = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "--cores", "2",
+                           "--configfile", str(ROOT / "config/test-tune.yaml"), "--directory", str(tmp_path)],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    study = tmp_path / "results" / "test-tune"
+    table = pd.read_csv(study / "tuned.csv")
+    assert sorted(table["cell"].unique()) == ["allreduce-none_ring4", "choco-sign_ring4"]  # dpsgd: lr by hand
+    assert len(table) == 2 + 4  # allreduce: 2 learning rates; choco: 2 learning rates x 2 γ
+    assert (table["val_fraction"] == 0.2).all()
+    diverged = table[table["lr"] == 500]
+    assert (diverged["status"] == "diverged").all() and not diverged["selected"].any()
+    assert table.groupby("cell")["selected"].sum().tolist() == [1, 1]
+    assert table.equals(study_table(study))
+    for cell in ("allreduce-none_ring4", "choco-sign_ring4"):
+        chosen = yaml.safe_load((study / "tuned" / f"{cell}.yaml").read_text())
+        best = table[(table["cell"] == cell) & table["selected"]].iloc[0]
+        assert chosen["lr"] == best["lr"]
+        for seed in (0, 1):
+            config = json.loads((study / "runs" / f"{cell}_s{seed}" / "run.json").read_text())["config"]
+            assert config["lr"] == chosen["lr"] and config["val_fraction"] == 0.0  # final runs: full training set
+            assert config["epochs"] == 2  # trials ran 0.5 x the epochs
+            if cell.startswith("choco"):
+                assert config["gamma"] == chosen["gamma"] == best["gamma"]
+    by_hand = json.loads((study / "runs" / "dpsgd-none_ring4_lr=0.2_s0" / "run.json").read_text())["config"]
+    assert by_hand["lr"] == 0.2 and not (study / "tuned" / "dpsgd-none_ring4_lr=0.2.yaml").exists()
+    assert (study / "figures" / "sensitivity.png").stat().st_size > 0
