@@ -163,6 +163,11 @@ def build_report(run_dir: Path) -> str:
             text = make(summary)
             if text:
                 out.append(f"## {title}\n\n{text}")
+    from analysis.tuning import tuning_markdown
+
+    tuning = tuning_markdown(run_dir)
+    if tuning:
+        out.append("## Tuning\n\n" + tuning)
     figures = figures_section(run_dir)
     out.append("## Figures\n\n" + (figures or "No figures yet (`python -m analysis figures DIR` draws them).\n"))
     return "\n".join(out)

@@ -139,6 +139,29 @@ def study_table(study_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
+def tuning_markdown(study_dir: Path) -> str | None:
+    """The report's section: per cell, the selected values, its validation score, and how many
+    trials ran and diverged; None when the study was not tuned."""
+    path = Path(study_dir) / "tuned.csv"
+    if not path.is_file():
+        return None
+    table = pd.read_csv(path)
+    rows = []
+    for cell, g in table.groupby("cell", sort=True):
+        best = g[g["selected"].astype(bool)]
+        knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
+        chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs) if len(best) else "nothing (all diverged)"
+        score = f"{best[best['criterion'].iloc[0]].iloc[0]:.4g}" if len(best) else "—"
+        rows.append(f"| {cell} | {chosen} | {score} | {len(g)} | {int((g['status'] == 'diverged').sum())} |")
+    criterion = ", ".join(sorted(table["criterion"].dropna().unique())) or "—"
+    epochs = table["epochs"].median()
+    head = (f"Each cell's grid ran {epochs:g} epochs per trial on the training set minus a "
+            f"{table['val_fraction'].median():g} validation split; the best final {criterion} was selected "
+            "(diverged trials never are) and the cell's final runs use it on the full training set. "
+            "All trials: `tuned.csv`.\n\n")
+    return head + "| cell | selected | " + criterion + " | trials | diverged |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+
+
 def cmd_table(args) -> int:
     table = study_table(Path(args.study_dir))
     out = Path(args.study_dir) / "tuned.csv"

@@ -55,6 +55,7 @@ class RunConfig:
     dist_timeout: float = 60.0  # dist: seconds a process waits for a dead peer before the run fails
     data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
     quiet: bool = False  # no progress output
+    recipe: str = "none"  # none | tuned: take lr, momentum, weight decay, γ, batch size from recipes.yaml
     task_options: dict[str, Any] = field(default_factory=dict)  # per-task knobs, e.g. hidden=[100, 100]
 
     def to_dict(self) -> dict[str, Any]:
@@ -79,7 +80,22 @@ class RunConfig:
 
 KEYS = {f.name: f for f in fields(RunConfig)}
 # keys added after runs were first written, and the default that reproduces those runs
-_LATER_KEYS = {"val_fraction": 0.0}
+_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none"}
+RECIPES = Path(__file__).with_name("recipes.yaml")  # tuned settings per task and method (see its header)
+
+
+def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
+    """The tuned settings of ``algorithm/compressor`` on ``task`` from recipes.yaml; one clear line
+    naming what exists when there is no such entry."""
+    recipes = yaml.safe_load(RECIPES.read_text()) or {}
+    methods = recipes.get(task)
+    if not methods:
+        raise BenchError(f"recipe=tuned: no tuned settings for task {task!r}; tuned tasks: {', '.join(sorted(recipes))}"
+                         " (tune one with the pipeline's tune: stage, see config/tuning.yaml)")
+    method = f"{algorithm}/{compressor}"
+    if method not in methods:
+        raise BenchError(f"recipe=tuned: no tuned settings for {method} on {task}; tuned: {', '.join(sorted(methods))}")
+    return dict(methods[method])
 
 
 def _coerce(key: str, value: Any) -> Any:
@@ -176,6 +192,12 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
                 merged[key] = {**merged[key], **value}
             else:
                 merged[key] = value
+    recipe = str(merged.get("recipe", KEYS["recipe"].default))
+    if recipe not in ("none", "tuned"):
+        raise BenchError(f"recipe={recipe!r}; allowed: none, tuned")
+    if recipe == "tuned":  # beneath everything given explicitly
+        base = {k: merged.get(k, KEYS[k].default) for k in ("task", "algorithm", "compressor")}
+        merged = {**recipe_values(**base), **merged}
     cfg = RunConfig(**{k: _coerce(k, v) for k, v in merged.items()})
     validate(cfg)
     return cfg

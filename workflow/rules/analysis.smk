@@ -42,6 +42,7 @@ rule figure:
 rule report:
     input:
         rules.summarize.output.csv,
+        [f"{OUT}/tuned.csv"] if TUNED_CELLS else [],
         expand(f"{OUT}/figures/{{figure}}.png", figure=FIGURES),
     output:
         f"{OUT}/report.md",
