@@ -223,6 +223,25 @@ def test_dirichlet_small_alpha_is_more_skewed():
     assert torch.equal(_collect(small, 2), _collect(WorkerBatches(labels, 8, 16, "dirichlet:0.1", seed=0), 2))
 
 
+def test_unequal_shards_keep_a_full_epoch_and_cycle_small_shards():
+    # Dirichlet shards differ in size; an epoch is still a pass at the mean shard size (as under
+    # shuffle), large shards leave a surplus, small ones are cycled through without early repeats.
+    labels = torch.arange(2000) % 10
+    wb = WorkerBatches(labels, 8, 16, "dirichlet:0.1", seed=0)
+    assert wb.steps_per_epoch == WorkerBatches(labels, 8, 16, "shuffle", seed=0).steps_per_epoch == 15
+    assert min(wb.shard_sizes) < 15 * 16 < max(wb.shard_sizes)
+    batches = _collect(wb, 3)
+    assert batches.shape == (15, 8, 16)
+    for w, shard in enumerate(wb.shards()):
+        seen = batches[:, w].flatten().tolist()
+        assert set(seen) <= set(shard.tolist())
+        size = len(shard)
+        if size < len(seen):  # cycled: the first pass covers the whole shard before any repeat
+            assert sorted(seen[:size]) == sorted(shard.tolist())
+        else:
+            assert len(set(seen)) == len(seen)
+
+
 @pytest.mark.parametrize(
     "scheme, batch, message",
     [

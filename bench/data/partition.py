@@ -102,7 +102,9 @@ class WorkerBatches:
 
     @property
     def steps_per_epoch(self) -> int:
-        return max(1, min(self.shard_sizes) // self.batch_size)
+        # An epoch is one pass over the data set at the mean shard size, whatever the deal: unequal
+        # (Dirichlet) shards would otherwise cut every epoch down to what the smallest shard holds.
+        return max(1, (len(self.labels) // self.n_workers) // self.batch_size)
 
     def epoch(self, e: int) -> Iterator[Tensor]:
         """Yield ``steps_per_epoch`` index tensors shaped ``[n_workers, batch_size]``."""
@@ -110,9 +112,15 @@ class WorkerBatches:
             raise BenchError(f"epoch {e} must be non-negative")
         rng = self._rng(_EPOCH, e, 1)  # separate from the shuffle deal's stream of the same epoch
         used = self.steps_per_epoch * self.batch_size
-        # Every worker takes the same number of steps (synchronous rounds), so larger shards leave
-        # their surplus unused this epoch; the per-epoch reshuffle makes it a different surplus each time.
-        rows = [shard[torch.from_numpy(rng.permutation(len(shard))[:used])] for shard in self.shards(e)]
+        # Every worker takes the same number of steps (synchronous rounds): a shard larger than that
+        # leaves a surplus unused this epoch (a different one each epoch, after the reshuffle); a
+        # smaller one is cycled through, reshuffled at each pass, so no sample repeats before all
+        # of the shard has been seen.
+        rows = []
+        for shard in self.shards(e):
+            passes = -(-used // len(shard))
+            order = np.concatenate([rng.permutation(len(shard)) for _ in range(passes)])[:used]
+            rows.append(shard[torch.from_numpy(order)])
         stacked = torch.stack(rows).view(self.n_workers, self.steps_per_epoch, self.batch_size)
         for step in range(self.steps_per_epoch):
             yield stacked[:, step]
