@@ -139,6 +139,15 @@ def study_table(study_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
+def _at_edge(values: pd.Series, chosen: float, knob: str = "") -> bool:
+    """Whether ``chosen`` is the smallest or largest of a grid of at least three values (then the
+    optimum may lie outside the grid). Not an edge: zero at the bottom (no weight decay is a real
+    choice) and γ = 1 at the top (γ cannot exceed 1)."""
+    grid = sorted(values.dropna().unique())
+    top = chosen == grid[-1] and not (knob == "gamma" and chosen == 1.0) if grid else False
+    return len(grid) >= 3 and (top or (chosen == grid[0] and chosen != 0))
+
+
 def tuning_markdown(study_dir: Path) -> str | None:
     """The report's section: per cell, the selected values, its validation score, and how many
     trials ran and diverged; None when the study was not tuned."""
@@ -150,7 +159,8 @@ def tuning_markdown(study_dir: Path) -> str | None:
     for cell, g in table.groupby("cell", sort=True):
         best = g[g["selected"].astype(bool)]
         knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
-        chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs) if len(best) else "nothing (all diverged)"
+        chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}{' (edge)' if _at_edge(g[k], best[k].iloc[0], k) else ''}"
+                           for k in knobs) if len(best) else "nothing (all diverged)"
         score = f"{best[best['criterion'].iloc[0]].iloc[0]:.4g}" if len(best) else "—"
         rows.append(f"| {cell} | {chosen} | {score} | {len(g)} | {int((g['status'] == 'diverged').sum())} |")
     criterion = ", ".join(sorted(table["criterion"].dropna().unique())) or "—"
@@ -158,7 +168,8 @@ def tuning_markdown(study_dir: Path) -> str | None:
     head = (f"Each cell's grid ran {epochs:g} epochs per trial on the training set minus a "
             f"{table['val_fraction'].median():g} validation split; the best final {criterion} was selected "
             "(diverged trials never are) and the cell's final runs use it on the full training set. "
-            "All trials: `tuned.csv`.\n\n")
+            "\"(edge)\" marks a value at the end of a grid of three or more, where the optimum may lie outside "
+            "it: widen that grid. All trials: `tuned.csv`.\n\n")
     return head + "| cell | selected | " + criterion + " | trials | diverged |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
 
 

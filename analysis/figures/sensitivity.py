@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import method_sort_key, save_figure, with_methods  # noqa: E402
 
@@ -66,6 +67,10 @@ def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
             ax.plot(r["value"], floor - 2 if percent else floor * 0.9, marker="x", markersize=9,
                     markeredgewidth=2, color=color)
     ax.set_xscale("log")
+    grid = sorted(table["value"].unique())
+    ax.xaxis.set_major_locator(FixedLocator(grid))  # the grid's own values, not powers of ten
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([f"{v:g}" for v in grid])
     ax.set_xlabel(AXIS_LABELS.get(knob, knob))
     column = table["criterion"].iloc[0]
     ax.set_ylabel({"val_acc": "final validation accuracy (%)", "val_ppl": "final validation perplexity"}
