@@ -50,6 +50,13 @@ def test_non_positive_gaps_leave_the_log_fit_but_count_in_the_rank_correlation()
     assert fit["n_ranked"] == 5 and fit["spearman"] == pytest.approx(0.6)  # 1 - 6·(0+0+4+0+4)/(5·24)
 
 
+def test_the_semilog_fit_keeps_every_setting():
+    x = np.array([1e-3, 1e-2, 1e-1, 1.0])
+    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 5.0 + 2.0 * np.log10(x)}))  # gaps -1, 1, 3, 5
+    assert fit["n"] == 3 and fit["n_dropped"] == 1 and fit["n_ranked"] == 4
+    assert fit["k_decade"] == pytest.approx(2.0) and fit["k_ci_high"] - fit["k_ci_low"] < 1e-9
+
+
 def test_a_falling_relation_has_a_negative_slope_and_correlation():
     x = np.geomspace(1e-2, 1.0, 6)
     fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 0.5 / x * (1 + 0.01 * np.arange(6))}))

@@ -42,20 +42,22 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     colours = dict(zip(nodes, sns.color_palette("viridis", len(nodes))))
     topologies = sorted(table["topology"].astype(str).unique())
     markers = dict(zip(topologies, MARKERS * 3))
-    several = table["method"].nunique() > 1
+    # the most common method goes unlabelled (the caption names it); the others carry a short label
+    common = table["method"].value_counts().sort_index().idxmax()
     fig, axes = plt.subplots(1, len(schemes), figsize=(6.2 * len(schemes), 4.8), squeeze=False, sharey=True)
     for ax, scheme in zip(axes.flat, schemes):
         g = table[(table["data"].astype(str) == scheme) & np.isfinite(table["consensus"]) & np.isfinite(table["gap"])]
-        for _, r in g.iterrows():
+        labelled = 0
+        for _, r in g.sort_values("consensus").iterrows():
             fitted = r["gap"] > 0 and r["consensus"] > 0
             ax.scatter(r["consensus"], r["gap"], s=55, marker=markers[str(r["topology"])], zorder=3,
                        facecolor=colours[r["nodes"]] if fitted else "none", edgecolor=colours[r["nodes"]],
                        linewidth=1.4)
-            if several:
-                short = r["method"].replace("Choco (", "").replace(")", "") if r["method"].startswith("Choco") \
-                    else r["method"]
-                ax.annotate(short, (r["consensus"], r["gap"]), textcoords="offset points", xytext=(4, 3),
-                            fontsize=7, color="0.3")
+            if r["method"] != common:
+                # alternate above and below so neighbours at similar Ξ do not print over each other
+                ax.annotate(r["method"], (r["consensus"], r["gap"]), textcoords="offset points", fontsize=7,
+                            xytext=(5, 6 if labelled % 2 == 0 else -11), color="0.25")
+                labelled += 1
         fit = _fit_or_none(g)
         if fit is not None:
             kept = g[(g["gap"] > 0) & (g["consensus"] > 0)]["consensus"]
@@ -76,6 +78,7 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
                            label=t) for t in topologies]
     handles += [plt.Line2D([], [], color="0.3", marker="o", markerfacecolor="none", linestyle="none",
                            label="hollow: gap ≤ 0, not in the log fit")]
+    handles += [plt.Line2D([], [], linestyle="none", label=f"unlabelled: {common}")]
     handles += axes.flat[0].get_legend_handles_labels()[0]
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=9)
     fig.suptitle(title or "Final gap to centralized training against consensus distance")
@@ -97,7 +100,9 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     if not any(fits.values()):
         return "needs >= 2 settings with distinct consensus distance and a positive gap (one task and data)"
     paths = plot_lag_vs_consensus(table, out_stem, title=f"Final gap to all-reduce against consensus distance ({task})")
-    methods = ", ".join(sorted(table["method"].unique(), key=method_sort_key))
+    common = table["method"].value_counts().sort_index().idxmax()
+    others = [m for m in sorted(table["method"].unique(), key=method_sort_key) if m != common]
+    methods = f"{common} (unlabelled)" + (f" and, labelled, {', '.join(others)}" if others else "")
     parts = []
     for scheme, fit in fits.items():
         if fit is None:
@@ -107,7 +112,9 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
               else " (two points: no interval)")
         parts.append(f"{scheme}: b = {fit['slope']:.2f}{ci}, R² = {fit['r2']:.2f} over {fit['n']} settings "
                      f"({fit['n_dropped']} with gap ≤ 0 left out), Spearman ρ = {fit['spearman']:.2f} "
-                     f"(p = {fit['spearman_p']:.2g}, {fit['n_ranked']} settings)")
+                     f"(p = {fit['spearman_p']:.2g}, {fit['n_ranked']} settings), semi-log slope "
+                     f"k = {fit['k_decade']:.2f} [{fit['k_ci_low']:.2f}, {fit['k_ci_high']:.2f}] pp per decade of Ξ "
+                     "over all of them")
     caption = (f"Why decentralized training lags on {task}: each point is one decentralized setting (method, "
                "topology, n), its final test accuracy gap to all-reduce SGD at the same n and data (percentage "
                "points) against Ξ, the consensus distance (1/n) Σ‖xᵢ − x̄‖² averaged over the second half of "
