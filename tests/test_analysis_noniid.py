@@ -3,6 +3,7 @@ figure and the report section."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 
@@ -82,3 +83,14 @@ def test_a_study_on_one_partition_has_no_noniid_section_or_figure(tmp_path):
     assert noniid_table(summary).empty
     assert isinstance(noniid_effect.draw(tmp_path, runs.points, summary, tmp_path / "f"), str)
     assert "## Non-i.i.d. data" not in report.build_report(tmp_path)
+
+
+def test_figures_of_topology_and_n_keep_the_iid_partition_only():
+    from analysis.figures import iid_only
+
+    runs = pd.DataFrame({"data": ["sorted", "sorted", "shuffle", "dirichlet:0.1"], "run_id": list("abcd")})
+    assert list(iid_only(runs)["run_id"]) == ["c"]
+    no_iid = runs[runs["data"] != "shuffle"]
+    assert list(iid_only(no_iid)["run_id"]) == ["a", "b"]  # the most-run partition
+    one = runs[runs["data"] == "sorted"]
+    assert iid_only(one).equals(one)
