@@ -1,5 +1,6 @@
 """``python -m analysis report DIR``: DIR/report.md with what was run, Table 1, the per-cell
-table, epoch gaps, spectral-gap fits and every figure of DIR/figures/index.json."""
+table, epoch gaps, spectral-gap fits, consensus distance against the gap to centralized, the
+non-i.i.d. comparison, and every figure of DIR/figures/index.json."""
 from __future__ import annotations
 
 import argparse
@@ -10,6 +11,10 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
+from analysis.lag import lag_section
+from analysis.lag import write_tables as write_lag_tables
+from analysis.noniid import noniid_section
+from analysis.noniid import write_table as write_noniid_table
 from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_latex, table1_markdown
 
 # Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
@@ -111,7 +116,9 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
     data = usable(summary)
     data = data[(data["algorithm"] != "allreduce") & (data["status"] != "diverged")]
     rows = []
-    for (task, algorithm, compressor), g in data.groupby(["task", "algorithm", "compressor"]):
+    # one fit per data partition: a non-i.i.d. variant is a different problem, not more points
+    for (task, scheme, algorithm, compressor), g in data.groupby(["task", "data", "algorithm", "compressor"],
+                                                                 dropna=False):
         if g["spectral_gap"].nunique() < 2:
             continue
         for y, label in (("final_gap", "accuracy gap to all-reduce"),
@@ -122,10 +129,11 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
             try:
                 fit = spectral_fit(g, y=y, reference_slope=theory)
             except ValueError as err:
-                rows.append({"task": task, "method": method_label(algorithm, compressor), "quantity": label,
-                             "slope [95% CI]": f"no fit: {err}"})
+                rows.append({"task": task, "data": scheme, "method": method_label(algorithm, compressor),
+                             "quantity": label, "slope [95% CI]": f"no fit: {err}"})
                 continue
-            rows.append({"task": task, "method": method_label(algorithm, compressor), "quantity": label,
+            rows.append({"task": task, "data": scheme, "method": method_label(algorithm, compressor),
+                         "quantity": label,
                          "slope [95% CI]": f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]",
                          "R²": f"{fit['r2']:.2f}", "runs": fit["n"], "dropped": fit["n_dropped"],
                          "theory": "—" if theory is None else f"{theory:g} (bound)"})
@@ -158,7 +166,10 @@ def build_report(run_dir: Path) -> str:
                      "to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + cell_table_markdown(s)),
                     ("Epoch gap to centralized training", epoch_gap_section),
-                    ("Spectral-gap effects", spectral_section)]
+                    ("Spectral-gap effects", spectral_section),
+                    ("Why decentralized training lags: consensus distance against the gap",
+                     lambda s: lag_section(points, s)),
+                    ("Non-i.i.d. data", noniid_section)]
         for title, make in sections:
             text = make(summary)
             if text:
@@ -181,11 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
     text = build_report(args.dir)
-    _points, summary, _note = load_tables(args.dir)
+    points, summary, _note = load_tables(args.dir)
     if summary is not None and not summary.empty:
-        latex = write_table1_latex(summary, args.dir)
-        if latex is not None:
-            print(f"wrote {latex}")
+        written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
+                   write_noniid_table(args.dir, summary)]
+        for path in written:
+            if path is not None:
+                print(f"wrote {path}")
     path = args.dir / "report.md"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

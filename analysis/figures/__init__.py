@@ -15,7 +15,7 @@ import pandas as pd
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
-           "sensitivity"]
+           "lag_vs_consensus", "noniid_effect", "sensitivity"]
 ALGORITHM_NAMES = {"allreduce": "all-reduce", "dpsgd": "D-PSGD", "dcd": "DCD-PSGD", "ecd": "ECD-PSGD",
                    "choco": "Choco"}
 _EXACT = {"allreduce", "dpsgd"}  # never compress, so their label omits the compressor
@@ -82,6 +82,22 @@ def save_figure(fig, out_stem: Path) -> list[Path]:
         os.replace(tmp, path)
     plt.close(fig)
     return paths
+
+
+IID_SCHEMES = ("shuffle", "split")  # the i.i.d. partitions, in order of preference
+
+
+def iid_only(runs: pd.DataFrame) -> pd.DataFrame:
+    """The runs of one data partition: the i.i.d. one (shuffle, else split) when present, else the
+    most-run. Figures about topology, n or compression compare like with like; the non-i.i.d.
+    variants of a study have their own analysis (analysis/noniid.py)."""
+    if "data" not in runs or runs["data"].nunique(dropna=False) <= 1:
+        return runs
+    present = set(runs["data"].dropna())
+    scheme = next((s for s in IID_SCHEMES if s in present), None)
+    if scheme is None:
+        scheme = runs["data"].value_counts().sort_index().idxmax()
+    return runs[runs["data"] == scheme]
 
 
 def select_setting(runs: pd.DataFrame, min_methods: int = 1):

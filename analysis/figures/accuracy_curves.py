@@ -13,8 +13,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.figures import (as_percent, method_sort_key, one_cell_per, save_figure, select_setting,  # noqa: E402
-                              usable, with_methods)
+from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure,  # noqa: E402
+                              select_setting, usable, with_methods)
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
@@ -85,7 +85,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     (algorithm + compressor); at its most common network preset, one cell per method."""
     if points is None or points.empty:
         return "no run metrics (metrics.parquet) to draw"
-    points = usable(points)
+    points = iid_only(usable(points))
     chosen = select_setting(points, min_methods=3)
     if chosen is None:
         return "no (task, topology, n) setting with at least 3 methods"

@@ -12,7 +12,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import as_percent, method_sort_key, one_cell_per, save_figure, usable, with_methods  # noqa: E402
+from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure, usable,  # noqa: E402
+                              with_methods)
 
 
 def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -84,7 +85,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     """The (task, n) with the most runs among those with decentralized runs on >= 2 topologies."""
     if summary is None or summary.empty or "spectral_gap" not in summary:
         return "no summary with spectral gaps"
-    data = usable(summary)
+    data = iid_only(usable(summary))
     dec = data[(data["algorithm"] != "allreduce") & data["spectral_gap"].notna()]
     counts = dec.groupby(["task", "nodes"]).agg(topologies=("topology", "nunique"), runs=("run_id", "size"))
     counts = counts[counts["topologies"] >= 2]

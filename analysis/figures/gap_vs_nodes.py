@@ -12,7 +12,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import as_percent, method_sort_key, one_cell_per, save_figure, usable, with_methods  # noqa: E402
+from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure, usable,  # noqa: E402
+                              with_methods)
 
 def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (topology, method, nodes): all-reduce's mean final accuracy at that n minus the
@@ -82,7 +83,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with all-reduce at the most node counts that decentralized runs share (>= 2 needed)."""
     if summary is None or summary.empty or "final_test_acc" not in summary:
         return "no summary with final test accuracy"
-    data = usable(summary)
+    data = iid_only(usable(summary))
     data = data[pd.to_numeric(data["final_test_acc"], errors="coerce").notna()]
     best = None
     for task, g in data.groupby("task"):

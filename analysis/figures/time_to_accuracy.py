@@ -14,8 +14,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from analysis.figures import (as_percent, method_sort_key, one_cell_per, save_figure, select_setting,  # noqa: E402
-                              usable, with_methods)
+from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure,  # noqa: E402
+                              select_setting, usable, with_methods)
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
                "bits_to_target": "bits sent per worker to target"}
@@ -96,7 +96,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return f"no summary with {', '.join(sorted(needed))}"
     if not summary["tta_status"].isin(["reached", "diverged", "censored"]).any():
         return "no target accuracy set (summarize with --target-acc or --target-rel)"
-    chosen = select_setting(usable(summary))
+    chosen = select_setting(iid_only(usable(summary)))
     if chosen is None:
         return "no finished runs"
     (task, topology, nodes), runs = chosen

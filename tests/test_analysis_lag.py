@@ -1,0 +1,140 @@
+"""Consensus distance during training against the final gap to centralized training: the per-run
+summary, the per-setting table, the power-law fit with its intervals, the figure and the report."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import report
+from analysis.figures import lag_vs_consensus
+from analysis.lag import fit_band, fit_lag, lag_fits, lag_table, training_consensus
+from analysis.load import load_runs
+from analysis.summary import summarize
+from analysis_fixtures import make_run
+
+
+def planted(rng, a=2.0, b=0.7, sigma=0.15, k=12):
+    x = np.geomspace(1e-3, 1.0, k)
+    return pd.DataFrame({"consensus": x, "gap": a * x ** b * np.exp(rng.normal(0.0, sigma, k))})
+
+
+def test_the_fit_recovers_a_planted_power_law_and_its_intervals_cover_the_truth():
+    fit = fit_lag(planted(np.random.default_rng(0)))
+    assert fit["slope"] == pytest.approx(0.7, abs=0.1) and fit["a"] == pytest.approx(2.0, rel=0.3)
+    assert fit["ci_low"] < 0.7 < fit["ci_high"] and fit["a_ci_low"] < 2.0 < fit["a_ci_high"]
+    assert fit["r2"] > 0.9 and fit["n"] == 12 and fit["spearman"] > 0.8 and fit["spearman_p"] < 1e-3
+    # the band of the fitted mean holds the true curve at the centre of the data
+    centre, lo, hi = fit_band(fit, [0.03])
+    assert lo[0] < 2.0 * 0.03 ** 0.7 < hi[0] and lo[0] < centre[0] < hi[0]
+
+
+def test_the_slope_interval_has_its_nominal_coverage():
+    rng = np.random.default_rng(1)
+    covered = sum(fit["ci_low"] < 0.7 < fit["ci_high"]
+                  for fit in (fit_lag(planted(rng, sigma=0.3, k=8)) for _ in range(400)))
+    assert 0.91 <= covered / 400 <= 0.985
+
+
+def test_without_noise_the_fit_is_exact_and_the_interval_collapses():
+    x = np.array([0.01, 0.1, 1.0, 10.0])
+    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 3.0 * x ** 1.5}))
+    assert fit["slope"] == pytest.approx(1.5) and fit["a"] == pytest.approx(3.0)
+    assert fit["ci_high"] - fit["ci_low"] < 1e-9 and fit["r2"] == pytest.approx(1.0)
+
+
+def test_non_positive_gaps_leave_the_log_fit_but_count_in_the_rank_correlation():
+    table = pd.DataFrame({"consensus": [1e-3, 1e-2, 1e-1, 1.0, 10.0], "gap": [-0.5, 0.0, 4.0, 2.0, 1.0]})
+    fit = fit_lag(table)
+    assert fit["n"] == 3 and fit["n_dropped"] == 2 and fit["slope"] < 0  # the three positive gaps fall
+    assert fit["n_ranked"] == 5 and fit["spearman"] == pytest.approx(0.6)  # 1 - 6·(0+0+4+0+4)/(5·24)
+
+
+def test_the_semilog_fit_keeps_every_setting():
+    x = np.array([1e-3, 1e-2, 1e-1, 1.0])
+    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 5.0 + 2.0 * np.log10(x)}))  # gaps -1, 1, 3, 5
+    assert fit["n"] == 3 and fit["n_dropped"] == 1 and fit["n_ranked"] == 4
+    assert fit["k_decade"] == pytest.approx(2.0) and fit["k_ci_high"] - fit["k_ci_low"] < 1e-9
+
+
+def test_a_falling_relation_has_a_negative_slope_and_correlation():
+    x = np.geomspace(1e-2, 1.0, 6)
+    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 0.5 / x * (1 + 0.01 * np.arange(6))}))
+    assert fit["slope"] < 0 and fit["spearman"] == pytest.approx(-1.0)
+
+
+def test_one_distinct_consensus_value_cannot_be_fitted():
+    with pytest.raises(ValueError, match="at least 2 distinct"):
+        fit_lag(pd.DataFrame({"consensus": [0.1, 0.1, 0.1], "gap": [1.0, 2.0, 3.0]}))
+
+
+def test_training_consensus_is_the_time_average_over_the_second_half():
+    points = pd.DataFrame({"run_id": "r", "step": [0, 10, 20, 30, 40], "epoch": [0.0, 1, 2, 3, 4],
+                           "consensus_distance": [0.0, 9.0, 9.0, 1.0, 3.0]})
+    # epochs 2..4 (9, 1, 3): trapezoids (9+1)/2 + (1+3)/2 = 7 over 2 epochs
+    assert training_consensus(points)["r"] == pytest.approx(3.5)
+    uneven = pd.DataFrame({"run_id": "u", "step": [10, 20, 40], "epoch": [1.0, 2, 4],
+                           "consensus_distance": [5.0, 1.0, 1.0]})
+    assert training_consensus(uneven)["u"] == pytest.approx(1.0)  # epochs 2 and 4 only
+
+
+def _cell(root, name, accs, consensus, **kw):
+    for seed, (acc, cd) in enumerate(zip(accs, consensus)):
+        points = [{"epoch": e, "test_acc": 0.1 + (acc - 0.1) * e / 4, "consensus_distance": 0.0 if e == 0 else cd}
+                  for e in range(5)]
+        make_run(root / name / f"s{seed}", seed=seed, epochs_points=points, **kw)
+
+
+@pytest.fixture
+def lag_runs(tmp_path):
+    """Gaps 1, 2, 4, 8 pp at consensus 1e-3, 4e-3, 1.6e-2, 6.4e-2: gap = 8·(Ξ/0.064)^0.5 exactly."""
+    for n, acc in ((4, 0.90), (16, 0.90)):
+        _cell(tmp_path, f"ar{n}", [acc, acc], [0.0, 0.0], algorithm="allreduce", compressor="none",
+              topology="complete", nodes=n, spectral_gap=1.0)
+    settings = [("ring", 4, 0.89, 1e-3, 0.67), ("torus", 16, 0.88, 4e-3, 0.4), ("ring", 16, 0.86, 1.6e-2, 0.05)]
+    for topology, n, acc, cd, rho in settings:
+        _cell(tmp_path, f"choco_{topology}{n}", [acc, acc], [cd, cd], topology=topology, nodes=n, spectral_gap=rho)
+    _cell(tmp_path, "dpsgd_ring16", [0.82, 0.82], [6.4e-2, 6.4e-2], algorithm="dpsgd", compressor="none",
+          nodes=16, spectral_gap=0.05)
+    # a diverged seed is left out of the medians, not averaged in
+    make_run(tmp_path / "dpsgd_ring16" / "s2", seed=2, algorithm="dpsgd", compressor="none", nodes=16,
+             status="diverged", epochs=4, epochs_points=[{"epoch": 0, "test_acc": 0.1}, {"epoch": 1, "test_acc": 0.1,
+                                                                                  "consensus_distance": 1e3}])
+    return tmp_path
+
+
+def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
+    runs = load_runs(lag_runs)
+    table = lag_table(runs.points, summarize(runs, target_rel=0.95)).set_index(["algorithm", "topology", "nodes"])
+    assert table.loc[("dpsgd", "ring", 16), "seeds"] == 3 and table.loc[("dpsgd", "ring", 16), "diverged"] == 1
+    assert table["gap"].to_dict() == pytest.approx({("choco", "ring", 4): 1.0, ("choco", "ring", 16): 4.0,
+                                                    ("choco", "torus", 16): 2.0, ("dpsgd", "ring", 16): 8.0})
+    assert table.loc[("dpsgd", "ring", 16), "consensus"] == pytest.approx(6.4e-2)
+    fits = lag_fits(table.reset_index())
+    pooled = fits[fits["scope"] == "all methods"].iloc[0]
+    assert pooled["slope"] == pytest.approx(0.5) and pooled["n"] == 4 and pooled["spearman"] == pytest.approx(1.0)
+    choco = fits[fits["scope"] == "Choco (sign)"].iloc[0]  # three settings: a fit of its own
+    assert choco["slope"] == pytest.approx(0.5) and choco["n"] == 3
+
+
+def test_figure_and_report_section(lag_runs):
+    runs = load_runs(lag_runs)
+    summary = summarize(runs, target_rel=0.95)
+    stem = lag_runs / "figures" / "lag_vs_consensus"
+    paths, caption = lag_vs_consensus.draw(lag_runs, runs.points, summary, stem)
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
+    assert "b = 0.50" in caption and "4 settings" in caption and "Spearman ρ = 1.00" in caption
+    (lag_runs / "summary.csv").write_text(summary.to_csv(index=False))
+    text = report.build_report(lag_runs)
+    assert "## Why decentralized training lags" in text and "0.50 [0.50, 0.50]" in text
+    assert report.main([str(lag_runs)]) == 0
+    written = pd.read_csv(lag_runs / "lag_fits.csv")
+    assert math.isclose(written.loc[written["scope"] == "all methods", "slope"].iloc[0], 0.5)
+
+
+def test_the_figure_says_why_when_nothing_can_be_fitted(tmp_path):
+    _cell(tmp_path, "ar", [0.9], [0.0], algorithm="allreduce", compressor="none", nodes=4)
+    _cell(tmp_path, "choco", [0.8], [1e-2], nodes=4)
+    runs = load_runs(tmp_path)
+    reason = lag_vs_consensus.draw(tmp_path, runs.points, summarize(runs), tmp_path / "f")
+    assert isinstance(reason, str) and "needs >= 2 settings" in reason

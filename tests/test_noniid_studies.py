@@ -1,0 +1,70 @@
+"""The non-i.i.d. variants of the studies: the CPU study expands to the expected runs, every
+decentralized cell on a partition has all-reduce on the same partition and n (the gap's reference),
+and every partition asked for can be dealt to the workers with the study's batch size."""
+import re
+
+import pytest
+import torch
+import yaml
+
+from bench.data.partition import WorkerBatches
+from test_pipeline import ROOT, snakemake
+
+NONIID_STUDIES = ["noniid", "table1", "scaling"]
+MNIST1D_TRAIN = 4000  # mnist1d-mlp's default training set (bench/tasks/supervised.py)
+
+
+def study(name):
+    return yaml.safe_load((ROOT / "config" / f"{name}.yaml").read_text())
+
+
+def cells(config):
+    """(algorithm, topology, nodes, data) of every block combination; data defaults as bench's."""
+    default = config.get("defaults", {}).get("data", "shuffle")
+    for block in config["blocks"].values():
+        for method in block["method"]:
+            for topology in block["topology"]:
+                for nodes in block["nodes"]:
+                    for data in block.get("data", [default]):
+                        yield method.split("/")[0], topology, nodes, data
+
+
+def test_the_cpu_study_expands_to_every_method_partition_and_seed(tmp_path):
+    out = snakemake("-n", "--configfile", str(ROOT / "config/noniid.yaml"), "--directory", str(tmp_path))
+    runs = set(re.findall(r"wildcards: run=(\S+)", out.stdout))
+    partitions = ["shuffle", "sorted", "dirichlet0.1"]
+    expected = {f"{m}_ring8_data={d}_s{s}" for m in ["allreduce-none", "dpsgd-none", "choco-sign", "choco-top0.01",
+                                                       "dcd-qsgd8"] for d in partitions for s in range(3)}
+    expected |= {f"{m}_ring16_data={d}_s{s}" for m in ["allreduce-none", "dpsgd-none", "choco-sign"]
+                 for d in partitions for s in range(3)}
+    assert runs == expected
+    for figure in ("noniid_effect", "lag_vs_consensus"):
+        assert f"figures/{figure}.png" in out.stdout
+
+
+@pytest.mark.parametrize("name", NONIID_STUDIES)
+def test_every_partition_has_its_all_reduce_reference(name):
+    combos = list(cells(study(name)))
+    partitions = {data for *_, data in combos}
+    assert len(partitions) >= 3  # the i.i.d. one, sorted and a Dirichlet variant
+    references = {(nodes, data) for algorithm, _, nodes, data in combos if algorithm == "allreduce"}
+    missing = {(nodes, data) for algorithm, _, nodes, data in combos if (nodes, data) not in references}
+    assert not missing, f"{name}: no all-reduce run at (n, data) {sorted(missing)}"
+
+
+@pytest.mark.parametrize("name", NONIID_STUDIES)
+def test_every_partition_of_the_cpu_study_can_be_dealt(name):
+    config = study(name)
+    assert config["task"] == "mnist1d-mlp"
+    batch = config["defaults"]["batch_size"]
+    labels = torch.arange(MNIST1D_TRAIN) % 10  # balanced classes, as MNIST-1D's generator makes them
+    for nodes, data in sorted({(n, d) for _, _, n, d in cells(config) if d != "shuffle"}):
+        for seed in config.get("seeds", [0]):
+            deal = WorkerBatches(labels, nodes, batch, data, seed)  # raises if a worker cannot fill a batch
+            assert min(deal.shard_sizes) >= batch
+
+
+def test_the_sorted_deal_gives_each_worker_few_classes():
+    # why `sorted` is the harshest partition: with 8 workers and 10 classes, two classes per worker
+    hist = WorkerBatches(torch.arange(MNIST1D_TRAIN) % 10, 8, 16, "sorted", 0).label_histogram()
+    assert ((hist > 0).sum(dim=1) <= 2).all()
