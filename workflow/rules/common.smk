@@ -68,7 +68,7 @@ RUNS = {f"{cell}_s{seed}": {**settings, "seed": seed} for cell, settings in CELL
 RUN_CELL = {f"{cell}_s{seed}": cell for cell in CELLS for seed in SEEDS}
 
 # -- tuning: a grid per cell on a validation split, its winner feeds the cell's final runs ----------
-TUNE = config.get("tune") or {}
+TUNE = _SIZED.get("tune") or config.get("tune") or {}  # the paper-sized version may bring its own grid
 TUNE_GRID = {key: list(values) for key, values in TUNE.get("grid", {}).items()}
 
 
