@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
+from analysis.speedup import speedup_section, write_speedup_csv
 from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_latex, table1_markdown
 
 # Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
@@ -163,6 +164,9 @@ def build_report(run_dir: Path) -> str:
             text = make(summary)
             if text:
                 out.append(f"## {title}\n\n{text}")
+        speedup = speedup_section(points)
+        if speedup:
+            out.append(f"## Linear speed-up\n\n{speedup}")
     figures = figures_section(run_dir)
     out.append("## Figures\n\n" + (figures or "No figures yet (`python -m analysis figures DIR` draws them).\n"))
     return "\n".join(out)
@@ -176,11 +180,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
     text = build_report(args.dir)
-    _points, summary, _note = load_tables(args.dir)
+    points, summary, _note = load_tables(args.dir)
     if summary is not None and not summary.empty:
         latex = write_table1_latex(summary, args.dir)
         if latex is not None:
             print(f"wrote {latex}")
+        speedup_csv = write_speedup_csv(points, args.dir)
+        if speedup_csv is not None:
+            print(f"wrote {speedup_csv}")
     path = args.dir / "report.md"
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(text)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
-FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus"]
+FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus", "speedup"]
 ALGORITHM_NAMES = {"allreduce": "all-reduce", "dpsgd": "D-PSGD", "dcd": "DCD-PSGD", "ecd": "ECD-PSGD",
                    "choco": "Choco"}
 _EXACT = {"allreduce", "dpsgd"}  # never compress, so their label omits the compressor
