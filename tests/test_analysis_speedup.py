@@ -1,5 +1,5 @@
 """The linear speed-up study: crossings and speed-ups on curves with known answers, censored and
-diverged targets, the figure, the report section and the study's DAG."""
+diverged targets, LR regimes sharing their n = 1 runs, the figure, the report section."""
 import math
 
 import numpy as np
@@ -8,18 +8,19 @@ import pytest
 
 from analysis import report
 from analysis.figures import speedup as speedup_figure
-from analysis.speedup import (BASELINE_CENSORED, curves, default_target, fit_theory_constant, floor_of,
-                              ratio_interval, speedup_points, speedup_section, speedup_table, write_speedup_csv)
+from analysis.speedup import (BASELINE_CENSORED, CONSTANT, SHARED, SQRT_N, curves, default_target,
+                              fit_theory_constant, floor_of, lr_regime, ratio_interval, speedup_points,
+                              speedup_section, speedup_table, write_speedup_csv)
 
 STEPS = np.arange(0, 129)
 METHODS = [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign")]
 
 
-def curve_points(algorithm, compressor, nodes, seed, values, status="completed", task="lsq"):
-    run_id = f"{task}-{algorithm}-{compressor}-n{nodes}-s{seed}"
+def curve_points(algorithm, compressor, nodes, seed, values, status="completed", task="lsq", lr=0.02):
+    run_id = f"{task}-{algorithm}-{compressor}-n{nodes}-lr{lr:g}-s{seed}"
     return pd.DataFrame({"step": STEPS[: len(values)], "train_subopt": values, "run_id": run_id, "status": status,
                          "task": task, "algorithm": algorithm, "compressor": compressor, "nodes": nodes,
-                         "seed": seed, "topology": "ring" if nodes > 1 else "complete"})
+                         "seed": seed, "topology": "ring" if nodes > 1 else "complete", "lr": lr})
 
 
 def theory(nodes, c=1.0):
@@ -138,7 +139,68 @@ def test_report_has_the_speedup_section_and_csv(points, tmp_path, monkeypatch):
     study.mkdir()
     assert report.main([str(study)]) == 0
     md = (study / "report.md").read_text()
-    assert "## Linear speed-up" in md and "speed-up [95% CI]" in md
+    assert "## Linear speed-up" in md and "speed-up to 2× floor [95% CI]" in md
     table = pd.read_csv(study / "speedup.csv")
-    assert len(table) == 3 * 4 and set(table["nodes"]) == {1, 4, 16, 64}
+    # one regime (every n at the same LR), 3 methods × 4 n × the two default targets
+    assert len(table) == 3 * 4 * 2 and set(table["nodes"]) == {1, 4, 16, 64}
+    assert set(table["target_factor"]) == {2.0, 1.25} and set(table["lr_regime"]) == {CONSTANT}
     assert write_speedup_csv(points[points["nodes"] == 4], tmp_path) is None
+
+
+def test_lr_regime_is_read_off_the_lr_against_the_n1_lr():
+    assert lr_regime(0.02, 0.02, 1) == SHARED
+    assert lr_regime(0.02, 0.02, 16) == CONSTANT
+    assert lr_regime(0.02 * 4, 0.02, 16) == SQRT_N
+    assert lr_regime(0.08, 0.02, 64) == SQRT_N  # under 0.02·√64 = 0.16: capped for stability
+    assert lr_regime(0.32, 0.02, 4) == "η = 0.32"  # faster than √n: not the theory's regime
+    assert lr_regime(math.nan, math.nan, 4) == CONSTANT  # runs without an LR: one regime
+
+
+def planted_regimes():
+    """Constant LR: every n follows the n = 1 curve 1/√t (no speed-up). √n LR (capped at n = 64): c/√(n t),
+    speed-up n. The n = 1 runs, at the shared LR, are the baseline of both."""
+    parts = []
+    for s in range(2):
+        parts.append(curve_points("allreduce", "none", 1, s, theory(1)))
+        for n in (4, 16, 64):
+            parts.append(curve_points("allreduce", "none", n, s, theory(1)))
+            lr = 0.08 if n == 64 else 0.02 * math.sqrt(n)
+            parts.append(curve_points("allreduce", "none", n, s, theory(n), lr=lr))
+    return speedup_points(pd.concat(parts, ignore_index=True))
+
+
+def test_speedup_is_computed_within_a_regime_over_the_shared_n1_runs():
+    table = speedup_table(planted_regimes(), target=0.125, n_boot=100).set_index(["lr_regime", "nodes"])
+    for n in (4, 16, 64):
+        assert table.loc[(SQRT_N, n), "speedup"] == pytest.approx(n)
+        assert table.loc[(CONSTANT, n), "speedup"] == pytest.approx(1.0)
+        assert table.loc[(CONSTANT, n), "seeds"] == 2 and table.loc[(SQRT_N, n), "seeds"] == 2
+    assert table.loc[(SQRT_N, 64), "lr"] == pytest.approx(0.08)
+    # the n = 1 runs appear in both regimes, each time once: two seeds, not four
+    for regime in (CONSTANT, SQRT_N):
+        row = table.loc[(regime, 1)]
+        assert row["seeds"] == 2 and row["shared"] and row["speedup"] == pytest.approx(1.0)
+    assert not table.loc[(SQRT_N, 4), "shared"]
+
+
+def test_both_default_targets_per_regime_and_one_table_per_regime_in_the_report():
+    points = planted_regimes()
+    table = speedup_table(points, n_boot=50)
+    assert len(table) == 2 * 4 * 2  # regimes × n × targets
+    # n = 1 all-reduce 1/√t: the floor is the median of the last quarter; each target a factor of it
+    floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
+    assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
+    md = speedup_section(points)
+    assert md.count("### lsq: ") == 2 and "constant LR" in md and "√n" in md and "(shared)" in md
+    assert "2× floor" in md and "1.25× floor" in md
+
+
+def test_a_regime_with_its_own_n1_runs_does_not_take_the_shared_ones():
+    parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("allreduce", "none", 4, 0, theory(4)),
+             curve_points("allreduce", "none", 1, 1, theory(1) * 2, lr=0.5),
+             curve_points("allreduce", "none", 4, 1, theory(4) * 2, lr=0.5)]
+    table = speedup_table(speedup_points(pd.concat(parts)), target=0.25, n_boot=20)
+    other = table[table["lr_regime"] == "η = 0.5"].set_index("nodes")
+    assert other.loc[1, "lr"] == 0.5 and other.loc[1, "seeds"] == 1 and not other.loc[1, "shared"]
+    # 64/16 over its own n = 1 run; with the shared one (16 steps) it would be 1
+    assert other.loc[4, "speedup"] == pytest.approx(4.0)
