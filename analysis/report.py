@@ -15,6 +15,8 @@ from analysis.lag import lag_section
 from analysis.lag import write_tables as write_lag_tables
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
+from analysis.speedup import speedup_section, write_speedup_csv
+from analysis.tuning import tuning_markdown
 from analysis.tables import TABLE1_COLUMNS, cell_table_markdown, table1_latex, table1_markdown
 
 # Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
@@ -174,8 +176,9 @@ def build_report(run_dir: Path) -> str:
             text = make(summary)
             if text:
                 out.append(f"## {title}\n\n{text}")
-    from analysis.tuning import tuning_markdown
-
+        speedup = speedup_section(points)
+        if speedup:
+            out.append(f"## Linear speed-up\n\n{speedup}")
     tuning = tuning_markdown(run_dir)
     if tuning:
         out.append("## Tuning\n\n" + tuning)
@@ -195,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     points, summary, _note = load_tables(args.dir)
     if summary is not None and not summary.empty:
         written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
-                   write_noniid_table(args.dir, summary)]
+                   write_noniid_table(args.dir, summary), write_speedup_csv(points, args.dir)]
         for path in written:
             if path is not None:
                 print(f"wrote {path}")

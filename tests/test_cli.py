@@ -79,3 +79,12 @@ def test_bits_command_reproduces_table1_column(capsys):
     assert round(rows["qsgd:4,biased=false"], 2) == 0.13
     assert round(rows["top:0.1"], 2) == 0.21
     assert round(rows["sign"], 3) == 0.033  # 0.032 in the paper, which leaves out the 65 per-layer scales
+
+
+def test_one_node_is_allowed_on_complete_only(capsys):
+    assert main(["topology", "--topology", "complete", "--nodes", "1", "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["n"] == 1 and info["num_edges"] == 0 and info["spectral_gap"] == 1.0
+    proc = subprocess.run([sys.executable, "-m", "bench", "topology", "--topology", "ring", "--nodes", "1"],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "n=1" in proc.stderr

@@ -226,3 +226,30 @@ def test_cuda_device_runs_where_a_gpu_exists_and_is_a_clear_error_elsewhere(tmp_
 def test_data_schemes_run_end_to_end(tmp_path, scheme):
     assert main(["run", *SMALL, "--data", scheme, "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "run.json").read_text())["config"]["data"] == scheme
+
+
+def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
+    # n = 1: no neighbour to average with, so every method takes the same SGD steps from the same seed
+    base = ["--task", "lsq", "--topology", "complete", "--nodes", "1", "--epochs", "0.25", "--seed", "1",
+            "--set", "batch_size=4", "--set", "lr=0.05", "--set", "eval_every=0.05", "--set", "compute_time=0.01",
+            "--quiet"]
+    runs = {}
+    for algorithm, compressor in [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign")]:
+        out = tmp_path / algorithm
+        assert main(["run", *base, "--algorithm", algorithm, "--compressor", compressor, "--out", str(out)]) == 0
+        runs[algorithm] = metrics(out)
+        info = json.loads((out / "run.json").read_text())
+        assert info["status"] == "completed" and info["topology"]["spectral_gap"] == 1.0
+    # 250 steps an epoch (1000 samples, batch 4): ceil(62.5) = 63 steps, evaluated at 0 and every 12
+    assert runs["choco"]["step"].tolist() == [0, 12, 24, 36, 48, 60, 63]
+    assert json.loads((tmp_path / "choco" / "run.json").read_text())["gamma"]["source"].startswith("single worker")
+    for algorithm in ("dpsgd", "choco"):
+        pd.testing.assert_series_equal(runs[algorithm]["train_subopt"], runs["allreduce"]["train_subopt"])
+    assert runs["allreduce"]["train_subopt"].iloc[-1] < 0.1 * runs["allreduce"]["train_subopt"].iloc[0]
+    assert (runs["choco"]["consensus_distance"] == 0).all()
+
+
+def test_fractional_epochs_are_accepted_and_whole_ones_stay_integers():
+    assert resolve({}, {"epochs": 0.015625}, {}).epochs == 0.015625
+    # whole numbers keep the type they always had, so run fingerprints do not change
+    assert resolve({}, {"epochs": 40.0}, {}).epochs == 40 and isinstance(resolve({}, {"epochs": 40.0}, {}).epochs, int)

@@ -273,3 +273,16 @@ def test_describe_is_json_ready():
     assert summary["grid_shape"] == [3, 4] and summary["num_edges"] == 24
     # Torus 3x4: λ_min = (1 - 1 - 2)/5, so beta = 1 - λ_min = 1.4.
     assert summary["beta"] == pytest.approx(1.4, abs=1e-12)
+
+
+def test_a_single_worker_is_the_complete_graph_on_one_node():
+    topology = make_topology("complete", 1)
+    assert topology.W.tolist() == [[1.0]] and topology.num_edges == 0 and topology.neighbors(0) == []
+    # no second eigenvalue: exact gossip is done after one round, as on any complete graph
+    assert (topology.spectral_gap, topology.lambda2, topology.beta, topology.max_degree) == (1.0, 0.0, 0.0, 0)
+
+
+@pytest.mark.parametrize("spec", ["ring", "torus", "star", "exponential", "erdos-renyi:0.5", "random-regular:2"])
+def test_only_complete_takes_one_node(spec):
+    with pytest.raises(BenchError, match=r"number of nodes must be >= 2; got n=1"):
+        make_topology(spec, 1)

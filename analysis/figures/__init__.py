@@ -15,7 +15,7 @@ import pandas as pd
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
-           "lag_vs_consensus", "noniid_effect", "sensitivity"]
+           "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup"]
 ALGORITHM_NAMES = {"allreduce": "all-reduce", "dpsgd": "D-PSGD", "dcd": "DCD-PSGD", "ecd": "ECD-PSGD",
                    "choco": "Choco"}
 _EXACT = {"allreduce", "dpsgd"}  # never compress, so their label omits the compressor

@@ -110,6 +110,11 @@ def _coerce(key: str, value: Any) -> Any:
         except (TypeError, ValueError):
             raise BenchError(f"milestones={value!r} must be a list of epochs, e.g. [150, 225]") from None
     default = KEYS[key].default
+    if key == "epochs":
+        # A float field with an int default: fractions are allowed, whole numbers stay ints so the
+        # fingerprints (and run directories) of existing runs do not change.
+        number = _number(key, value, float)
+        return int(number) if number.is_integer() else number
     if key == "task_options":
         if not isinstance(value, dict):
             raise BenchError(f"task_options must be a mapping, got {value!r}")

@@ -40,6 +40,9 @@ def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) ->
         return float(cfg.gamma), "given"
     if compressor.name == "none":
         return 1.0, "identity compressor"
+    if topology.n == 1:
+        # x̂ is the only public copy, so the consensus step γ(x̂ − x̂) is zero whatever γ is.
+        return 1.0, "single worker (no consensus)"
     steps = cfg.gamma_tune_steps
     graph = topology.name if topology.kind not in ("erdos-renyi", "random-regular") else f"{topology.name}@{cfg.seed}"
     key = f"{graph}|{topology.n}|{topology.weights}|{compressor.spec}|{steps}|{GAMMA_TUNE_DIM}"

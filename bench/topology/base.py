@@ -52,18 +52,22 @@ class Graph:
     grid_shape: tuple[int, int] | None = None  # (rows, cols) for grids, else None
 
 
-def check_n(n: object) -> int:
-    """n as a Python int, or a BenchError when it cannot be a number of workers."""
+def check_n(n: object, minimum: int = 2) -> int:
+    """n as a Python int, or a BenchError when it cannot be a number of workers.
+
+    ``minimum=1`` admits the single worker (W = [[1]]): the n = 1 baseline of speed-up studies."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
-        raise BenchError(f"number of nodes must be an integer >= 2; got {n!r}")
-    if n < 2:
-        raise BenchError(f"number of nodes must be >= 2; got n={n}")
+        raise BenchError(f"number of nodes must be an integer >= {minimum}; got {n!r}")
+    if n < minimum:
+        raise BenchError(f"number of nodes must be >= {minimum}; got n={n}")
     return int(n)
 
 
 def _edge_array(edges: np.ndarray | Iterable[tuple[int, int]], n: int, name: str) -> np.ndarray:
     """Edges as a sorted, duplicate-free int array of rows (i, j) with i < j."""
     pairs = np.asarray(list(edges) if not isinstance(edges, np.ndarray) else edges)
+    if pairs.size == 0 and n == 1:
+        return np.zeros((0, 2), dtype=np.int64)  # one node: no edges, W = [[1]]
     if pairs.size == 0:
         raise BenchError(f"topology {name!r} with n={n} has no edges")
     if pairs.ndim != 2 or pairs.shape[1] != 2 or not np.issubdtype(pairs.dtype, np.integer):
@@ -94,7 +98,7 @@ class Topology:
         kind: str = "custom",
         grid_shape: tuple[int, int] | None = None,
     ):
-        n = check_n(n)
+        n = check_n(n, minimum=1)
         self.n = n
         self.kind = kind
         self.name = name if name is not None else kind
@@ -180,7 +184,7 @@ class Topology:
 
     @property
     def max_degree(self) -> int:
-        return int(self.degree.max())
+        return int(self.degree.max(initial=0))
 
     def neighbors(self, i: int) -> list[int]:
         """Nodes linked to i, sorted, without i itself."""
@@ -196,8 +200,9 @@ class Topology:
 
     @property
     def lambda2(self) -> float:
-        """Largest |λ| of W after the top eigenvalue 1: the per-step contraction of exact gossip."""
-        return float(np.abs(self._eigenvalues[1:]).max())
+        """Largest |λ| of W after the top eigenvalue 1: the per-step contraction of exact gossip.
+        A single node has no other eigenvalue; its λ₂ is 0 (gap 1, as the complete graph)."""
+        return float(np.abs(self._eigenvalues[1:]).max(initial=0.0))
 
     @property
     def spectral_gap(self) -> float:

@@ -26,13 +26,16 @@ TOPOLOGIES: Registry[Builder] = Registry("topology")
 # Random graphs are redrawn with seed+1, seed+2, ... until connected; this bounds the redraws.
 MAX_TRIES = 100
 SOCIAL_N = 32
+# The only graph defined on a single node: one worker is plain SGD (the n = 1 baseline of a speed-up
+# study); every other topology needs n >= 2 so that a typo like --nodes 1 on a ring is still caught.
+SINGLE_NODE = ("complete",)
 
 
 def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology:
     """Build and validate the topology named by ``spec`` on n nodes (weights default per PAPER.md)."""
     parsed = parse_spec(spec)
     builder = TOPOLOGIES.get(parsed.name)
-    n = check_n(n)
+    n = check_n(n, minimum=1 if parsed.name in SINGLE_NODE else 2)
     if weights is not None:
         if not isinstance(weights, str):
             known = ", ".join(WEIGHT_SCHEMES.names())

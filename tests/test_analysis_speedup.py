@@ -1,0 +1,206 @@
+"""The linear speed-up study: crossings and speed-ups on curves with known answers, censored and
+diverged targets, LR regimes sharing their n = 1 runs, the figure, the report section."""
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import report
+from analysis.figures import speedup as speedup_figure
+from analysis.speedup import (BASELINE_CENSORED, CONSTANT, SHARED, SQRT_N, curves, default_target,
+                              fit_theory_constant, floor_of, lr_regime, ratio_interval, speedup_points,
+                              speedup_section, speedup_table, write_speedup_csv)
+
+STEPS = np.arange(0, 129)
+METHODS = [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign")]
+
+
+def curve_points(algorithm, compressor, nodes, seed, values, status="completed", task="lsq", lr=0.02):
+    run_id = f"{task}-{algorithm}-{compressor}-n{nodes}-lr{lr:g}-s{seed}"
+    return pd.DataFrame({"step": STEPS[: len(values)], "train_subopt": values, "run_id": run_id, "status": status,
+                         "task": task, "algorithm": algorithm, "compressor": compressor, "nodes": nodes,
+                         "seed": seed, "topology": "ring" if nodes > 1 else "complete", "lr": lr})
+
+
+def theory(nodes, c=1.0):
+    """f(t) = c/√(n t): reaching ε takes t = c²/(n ε²) iterations, exactly n times fewer than at n = 1."""
+    with np.errstate(divide="ignore"):
+        return np.where(STEPS > 0, c / np.sqrt(nodes * np.maximum(STEPS, 1)), 10.0)
+
+
+@pytest.fixture(scope="module")
+def points():
+    parts = [curve_points(a, c, n, s, theory(n) * (1 + 0.0 * s)) for a, c in METHODS for n in (1, 4, 16, 64)
+             for s in range(2)]
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_curves_of_c_over_root_nt_give_speedup_exactly_n(points):
+    # target 1/8: t = 64/n falls on an evaluation point for every n, so no interpolation error
+    table = speedup_table(speedup_points(points), target=0.125, n_boot=200).set_index(["method", "nodes"])
+    for method in ("all-reduce", "D-PSGD", "Choco (sign)"):
+        for n in (1, 4, 16, 64):
+            row = table.loc[(method, n)]
+            assert row["status"] == "reached" and row["reached"] == 2
+            assert row["steps_to_target"] == pytest.approx(64 / n)
+            assert row["speedup"] == pytest.approx(n)
+            assert row["speedup_ci_low"] == pytest.approx(n) and row["speedup_ci_high"] == pytest.approx(n)
+
+
+def test_crossing_is_interpolated_between_evaluations():
+    # evaluated every 10 steps on a line from 1 at step 0 to 0 at step 100: 0.25 is crossed at 75
+    line = curve_points("allreduce", "none", 1, 0, np.linspace(1, 0, 11))
+    line["step"] = np.arange(0, 101, 10)
+    table = speedup_table(speedup_points(line), target=0.25, n_boot=10)
+    assert table["steps_to_target"].iloc[0] == pytest.approx(75.0)
+
+
+def test_target_under_a_plateau_is_censored_and_a_censored_baseline_is_named():
+    one = [curve_points("allreduce", "none", 1, s, np.maximum(theory(1), 0.1)) for s in range(2)]
+    four = [curve_points("allreduce", "none", 4, s, np.maximum(theory(4), 0.2)) for s in range(2)]
+    table = speedup_table(speedup_points(pd.concat(one + four)), target=0.15, n_boot=50).set_index("nodes")
+    assert table.loc[4, "status"] == "censored" and table.loc[4, "reached"] == 0
+    assert math.isinf(table.loc[4, "steps_to_target"]) and math.isnan(table.loc[4, "speedup"])
+    # floors: 0.1 at n = 1 (1/√t < 0.1 after t = 100) and 0.2 at n = 4
+    assert table.loc[4, "floor_ratio"] == pytest.approx(0.5)
+    lower = speedup_table(speedup_points(pd.concat(one + four)), target=0.05, n_boot=50).set_index("nodes")
+    assert lower.loc[4, "status"] == BASELINE_CENSORED and math.isnan(lower.loc[4, "speedup"])
+
+
+def test_diverged_runs_are_diverged_not_censored():
+    one = curve_points("dpsgd", "none", 1, 0, theory(1))
+    blown = [curve_points("dpsgd", "none", 16, s, np.full(5, 1e4), status="diverged") for s in range(3)]
+    table = speedup_table(speedup_points(pd.concat([one, *blown])), target=0.125, n_boot=20).set_index("nodes")
+    assert table.loc[16, "status"] == "diverged"
+
+
+def test_a_method_without_n1_runs_uses_the_allreduce_baseline():
+    parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("choco", "sign", 4, 0, theory(4))]
+    table = speedup_table(speedup_points(pd.concat(parts)), target=0.125, n_boot=20).set_index("method")
+    assert table.loc["Choco (sign)", "speedup"] == pytest.approx(4.0)
+
+
+def test_default_target_is_twice_the_n1_allreduce_floor():
+    flat = np.concatenate([np.linspace(1, 0.1, 40), np.full(89, 0.01)])
+    parts = [curve_points("allreduce", "none", 1, s, flat * (1 + s)) for s in range(3)]
+    parts.append(curve_points("dpsgd", "none", 1, 0, flat * 100))  # not all-reduce: ignored
+    target, source = default_target(speedup_points(pd.concat(parts)), "lsq")
+    assert target == pytest.approx(2 * 0.02) and "all-reduce" in source
+    assert floor_of([5.0, 1.0, 2.0, 3.0]) == 3.0  # the last quarter (one point) of four
+
+
+def test_ratio_interval_resamples_both_sides():
+    assert ratio_interval([8.0, 8.0], [2.0, 2.0]) == (4.0, 4.0, 4.0)
+    point, lo, hi = ratio_interval([60.0, 64.0, 68.0], [15.0, 16.0, 17.0], n_boot=500)
+    assert point == 4.0 and 60 / 17 <= lo < 4.0 < hi <= 68 / 15
+    assert ratio_interval([64.0], [math.inf])[0] == 0.0
+
+
+def test_theory_constant_is_recovered_from_an_exact_tail():
+    t = np.arange(1, 200)
+    assert fit_theory_constant(t, 3.0 / np.sqrt(t)) == pytest.approx(3.0)
+    # only the tail counts: a different start does not move it
+    head = np.where(t < 50, 1.0, 3.0 / np.sqrt(t))
+    assert fit_theory_constant(t, head) == pytest.approx(3.0)
+
+
+def test_curves_are_medians_over_seeds():
+    parts = [curve_points("allreduce", "none", 4, s, np.full(3, v)) for s, v in enumerate([1.0, 2.0, 6.0])]
+    out = curves(speedup_points(pd.concat(parts)))
+    assert list(out["median"]) == [2.0] * 3 and list(out["low"]) == [1.0] * 3 and list(out["high"]) == [6.0] * 3
+
+
+def test_figure_draws_png_and_pdf_with_a_caption(points, tmp_path):
+    stem = tmp_path / "speedup"
+    result = speedup_figure.draw(tmp_path, points, None, stem)
+    assert not isinstance(result, str), result
+    paths, caption = result
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
+    assert paths[0].read_bytes()[:4] == b"\x89PNG"
+    # c fitted on the n = 1 all-reduce curve 1/√t
+    assert "c = 1 " in caption and "lsq" in caption and "n = 1 all-reduce" in caption
+
+
+def test_figure_and_report_skip_runs_without_the_study(points, tmp_path):
+    no_subopt = points.drop(columns="train_subopt")
+    assert "train_subopt" in speedup_figure.draw(tmp_path, no_subopt, None, tmp_path / "a")
+    only_n4 = points[points["nodes"] == 4]
+    assert "n = 1" in speedup_figure.draw(tmp_path, only_n4, None, tmp_path / "b")
+    assert speedup_section(only_n4) is None and speedup_section(None) is None
+    assert not list(tmp_path.iterdir())
+
+
+def test_report_has_the_speedup_section_and_csv(points, tmp_path, monkeypatch):
+    summary = points.drop_duplicates("run_id").assign(cell=lambda d: d["run_id"], final_test_acc=math.nan,
+                                                      network="datacenter-10g", data="shuffle", spectral_gap=0.5)
+    monkeypatch.setattr(report, "load_tables", lambda d: (points, summary, ""))
+    study = tmp_path / "speedup"
+    study.mkdir()
+    assert report.main([str(study)]) == 0
+    md = (study / "report.md").read_text()
+    assert "## Linear speed-up" in md and "speed-up to 2× floor [95% CI]" in md
+    table = pd.read_csv(study / "speedup.csv")
+    # one regime (every n at the same LR), 3 methods × 4 n × the two default targets
+    assert len(table) == 3 * 4 * 2 and set(table["nodes"]) == {1, 4, 16, 64}
+    assert set(table["target_factor"]) == {2.0, 1.25} and set(table["lr_regime"]) == {CONSTANT}
+    assert write_speedup_csv(points[points["nodes"] == 4], tmp_path) is None
+
+
+def test_lr_regime_is_read_off_the_lr_against_the_n1_lr():
+    assert lr_regime(0.02, 0.02, 1) == SHARED
+    assert lr_regime(0.02, 0.02, 16) == CONSTANT
+    assert lr_regime(0.02 * 4, 0.02, 16) == SQRT_N
+    assert lr_regime(0.08, 0.02, 64) == SQRT_N  # under 0.02·√64 = 0.16: capped for stability
+    assert lr_regime(0.32, 0.02, 4) == "η = 0.32"  # faster than √n: not the theory's regime
+    assert lr_regime(math.nan, math.nan, 4) == CONSTANT  # runs without an LR: one regime
+
+
+def planted_regimes():
+    """Constant LR: every n follows the n = 1 curve 1/√t (no speed-up). √n LR (capped at n = 64): c/√(n t),
+    speed-up n. The n = 1 runs, at the shared LR, are the baseline of both."""
+    parts = []
+    for s in range(2):
+        parts.append(curve_points("allreduce", "none", 1, s, theory(1)))
+        for n in (4, 16, 64):
+            parts.append(curve_points("allreduce", "none", n, s, theory(1)))
+            lr = 0.08 if n == 64 else 0.02 * math.sqrt(n)
+            parts.append(curve_points("allreduce", "none", n, s, theory(n), lr=lr))
+    return speedup_points(pd.concat(parts, ignore_index=True))
+
+
+def test_speedup_is_computed_within_a_regime_over_the_shared_n1_runs():
+    table = speedup_table(planted_regimes(), target=0.125, n_boot=100).set_index(["lr_regime", "nodes"])
+    for n in (4, 16, 64):
+        assert table.loc[(SQRT_N, n), "speedup"] == pytest.approx(n)
+        assert table.loc[(CONSTANT, n), "speedup"] == pytest.approx(1.0)
+        assert table.loc[(CONSTANT, n), "seeds"] == 2 and table.loc[(SQRT_N, n), "seeds"] == 2
+    assert table.loc[(SQRT_N, 64), "lr"] == pytest.approx(0.08)
+    # the n = 1 runs appear in both regimes, each time once: two seeds, not four
+    for regime in (CONSTANT, SQRT_N):
+        row = table.loc[(regime, 1)]
+        assert row["seeds"] == 2 and row["shared"] and row["speedup"] == pytest.approx(1.0)
+    assert not table.loc[(SQRT_N, 4), "shared"]
+
+
+def test_both_default_targets_per_regime_and_one_table_per_regime_in_the_report():
+    points = planted_regimes()
+    table = speedup_table(points, n_boot=50)
+    assert len(table) == 2 * 4 * 2  # regimes × n × targets
+    # n = 1 all-reduce 1/√t: the floor is the median of the last quarter; each target a factor of it
+    floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
+    assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
+    md = speedup_section(points)
+    assert md.count("### lsq: ") == 2 and "constant LR" in md and "√n" in md and "(shared)" in md
+    assert "2× floor" in md and "1.25× floor" in md
+
+
+def test_a_regime_with_its_own_n1_runs_does_not_take_the_shared_ones():
+    parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("allreduce", "none", 4, 0, theory(4)),
+             curve_points("allreduce", "none", 1, 1, theory(1) * 2, lr=0.5),
+             curve_points("allreduce", "none", 4, 1, theory(4) * 2, lr=0.5)]
+    table = speedup_table(speedup_points(pd.concat(parts)), target=0.25, n_boot=20)
+    other = table[table["lr_regime"] == "η = 0.5"].set_index("nodes")
+    assert other.loc[1, "lr"] == 0.5 and other.loc[1, "seeds"] == 1 and not other.loc[1, "shared"]
+    # 64/16 over its own n = 1 run; with the shared one (16 steps) it would be 1
+    assert other.loc[4, "speedup"] == pytest.approx(4.0)
