@@ -102,16 +102,17 @@ TUNING_DIR = "tune"  # a study's tuning trials: read by analysis.tuning, never r
 
 def load_runs(root) -> Runs:
     """Every directory under ``root`` (any depth, ``root`` included) holding a run.json, except
-    tuning trials (under a ``tune/`` folder below ``root``): they trained on less data for fewer
-    epochs and are not results of the study."""
+    tuning trials (under a ``tune/`` folder below ``root``: they trained on less data for fewer
+    epochs and are not results of the study) and anything under a hidden folder (``.stale/``)."""
     root = Path(root)
     if not root.is_dir():
         raise FileNotFoundError(f"results directory not found: {root}")
     rows, configs, tables, problems, seen = [], [], [], [], {}
     for run_json in sorted(root.rglob("run.json")):
         path = run_json.parent
-        if TUNING_DIR in path.relative_to(root).parts[:-1]:
-            continue
+        inside = path.relative_to(root).parts[:-1]
+        if TUNING_DIR in inside or any(part.startswith(".") for part in inside):
+            continue  # tuning trials, and bookkeeping such as runs set aside in .stale/
         try:
             record = json.loads(run_json.read_text())
             if not isinstance(record, dict) or "config" not in record:

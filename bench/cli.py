@@ -51,6 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
                        ("gamma", str), ("backend", str), ("device", str), ("weights", str), ("network", str)]:
         r.add_argument(f"--{flag}", type=kind, default=None)
     r.add_argument("--quiet", action="store_true", default=None, help="no progress output")
+    r.add_argument("--replace-stale", action="store_true", default=None,
+                   help="move a run of other settings found in --out to .stale/ beside it instead of refusing")
 
     t = sub.add_parser("topology", help="describe a topology and its mixing matrix")
     t.add_argument("--topology", required=True, help="ring, torus, complete, star, exponential, social, "
@@ -134,9 +136,9 @@ def _cmd_run(args) -> int:
     from .run.config import load_yaml, parse_sets
 
     flags = {k: v for k, v in vars(args).items()
-             if v is not None and k not in ("command", "out", "config", "sets", "argv")}
+             if v is not None and k not in ("command", "out", "config", "sets", "argv", "replace_stale")}
     cfg = resolve(load_yaml(args.config) if args.config else {}, flags, parse_sets(args.sets))
-    return run(cfg, args.out, argv=args.argv)
+    return run(cfg, args.out, argv=args.argv, replace_stale=bool(args.replace_stale))
 
 
 def _cmd_topology(args) -> int:

@@ -253,3 +253,21 @@ def test_fractional_epochs_are_accepted_and_whole_ones_stay_integers():
     assert resolve({}, {"epochs": 0.015625}, {}).epochs == 0.015625
     # whole numbers keep the type they always had, so run fingerprints do not change
     assert resolve({}, {"epochs": 40.0}, {}).epochs == 40 and isinstance(resolve({}, {"epochs": 40.0}, {}).epochs, int)
+
+
+def test_replace_stale_sets_a_run_of_other_settings_aside_and_analysis_ignores_it(tmp_path, capsys):
+    out = tmp_path / "runs" / "cell_s0"
+    assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.05"]) == 0
+    first = json.loads((out / "run.json").read_text())
+    assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.2"]) == 2  # refused without the flag
+    assert json.loads((out / "run.json").read_text()) == first  # and nothing was touched
+    capsys.readouterr()
+    assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.2", "--replace-stale"]) == 0
+    assert "moved to" in capsys.readouterr().err
+    assert json.loads((out / "run.json").read_text())["config"]["lr"] == 0.2
+    kept = tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}"
+    assert json.loads((kept / "run.json").read_text()) == first and (kept / "metrics.parquet").exists()
+    from analysis.load import load_runs
+
+    loaded = load_runs(tmp_path / "runs")
+    assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2

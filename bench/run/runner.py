@@ -37,12 +37,33 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
     grads.mul_(torch.clamp(max_norm / (norms + 1e-12), max=1.0))
 
 
-def run(cfg: RunConfig, out: Path, argv: list[str] | None = None) -> int:
-    """Train (or resume, or recognise as done) one run in ``out``; returns the exit status."""
+def _set_aside(out: Path, previous: dict) -> Path:
+    """Move a run directory of other settings to ``.stale/`` beside it (kept, never deleted)."""
+    from .dist import under_launcher
+
+    if under_launcher():  # every rank would race to move it
+        raise BenchError(f"{out} holds a run with other settings and --replace-stale cannot move it under "
+                         "torchrun; move it yourself or use another --out")
+    base = out.parent / ".stale" / f"{out.name}-{previous.get('fingerprint')}"
+    target, k = base, 1
+    while target.exists():
+        target, k = base.with_name(f"{base.name}.{k}"), k + 1
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(out, target)
+    print(f"{out}: held run {previous.get('run_id')!r} of other settings; moved to {target}", file=sys.stderr)
+    return target
+
+
+def run(cfg: RunConfig, out: Path, argv: list[str] | None = None, replace_stale: bool = False) -> int:
+    """Train (or resume, or recognise as done) one run in ``out``; returns the exit status. A run of
+    other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``."""
     out = Path(out)
     previous = read_json(out / "run.json")
     if previous is not None and previous.get("fingerprint") != cfg.fingerprint():
-        raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings; use another --out")
+        if not replace_stale:
+            raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings; use another --out")
+        _set_aside(out, previous)
+        previous = None
     if previous is not None and previous.get("status") in FINAL and (out / "metrics.parquet").exists():
         if not cfg.quiet and os.environ.get("RANK", "0") == "0":
             print(f"{out}: already {previous['status']}, nothing to do", file=sys.stderr)

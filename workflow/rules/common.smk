@@ -118,8 +118,9 @@ def tuned_values(cell):
 
 
 def tuned_flag(cell):
-    """`--config <the cell's tuned values>` for a tuned cell, nothing otherwise."""
-    return " ".join(f"--config {path}" for path in tuned_values(cell))
+    """`--config <the cell's tuned values>` for a tuned cell, nothing otherwise. A re-tuned cell's
+    earlier final runs hold other settings: they are set aside (runs/.stale/), not refused."""
+    return " ".join(f"--config {path} --replace-stale" for path in tuned_values(cell))
 
 
 def launcher(settings):
