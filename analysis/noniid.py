@@ -124,9 +124,9 @@ def noniid_section(summary: pd.DataFrame) -> str | None:
             "sees one or two classes), `dirichlet:α` gives each worker a share of every class drawn from "
             "Dirichlet(α), once. Means over seeds that did not diverge with t-intervals; Δ: difference to the "
             "same setting on the i.i.d. partition with Welch's interval; gap: all-reduce SGD on the same "
-            "partition minus the method. steps/epoch: synchronous rounds per epoch, set by the smallest "
-            "shard — under `dirichlet` it is smaller than under `shuffle`, so at equal epochs those runs "
-            "also take fewer steps (median over seeds shown). Table: [noniid.csv](noniid.csv).\n\n"
+            "partition minus the method. steps/epoch: synchronous rounds per epoch (median over seeds): one "
+            "pass at the mean shard size under every partition, so runs of equal epochs take equal steps "
+            "(unequal Dirichlet shards are cycled or subsampled to it). Table: [noniid.csv](noniid.csv).\n\n"
             + table_markdown(table))
 
 

@@ -72,6 +72,11 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
         ax.set_xscale("log")
         ax.set_xlabel("consensus distance Ξ, mean over 2nd half of training (log)")
         ax.set_title(f"data: {scheme}")
+    gaps = table["gap"][np.isfinite(table["gap"])]
+    if len(gaps):  # the band widens fast beyond the points: the axis follows the data, the band is clipped
+        low, high = min(0.0, gaps.min()), max(0.0, gaps.max())
+        pad = 0.15 * (high - low) + 1.0
+        axes.flat[0].set_ylim(low - pad, high + 2 * pad)
     axes.flat[0].set_ylabel("final accuracy gap to all-reduce (pp)")
     handles = [plt.Line2D([], [], color=colours[n], marker="o", linestyle="none", label=f"n = {n}") for n in nodes]
     handles += [plt.Line2D([], [], color="0.3", marker=markers[t], linestyle="none", markerfacecolor="none",

@@ -79,6 +79,6 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                "worker drawn from Dirichlet(α) once. Decentralized methods only see other classes through "
                "gossip, so a partition effect beyond all-reduce's own shows the cost of heterogeneity. Largest "
                f"drops against the i.i.d. partition: {worst_text or 'none'}. Median synchronous steps per epoch "
-               f"({steps_text or 'not recorded'}): an epoch is set by the smallest shard, so Dirichlet runs take "
-               "fewer steps at the same epoch count. Diverged seeds are counted under their point.")
+               f"({steps_text or 'not recorded'}): one pass at the mean shard size under every partition. Diverged "
+               "seeds are counted under their point.")
     return paths, caption
