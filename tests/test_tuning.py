@@ -70,14 +70,16 @@ def test_val_fraction_out_of_range_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_runs_without_validation_keep_their_ids():
-    # val_fraction arrived after runs were written: at its default it leaves the fingerprint alone
+    # val_fraction and recipe arrived after runs were written: at their defaults they leave the
+    # fingerprint alone
     cfg = RunConfig()
-    legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction")}
+    legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction", "recipe")}
     import hashlib
 
     expected = hashlib.sha256(json.dumps(legacy, sort_keys=True, default=str).encode()).hexdigest()[:10]
     assert cfg.fingerprint() == expected
     assert RunConfig(val_fraction=0.1).fingerprint() != expected
+    assert RunConfig(recipe="tuned").fingerprint() != expected
 
 
 # -- the selection rule ------------------------------------------------------------------------

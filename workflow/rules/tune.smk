@@ -46,7 +46,9 @@ rule tuned_table:
         f"{OUT}/tuned.csv",
     log:
         f"logs/{STUDY}/tune/table.log",
+    params:
+        study=lambda wc, output: os.path.dirname(output[0]),
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis tune table {OUT} > {log} 2>&1"
+        "python -m analysis tune table {params.study} > {log} 2>&1"
