@@ -3,9 +3,10 @@
 A tuning trial is an ordinary run directory (run.json + metrics.parquet) under
 ``results/<study>/tune/<cell>/<trial>/``, trained on the training split minus a validation split
 (``val_fraction``) for a fraction of the final epochs. The selection reads only the validation
-metrics, never the test set: the best final validation accuracy (lower validation perplexity for
-language models, lower validation loss where there is no accuracy), ties broken by the lower
-validation loss. Diverged trials are kept in the table and never selected.
+metrics, never the test set: the grid point with the best final validation accuracy, averaged over
+its tuning seeds (lower validation perplexity for language models, lower validation loss where
+there is no accuracy), ties broken by the lower validation loss. Diverged trials are kept in the
+table; a grid point with a diverged seed is never selected.
 
 ``python -m analysis tune select CELL_DIR --out best.yaml``: the chosen values of one cell.
 ``python -m analysis tune table STUDY_DIR``: every trial of every cell, ``STUDY_DIR/tuned.csv``.
@@ -75,20 +76,34 @@ def criterion(trials: pd.DataFrame) -> tuple[str, bool]:
                          "run with val_fraction > 0?")
 
 
+def grid_points(trials: pd.DataFrame) -> pd.Series:
+    """A label per trial naming its grid point (the tuned knobs' values); the tuning seeds of one
+    point share it."""
+    knobs = [k for k in TUNABLE if k in trials]
+    return trials[knobs].apply(lambda row: "|".join(f"{k}={row[k]!r}" for k in knobs), axis=1)
+
+
 def select(trials: pd.DataFrame) -> pd.DataFrame:
-    """``trials`` of one cell with ``criterion`` and ``selected`` (exactly one True) added."""
+    """``trials`` of one cell with ``criterion`` and ``selected`` added: the trials (one per tuning
+    seed) of the grid point with the best mean criterion over its seeds. A point with a seed that
+    diverged or failed is never selected: an LR that diverges on some seeds is not a safe choice."""
     if trials.empty:
         raise SelectionError("no finished trials to select from")
     column, higher = criterion(trials)
     out = trials.assign(criterion=column, selected=False)
-    ok = out[(out["status"] == "completed") & out[column].notna()]
-    if ok.empty:
-        raise SelectionError(f"every one of the {len(out)} trials diverged or failed; widen the grid "
-                             "towards smaller learning rates")
-    key = ok[column] if higher else -ok[column]
-    best = ok.assign(_key=key, _loss=ok["val_loss"].fillna(math.inf)).sort_values(
-        ["_key", "_loss", "trial"], ascending=[False, True, True], kind="stable").index[0]
-    out.loc[best, "selected"] = True
+    point = grid_points(out)
+    ok = (out["status"] == "completed") & out[column].notna()
+    stable = ok.groupby(point).transform("all")
+    if not stable.any():
+        raise SelectionError(f"every grid point of the {len(out)} trials has a diverged or failed seed; widen "
+                             "the grid towards smaller learning rates")
+    scores = out[stable].assign(_point=point[stable], _loss=out["val_loss"].fillna(math.inf)).groupby("_point").agg(
+        score=(column, "mean"), loss=("_loss", "mean"))
+    scores["key"] = scores["score"] if higher else -scores["score"]
+    best = scores.sort_values(["key", "loss"], ascending=[False, True], kind="stable").index
+    best = sorted(p for p in best if scores.loc[p, "key"] == scores.loc[best[0], "key"]
+                  and scores.loc[p, "loss"] == scores.loc[best[0], "loss"])[0]  # full ties: the first label
+    out.loc[point == best, "selected"] = True
     return out
 
 
@@ -113,11 +128,13 @@ def cmd_select(args) -> int:
     trials = select(read_trials(cell_dir))
     keys = args.keys or [k for k in TUNABLE if trials[k].nunique(dropna=True) > 1]
     values = chosen_values(trials, keys)
-    best = trials[trials["selected"]].iloc[0]
-    note = (f"# tuned on {len(trials)} trials of {cell_dir.name}: best {best['criterion']} = "
-            f"{best[best['criterion']]:.4g} (trial {best['trial']})\n")
+    chosen = trials[trials["selected"]]
+    column = chosen["criterion"].iloc[0]
+    score = chosen[column].mean()
+    note = (f"# tuned on {len(trials)} trials of {cell_dir.name}: best mean {column} = {score:.4g} over "
+            f"{len(chosen)} seed(s) ({', '.join(chosen['trial'])})\n")
     _atomic_write(Path(args.out), note + yaml.safe_dump(values, sort_keys=True))
-    print(f"{cell_dir.name}: {values} ({best['criterion']} {best[best['criterion']]:.4g}) -> {args.out}")
+    print(f"{cell_dir.name}: {values} ({column} {score:.4g}) -> {args.out}")
     return 0
 
 
@@ -161,7 +178,7 @@ def tuning_markdown(study_dir: Path) -> str | None:
         knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
         chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}{' (edge)' if _at_edge(g[k], best[k].iloc[0], k) else ''}"
                            for k in knobs) if len(best) else "nothing (all diverged)"
-        score = f"{best[best['criterion'].iloc[0]].iloc[0]:.4g}" if len(best) else "—"
+        score = f"{best[best['criterion'].iloc[0]].mean():.4g}" if len(best) else "—"
         rows.append(f"| {cell} | {chosen} | {score} | {len(g)} | {int((g['status'] == 'diverged').sum())} |")
     criterion = ", ".join(sorted(table["criterion"].dropna().unique())) or "—"
     epochs = table["epochs"].median()

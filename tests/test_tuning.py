@@ -102,6 +102,19 @@ def test_selection_takes_the_best_validation_accuracy_and_breaks_ties_by_loss():
     assert set(table["criterion"]) == {"val_acc"}
 
 
+def test_selection_averages_the_tuning_seeds_of_a_grid_point_and_avoids_unstable_ones():
+    table = select(trials([
+        {"trial": "lr=0.1_s0", "lr": 0.1, "status": "completed", "val_acc": 0.90, "val_loss": 0.5},
+        {"trial": "lr=0.1_s1", "lr": 0.1, "status": "completed", "val_acc": 0.50, "val_loss": 0.9},
+        {"trial": "lr=0.03_s0", "lr": 0.03, "status": "completed", "val_acc": 0.75, "val_loss": 0.7},
+        {"trial": "lr=0.03_s1", "lr": 0.03, "status": "completed", "val_acc": 0.75, "val_loss": 0.7},
+        {"trial": "lr=0.3_s0", "lr": 0.3, "status": "completed", "val_acc": 0.95, "val_loss": 0.4},
+        {"trial": "lr=0.3_s1", "lr": 0.3, "status": "diverged", "val_acc": 0.10, "val_loss": 1e9},
+    ]))
+    # the single best trial (lr 0.3) has a diverged seed; lr 0.1's mean (0.70) is below lr 0.03's (0.75)
+    assert sorted(table.loc[table["selected"], "trial"]) == ["lr=0.03_s0", "lr=0.03_s1"]
+
+
 def test_selection_by_perplexity_or_loss_prefers_lower():
     ppl = trials([{"trial": "a", "lr": 1, "status": "completed", "val_acc": math.nan, "val_ppl": 120.0, "val_loss": 4.8},
                   {"trial": "b", "lr": 2, "status": "completed", "val_acc": math.nan, "val_ppl": 90.0, "val_loss": 4.5}])
