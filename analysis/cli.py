@@ -6,13 +6,12 @@ import argparse
 import importlib
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import DEFAULT_TOLERANCES, compare, compare_perf, make_baseline
 from analysis.summary import cell_summary, summarize
@@ -39,18 +38,6 @@ def _number(kind, low=None):
             raise argparse.ArgumentTypeError(f"{text!r} must be finite and > {low}")
         return value
     return parse
-
-
-def _atomic(path: Path, write) -> None:
-    """Write through a temporary file in the same directory, then rename (no half-written output)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _load(directory: str):
@@ -83,9 +70,9 @@ def cmd_summarize(args) -> int:
     table = _summarize(runs, **_targets(args))
     cells = cell_summary(table)
     out = Path(args.dir)
-    _atomic(out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
-    _atomic(out / "summary.parquet", lambda tmp: table.to_parquet(tmp, index=False))
-    _atomic(out / "cells.csv", lambda tmp: cells.to_csv(tmp, index=False))
+    write_atomically(out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
+    write_atomically(out / "summary.parquet", lambda tmp: table.to_parquet(tmp, index=False))
+    write_atomically(out / "cells.csv", lambda tmp: cells.to_csv(tmp, index=False))
     print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}")
     return 0
 
@@ -96,8 +83,7 @@ def cmd_baseline(args) -> int:
     tol = {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}
     baseline = make_baseline(table, cell_summary(table), {k: v for k, v in tol.items() if v is not None})
     out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _atomic(out, lambda tmp: Path(tmp).write_text(json.dumps(baseline, indent=1, sort_keys=True) + "\n"))
+    write_text_atomically(out, json.dumps(baseline, indent=1, sort_keys=True) + "\n")
     print(f"baseline of {len(baseline['cells'])} cells -> {out}")
     return 0
 

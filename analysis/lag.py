@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.files import write_atomically
 from analysis.figures import as_percent, method_label, one_cell_per, usable
 from analysis.summary import REFERENCE, spectral_fit
 
@@ -188,9 +189,5 @@ def write_tables(run_dir: Path, points: pd.DataFrame | None, summary: pd.DataFra
         return []
     written = []
     for name, frame in (("lag.csv", table), ("lag_fits.csv", lag_fits(table))):
-        path = Path(run_dir) / name
-        tmp = path.with_name(f".{name}.tmp")
-        frame.to_csv(tmp, index=False)
-        tmp.replace(path)
-        written.append(path)
+        written.append(write_atomically(Path(run_dir) / name, lambda tmp, f=frame: f.to_csv(tmp, index=False)))
     return written

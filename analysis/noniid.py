@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.files import write_atomically
 from analysis.figures import IID_SCHEMES, as_percent, method_label, method_sort_key, one_cell_per, usable
 from analysis.summary import REFERENCE
 
@@ -136,8 +137,4 @@ def write_table(run_dir: Path, summary: pd.DataFrame) -> Path | None:
     table = noniid_table(summary)
     if table.empty:
         return None
-    path = Path(run_dir) / "noniid.csv"
-    tmp = path.with_name(".noniid.csv.tmp")
-    table.to_csv(tmp, index=False)
-    tmp.replace(path)
-    return path
+    return write_atomically(Path(run_dir) / "noniid.csv", lambda tmp: table.to_csv(tmp, index=False))

@@ -4,12 +4,12 @@ non-i.i.d. comparison, and every figure of DIR/figures/index.json."""
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
+from analysis.files import write_text_atomically
 from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
 from analysis.lag import lag_section
 from analysis.lag import write_tables as write_lag_tables
@@ -83,11 +83,7 @@ def write_table1_latex(summary: pd.DataFrame, run_dir: Path) -> Path | None:
     picked = table1_selection(summary)
     if picked is None:
         return None
-    path = run_dir / "table1.tex"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(table1_latex(picked[0]))
-    os.replace(tmp, path)
-    return path
+    return write_text_atomically(run_dir / "table1.tex", table1_latex(picked[0]))
 
 
 def epoch_gap_section(summary: pd.DataFrame) -> str | None:
@@ -202,10 +198,6 @@ def main(argv: list[str] | None = None) -> int:
         for path in written:
             if path is not None:
                 print(f"wrote {path}")
-    path = args.dir / "report.md"
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)  # a reader never sees half a report
-    print(f"wrote {path}")
+    print(f"wrote {write_text_atomically(args.dir / 'report.md', text)}")
     return 0
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.files import write_atomically
 from analysis.figures import method_label, method_sort_key, usable
 from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
 
@@ -279,13 +280,8 @@ def speedup_section(points: pd.DataFrame | None) -> str | None:
 
 
 def write_speedup_csv(points: pd.DataFrame | None, run_dir: Path) -> Path | None:
-    import os
-
     data = speedup_points(points)
     if data is None or not (data["nodes"] == 1).any():
         return None
-    path = Path(run_dir) / "speedup.csv"
-    tmp = path.with_name(f".{path.name}.tmp")
-    speedup_table(data).to_csv(tmp, index=False)
-    os.replace(tmp, path)
-    return path
+    table = speedup_table(data)
+    return write_atomically(Path(run_dir) / "speedup.csv", lambda tmp: table.to_csv(tmp, index=False))

@@ -16,13 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pandas as pd
 import yaml
+
+from analysis.files import write_text_atomically
 
 # the knobs a tuning grid may search (each a `bench run` setting)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
@@ -100,10 +100,9 @@ def select(trials: pd.DataFrame) -> pd.DataFrame:
     scores = out[stable].assign(_point=point[stable], _loss=out["val_loss"].fillna(math.inf)).groupby("_point").agg(
         score=(column, "mean"), loss=("_loss", "mean"))
     scores["key"] = scores["score"] if higher else -scores["score"]
-    best = scores.sort_values(["key", "loss"], ascending=[False, True], kind="stable").index
-    best = sorted(p for p in best if scores.loc[p, "key"] == scores.loc[best[0], "key"]
-                  and scores.loc[p, "loss"] == scores.loc[best[0], "loss"])[0]  # full ties: the first label
-    out.loc[point == best, "selected"] = True
+    # best score, then lower loss, then (full ties) the first label
+    best = scores.reset_index().sort_values(["key", "loss", "_point"], ascending=[False, True, True]).iloc[0]
+    out.loc[point == best["_point"], "selected"] = True
     return out
 
 
@@ -111,14 +110,6 @@ def chosen_values(trials: pd.DataFrame, keys: list[str]) -> dict:
     """The selected trial's values of ``keys`` (the searched knobs), as plain numbers."""
     row = trials[trials["selected"]].iloc[0]
     return {k: float(row[k]) for k in keys if k in row and pd.notna(row[k])}
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    os.replace(tmp, path)
 
 
 def cmd_select(args) -> int:
@@ -133,7 +124,7 @@ def cmd_select(args) -> int:
     score = chosen[column].mean()
     note = (f"# tuned on {len(trials)} trials of {cell_dir.name}: best mean {column} = {score:.4g} over "
             f"{len(chosen)} seed(s) ({', '.join(chosen['trial'])})\n")
-    _atomic_write(Path(args.out), note + yaml.safe_dump(values, sort_keys=True))
+    write_text_atomically(Path(args.out), note + yaml.safe_dump(values, sort_keys=True))
     print(f"{cell_dir.name}: {values} ({column} {score:.4g}) -> {args.out}")
     return 0
 
@@ -193,7 +184,7 @@ def tuning_markdown(study_dir: Path) -> str | None:
 def cmd_table(args) -> int:
     table = study_table(Path(args.study_dir))
     out = Path(args.study_dir) / "tuned.csv"
-    _atomic_write(out, table.to_csv(index=False))
+    write_text_atomically(out, table.to_csv(index=False))
     chosen = table[table["selected"]]
     print(f"{len(table)} trials of {table['cell'].nunique()} cells ({len(chosen)} selected) -> {out}")
     return 0

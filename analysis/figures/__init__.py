@@ -7,11 +7,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 from pathlib import Path
 
 import pandas as pd
+
+from analysis.files import write_atomically, write_text_atomically
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
@@ -77,9 +78,8 @@ def save_figure(fig, out_stem: Path) -> list[Path]:
     paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
     for path in paths:
         # complete or absent: a pipeline job killed mid-save leaves no half-written figure
-        tmp = path.with_name(f".{path.name}.tmp")
-        fig.savefig(tmp, dpi=150, format=path.suffix[1:], bbox_inches="tight")
-        os.replace(tmp, path)
+        write_atomically(path, lambda tmp, fmt=path.suffix[1:]: fig.savefig(tmp, dpi=150, format=fmt,
+                                                                            bbox_inches="tight"))
     plt.close(fig)
     return paths
 
@@ -163,9 +163,7 @@ def _update_index(fig_dir: Path, drawn: dict[str, str], attempted: set[str]) -> 
         index = {k: v for k, v in read_index(fig_dir).items()
                  if k not in attempted and (fig_dir / f"{k}.png").is_file()}
         index.update(drawn)
-        tmp = path.with_name(".index.json.tmp")
-        tmp.write_text(json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
-        os.replace(tmp, path)
+        write_text_atomically(path, json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
     return path
 
 
