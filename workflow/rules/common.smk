@@ -104,8 +104,8 @@ def trials(cell):
     return out
 
 
-TUNED_CELLS = {cell: tuned_keys(settings) for cell, settings in CELLS.items()} if TUNE_GRID else {}
-TUNED_CELLS = {cell: keys for cell, keys in TUNED_CELLS.items() if keys}
+# cell -> the knobs it searches, for the cells that search any (tuned_keys is empty without a grid)
+TUNED_CELLS = {cell: keys for cell, settings in CELLS.items() if (keys := tuned_keys(settings))}
 
 
 def tune_marker(cell):
