@@ -118,11 +118,21 @@ class Loop:
         else:
             spread = ((parts.x0 - parts.comm.global_mean(parts.x0)) ** 2).sum(1, keepdim=True)
             self.counters.initial_distance = float(parts.comm.global_mean(spread))
+        self._settle_gradient_path()
         self.record = self._record(previous)
         if self.writer:
             write_json(out / "run.json", self.record)
         self.started = time.perf_counter()
         self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
+
+    def _settle_gradient_path(self) -> None:
+        """Vectorised or loop gradients (by option or measurement); every process takes the same path."""
+        task = self.p.task
+        task.prepare(self.p.algo.x)
+        if self.cfg.backend == "dist" and task.has_gradient:
+            agreed = "vmap" if self._agreed(task.gradient_path == "vmap") else "loop"
+            task.use_path(agreed, f"{agreed}: the path of at least one process" if agreed == "vmap"
+                          else "loop: no process was faster vectorised")
 
     def _record(self, previous: dict | None) -> dict:
         cfg, p = self.cfg, self.p

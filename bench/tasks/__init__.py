@@ -6,7 +6,7 @@ from ..errors import BenchError
 __all__ = ["TASKS", "Task", "TaskSetup", "make_task", "task_option_names"]
 
 # options every task understands
-COMMON_OPTIONS = {"vectorize"}
+COMMON_OPTIONS = {"vectorize"}  # true | false | auto (measured; see tasks/gradients.py)
 
 
 def task_option_names(name: str) -> list[str]:

@@ -12,6 +12,7 @@ from typing import Any, Iterator
 
 import torch
 
+from ..errors import BenchError
 from ..registry import Registry
 
 
@@ -48,11 +49,19 @@ class Task(ABC):
     metric_names: tuple[str, ...] = ("test_loss", "test_acc")
     # task options and their defaults; unknown keys are rejected by make_task
     default_options: dict[str, Any] = {}
+    # whether the task has a vectorised gradient path next to the per-worker loop
+    vectorizable: bool = False
 
     def __init__(self, setup: TaskSetup):
         self.setup = setup
         self.device = torch.device(setup.device)
         self.options = {**self.default_options, **setup.options}
+        vectorize = self.options.get("vectorize", "auto")
+        if vectorize not in (True, False, "auto"):
+            raise BenchError(f"task_options.vectorize={vectorize!r} must be true, false or auto")
+        # "vmap" | "loop" once settled by prepare() (or restored from a checkpoint)
+        self.gradient_path: str | None = None
+        self.gradient_path_info: dict[str, Any] | None = None
 
     # -- sizes -----------------------------------------------------------------------------
     d: int
@@ -69,6 +78,21 @@ class Task(ABC):
     def init_params(self) -> torch.Tensor:
         """Initial parameters of the local workers, ``[hi - lo, d]`` (every worker the same model,
         except for consensus)."""
+
+    def prepare(self, x: torch.Tensor) -> None:
+        """Settle the gradient path (vectorised or loop) before training, by the ``vectorize``
+        option or by measurement; a path restored from a checkpoint is kept."""
+        if not self.has_gradient or self.gradient_path is not None:
+            return
+        from .gradients import choose_path
+
+        self.gradient_path, self.gradient_path_info = choose_path(self, x)
+
+    def use_path(self, path: str, reason: str) -> None:
+        """Impose a path (e.g. the one every process of a distributed run agreed on)."""
+        if path != self.gradient_path:
+            self.gradient_path = path
+            self.gradient_path_info = {**(self.gradient_path_info or {}), "path": path, "reason": reason}
 
     def start_epoch(self, epoch: int) -> None:
         """Reset per-epoch worker state (e.g. recurrent hidden states)."""
@@ -101,15 +125,19 @@ class Task(ABC):
         return None
 
     def describe(self) -> dict[str, Any]:
-        return {"name": self.name, "n_params": self.d, "train_size": self.train_size,
-                "test_size": self.test_size, "steps_per_epoch": self.steps_per_epoch, "options": self.options}
+        out = {"name": self.name, "n_params": self.d, "train_size": self.train_size,
+               "test_size": self.test_size, "steps_per_epoch": self.steps_per_epoch, "options": self.options}
+        if self.gradient_path_info is not None:
+            out["gradient_path"] = self.gradient_path_info
+        return out
 
     # -- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict:
-        return {}
+        return {"gradient_path": self.gradient_path, "gradient_path_info": self.gradient_path_info}
 
     def load_state_dict(self, state: dict) -> None:
-        pass
+        self.gradient_path = state.get("gradient_path")
+        self.gradient_path_info = state.get("gradient_path_info")
 
 
 TASKS: Registry[type[Task]] = Registry("task")

@@ -1,13 +1,18 @@
 """Gradients of all n workers at once: vectorised with torch.func, or a loop over workers.
 
 The vectorised path maps ``grad`` of a functional model call over the stacked parameters and
-batches (one call for all workers). Models with state that vmap cannot carry (BatchNorm running
-statistics, recurrent hidden states, dropout streams) use the loop, which loads each worker's row
-into the module in turn.
+batches (one call for all workers). Per-worker state travels as stacked tensors: BatchNorm running
+statistics are passed batched into the call and come back updated (the module's own buffers are
+never touched), recurrent hidden states are inputs and outputs of the task's loss. The loop loads
+each worker's row into the module in turn; it is the reference the vectorised path is tested
+against, and the fallback (``task_options.vectorize=false``).
 """
 from __future__ import annotations
 
-from typing import Callable
+import copy
+import statistics
+import time
+from typing import Any, Callable
 
 import torch
 from torch.func import functional_call, grad_and_value, vmap
@@ -16,18 +21,53 @@ from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
+# `vectorize: auto` takes the loop only when it is clearly faster, so that runs on one machine do
+# not flip between two paths (equal up to float rounding) on timing noise
+LOOP_MARGIN = 0.8
+TIMED_STEPS = 3
+
+
+def _split(flat_rows: torch.Tensor, names: list[str], shapes: list[torch.Size], sizes: list[int]) -> dict:
+    """``[n, sum(sizes)]`` → {name: contiguous ``[n, *shape]``} (vmap updates these in place)."""
+    out, start = {}, 0
+    for name, shape, size in zip(names, shapes, sizes):
+        out[name] = flat_rows[:, start:start + size].reshape(flat_rows.shape[0], *shape).clone()
+        start += size
+    return out
+
 
 def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: torch.Tensor,
-                   targets: torch.Tensor, penalty: Callable[[torch.Tensor], torch.Tensor] | None = None):
-    """``x [n, d]``, ``inputs [n, B, ...]``, ``targets [n, B, ...]`` → (grads ``[n, d]``, losses ``[n]``)."""
+                   targets: torch.Tensor, penalty: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                   buffers: torch.Tensor | None = None):
+    """``x [n, d]``, ``inputs [n, B, ...]``, ``targets [n, B, ...]`` → (grads ``[n, d]``, losses ``[n]``).
+    ``buffers [n, nb]`` (BatchNorm running statistics, one row per worker) are updated in place."""
     model = flat.model
+    # integer buffers (BatchNorm's num_batches_tracked) are fresh per call: a transformed function
+    # may not mutate a tensor it captured, and with a fixed momentum their count is never read
+    int_buffers = [(name, b.shape, b.dtype) for name, b in model.named_buffers() if not b.is_floating_point()]
+    stacked = buffers is not None and buffers.numel() > 0
+    state = _split(buffers, flat.buffer_names, [b.shape for b in flat.buffers], flat.buffer_segments) if stacked else {}
 
-    def one_worker(row, xb, yb):
-        loss = loss_fn(functional_call(model, flat.views(row), (xb,)), yb)
-        return loss + penalty(row) if penalty is not None else loss
+    # the gradient is taken with respect to one tensor per parameter, not to slices of a row: the
+    # backward of d slices of a row would fill d row-sized zero tensors (quadratic in the model size)
+    params = {name: piece.view(x.shape[0], *shape) for name, shape, piece in
+              zip(flat.names, flat.shapes, x.split(flat.segments, dim=1))}
+
+    def one_worker(worker_params, worker_state, xb, yb):
+        tensors = {name: torch.zeros(shape, dtype=dtype, device=xb.device) for name, shape, dtype in int_buffers}
+        tensors.update(worker_params)
+        tensors.update(worker_state)
+        loss = loss_fn(functional_call(model, tensors, (xb,)), yb)
+        if penalty is not None:
+            loss = loss + penalty(torch.cat([worker_params[name].reshape(-1) for name in flat.names]))
+        return loss
 
     model.train()
-    grads, losses = vmap(grad_and_value(one_worker))(x, inputs, targets)
+    grad_dict, losses = vmap(grad_and_value(one_worker))(params, state, inputs, targets)
+    grads = torch.cat([grad_dict[name].reshape(x.shape[0], -1) for name in flat.names], dim=1)
+    if stacked:
+        with torch.no_grad():
+            buffers.copy_(torch.cat([state[name].reshape(len(buffers), -1) for name in flat.buffer_names], dim=1))
     return grads, losses.detach()
 
 
@@ -51,3 +91,52 @@ def loop_gradients(flat: FlatModel, x: torch.Tensor, worker_loss: Callable[[int]
         if buffers is not None and buffers.numel():
             buffers[i] = flat.get_buffers()
     return grads, losses
+
+
+def _seconds_per_step(run: Callable[[], Any], device: torch.device) -> float:
+    def sync():
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    run()  # warm-up: allocations, kernel selection
+    sync()
+    times = []
+    for _ in range(TIMED_STEPS):
+        tick = time.perf_counter()
+        run()
+        sync()
+        times.append(time.perf_counter() - tick)
+    return statistics.median(times)
+
+
+def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
+    """Seconds per gradient step of each path on the task's first batch; the task's state (BatchNorm
+    statistics, hidden states) is restored afterwards, so measuring changes no result."""
+    saved = copy.deepcopy(task.state_dict())
+    batch = next(iter(task.batches(0)))
+    x = x.detach().clone()
+    seconds = {}
+    try:
+        for path in ("vmap", "loop"):
+            task.gradient_path = path
+            seconds[path] = _seconds_per_step(lambda: task.gradients(x, batch), task.device)
+            task.load_state_dict(copy.deepcopy(saved))
+    finally:
+        task.load_state_dict(saved)
+    return seconds
+
+
+def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
+    """The gradient path of ``task`` and how it was chosen, from ``task_options.vectorize``
+    (true | false | auto)."""
+    setting = task.options.get("vectorize", "auto")
+    if not task.vectorizable:
+        return "loop", {"path": "loop", "reason": f"{task.name} has no vectorised path"}
+    if setting is True or setting is False:
+        path = "vmap" if setting else "loop"
+        return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
+    seconds = measure_paths(task, x)
+    path = "loop" if seconds["loop"] < LOOP_MARGIN * seconds["vmap"] else "vmap"
+    return path, {"path": path, "reason": f"measured on {task.device.type} (loop taken only below "
+                                          f"{LOOP_MARGIN}x the vectorised time)",
+                  "seconds_per_step": {k: round(v, 6) for k, v in seconds.items()}}

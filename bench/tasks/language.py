@@ -18,7 +18,7 @@ from ..models import make_model
 from .base import TASKS, Task, TaskSetup
 from .flat import FlatModel
 from .gradients import loop_gradients
-from .supervised import _seed_from
+from .streams import seed_from as _seed_from
 
 
 def batchify(stream: torch.Tensor, batch: int) -> torch.Tensor:

@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from ..data import load_dataset
 from ..errors import BenchError
 from ..data.partition import WorkerBatches
-from ..models import make_model, no_weight_decay_mask, uses_batchnorm
+from ..models import make_model, no_weight_decay_mask
+from . import streams
 from .base import TASKS, Task, TaskSetup
 from .flat import FlatModel
 from .gradients import loop_gradients, vmap_gradients
@@ -30,19 +31,13 @@ def validation_split(size: int, fraction: float) -> tuple[torch.Tensor, torch.Te
     return order[held:].sort().values, order[:held].sort().values
 
 
-def _seed_from(*parts: int) -> int:
-    value = 0x9E3779B9
-    for p in parts:
-        value = (value * 1_000_003 + int(p) + 1) % (2**63 - 1)
-    return value
-
-
 class SupervisedTask(Task):
     dataset: str
     model_name: str
     loss_kind: str = "ce"  # ce | mse | bce
     augment: bool = False  # CIFAR-style random crop and flip on training batches
-    default_options: dict[str, Any] = {"eval_batch": 1000}
+    vectorizable = True
+    default_options: dict[str, Any] = {"eval_batch": 1000, "vectorize": "auto"}
     dataset_options: tuple[str, ...] = ()
     model_options: tuple[str, ...] = ()
 
@@ -72,7 +67,6 @@ class SupervisedTask(Task):
         self.test_size = len(self.data.test) if self.lazy else len(self.data.test_y)
         self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
         self.steps_per_epoch = self.partition.steps_per_epoch
-        self.vectorized = not uses_batchnorm(self.model) and opts.get("vectorize", True)
         self.buffers = (self.flat.get_buffers().to(self.device).repeat(setup.local_workers, 1)
                         if self.flat.nb else None)
         if not self.lazy:
@@ -108,9 +102,10 @@ class SupervisedTask(Task):
         idx = idx.to(self.device)
         xs, ys = self.train_x[idx], self.train_y[idx]
         if self.augment:
-            # one stream per worker, so a process holding some of the workers draws what the simulation does
-            xs = torch.stack([random_crop_flip(xs[i], torch.Generator().manual_seed(
-                _seed_from(self.setup.seed, epoch, step, self.setup.lo + i))) for i in range(len(xs))])
+            # draws keyed by the global worker index: a process holding some workers draws what the simulation does
+            keys = streams.worker_keys(self.setup.seed, epoch, step, range(self.setup.lo, self.setup.hi),
+                                       streams.AUGMENT, self.device)
+            xs = random_crop_flip(xs, keys)
         return xs, ys
 
     # -- loss and gradients ----------------------------------------------------------------
@@ -125,10 +120,12 @@ class SupervisedTask(Task):
         return None
 
     def gradients(self, x: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.gradient_path is None:
+            self.prepare(x)
         inputs, targets = self.fetch(batch)
-        if self.vectorized:
+        if self.gradient_path == "vmap":
             pen = self.penalty if self.penalty(x[0]) is not None else None
-            return vmap_gradients(self.flat, self.loss, x, inputs, targets, pen)
+            return vmap_gradients(self.flat, self.loss, x, inputs, targets, pen, self.buffers)
 
         def worker_loss(i: int) -> torch.Tensor:
             loss = self.loss(self.model(inputs[i]), targets[i])
@@ -190,25 +187,29 @@ class SupervisedTask(Task):
         return out
 
     def state_dict(self) -> dict:
-        return {"buffers": self.buffers}
+        return {**super().state_dict(), "buffers": self.buffers}
 
     def load_state_dict(self, state: dict) -> None:
+        super().load_state_dict(state)
         self.buffers = state["buffers"]
 
 
-def random_crop_flip(images: torch.Tensor, gen: torch.Generator, pad: int = 4) -> torch.Tensor:
-    """Random ``pad``-pixel-shift crop and horizontal flip of ``[N, C, H, W]``, all images in one go."""
-    n, c, h, w = images.shape
-    padded = F.pad(images, (pad, pad, pad, pad))
-    oy = torch.randint(0, 2 * pad + 1, (n,), generator=gen).to(images.device)
-    ox = torch.randint(0, 2 * pad + 1, (n,), generator=gen).to(images.device)
-    flip = (torch.rand(n, generator=gen) < 0.5).to(images.device)
+def random_crop_flip(images: torch.Tensor, keys: torch.Tensor, pad: int = 4) -> torch.Tensor:
+    """Random ``pad``-pixel-shift crop (zero padding) and horizontal flip of every image of
+    ``[w, B, C, H, W]`` in one gather; worker i's draws come from ``keys[i]`` (see streams)."""
+    w, b, c, h, wd = images.shape
+    u = streams.uniform(keys, (b, 3))  # per image: row shift, column shift, flip
+    shifts = (u[..., :2] * (2 * pad + 1)).long().clamp_(max=2 * pad)
+    oy, ox = shifts[..., 0].reshape(-1), shifts[..., 1].reshape(-1)
+    flip = (u[..., 2] < 0.5).reshape(-1)
+    flat = images.reshape(w * b, c, h, wd)
+    padded = F.pad(flat, (pad, pad, pad, pad))
     rows = oy[:, None] + torch.arange(h, device=images.device)[None, :]
-    cols = ox[:, None] + torch.arange(w, device=images.device)[None, :]
+    cols = ox[:, None] + torch.arange(wd, device=images.device)[None, :]
     cols = torch.where(flip[:, None], cols.flip(1), cols)
-    batch = torch.arange(n, device=images.device)[:, None, None]
-    out = padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]]
-    return out.permute(0, 3, 1, 2).contiguous()
+    index = torch.arange(w * b, device=images.device)[:, None, None]
+    out = padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]]
+    return out.permute(0, 3, 1, 2).reshape(w, b, c, h, wd).contiguous()
 
 
 def _register(name: str, dataset: str, model: str, model_kwargs: dict[str, Any], **attrs) -> None:
