@@ -94,7 +94,8 @@ def test_cifar10_reads_python_batches(tmp_path, nested):
     data = load_dataset("cifar10", root=str(root))
     assert data.train_x.shape == (50, 3, 32, 32) and data.test_x.shape == (10, 3, 32, 32)
     assert data.train_y.dtype == torch.int64 and data.num_classes == 10
-    first = data.train_x[0]
+    assert data.train_x.dtype == torch.uint8  # pixels stay uint8 until a batch is gathered
+    first = data.as_float(data.train_x[:1])[0]
     assert first[1, 5, 7].item() == pytest.approx((1.0 - CIFAR10_MEAN[1]) / CIFAR10_STD[1], rel=1e-6)
     assert first[0, 5, 7].item() == pytest.approx(-CIFAR10_MEAN[0] / CIFAR10_STD[0], rel=1e-6)
     assert first[2, 0, 0].item() == pytest.approx(-CIFAR10_MEAN[2] / CIFAR10_STD[2], rel=1e-6)

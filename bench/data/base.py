@@ -4,11 +4,12 @@ from __future__ import annotations
 import inspect
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from ..errors import BenchError
@@ -25,6 +26,16 @@ class ClassificationData:
     test_y: Tensor
     num_classes: int  # 0 for regression targets
     name: str
+    # per-channel (mean, std) when the images are stored as uint8 pixels (4× smaller, e.g. on the
+    # device): consumers turn a gathered batch into floats with `as_float`
+    pixel_stats: tuple[tuple[float, ...], tuple[float, ...]] | None = field(default=None, kw_only=True)
+
+    def as_float(self, x: Tensor) -> Tensor:
+        """Model inputs from stored values: uint8 pixels scaled to [0, 1] and normalised per channel."""
+        if self.pixel_stats is None:
+            return x
+        mean, std = (torch.tensor(v, device=x.device).view(1, -1, 1, 1) for v in self.pixel_stats)
+        return x.to(torch.float32).div_(255.0).sub_(mean).div_(std)
 
 
 @dataclass

@@ -17,6 +17,7 @@ from typing import Any, Callable
 import torch
 from torch.func import functional_call, grad_and_value, vmap
 
+from ..errors import BenchError
 from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -36,6 +37,14 @@ def _split(flat_rows: torch.Tensor, names: list[str], shapes: list[torch.Size], 
     return out
 
 
+def per_parameter(flat: FlatModel, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``x [n, d]`` → {name: ``[n, *shape]``} views, the tensors vectorised gradients are taken to."""
+    # one tensor per parameter, not slices of a row: the backward of d slices of a row would fill
+    # d row-sized zero tensors (quadratic in the model size)
+    return {name: piece.view(x.shape[0], *shape) for name, shape, piece in
+            zip(flat.names, flat.shapes, x.split(flat.segments, dim=1))}
+
+
 def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: torch.Tensor,
                    targets: torch.Tensor, penalty: Callable[[torch.Tensor], torch.Tensor] | None = None,
                    buffers: torch.Tensor | None = None):
@@ -48,10 +57,7 @@ def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: to
     stacked = buffers is not None and buffers.numel() > 0
     state = _split(buffers, flat.buffer_names, [b.shape for b in flat.buffers], flat.buffer_segments) if stacked else {}
 
-    # the gradient is taken with respect to one tensor per parameter, not to slices of a row: the
-    # backward of d slices of a row would fill d row-sized zero tensors (quadratic in the model size)
-    params = {name: piece.view(x.shape[0], *shape) for name, shape, piece in
-              zip(flat.names, flat.shapes, x.split(flat.segments, dim=1))}
+    params = per_parameter(flat, x)
 
     def one_worker(worker_params, worker_state, xb, yb):
         tensors = {name: torch.zeros(shape, dtype=dtype, device=xb.device) for name, shape, dtype in int_buffers}
@@ -69,6 +75,18 @@ def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: to
         with torch.no_grad():
             buffers.copy_(torch.cat([state[name].reshape(len(buffers), -1) for name in flat.buffer_names], dim=1))
     return grads, losses.detach()
+
+
+def vmap_gradients_with_aux(flat: FlatModel, worker_loss: Callable[..., tuple[torch.Tensor, Any]],
+                             x: torch.Tensor, *worker_args: Any):
+    """``worker_loss(params, *args)`` → (loss, aux) of one worker, ``params`` a dict by parameter name
+    (for functional_call), mapped over the rows of ``x [n, d]`` and dimension 0 of every tensor in
+    ``worker_args``: (grads ``[n, d]``, losses ``[n]``, aux stacked over workers). For per-worker state
+    that is an input and an output of the loss, such as recurrent hidden states."""
+    flat.model.train()
+    grad_dict, (losses, aux) = vmap(grad_and_value(worker_loss, has_aux=True))(per_parameter(flat, x), *worker_args)
+    grads = torch.cat([grad_dict[name].reshape(x.shape[0], -1) for name in flat.names], dim=1)
+    return grads, losses.detach(), aux
 
 
 def loop_gradients(flat: FlatModel, x: torch.Tensor, worker_loss: Callable[[int], torch.Tensor],
@@ -131,11 +149,20 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     (true | false | auto)."""
     setting = task.options.get("vectorize", "auto")
     if not task.vectorizable:
+        if setting is True:
+            raise BenchError(f"task {task.name!r} has no vectorised gradient path; "
+                             "use task_options.vectorize=false or auto")
         return "loop", {"path": "loop", "reason": f"{task.name} has no vectorised path"}
     if setting is True or setting is False:
         path = "vmap" if setting else "loop"
         return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
-    seconds = measure_paths(task, x)
+    try:
+        seconds = measure_paths(task, x)
+    except (RuntimeError, NotImplementedError) as err:  # an operation without a batching rule
+        if "out of memory" in str(err):
+            raise
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        return "loop", {"path": "loop", "reason": f"the vectorised path failed ({first[:200]})"}
     path = "loop" if seconds["loop"] < LOOP_MARGIN * seconds["vmap"] else "vmap"
     return path, {"path": path, "reason": f"measured on {task.device.type} (loop taken only below "
                                           f"{LOOP_MARGIN}x the vectorised time)",

@@ -100,7 +100,8 @@ class SupervisedTask(Task):
             ys = torch.tensor([it[1] for it in items], device=self.device)
             return xs.view(*idx.shape, *xs.shape[1:]), ys.view(idx.shape)
         idx = idx.to(self.device)
-        xs, ys = self.train_x[idx], self.train_y[idx]
+        xs, ys = self.data.as_float(self.train_x[idx.reshape(-1)]), self.train_y[idx]
+        xs = xs.view(*idx.shape, *xs.shape[1:])
         if self.augment:
             # draws keyed by the global worker index: a process holding some workers draws what the simulation does
             keys = streams.worker_keys(self.setup.seed, epoch, step, range(self.setup.lo, self.setup.hi),
@@ -162,7 +163,7 @@ class SupervisedTask(Task):
     def _chunks(self, x: torch.Tensor, y: torch.Tensor):
         size = int(self.options["eval_batch"])
         for start in range(0, len(y), size):
-            yield x[start:start + size], y[start:start + size]
+            yield self.data.as_float(x[start:start + size]), y[start:start + size]
 
     def _test_chunks(self):
         if not self.lazy:
