@@ -288,3 +288,36 @@ def test_recipe_tuned_fills_what_was_not_given_and_names_what_exists():
         resolve({}, {"task": "lsq"}, {"recipe": "tuned"})
     with pytest.raises(BenchError, match="recipe='best'; allowed: none, tuned"):
         resolve({}, {}, {"recipe": "best"})
+
+
+def test_vectorised_and_loop_runs_of_a_batchnorm_model_agree(tmp_path):
+    """A short ResNet-8 run (augmentation, per-worker running statistics, Choco round) ends with the
+    same metrics on either gradient path, and run.json says which path ran and why."""
+    from datafiles import write_cifar
+
+    write_cifar(tmp_path / "data" / "cifar-10-batches-py", per_batch=16)
+    base = ["run", "--task", "cifar10-resnet8", "--algorithm", "choco", "--compressor", "sign", "--topology", "ring",
+            "--nodes", "4", "--epochs", "1", "--seed", "1", "--set", "gamma=0.3", "--set", "batch_size=4",
+            "--set", f"data_root={tmp_path / 'data'}", "--set", "eval_every=0.5", "--set", "momentum=0.9",
+            "--set", "lr=0.05", "--quiet"]
+    paths = {}
+    for choice in ("true", "false"):
+        out = tmp_path / choice
+        assert main([*base, "--set", f"task_options.vectorize={choice}", "--out", str(out)]) == 0
+        info = json.loads((out / "run.json").read_text())["task"]["gradient_path"]
+        paths[choice] = info
+        assert info["reason"] == f"task_options.vectorize={choice}"
+    assert (paths["true"]["path"], paths["false"]["path"]) == ("vmap", "loop")
+    fast, slow = metrics(tmp_path / "true"), metrics(tmp_path / "false")
+    assert len(fast) == len(slow) >= 2
+    assert (fast["test_acc"] - slow["test_acc"]).abs().max() <= 0.01
+    for column in ("train_loss", "test_loss"):
+        pd.testing.assert_series_equal(fast[column], slow[column], rtol=1e-3, check_names=False)
+    pd.testing.assert_series_equal(fast["bits_per_worker"], slow["bits_per_worker"])
+
+
+def test_auto_records_the_measured_choice(tmp_path):
+    assert main(["run", *SMALL, "--epochs", "0.5", "--out", str(tmp_path)]) == 0
+    info = json.loads((tmp_path / "run.json").read_text())["task"]["gradient_path"]
+    assert info["path"] in ("vmap", "loop") and info["reason"].startswith("measured on cpu")
+    assert set(info["seconds_per_step"]) == {"vmap", "loop"}
