@@ -103,6 +103,22 @@ def test_hybrid_processes_hold_several_workers(tmp_path):
     assert json.loads((tmp_path / "dist" / "run.json").read_text())["runtime"]["workers_per_process"] == 4
 
 
+def test_processes_holding_some_workers_augment_and_normalise_as_the_simulation(tmp_path):
+    """ResNet-8 on CIFAR-format files: crop-and-flip draws, per-worker BatchNorm statistics and
+    their average are the same when 2 processes hold 2 workers each as in one simulation."""
+    from datafiles import write_cifar
+
+    write_cifar(tmp_path / "data" / "cifar-10-batches-py", per_batch=8)
+    argv = ["--task", "cifar10-resnet8", "--algorithm", "choco", "--compressor", "sign", "--topology", "ring",
+            "--nodes", "4", "--epochs", "1", "--seed", "2", "--set", "batch_size=2", "--set", "gamma=0.3",
+            "--set", "eval_every=0.5", "--set", "lr=0.05", "--set", f"data_root={tmp_path / 'data'}",
+            "--set", "task_options.vectorize=true", "--set", "eval_local_workers=4", "--quiet"]
+    assert main(["run", *argv, "--out", str(tmp_path / "sim")]) == 0
+    bench("run", *argv, "--backend", "dist", "--set", "procs=2", "--out", str(tmp_path / "dist"))
+    sim, dist = metrics(tmp_path / "sim").drop(columns=TIMING), metrics(tmp_path / "dist").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-5)
+
+
 def test_torchrun_launch(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "bench", "run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist",
