@@ -20,6 +20,17 @@ include: "workflow/rules/consensus.smk"
 include: "workflow/rules/tune.smk"
 include: "workflow/rules/runs.smk"
 include: "workflow/rules/analysis.smk"
+include: "workflow/rules/plan.smk"
+
+
+# Jobs that only read and write small files run where snakemake runs, never as cluster jobs.
+localrules:
+    select_cell,
+    tuned_table,
+    summarize,
+    figure,
+    report,
+    consensus_summary,
 
 
 rule all:

@@ -24,6 +24,32 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be >= 0")
+    return value
+
+
+def _safety(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 1:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 1 (a factor on the planned time)")
+    return value
+
+
+def _vectorize(text: str) -> bool:
+    if text.lower() in ("true", "false"):
+        return text.lower() == "true"
+    raise argparse.ArgumentTypeError(f"{text!r}; allowed: true, false")
+
+
 def _gamma_grid(text: str) -> list[float]:
     """``LO:HI:COUNT`` (log-spaced, powers of ten) or a comma list of values."""
     import numpy as np
@@ -83,6 +109,23 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test of the benchmark itself)")
     f.add_argument("--quiet", action="store_true")
 
+    n = sub.add_parser("plan", help="every job of a study timed on synthetic data: results/<study>/plan.csv, "
+                       "steps and GPU-hours per job, shape and rule")
+    n.add_argument("--configfile", action="append", required=True, metavar="FILE",
+                   help="the study's YAML (repeat to merge several, as snakemake does)")
+    n.add_argument("--scale", default=None, help="cpu | gpu (default: the study file's, else cpu)")
+    n.add_argument("--steps", type=_positive_int, default=3, help="timed training steps per shape (median; default 3)")
+    n.add_argument("--warmup", type=_non_negative_int, default=1, help="untimed steps first (default 1)")
+    n.add_argument("--device", default="auto", help="auto (cuda when a GPU is here, else cpu) | cpu | cuda")
+    n.add_argument("--safety", type=_safety, default=None,
+                   help="runtime asked of SLURM = planned time x this (default: the study's plan_safety, 1.5)")
+    n.add_argument("--max-workers", type=_positive_int, default=None,
+                   help="time at most this many workers and scale s/step by n (an extrapolation, said so)")
+    n.add_argument("--vectorize", type=_vectorize, default=None,
+                   help="true | false: impose the gradient path instead of measuring both (slow CPUs)")
+    n.add_argument("--out", default=None, help="CSV to write (default results/<study>/plan.csv)")
+    n.add_argument("--quiet", action="store_true")
+
     b = sub.add_parser("bits", help="MiB per iteration of each compressor for a model's per-layer shapes")
     b.add_argument("--model", default="resnet20", help="resnet20, resnet8, ... (CIFAR ResNet-(6k+2))")
     b.add_argument("--compressors", nargs="+", default=["none", "qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "top:0.5",
@@ -117,6 +160,10 @@ def main(argv: list[str] | None = None) -> int:
             from .perf import cmd_perf
 
             return cmd_perf(args)
+        if args.command == "plan":
+            from .plan import cmd_plan
+
+            return cmd_plan(args)
         if args.command == "bits":
             from .commands import cmd_bits
 

@@ -102,9 +102,14 @@ class WorkerBatches:
 
     @property
     def steps_per_epoch(self) -> int:
+        return self.steps_for(len(self.labels), self.n_workers, self.batch_size)
+
+    @staticmethod
+    def steps_for(size: int, n_workers: int, batch_size: int) -> int:
+        """Steps of an epoch over ``size`` samples (`bench plan` asks it for the real data sizes)."""
         # An epoch is one pass over the data set at the mean shard size, whatever the deal: unequal
         # (Dirichlet) shards would otherwise cut every epoch down to what the smallest shard holds.
-        return max(1, (len(self.labels) // self.n_workers) // self.batch_size)
+        return max(1, (size // n_workers) // batch_size)
 
     def epoch(self, e: int) -> Iterator[Tensor]:
         """Yield ``steps_per_epoch`` index tensors shaped ``[n_workers, batch_size]``."""

@@ -19,7 +19,7 @@ from .config import RunConfig
 from .evaluation import Counters, evaluation_row, local_sample
 from .outputs import load_checkpoint, now, provenance, read_json, save_checkpoint, write_json, write_metrics
 from .progress import Progress
-from .schedule import lr_at
+from .schedule import lr_at, step_counts
 from .setup import Parts, build, device_of
 
 FINAL = ("completed", "diverged")
@@ -99,8 +99,7 @@ class Loop:
         self.writer = parts.rank == 0
         task = parts.task
         self.spe = task.steps_per_epoch
-        self.total = max(1, math.ceil(cfg.epochs * self.spe))
-        self.eval_every = max(1, round(cfg.eval_every * self.spe))
+        self.total, self.eval_every, _ = step_counts(cfg.epochs, self.spe, cfg.eval_every)
         self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
         self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers) if task.has_gradient else []
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -11,6 +12,14 @@ from ..topology import Topology
 from .config import RunConfig
 
 GAMMA_TUNE_DIM = 2000  # the consensus problem's dimension (the paper's)
+
+
+def step_counts(epochs: float, steps_per_epoch: int, eval_every: float) -> tuple[int, int, int]:
+    """A run's (total steps, steps between evaluations, evaluations): the runner evaluates before the
+    first step, every ``eval_every`` epochs and after the last step."""
+    total = max(1, math.ceil(epochs * steps_per_epoch))
+    every = max(1, round(eval_every * steps_per_epoch))
+    return total, every, 1 + math.ceil(total / every)
 
 
 def lr_at(cfg: RunConfig, epoch: float) -> float:

@@ -3,7 +3,7 @@
 # Runs with backend: dist are launched with torchrun and reserve one core per process.
 
 
-if config.get("group_seeds", False):
+if S.group_seeds:
 
     rule run_cell:
         # The marker is the only declared output: the run directories are never deleted by Snakemake,
@@ -16,13 +16,13 @@ if config.get("group_seeds", False):
             f"logs/{STUDY}/runs/{{cell}}.log",
         params:
             commands=lambda wc: " && ".join(
-                f"{launcher(CELLS[wc.cell])} {run_args(RUNS[f'{wc.cell}_s{seed}'], TUNED_CELLS.get(wc.cell, ()))} "
+                f"{S.launcher(CELLS[wc.cell])} {S.run_args(RUNS[f'{wc.cell}_s{seed}'], TUNED_CELLS.get(wc.cell, ()))} "
                 f"{tuned_flag(wc.cell)} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
                 for seed in SEEDS
             ),
-        threads: lambda wc: processes(CELLS[wc.cell])
+        threads: lambda wc: S.processes(CELLS[wc.cell])
         resources:
-            **RUN_RESOURCES,
+            **job_resources("run_cell", lambda wc: (wc.cell, CELLS[wc.cell])),
         conda:
             "../envs/bench.yaml"
         shell:
@@ -38,13 +38,13 @@ else:
         log:
             f"logs/{STUDY}/runs/{{run}}.log",
         params:
-            launch=lambda wc: launcher(RUNS[wc.run]),
-            args=lambda wc: run_args(RUNS[wc.run], TUNED_CELLS.get(RUN_CELL[wc.run], ())),
+            launch=lambda wc: S.launcher(RUNS[wc.run]),
+            args=lambda wc: S.run_args(RUNS[wc.run], TUNED_CELLS.get(RUN_CELL[wc.run], ())),
             tuned=lambda wc: tuned_flag(RUN_CELL[wc.run]),
             out=lambda wc: f"{OUT}/runs/{wc.run}",
-        threads: lambda wc: processes(RUNS[wc.run])
+        threads: lambda wc: S.processes(RUNS[wc.run])
         resources:
-            **RUN_RESOURCES,
+            **job_resources("run", lambda wc: (wc.run, RUNS[wc.run])),
         conda:
             "../envs/bench.yaml"
         shell:

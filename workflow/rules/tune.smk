@@ -11,12 +11,12 @@ rule tune_cell:
         f"logs/{STUDY}/tune/{{cell}}.log",
     params:
         commands=lambda wc: " && ".join(
-            f"{launcher(CELLS[wc.cell])} {run_args(settings)} --quiet --out {OUT}/tune/{wc.cell}/{name}"
-            for name, settings in trials(wc.cell).items()
+            f"{S.launcher(CELLS[wc.cell])} {S.run_args(settings)} --quiet --out {OUT}/tune/{wc.cell}/{name}"
+            for name, settings in S.trials(wc.cell).items()
         ),
-    threads: lambda wc: processes(CELLS[wc.cell])
+    threads: lambda wc: S.processes(CELLS[wc.cell])
     resources:
-        **RUN_RESOURCES,
+        **job_resources("tune_cell", lambda wc: (wc.cell, CELLS[wc.cell])),
     conda:
         "../envs/bench.yaml"
     shell:

@@ -1,0 +1,175 @@
+"""A study's grid expanded into cells, runs, tuning trials and the jobs that train them.
+
+The Snakemake rules (workflow/rules/common.smk) and `bench plan` both read a study through this
+class, so the jobs the plan times are the jobs the pipeline submits.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ..errors import BenchError
+from . import scale as scales
+
+
+def safe(text: Any) -> str:
+    """A file-name-safe form of a spec: top:0.01 -> top0.01, rand:0.01,unbiased=true -> rand0.01_unbiased=true."""
+    return re.sub(r"[^A-Za-z0-9.=_+-]", "", str(text).replace(",", "_"))
+
+
+def expand_block(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """One (cell name, settings) per combination of the block's lists; `method` is `algorithm/compressor`."""
+    keys = sorted(block)
+    for values in itertools.product(*(block[k] if isinstance(block[k], list) else [block[k]] for k in keys)):
+        settings = dict(zip(keys, values))
+        algorithm, _, compressor = settings.pop("method").partition("/")
+        settings.update(algorithm=algorithm, compressor=compressor or "none")
+        extras = "_".join(f"{safe(k)}={safe(v)}" for k, v in sorted(settings.items())
+                          if k not in ("algorithm", "compressor", "topology", "nodes"))
+        cell = f"{algorithm}-{safe(settings['compressor'])}_{safe(settings['topology'])}{settings['nodes']}"
+        yield (f"{cell}_{extras}" if extras else cell), settings
+
+
+def _yaml(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(str(v) for v in value) + "]"
+    return value
+
+
+@dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
+class Job:
+    """One job the pipeline submits: a rule, its wildcard value, and the `bench run`s it makes in turn."""
+
+    rule: str  # run | run_cell | tune_cell
+    name: str  # the wildcard value: the run's name, or the cell's for grouped seeds and tuning
+    cell: str
+    runs: tuple[dict[str, Any], ...]  # each run's own settings (cell, seed, trial), defaults not merged in
+
+
+class Study:
+    """A validated study config (the schema's defaults filled in) at its scale."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.name = config["study"]
+        self.scale = str(config.get("scale", "cpu"))
+        try:
+            self._expand(config)
+        except BenchError as err:
+            raise BenchError(f"study {self.name!r} at scale={self.scale}: {err}") from None
+
+    def _expand(self, config: dict[str, Any]) -> None:
+        self.has_scale_block = self.scale == "cpu" or bool(config.get(self.scale))
+        sized = scales.sized(config, self.scale)
+        self.task = sized.get("task")
+        self.defaults = dict(sized.get("defaults", {}))
+        self.seeds = list(sized.get("seeds", [0]))
+        self.group_seeds = bool(sized.get("group_seeds", False))
+        self.tune = dict(sized.get("tune") or {})
+        self.tune_grid = {key: list(values) for key, values in self.tune.get("grid", {}).items()}
+        if self.task is not None:
+            scales.check_task_options(self.task, self.defaults.get("task_options", {}),
+                                      scales.options_source(config, self.scale))
+        self.cells: dict[str, dict[str, Any]] = {}
+        seen: dict[str, str] = {}
+        for name, block in sized.get("blocks", {}).items():
+            for cell, settings in expand_block(block):
+                if "task_options" in settings:
+                    scales.check_task_options(self.task, settings["task_options"], f"blocks.{name}.task_options")
+                key = self.canonical(settings)
+                if key not in seen:  # two blocks asking for the same training, however spelt, get one cell
+                    seen[key] = cell
+                    self.cells[cell] = settings
+        self.runs = {f"{cell}_s{seed}": {**settings, "seed": seed}
+                     for cell, settings in self.cells.items() for seed in self.seeds}
+        self.run_cell = {f"{cell}_s{seed}": cell for cell in self.cells for seed in self.seeds}
+        # cell -> the knobs it searches, for the cells that search any (none without a grid)
+        self.tuned_cells = {cell: keys for cell, settings in self.cells.items() if (keys := self.tuned_keys(settings))}
+
+    # -- settings of one run ---------------------------------------------------------------
+    def merged(self, settings: dict[str, Any]) -> dict[str, Any]:
+        """The study's defaults under a run's own settings (task options merged key by key)."""
+        out = {**self.defaults, **settings}
+        if "task_options" in settings and "task_options" in self.defaults:
+            out["task_options"] = {**self.defaults["task_options"], **settings["task_options"]}
+        return out
+
+    def run_config(self, settings: dict[str, Any]):
+        """The resolved `RunConfig` of a run (bench's own defaults filled in and validated)."""
+        from ..run.config import resolve
+
+        return resolve({}, {}, {**self.merged(settings), "task": self.task})
+
+    def canonical(self, settings: dict[str, Any]) -> str:
+        """The run's full resolved settings as a key (seed 0)."""
+        return json.dumps(self.run_config({**settings, "seed": 0}).to_dict(), sort_keys=True, default=str)
+
+    # -- tuning ------------------------------------------------------------------------------
+    def tuned_keys(self, settings: dict[str, Any]) -> list[str]:
+        """The grid's knobs a cell searches: those its block does not fix by hand, and γ only for
+        Choco with a compressor (exact gossip needs none)."""
+        keys = []
+        for key in sorted(self.tune_grid):
+            if key in settings:
+                continue
+            if key == "gamma" and (settings["algorithm"] != "choco" or settings["compressor"] == "none"):
+                continue
+            keys.append(key)
+        return keys
+
+    def trial_epochs(self, settings: dict[str, Any]) -> float:
+        epochs = float(self.merged(settings).get("epochs", 10))
+        return self.tune["epochs"] if "epochs" in self.tune else max(epochs * self.tune.get("budget", 0.25), 0.5)
+
+    def trials(self, cell: str) -> dict[str, dict[str, Any]]:
+        """name -> settings of every tuning trial of ``cell``: grid point x tuning seed."""
+        settings = self.cells[cell]
+        keys = self.tuned_keys(settings)
+        out = {}
+        for values in itertools.product(*(self.tune_grid[k] for k in keys)):
+            point = dict(zip(keys, values))
+            name = "_".join(f"{k}={safe(v)}" for k, v in point.items()) or "default"
+            for seed in self.tune.get("seeds", [0]):
+                out[f"{name}_s{seed}"] = {**settings, **point, "seed": seed, "epochs": self.trial_epochs(settings),
+                                          "val_fraction": self.tune.get("val_fraction", 0.1), "eval_local_workers": 0}
+        return out
+
+    # -- command lines -----------------------------------------------------------------------
+    def processes(self, settings: dict[str, Any]) -> int:
+        merged = self.merged(settings)
+        return int(merged.get("procs") or merged["nodes"]) if merged.get("backend") == "dist" else 1
+
+    def launcher(self, settings: dict[str, Any]) -> str:
+        """`python -m bench run`, or torchrun with one process per worker (or `procs`) for backend: dist."""
+        if self.merged(settings).get("backend") != "dist":
+            return "python -m bench run"
+        return f"python -m torch.distributed.run --standalone --nproc-per-node {self.processes(settings)} -m bench run"
+
+    def run_args(self, settings: dict[str, Any], tuned=()) -> str:
+        """The `bench run` flags of one run: task, defaults, then the run's own settings. The ``tuned``
+        knobs are left out: they come from the cell's tuned YAML (`--config`)."""
+        merged = {k: v for k, v in self.merged(settings).items() if k not in tuned}
+        flags = [f"--task {self.task}"]
+        for key in ("algorithm", "compressor", "topology", "nodes", "seed", "epochs"):
+            if key in merged:
+                flags.append(f"--{key} '{merged.pop(key)}'")
+        for key, value in sorted(merged.items()):
+            if isinstance(value, dict):
+                flags += [f"--set 'task_options.{k}={_yaml(v)}'" for k, v in sorted(value.items())]
+            else:
+                flags.append(f"--set '{key}={_yaml(value)}'")
+        return " ".join(flags)
+
+    # -- jobs ----------------------------------------------------------------------------------
+    def jobs(self) -> list[Job]:
+        """Every training job the pipeline submits: the tuning of each tuned cell (all its trials in
+        one job), then the final runs (one job per run, or per cell with grouped seeds)."""
+        out = [Job("tune_cell", cell, cell, tuple(self.trials(cell).values())) for cell in self.tuned_cells]
+        if self.group_seeds:
+            out += [Job("run_cell", cell, cell, tuple(self.runs[f"{cell}_s{seed}"] for seed in self.seeds))
+                    for cell in self.cells]
+        else:
+            out += [Job("run", run, self.run_cell[run], (settings,)) for run, settings in self.runs.items()]
+        return out

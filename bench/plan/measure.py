@@ -1,0 +1,150 @@
+"""Run shapes and their timing: jobs grouped by what a training step costs, and for each shape a few
+real training steps and one evaluation through the runner's own pieces, on synthetic data.
+
+A shape is (task, task options, n, batch per worker, backend and processes): runs of one shape differ
+in the algorithm's knobs, the compressor, the topology and the data deal, which change a step's cost
+far less than the model and the number of stacked workers do.
+"""
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import math
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from ..run.config import RunConfig
+from .sizes import REAL, DataModel, DataSizes, dataset_of, sizes_of, write_synthetic
+
+
+@dataclass(frozen=True)
+class Shape:
+    task: str
+    options: str  # the run's task options as sorted JSON
+    nodes: int
+    batch_size: int
+    backend: str
+    procs: int
+
+    @classmethod
+    def of(cls, cfg: RunConfig) -> "Shape":
+        procs = (cfg.procs or cfg.nodes) if cfg.backend == "dist" else 1
+        return cls(cfg.task, json.dumps(cfg.task_options, sort_keys=True, default=str), cfg.nodes, cfg.batch_size,
+                   cfg.backend, procs)
+
+    def label(self) -> str:
+        options = ",".join(f"{k}={v}" for k, v in sorted(json.loads(self.options).items()))
+        backend = f" dist/{self.procs}" if self.backend == "dist" else ""
+        return f"{self.task} n={self.nodes} b={self.batch_size}{backend}" + (f" [{options}]" if options else "")
+
+
+@dataclass(frozen=True)
+class Timing:
+    """What one shape costs, at the real data sizes."""
+
+    device: str
+    s_step: float  # median seconds of a training step (all n workers)
+    s_per_unit: float  # seconds of evaluating one model per evaluated sample or token
+    data: DataModel  # at the real sizes
+    n_params: int
+    gradient_path: str
+    note: str = ""
+
+    @classmethod
+    def failed(cls, device: str, why: str) -> "Timing":
+        """A shape that could not be timed: its jobs get no planned hours (NaN)."""
+        nan = float("nan")
+        return cls(device, nan, nan, DataModel("memory", DataSizes(0, 0)), 0, "-", why)
+
+    def run_cost(self, cfg: RunConfig) -> tuple[int, int, float]:
+        """(steps, evaluations, seconds of one evaluation) of a run of this shape."""
+        from ..run.evaluation import local_sample
+        from ..run.schedule import step_counts
+
+        if not math.isfinite(self.s_step):
+            return 0, 0, float("nan")
+        steps_per_epoch = self.data.steps_per_epoch(cfg.nodes, cfg.batch_size, cfg.val_fraction)
+        steps, _, evaluations = step_counts(cfg.epochs, steps_per_epoch, cfg.eval_every)
+        models = 1 + len(local_sample(cfg.nodes, cfg.eval_local_workers))  # the averaged model and local ones
+        return steps, evaluations, models * self.s_per_unit * self.data.evaluated_units(cfg.val_fraction)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path, vectorize=None,
+            max_workers: int | None = None) -> Timing:
+    """Time ``warmup + steps`` training steps (the median of the last ``steps``) and one evaluation of the
+    averaged model for a run shaped like ``cfg``, on synthetic data written under ``workdir``."""
+    from ..run.runner import Loop
+    from ..run.setup import build, device_of
+    from ..tasks import TASKS
+
+    nodes = min(cfg.nodes, max_workers) if max_workers else cfg.nodes
+    notes = []
+    changes: dict = dict(device=device, quiet=True, backend="sim", procs=None, nodes=nodes)
+    if cfg.backend == "dist":
+        notes.append(f"dist ({Shape.of(cfg).procs} processes) timed in one process")
+    if nodes < cfg.nodes:
+        changes["topology"] = "ring" if nodes > 2 else "complete"
+        notes.append(f"timed with {nodes} of {cfg.nodes} workers ({changes['topology']}); s/step scaled by n "
+                     "(extrapolated)")
+    if cfg.algorithm == "choco" and cfg.gamma == "auto":
+        changes["gamma"] = 0.5  # γ changes no step's cost: not tuned for the plan
+    if vectorize is not None:
+        changes["task_options"] = {**cfg.task_options, "vectorize": vectorize}
+        notes.append(f"gradient path imposed (vectorize={str(vectorize).lower()})")
+    dataset = dataset_of(cfg.task)
+    bptt = int({**TASKS.get(cfg.task).default_options, **cfg.task_options}.get("bptt", 1))
+    root = write_synthetic(dataset, workdir / "data", nodes, cfg.batch_size, bptt)
+    if root is not None:
+        changes["data_root"] = str(root)
+        notes.append("synthetic data")
+    mcfg = dataclasses.replace(cfg, **changes)
+    dev = device_of(device)
+    if dev.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(dev)
+    parts = build(mcfg, dev)
+    loop = Loop(mcfg, workdir / "run", parts, dev, None)  # settles the gradient path as a run does
+    task = parts.task
+    times, epoch = [], 0
+    task.start_epoch(epoch)
+    batches = task.batches(epoch)
+    for i in range(warmup + steps):
+        batch = next(batches, None)
+        if batch is None:  # the synthetic epoch is short: start the next one
+            epoch += 1
+            task.start_epoch(epoch)
+            batches = task.batches(epoch)
+            batch = next(batches)
+        _sync(dev)
+        tick = time.perf_counter()
+        loop.step(batch)
+        _sync(dev)
+        if i >= warmup:
+            times.append(time.perf_counter() - tick)
+    loop.local_workers = []  # the averaged model alone; local models cost the same each
+    _sync(dev)
+    tick = time.perf_counter()
+    loop.add_row()
+    _sync(dev)
+    eval_s = time.perf_counter() - tick
+    synthetic = DataModel.of(task, sizes_of(task))
+    real = DataModel.of(task, REAL.get(dataset, synthetic.sizes))
+    if dev.type == "cuda":
+        notes.append(f"peak {torch.cuda.max_memory_allocated(dev) / 2**30:.1f} GiB")
+    timing = Timing(device=str(dev), s_step=statistics.median(times) * cfg.nodes / nodes,
+                    s_per_unit=eval_s / synthetic.evaluated_units(mcfg.val_fraction), data=real,
+                    n_params=task.d, gradient_path=str(task.gradient_path), note="; ".join(notes))
+    del loop, parts, task
+    gc.collect()
+    if dev.type == "cuda":
+        torch.cuda.empty_cache()
+    return timing

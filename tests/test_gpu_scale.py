@@ -1,0 +1,164 @@
+"""`--config scale=gpu`: every study builds its DAG, and the `bench run` lines carry the paper's model and
+hyper-parameters. The expected values are the paper's numbers (shared/PAPER.md; where it is silent, the
+authors' scripts in epfml/ChocoSGD, marked so), written here, not read back from the study files."""
+import os
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.errors import BenchError
+from bench.pipeline import Study, sized
+
+ROOT = Path(__file__).resolve().parents[1]
+STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+
+# Table 1: ResNet-20 on CIFAR-10, ring of 8, batch 128 per worker, 300 epochs, momentum 0.9, warm-up over 5
+# epochs then /10 at 150 and 225, data reshuffled every epoch, every worker's local model evaluated
+TABLE1 = {"task": "cifar10-resnet20", "epochs": "300", "batch_size": "128", "momentum": "0.9",
+          "lr_schedule": "warmup-multistep", "warmup_epochs": "5", "milestones": "[150,225]", "lr_decay": "0.1",
+          "data": "shuffle", "topology": "ring", "nodes": "8", "eval_local_workers": "8",
+          "nesterov": "True"}  # Nesterov: the authors' CIFAR-10 scripts
+# Scaling: ResNet-8 on CIFAR-10, n = 4, 16, 36, 64, constant LR (tuned), 300 epochs
+SCALING = {"task": "cifar10-resnet8", "epochs": "300", "lr_schedule": "constant", "momentum": "0.9",
+           "batch_size": "128"}  # batch: not stated for this study, Table 1's
+# Table 3: Davis graph of 32 workers, data split once and kept, exponentially decaying LR
+SOCIAL = {"topology": "social", "nodes": "32", "data": "split", "lr_schedule": "exp"}
+SOCIAL_RESNET = {**SOCIAL, "task": "cifar10-resnet20", "momentum": "0.9",
+                 "batch_size": "128", "epochs": "300", "weight_decay": "0.0001"}  # the authors' social script
+# the LSTM: 3 layers x 650, BPTT 30, gradient clip 0.4, dropout 0.4 (tied weights: 28.95 M parameters)
+SOCIAL_LSTM = {**SOCIAL, "task": "wikitext2-lstm", "task_options.num_layers": "3", "task_options.hidden": "650",
+               "task_options.emb": "650", "task_options.bptt": "30", "task_options.dropout": "0.4",
+               "task_options.tie_weights": "True", "grad_clip": "0.4",
+               "batch_size": "32", "epochs": "300", "momentum": "0"}  # the authors' LSTM script
+# Datacenter: ResNet-50 on ImageNet, 90 epochs
+DATACENTER = {"task": "imagenet-resnet50", "epochs": "90"}
+PAPER = {"table1": TABLE1, "scaling": SCALING, "social": SOCIAL_RESNET, "social-lstm": SOCIAL_LSTM,
+         "datacenter": DATACENTER}
+
+
+def parse(command: str) -> dict[str, str]:
+    """The flags and --set values of one `bench run` command line."""
+    words = shlex.split(command.split("bench run", 1)[1])
+    out = {}
+    for flag, value in zip(words, words[1:]):
+        if flag == "--set":
+            key, _, val = value.partition("=")
+            out[key] = val
+        elif flag.startswith("--") and not value.startswith("--"):
+            out[flag[2:]] = value
+    return out
+
+
+@pytest.fixture(scope="module")
+def gpu_runs(tmp_path_factory):
+    """study -> (final run lines, tuning trial lines) of its dry run at scale=gpu, all studies at once."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    procs = {study: subprocess.Popen(
+        [*SNAKEMAKE, "-n", "-p", "--configfile", str(ROOT / "config" / f"{study}.yaml"), "--config", "scale=gpu",
+         "--directory", str(tmp_path_factory.mktemp(study))], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True) for study in STUDIES}
+    out, broken = {}, {}
+    for study, proc in procs.items():
+        stdout, stderr = proc.communicate(timeout=600)
+        if proc.returncode != 0 or "total" not in stdout:
+            broken[study] = (stdout + stderr)[-1500:]
+            continue
+        commands = [part for line in stdout.splitlines() if "bench run" in line for part in line.split("&&")]
+        finals = [parse(c) for c in commands if f"results/{study}/runs/" in c]
+        trials = [parse(c) for c in commands if f"results/{study}/tune/" in c]
+        out[study] = (finals, trials)
+    assert not broken, broken
+    return out
+
+
+def test_every_study_builds_its_dag_at_gpu_scale(gpu_runs):
+    assert set(gpu_runs) == set(STUDIES)
+    for study in PAPER:
+        assert gpu_runs[study][0], f"{study}: no final run in the dry run"
+
+
+@pytest.mark.parametrize("study", sorted(PAPER))
+def test_run_lines_carry_the_papers_settings(gpu_runs, study):
+    finals, trials = gpu_runs[study]
+    for run in finals + trials:
+        for key, value in PAPER[study].items():
+            if run in trials and key in ("epochs", "eval_local_workers"):  # a trial's own, checked below
+                continue
+            if key == "data" and "data=" in run["out"]:  # a non-i.i.d. variant of the study
+                continue
+            assert run.get(key) == value, f"{study}: {key}={run.get(key)!r}, the paper's {value!r}"
+        assert run.get("device") == "cuda"
+        assert run.get("compute_time", "measured") == "measured"  # a CPU study's modelled step time never leaks
+    for run in trials:  # a share of the epochs on a validation split, no local models evaluated
+        assert float(run["epochs"]) < float(finals[0]["epochs"])
+        assert float(run["val_fraction"]) > 0 and run["eval_local_workers"] == "0"
+
+
+def test_scaling_covers_the_papers_node_counts_with_lr_tuned(gpu_runs):
+    finals, trials = gpu_runs["scaling"]
+    assert {r["nodes"] for r in finals} == {"4", "16", "36", "64"}
+    assert all("lr" not in r for r in finals)  # each cell's tuned LR comes from its tuned YAML
+    assert {r["lr"] for r in trials} >= {"0.1"}
+
+
+def test_table1_tunes_lr_weight_decay_and_gamma(gpu_runs):
+    finals, trials = gpu_runs["table1"]
+    assert all("lr" not in r and "weight_decay" not in r for r in finals)
+    assert {"lr", "weight_decay"} <= set(trials[0])
+    assert any("gamma" in r for r in trials if r["algorithm"] == "choco" and r["compressor"] != "none")
+    methods = {(r["algorithm"], r["compressor"]) for r in finals}
+    assert len(methods) == 3 * 11 + 2  # 11 compressors x {DCD, ECD, Choco}, all-reduce and D-PSGD
+
+
+def test_no_cpu_model_size_reaches_the_lstm(gpu_runs):
+    finals, _ = gpu_runs["social-lstm"]
+    assert {r["algorithm"] for r in finals} == {"allreduce", "dpsgd", "choco"}
+    assert all(r["task_options.hidden"] == "650" for r in finals)
+
+
+# -- the merge rule -----------------------------------------------------------------------------------
+BASE = {"study": "s", "task": "mnist1d-mlp",
+        "defaults": {"epochs": 2, "lr": 0.1, "data": "shuffle", "task_options": {"n_train": 400, "hidden": [8]}},
+        "tune": {"grid": {"lr": [0.1, 1.0], "weight_decay": [0, 1e-4]}, "budget": 0.5},
+        "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}}
+
+
+def test_scale_block_merges_recursively_but_owns_task_options_and_grid():
+    config = {**BASE, "gpu": {"task": "cifar10-resnet8", "defaults": {"epochs": 300, "device": "cuda"},
+                              "tune": {"grid": {"lr": [0.05]}}}}
+    merged = sized(config, "gpu")
+    assert merged["task"] == "cifar10-resnet8"
+    assert merged["defaults"] == {"epochs": 300, "lr": 0.1, "data": "shuffle", "device": "cuda"}
+    assert merged["tune"] == {"grid": {"lr": [0.05]}, "budget": 0.5}  # the CPU weight-decay grid is not kept
+    assert sized(config, "cpu")["defaults"]["task_options"] == {"n_train": 400, "hidden": [8]}
+
+
+def test_same_task_at_scale_keeps_no_cpu_size_and_no_block_means_not_tuned():
+    config = {**BASE, "gpu": {"defaults": {"epochs": 30}}}
+    study = Study({**config, "scale": "gpu"})
+    assert "task_options" not in study.defaults and not study.tuned_cells
+    assert study.run_config(study.cells["choco-sign_ring4"]).task_options == {}
+
+
+def test_an_option_the_paper_sized_task_does_not_take_names_study_and_key():
+    config = {**BASE, "gpu": {"task": "cifar10-resnet20", "defaults": {"task_options": {"hidden": [650]}}}}
+    with pytest.raises(BenchError, match=r"study 's' at scale=gpu: gpu\.defaults\.task_options\.hidden"):
+        Study({**config, "scale": "gpu"})
+
+
+def test_dag_build_of_an_invalid_gpu_block_stops_with_one_line(tmp_path):
+    study = {**BASE, "study": "badgpu", "gpu": {"task": "wikitext2-lstm",
+                                                "defaults": {"task_options": {"n_train": 10}}}}
+    path = tmp_path / "badgpu.yaml"
+    path.write_text(yaml.safe_dump(study))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run([*SNAKEMAKE, "-n", "--configfile", str(path), "--config", "scale=gpu", "--directory",
+                           str(tmp_path)], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode != 0
+    lines = [line for line in proc.stderr.splitlines() if "badgpu" in line]
+    assert len(lines) == 1 and "gpu.defaults.task_options.n_train" in lines[0] and "Traceback" not in proc.stderr

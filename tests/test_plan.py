@@ -1,0 +1,178 @@
+"""`bench plan` on tiny studies: jobs grouped by run shape, steps from the real data sizes, the CSV, the
+runtime the pipeline then asks for each job, and one-line errors for bad input."""
+import csv
+import math
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.cli import main
+from bench.pipeline import Study
+from bench.plan.measure import Shape
+from bench.plan.sizes import REAL, DataModel, sizes_of
+from bench.plan.table import COLUMNS, runtime_minutes
+from bench.tasks import TaskSetup, make_task
+from datafiles import write_cifar, write_wikitext
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# ResNet-8 on CIFAR-10: tuned cells at n = 3 (all-reduce, Choco) and a cell at n = 4 with its LR by hand
+TINY = {"study": "tiny", "task": "cifar10-resnet8", "seeds": [0, 1],
+        "defaults": {"epochs": 2, "batch_size": 4, "lr": 0.1, "eval_local_workers": 1, "gamma": 0.5},
+        "tune": {"grid": {"lr": [0.1, 0.2]}, "budget": 0.5, "val_fraction": 0.1, "seeds": [0]},
+        "blocks": {"pair": {"method": ["allreduce/none", "choco/sign"], "topology": ["ring"], "nodes": [3]},
+                   "four": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4], "lr": [0.1]}}}
+
+
+def test_jobs_group_into_shapes_by_task_options_n_batch_and_backend():
+    study = Study({**TINY, "scale": "cpu"})
+    jobs = study.jobs()
+    assert sorted((j.rule, j.name) for j in jobs if j.rule == "tune_cell") == [
+        ("tune_cell", "allreduce-none_ring3"), ("tune_cell", "choco-sign_ring3")]
+    assert len([j for j in jobs if j.rule == "run"]) == 3 * 2  # 3 cells x 2 seeds
+    shapes = {Shape.of(study.run_config(run)) for job in jobs for run in job.runs}
+    assert {(s.task, s.nodes, s.batch_size, s.backend) for s in shapes} == {
+        ("cifar10-resnet8", 3, 4, "sim"), ("cifar10-resnet8", 4, 4, "sim")}
+    grouped = Study({**TINY, "group_seeds": True, "scale": "cpu"}).jobs()
+    assert [len(j.runs) for j in grouped if j.rule == "run_cell"] == [2, 2, 2]
+    dist = Study({**TINY, "defaults": {**TINY["defaults"], "backend": "dist", "procs": 2},
+                  "blocks": {"four": TINY["blocks"]["four"]}})
+    assert Shape.of(dist.run_config(dist.runs["dpsgd-none_ring4_lr=0.1_s0"])).label() == "cifar10-resnet8 n=4 b=4 dist/2"
+
+
+def test_steps_per_epoch_come_from_the_real_data_sizes():
+    cifar = DataModel("memory", REAL["cifar10"], train_eval=5000)
+    assert cifar.steps_per_epoch(8, 128, 0.0) == 50_000 // 8 // 128 == 48
+    assert cifar.steps_per_epoch(8, 128, 0.1) == 45_000 // 8 // 128
+    assert cifar.evaluated_units(0.0) == 10_000 + 5_000
+    text = DataModel("text", REAL["wikitext2"], bptt=30, train_eval=20_000)
+    assert text.steps_per_epoch(32, 32, 0.0) == ((2_088_628 // 32) // 32 - 1) // 30 == 67
+    assert DataModel("disk", REAL["imagenet"]).steps_per_epoch(32, 128, 0.0) == 1_281_167 // 32 // 128
+
+
+@pytest.mark.parametrize("val_fraction", [0.0, 0.2])
+def test_the_size_model_agrees_with_the_tasks_built_on_synthetic_data(tmp_path, val_fraction):
+    write_cifar(tmp_path / "cifar-10-batches-py", per_batch=40, test_size=30)
+    setup = TaskSetup(n_workers=3, batch_size=5, val_fraction=val_fraction, data_root=str(tmp_path))
+    task = make_task("cifar10-resnet8", setup)
+    model = DataModel.of(task, sizes_of(task))
+    assert sizes_of(task).train == 200 and model.steps_per_epoch(3, 5, val_fraction) == task.steps_per_epoch
+    write_wikitext(tmp_path / "wt2", lines=300)
+    text = make_task("wikitext2-lstm", TaskSetup(n_workers=3, batch_size=4, data="split", data_root=str(tmp_path / "wt2"),
+                                                 options={"emb": 8, "hidden": 8, "num_layers": 1, "bptt": 7}))
+    assert DataModel.of(text, sizes_of(text)).steps_per_epoch(3, 4, 0.0) == text.steps_per_epoch
+
+
+@pytest.fixture(scope="module")
+def tiny_plan(tmp_path_factory):
+    """`bench plan` of the tiny study: 1 untimed and 1 timed step per shape, gradient path imposed."""
+    folder = tmp_path_factory.mktemp("plan")
+    (folder / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    out = folder / "plan.csv"
+    code = main(["plan", "--configfile", str(folder / "tiny.yaml"), "--steps", "1", "--warmup", "1", "--device", "cpu",
+                 "--vectorize", "false", "--quiet", "--out", str(out)])
+    assert code == 0
+    with open(out, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
+    assert tuple(tiny_plan[0]) == COLUMNS
+    rows = {(r["rule"], r["job"]): r for r in tiny_plan}
+    assert len(rows) == 2 + 6 and {r["device"] for r in tiny_plan} == {"cpu"}
+    final = rows[("run", "dpsgd-none_ring4_lr=0.1_s0")]
+    assert int(final["steps"]) == 2 * (50_000 // 4 // 4)  # 2 epochs of the real CIFAR-10 at n = 4, batch 4
+    assert int(final["evaluations"]) == 1 + 2  # before the first step, then once an epoch
+    tune = rows[("tune_cell", "choco-sign_ring3")]  # 2 trials of half the epochs, 10 % held out
+    assert int(tune["runs"]) == 2 and int(tune["steps"]) == 2 * math.ceil(0.5 * 2 * (45_000 // 3 // 4))
+    assert rows[("run", "allreduce-none_ring3_s0")]["shape"] == "cifar10-resnet8 n=3 b=4"
+    for row in tiny_plan:
+        hours = (int(row["steps"]) * float(row["s_per_step"]) + int(row["evaluations"]) * float(row["s_per_eval"])) / 3600
+        assert float(row["hours"]) == pytest.approx(hours, rel=1e-4)
+        assert int(row["runtime_min"]) == runtime_minutes(float(row["hours"]), 1.5, 10)
+        assert "synthetic data" in row["note"]
+
+
+def _snakemake(*args, cwd):
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *args],
+                          cwd=ROOT, env=env, capture_output=True, text=True)
+
+
+def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
+    plan = tmp_path / "results" / "test-tune" / "plan.csv"
+    plan.parent.mkdir(parents=True)
+    rows = [dict.fromkeys(COLUMNS, "") | {"scale": "cpu", "rule": "tune_cell", "job": "choco-sign_ring4",
+                                           "device": "cuda", "hours": "2.0"},
+            dict.fromkeys(COLUMNS, "") | {"scale": "cpu", "rule": "run", "job": "choco-sign_ring4_s0",
+                                           "device": "cuda", "hours": "0.001"}]
+    with open(plan, "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    out = _snakemake("-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
+                     str(ROOT / "config/test-tune.yaml"), "--config", "plan_safety=2", "--directory", str(tmp_path),
+                     cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runtime = {}
+    for block in out.stdout.split("\nrule ")[1:]:
+        wildcard = [line.split("=", 1)[1] for line in block.splitlines() if "wildcards:" in line]
+        if wildcard and "runtime=" in block:
+            runtime[(block.split(":")[0], wildcard[0])] = int(re.search(r"runtime=(\d+)", block).group(1))
+    assert runtime[("tune_cell", "choco-sign_ring4")] == 2 * 60 * 2  # planned hours x plan_safety
+    assert runtime[("run", "choco-sign_ring4_s0")] == 10  # the floor
+    assert runtime[("run", "allreduce-none_ring4_s0")] == 60  # not planned: the task's default
+    assert "runtime of 2 training jobs: planned in results/test-tune/plan.csv" in out.stdout + out.stderr
+
+
+def test_plan_true_targets_the_plan_alone(tmp_path):
+    out = _snakemake("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
+                     "--directory", str(tmp_path), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    counts = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines() if line[:4] in ("plan", "all ")}
+    assert counts == {"plan": "1", "all": "1"}
+
+
+@pytest.mark.parametrize("argv,word", [
+    (["--configfile", "config/nope.yaml"], "nope.yaml"),
+    (["--configfile", "config/test.yaml", "--steps", "0"], "0"),
+    (["--configfile", "config/test.yaml", "--steps", "many"], "many"),
+    (["--configfile", "config/test.yaml", "--safety", "0.5"], "0.5"),
+    (["--configfile", "config/test.yaml", "--scale", "tpu"], "tpu"),
+    (["--configfile", "config/test.yaml", "--device", "gpu"], "gpu"),
+])
+def test_bad_input_is_one_line_and_status_two(argv, word):
+    proc = subprocess.run([sys.executable, "-m", "bench", "plan", *argv], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and word in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_shape_out_of_gpu_memory_is_listed_without_hours(tmp_path, monkeypatch):
+    import torch
+
+    import bench.plan.command as command
+
+    def out_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CUDA out of memory")
+
+    monkeypatch.setattr(command, "measure", out_of_memory)
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    out = tmp_path / "plan.csv"
+    assert main(["plan", "--configfile", str(tmp_path / "tiny.yaml"), "--device", "cpu", "--quiet",
+                 "--out", str(out)]) == 0
+    with open(out, newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 8 and all(r["hours"] == "nan" and r["runtime_min"] == "" for r in rows)
+    assert {r["note"] for r in rows} == {"out of memory on cpu"}
+
+
+def test_a_study_without_training_runs_plans_no_job(tmp_path, capsys):
+    out = tmp_path / "plan.csv"
+    assert main(["plan", "--configfile", str(ROOT / "config/consensus.yaml"), "--quiet", "--out", str(out)]) == 0
+    assert out.read_text().strip() == ",".join(COLUMNS) and "no training job" in capsys.readouterr().out
