@@ -1,10 +1,15 @@
-"""`bench perf` (at its --quick sizes): the JSON it writes, and `analysis regress` on two of them."""
+"""`bench perf` (at its --quick sizes): the JSON it writes, the training-step benchmarks (f) and the CPU
+target (g), and `analysis regress` on two of them."""
 import json
+import math
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
+import torch
 
+from bench.perf import cpu_target, sizes_for, training
 from bench.perf.timing import figure, ratio_figure
 
 
@@ -30,7 +35,9 @@ def test_perf_json_has_every_group_with_spread_and_machine(perf_json):
     figures = result["figures"]
     for name in ("a.sim_throughput_n4", "a.proc_throughput_n4", "a.speedup_n4", "b.round_vs_copy_sign",
                  "b.round_vs_copy_top:0.01", "b.round_vs_copy_qsgd:4", "c.overhead_choco_sign", "d.peak_memory",
-                 "e.resnet20_vmap_speedup", "e.resnet20_vmap_s", "e.resnet20_loop_s"):
+                 "e.resnet20_vmap_speedup", "e.resnet20_vmap_s", "e.resnet20_loop_s",
+                 "f.resnet8_n4_vectorized_vs_one", "f.resnet8_n8_loop_vs_one", "f.lstm_n4_vectorized_vs_one",
+                 "g.resnet8_n4_vectorized_speedup", "g.resnet8_n4_run_acc_difference"):
         fig = figures[name]
         assert fig["min"] <= fig["median"] <= fig["max"] and fig["repeats"] >= 1 and fig["unit"]
     assert figures["a.speedup_n4"]["kind"] == "ratio" and figures["b.round_vs_copy_sign"]["median"] > 1
@@ -49,3 +56,64 @@ def test_regress_compares_perf_ratios(perf_json, tmp_path):
     caught = subprocess.run([sys.executable, "-m", "analysis", "regress", "--baseline", str(perf_json),
                              "--current", str(path)], capture_output=True, text=True)
     assert caught.returncode == 1 and "b.round_vs_copy_sign" in caught.stderr
+
+
+def test_training_step_figures_record_sizes_units_and_the_path_taken(perf_json):
+    figures = json.loads(perf_json.read_text())["figures"]
+    quick = training.QUICK
+    for n, batch in quick["step_configs"]:
+        label = f"f.{quick['step_model']}_n{n}"
+        for name in ("vectorized", "loop"):
+            ratio, seconds = figures[f"{label}_{name}_vs_one"], figures[f"{label}_{name}_s"]
+            assert ratio["kind"] == "ratio" and ratio["unit"] == f"x one model at batch {n * batch}"
+            assert seconds["kind"] == "absolute" and seconds["unit"] == "s/step" and seconds["median"] > 0
+            assert (ratio["model"], ratio["n"], ratio["batch"], ratio["total_batch"]) == (
+                quick["step_model"], n, batch, n * batch)
+            assert ratio["requested"] == f"vectorize={name == 'vectorized'}" and ratio["path_reason"]
+            assert "target" not in ratio  # the targets are GPU-only, at the paper's sizes
+        # the ResNets have a vectorised path; the reference is one plain model (n = 1, the loop)
+        assert figures[f"{label}_vectorized_vs_one"]["path"] == "vmap"
+        assert figures[f"{label}_loop_vs_one"]["path"] == "loop"
+        one = figures[f"{label}_one_s"]
+        assert (one["n"], one["batch"], one["path"]) == (1, n * batch, "loop")
+    lstm = figures[f"f.lstm_n{quick['lstm']['n']}_vectorized_vs_one"]
+    assert lstm["path"] in ("vmap", "loop") and lstm["vocab"] > 2  # whichever path the task actually took
+    assert (lstm["num_layers"], lstm["hidden"], lstm["batch"]) == (quick["lstm"]["num_layers"],
+                                                                  quick["lstm"]["hidden"], quick["lstm"]["batch"])
+    assert figures[f"f.lstm_n{quick['lstm']['n']}_loop_vs_one"]["path"] == "loop"
+
+
+def test_cpu_target_figures_carry_their_targets(perf_json):
+    figures = json.loads(perf_json.read_text())["figures"]
+    spec = cpu_target.QUICK
+    prefix = f"g.{spec['model']}_n{spec['n']}"
+    speedup = figures[f"{prefix}_vectorized_speedup"]
+    assert speedup["kind"] == "ratio" and speedup["higher_is_better"] and speedup["paths"] == {
+        "vectorized": "vmap", "loop": "loop"}
+    assert "target" not in speedup  # 1.4x is stated for n = 64, batch 4: not at the quick sizes
+    acc, loss = figures[f"{prefix}_run_acc_difference"], figures[f"{prefix}_run_loss_difference"]
+    assert acc["target"] == 0.01 and loss["target"] == 1e-3 and not acc["higher_is_better"]
+    assert acc["paths"] == {"vectorize=true": "vmap", "vectorize=false": "loop"}
+    assert acc["steps"] > 0 and acc["evaluations"] >= 2 and acc["n"] == spec["n"]
+    # the two gradient paths differ by float rounding only
+    assert acc["median"] <= 0.01 and loss["median"] <= 1e-3
+
+
+def test_largest_difference_is_relative_for_losses_and_flags_a_one_sided_nan():
+    a = pd.DataFrame({"loss": [2.0, math.nan, 1.0], "acc": [0.5, 0.25, 0.0]})
+    b = pd.DataFrame({"loss": [2.002, math.nan, 1.0], "acc": [0.5, 0.5, 0.0]})
+    assert cpu_target._largest_difference(a, b, ("loss",), relative=True) == pytest.approx(0.002 / 2.002)
+    assert cpu_target._largest_difference(a, b, ("acc",), relative=False) == 0.25
+    b.loc[2, "loss"] = math.nan
+    assert cpu_target._largest_difference(a, b, ("loss",), relative=True) == math.inf
+
+
+def test_sizes_and_targets_by_device():
+    cpu, gpu = sizes_for(torch.device("cpu"), False), sizes_for(torch.device("cuda"), False)
+    assert gpu["step_configs"] == [[8, 128], [64, 32]] and gpu["lstm"]["hidden"] == 650
+    assert cpu["step_model"] == "resnet20" and [n for n, _ in cpu["step_configs"]] == [8, 64]
+    assert cpu["cpu_target"] == gpu["cpu_target"] == cpu_target.FULL
+    assert training.resnet_target("resnet20", 64, 32, "cuda") == 1.5
+    assert training.resnet_target("resnet20", 64, 4, "cuda") is None
+    assert training.resnet_target("resnet20", 64, 32, "cpu") is None
+    assert training.lstm_target(32, "cuda") == 2.0 and training.lstm_target(32, "cpu") is None

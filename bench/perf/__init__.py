@@ -1,4 +1,5 @@
-"""`bench perf`: the fixed benchmark set (see suite.py), a table, and results/perf/<name>.json."""
+"""`bench perf`: the fixed benchmark set (a-e: suite.py; f, the training step: training.py; g, the CPU
+target: cpu_target.py), a table, and results/perf/<name>.json."""
 from __future__ import annotations
 
 import json
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import torch
 
-from . import suite
+from . import cpu_target, suite, training
 from .timing import ratio_figure
 
 FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "round_n": 64, "round_d": 10**6,
@@ -19,9 +20,18 @@ QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n":
 COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
 
 
-def machine(device: torch.device) -> dict:
+def sizes_for(device: torch.device, quick: bool) -> dict:
+    """The sizes of every group; f runs at the paper's sizes on CUDA and scaled down on CPU (training.py)."""
+    if quick:
+        return {**QUICK, **training.QUICK, "cpu_target": cpu_target.QUICK}
+    return {**FULL, **(training.PAPER if device.type == "cuda" else training.CPU), "cpu_target": cpu_target.FULL}
+
+
+def machine(device: torch.device, load_at_start: float) -> dict:
     info = {"platform": platform.platform(), "python": platform.python_version(), "torch": torch.__version__,
-            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": str(device)}
+            "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "device": str(device),
+            # other jobs on the machine skew every figure (the per-worker loops most: OpenMP threads spin)
+            "load_average_1m": {"start": round(load_at_start, 2), "end": round(os.getloadavg()[0], 2)}}
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)
     return info
@@ -59,6 +69,11 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
         figures["e.resnet20_vmap_speedup"], figures["e.resnet20_vmap_s"], figures["e.resnet20_loop_s"] = speedup, fast, slow
         progress(f"e  ResNet-20 gradients, n={sizes['resnet_n']}: vmap {fast['median']:.3f} s, loop "
                  f"{slow['median']:.3f} s ({speedup['median']:.2f}x)")
+    if "f" in only:
+        figures.update(training.resnet_steps(sizes, sizes["repeats"], device, progress))
+        figures.update(training.lstm_steps(sizes, sizes["repeats"], device, progress))
+    if "g" in only:
+        figures.update(cpu_target.measure(sizes["cpu_target"], sizes["repeats"], device, progress))
     if "d" in only:
         figures["d.peak_memory"] = suite.peak_memory(sizes["memory_n"], sizes["steps"], device)
         progress(f"d  peak memory n={sizes['memory_n']}: {figures['d.peak_memory']['median']:.2f} GiB")
@@ -66,14 +81,14 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
 
 
 def table(figures: dict) -> str:
-    lines = [f"{'figure':<34}{'min':>12}{'median':>12}{'max':>12}  unit (target)"]
+    lines = [f"{'figure':<40}{'min':>12}{'median':>12}{'max':>12}  unit (target)"]
     for name, fig in figures.items():
         target = fig.get("target")
         mark = ""
         if target is not None:
             ok = fig["median"] >= target if fig["higher_is_better"] else fig["median"] <= target
             mark = f" ({'<=' if not fig['higher_is_better'] else '>='} {target:g}: {'met' if ok else 'MISSED'})"
-        lines.append(f"{name:<34}{fig['min']:>12.4g}{fig['median']:>12.4g}{fig['max']:>12.4g}  {fig['unit']}{mark}")
+        lines.append(f"{name:<40}{fig['min']:>12.4g}{fig['median']:>12.4g}{fig['max']:>12.4g}  {fig['unit']}{mark}")
     return "\n".join(lines)
 
 
@@ -81,13 +96,14 @@ def cmd_perf(args) -> int:
     from ..run.setup import device_of
 
     device = device_of(args.device)
-    sizes = QUICK if args.quick else FULL
+    sizes = sizes_for(device, args.quick)
     # e (ResNet-20 at n = 64, vectorised vs loop) is GPU-sized: part of the default set on CUDA and --quick
-    default = {"a", "b", "c", "d"} | ({"e"} if device.type == "cuda" or args.quick else set())
+    default = {"a", "b", "c", "d", "f", "g"} | ({"e"} if device.type == "cuda" or args.quick else set())
     only = set(args.only.split(",")) if args.only else default
+    load_at_start = os.getloadavg()[0]
     figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print)
     result = {"name": args.name, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-              "machine": machine(device), "sizes": sizes, "figures": figures}
+              "machine": machine(device, load_at_start), "sizes": sizes, "figures": figures}
     out = Path(args.out_dir) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The GPU numbers of the README, in one short session on a machine with a GPU (run from the repo root):
-#   1. `bench perf --device cuda` (groups a-e, e = ResNet-20 gradients at n = 64, vmap vs loop);
+#   1. `bench perf --device cuda` (groups a-g at the paper's sizes: e = ResNet-20 gradients at n = 64,
+#      vmap vs loop; f = the runner's whole step of ResNet-20 at 8 x 128 and 64 x 32 and of the 3 x 650
+#      LSTM at 32 x 32, vectorised and looped, against one model at the same total batch [targets 1.5x,
+#      2x]; g = the CPU target, ResNet-8 at 64 x 4, vectorised vs loop and a short run on both paths);
 #   2. group a on the machine's CPU cores (simulated vs one gloo process per worker, more cores than a laptop);
 #   3. a Choco-sign ResNet-20 run at n = 64 on the GPU, on synthetic files in CIFAR-10's on-disk format
 #      (the step time of the paper-sized model; accuracy means nothing on random images).
@@ -18,19 +21,8 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 python3 -m bench perf --device cuda --name gpu-h200 --out-dir "$OUT" 2>&1 | tee "$OUT/perf-cuda.log" || echo "perf cuda FAILED"
 python3 -m bench perf --device cpu --only a --name cpu-a-$(nproc)core --out-dir "$OUT" 2>&1 | tee "$OUT/perf-cpu-a.log" || echo "perf cpu FAILED"
 DATA=$(mktemp -d)
-python3 - "$DATA" <<'PY'
-import pickle, sys
-from pathlib import Path
-import numpy as np
-folder = Path(sys.argv[1]) / "cifar-10-batches-py"
-folder.mkdir(parents=True)
-rng = np.random.default_rng(0)
-for name, count in [(f"data_batch_{i}", 4096) for i in range(1, 6)] + [("test_batch", 2048)]:
-    data = rng.integers(0, 256, size=(count, 3072), dtype=np.uint8)
-    labels = [int(v) for v in rng.integers(0, 10, size=count)]
-    with open(folder / name, "wb") as handle:
-        pickle.dump({b"data": data, b"labels": labels}, handle)
-PY
+python3 -c "import sys; from bench.data.fake import write_cifar; write_cifar(sys.argv[1], 4096, test_size=2048)" \
+    "$DATA/cifar-10-batches-py"
 python3 -m bench run --task cifar10-resnet20 --algorithm choco --compressor sign --topology ring --nodes 64 \
     --epochs 2 --device cuda --set batch_size=32 --set gamma=0.5 --set "data_root=$DATA" \
     --out "$DATA/run" 2>&1 | tail -n 20 | tee "$OUT/resnet20-n64.log"

@@ -4,7 +4,9 @@ a. throughput of Choco-sign on a ring, mnist1d-mlp: simulated vs one gloo proces
 b. one communication round of Choco (compress + gossip + update) at n = 64, d = 10^6 against one
    copy of the [n, d] float32 state [<= 8x for sign, top:0.01, qsgd:4];
 c. the step of Choco-sign against local SGD without communication at n = 64 [<= 1.25x];
-d. peak memory of n = 64 on mnist1d-mlp [< 2 GiB]."""
+d. peak memory of n = 64 on mnist1d-mlp [< 2 GiB];
+e. gradients of 64 bare ResNet-20s, one vmap call against a loop over workers.
+The training step of the real tasks (f) and the CPU target (g) are in training.py and cpu_target.py."""
 from __future__ import annotations
 
 import json
@@ -115,11 +117,10 @@ def peak_memory(n: int, steps: int, device: str) -> dict:
     return figure([gib], "GiB", False, "absolute", target=2.0)
 
 
-
-
 def resnet_vectorised_vs_loop(n: int, batch: int, repeats: int, device: str) -> tuple[dict, dict, dict]:
-    """Gradients of n ResNet-20s on CIFAR-shaped synthetic data: one vmap call vs a loop over workers.
-    BatchNorm uses batch statistics only (running statistics cannot be updated inside vmap)."""
+    """Gradients of n bare ResNet-20s on CIFAR-shaped random tensors: one vmap call vs a loop over workers,
+    BatchNorm on batch statistics only. The task's own paths (running statistics carried through vmap,
+    fetch and augmentation included) are timed by f and g."""
     from torch.func import functional_call, grad, vmap
 
     from ..models import resnet_cifar
