@@ -13,7 +13,8 @@ import pandas as pd
 
 from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
-from analysis.regress import DEFAULT_TOLERANCES, compare, compare_perf, make_baseline
+from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
+                              perf_problem)
 from analysis.summary import cell_summary, summarize
 
 DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning"}
@@ -95,18 +96,26 @@ def _read_json(path: str):
         raise UsageError(f"cannot read JSON file {path}: {err}") from None
 
 
+def _usable(path: str, why: str | None, kind: str) -> None:
+    if why:
+        raise UsageError(f"{path} is not a usable {kind}: {why}")
+
+
 def cmd_regress(args) -> int:
     baseline = _read_json(args.baseline)
     current_is_file = Path(args.current).is_file()
-    if "figures" in baseline or current_is_file:
-        if not ("figures" in baseline and current_is_file and "figures" in _read_json(args.current)):
+    is_perf = isinstance(baseline, dict) and "figures" in baseline
+    if is_perf or current_is_file:
+        current = _read_json(args.current) if current_is_file else None
+        if not (is_perf and isinstance(current, dict) and "figures" in current):
             raise UsageError(f"--baseline {args.baseline} and --current {args.current} must both be perf "
                              "JSON files (with a 'figures' key), or a baseline JSON and a results directory")
+        _usable(args.baseline, perf_problem(baseline), "perf file")
+        _usable(args.current, perf_problem(current), "perf file")
         kw = {} if args.rel_tol is None else {"rel_tol": args.rel_tol}
-        table, regressions = compare_perf(baseline, _read_json(args.current), **kw)
+        table, regressions = compare_perf(baseline, current, **kw)
     else:
-        if "cells" not in baseline:
-            raise UsageError(f"{args.baseline} is not a baseline (no 'cells'); make one with `python -m analysis baseline`")
+        _usable(args.baseline, baseline_problem(baseline), "baseline")
         runs = _load(args.current)
         # the baseline's absolute targets, so a change in all-reduce accuracy cannot move the goalposts
         current = _summarize(runs, target_acc=baseline.get("targets") or None,
@@ -169,4 +178,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except UsageError as err:
         print(f"analysis: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the system refused: not writable, a file where a folder must be
+        if err.filename is None:
+            raise
+        print(f"analysis: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2

@@ -32,6 +32,61 @@ class Runs:
     def __len__(self) -> int:
         return len(self.runs)
 
+    @property
+    def skipped(self) -> list[tuple[str, str]]:
+        """The problems of runs left out of the tables (a run in progress is kept, so not here)."""
+        kept = set(self.runs["path"])
+        return [(path, reason) for path, reason in self.problems if path not in kept]
+
+
+# parts of run.json the tables read, and the JSON type each must have when present
+_RECORD_OBJECTS = ("config", "topology", "compressor", "task", "gamma")
+_RECORD_TEXT = ("run_id", "status")
+_CONFIG_TEXT = ("task", "algorithm", "compressor", "topology", "data", "network")
+_CONFIG_WHOLE = ("nodes", "seed")
+
+
+def record_problem(record) -> str | None:
+    """Why a parsed run.json cannot be a row of the tables (a wrong type somewhere), or None."""
+    if not isinstance(record, dict):
+        return f"run.json holds a JSON {type(record).__name__}, not an object"
+    if not isinstance(record.get("config"), dict):
+        return "no 'config' object in run.json"
+    for key in _RECORD_OBJECTS:
+        if record.get(key) is not None and not isinstance(record[key], dict):
+            return f"run.json: {key} is {record[key]!r:.40}, not an object"
+    for key in _RECORD_TEXT:
+        if key in record and not isinstance(record[key], str):
+            return f"run.json: {key} is {record[key]!r:.40}, not a string"
+    cfg = record["config"]
+    for key in _CONFIG_TEXT:
+        if cfg.get(key) is not None and not isinstance(cfg[key], str):
+            return f"run.json: config.{key} is {cfg[key]!r:.40}, not a string"
+    for key in _CONFIG_WHOLE:
+        value = cfg.get(key)
+        if key in cfg and (isinstance(value, bool) or not isinstance(value, (int, float))
+                           or not math.isfinite(value) or value != int(value)):
+            return f"run.json: config.{key} is {value!r:.40}, not an integer"
+    return None
+
+
+# columns of metrics.parquet (Contract 2 and the task-specific ones) the analysis reads as numbers
+METRIC_COLUMNS = ("step", "epoch", "train_loss", "train_loss_workers", "test_loss", "test_acc", "test_ppl",
+                  "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_paper_per_worker",
+                  "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr", "train_subopt", "val_acc", "val_loss",
+                  "val_ppl")
+
+
+def _numeric_metrics(metrics: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
+    """``metrics`` with its known columns as numbers, or why they are not (text or booleans)."""
+    for column in (c for c in METRIC_COLUMNS if c in metrics):
+        values = metrics[column]
+        if values.isna().all():  # a metric this task never measures may be stored as nulls
+            metrics[column] = values.astype(float)
+        elif pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            return metrics, f"metrics.parquet column {column!r} holds {values.dtype} values, not numbers"
+    return metrics, None
+
 
 def _num(value) -> float:
     try:
@@ -115,10 +170,12 @@ def load_runs(root) -> Runs:
             continue  # tuning trials, and bookkeeping such as runs set aside in .stale/
         try:
             record = json.loads(run_json.read_text())
-            if not isinstance(record, dict) or "config" not in record:
-                raise ValueError("no 'config' in run.json")
         except (OSError, ValueError) as err:
             problems.append((str(path), f"unreadable run.json: {err}"))
+            continue
+        wrong = record_problem(record)
+        if wrong:
+            problems.append((str(path), wrong))
             continue
         status = record.get("status", "unknown")
         metrics_file = path / "metrics.parquet"
@@ -133,15 +190,24 @@ def load_runs(root) -> Runs:
         if metrics.empty or "step" not in metrics:
             problems.append((str(path), f"metrics.parquet has no evaluation points (status {status})"))
             continue
-        run_id = record.get("run_id", path.name)
+        metrics, wrong = _numeric_metrics(metrics)
+        if wrong:
+            problems.append((str(path), wrong))
+            continue
+        metrics = metrics.sort_values("step", kind="stable").reset_index(drop=True)
+        try:
+            row = _run_row(path, record, metrics)
+        except (TypeError, ValueError, AttributeError) as err:  # a wrong type the checks above missed
+            problems.append((str(path), f"unusable run.json or metrics.parquet: {err}"))
+            continue
+        run_id = row["run_id"]
         if run_id in seen:
             problems.append((str(path), f"duplicate run_id {run_id} (first seen in {seen[run_id]}); skipped"))
             continue
         seen[run_id] = str(path)
         if status in IN_PROGRESS:
             problems.append((str(path), f"in progress (status {status}); kept with {len(metrics)} points"))
-        metrics = metrics.sort_values("step", kind="stable").reset_index(drop=True)
-        rows.append(_run_row(path, record, metrics))
+        rows.append(row)
         configs.append(record.get("config", {}))
         tables.append(metrics)
     for row, key in zip(rows, _cell_keys(rows, configs)):

@@ -51,6 +51,65 @@ def make_baseline(summary: pd.DataFrame, cell_summary: pd.DataFrame, tolerances:
             "tolerances": {**DEFAULT_TOLERANCES, **(tolerances or {})}, "targets": targets, "cells": cells}
 
 
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _per_seed_problem(cell: str, key: str, values, n: int) -> str | None:
+    if not isinstance(values, list) or len(values) != n:
+        return f"cell {cell!r}: {key} is not a list of {n} values (one per seed)"
+    if key in ("status", "tta_status"):
+        bad = [v for v in values if not isinstance(v, str)]
+    else:  # numbers, with inf stored as "inf" and NaN as null (see _enc)
+        bad = [v for v in values if not (v is None or v == "inf" or _is_number(v))]
+    return f"cell {cell!r}: {key} holds {bad[0]!r}" if bad else None
+
+
+def baseline_problem(baseline) -> str | None:
+    """Why a parsed baseline JSON cannot be compared with (a part missing or of a wrong type), or None."""
+    if not isinstance(baseline, dict) or not isinstance(baseline.get("cells"), dict):
+        return "no 'cells' object (make a baseline with `python -m analysis baseline`)"
+    for key, kind, what in (("tolerances", dict, "an object"), ("targets", dict, "an object"),
+                            ("metric", str, "a string")):
+        if baseline.get(key) is not None and not isinstance(baseline[key], kind):
+            return f"{key} is {baseline[key]!r:.40}, not {what}"
+    bad = [(k, v) for k, v in (baseline.get("tolerances") or {}).items() if not _is_number(v)]
+    if bad:
+        return f"tolerance {bad[0][0]}={bad[0][1]!r} is not a number"
+    bad = [(k, v) for k, v in (baseline.get("targets") or {}).items() if not (v is None or v == "inf" or _is_number(v))]
+    if bad:
+        return f"target {bad[0][0]}={bad[0][1]!r} is not a number"
+    for cell, entry in baseline["cells"].items():
+        if not isinstance(entry, dict):
+            return f"cell {cell!r} is {entry!r:.40}, not an object"
+        seeds = entry.get("seeds")
+        if not isinstance(seeds, list) or not all(_is_number(s) and s == int(s) for s in seeds):
+            return f"cell {cell!r}: seeds is {seeds!r:.40}, not a list of integers"
+        if "status" not in entry:
+            return f"cell {cell!r} has no status"
+        for key in (k for k in PER_SEED if k in entry):
+            why = _per_seed_problem(cell, key, entry[key], len(seeds))
+            if why:
+                return why
+    return None
+
+
+def perf_problem(perf) -> str | None:
+    """Why a parsed perf JSON cannot be compared (figures missing or of a wrong type), or None."""
+    if not isinstance(perf, dict) or not isinstance(perf.get("figures"), dict):
+        return "no 'figures' object (write one with `bench perf`)"
+    for name, figure in perf["figures"].items():
+        if not isinstance(figure, dict):
+            return f"figure {name!r} is {figure!r:.40}, not an object"
+        if not _is_number(figure.get("median")):
+            return f"figure {name!r}: median is {figure.get('median')!r:.40}, not a number"
+        if not isinstance(figure.get("higher_is_better", True), bool):
+            return f"figure {name!r}: higher_is_better is {figure['higher_is_better']!r:.40}, not true or false"
+        if not isinstance(figure.get("kind", ""), str):
+            return f"figure {name!r}: kind is {figure['kind']!r:.40}, not a string"
+    return None
+
+
 def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or a == b
 

@@ -13,6 +13,7 @@ from analysis.files import write_text_atomically
 from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
 from analysis.lag import lag_section
 from analysis.lag import write_tables as write_lag_tables
+from analysis.load import load_runs
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
 from analysis.speedup import speedup_section, write_speedup_csv
@@ -152,13 +153,36 @@ def figures_section(run_dir: Path) -> str | None:
     return "\n".join(parts) if parts else None
 
 
-def build_report(run_dir: Path) -> str:
-    points, summary, note = load_tables(run_dir)
+def skipped_section(run_dir: Path, skipped: list[tuple[str, str]]) -> str | None:
+    """The run directories left out of every table and figure, each with the reason."""
+    if not skipped:
+        return None
+
+    def shown(path: str) -> str:
+        try:
+            return str(Path(path).relative_to(run_dir))
+        except ValueError:
+            return path
+
+    lines = [f"- `{shown(path)}`: {reason.replace(chr(10), ' ')}" for path, reason in sorted(skipped)]
+    return (f"{len(skipped)} run director{'y was' if len(skipped) == 1 else 'ies were'} left out of every table "
+            "and figure (fix or remove them and run the analysis again):\n\n" + "\n".join(lines) + "\n")
+
+
+def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None) -> str:
+    """report.md's text; ``tables`` as load_tables gives them and ``skipped`` as Runs.skipped, read
+    from ``run_dir`` when not given."""
+    points, summary, note = tables if tables is not None else load_tables(run_dir)
+    skipped = load_runs(run_dir).skipped if skipped is None else skipped
     out = [f"# {run_dir.resolve().name}: Choco-SGD reproduction report\n"]
     if summary is None or summary.empty:
         out.append(f"No training runs to summarize ({note or 'no summary.csv'}).\n")
     else:
         out.append("## What was run\n\n" + what_was_run(summary) + "\n")
+    skipped_text = skipped_section(run_dir, skipped)
+    if skipped_text:
+        out.append("## Skipped runs\n\n" + skipped_text)
+    if summary is not None and not summary.empty:
         sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit per worker "
                      "to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
@@ -190,8 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
-    text = build_report(args.dir)
-    points, summary, _note = load_tables(args.dir)
+    tables = load_tables(args.dir)
+    text = build_report(args.dir, tables)
+    points, summary, _note = tables
     if summary is not None and not summary.empty:
         written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
                    write_noniid_table(args.dir, summary), write_speedup_csv(points, args.dir)]

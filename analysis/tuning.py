@@ -23,6 +23,7 @@ import pandas as pd
 import yaml
 
 from analysis.files import write_text_atomically
+from analysis.load import record_problem
 
 # the knobs a tuning grid may search (each a `bench run` setting)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
@@ -48,6 +49,8 @@ def read_trial(path: Path) -> dict | None:
         record = json.loads((path / "run.json").read_text())
         metrics = pd.read_parquet(path / "metrics.parquet")
     except Exception:  # missing, truncated or foreign files: the trial is not there yet
+        return None
+    if record_problem(record):  # a wrong type in run.json: not a trial to select from
         return None
     cfg = record.get("config", {})
     last = metrics.iloc[-1] if len(metrics) else pd.Series(dtype=float)

@@ -3,9 +3,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import sys
+from pathlib import Path
 
 from .errors import BenchError
+from .limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 
 
 class _Parser(argparse.ArgumentParser):
@@ -14,7 +18,9 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(2)
 
 
-def _int_at_least(low: int):
+def _int_between(low: int, high: int | None = None, why: str = ""):
+    """An argparse type: an integer >= low (and <= high when given; `why` explains that bound)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -22,13 +28,44 @@ def _int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
         if value < low:
             raise argparse.ArgumentTypeError(f"{value} must be >= {low}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"{value} must be <= {high}{why}")
         return value
 
     return parse
 
 
-_positive_int = _int_at_least(1)
-_non_negative_int = _int_at_least(0)
+_positive_int = _int_between(1)
+_non_negative_int = _int_between(0)
+_node_count = _int_between(1, MAX_NODES, " (W is a dense n x n matrix)")
+_seed = _int_between(0, MAX_SEED)
+MAX_GRID = 1000  # γ values of one tune-gamma grid, each a full consensus run
+
+
+def _device(*extra: str):
+    """An argparse type: a torch device string the suite runs on, or one of ``extra`` (e.g. auto)."""
+
+    def parse(text: str) -> str:
+        if text in extra or is_device(text):
+            return text
+        raise argparse.ArgumentTypeError(f"{text!r}; allowed: {', '.join([*extra, DEVICES])}")
+
+    return parse
+
+
+def _output_dir(text: str) -> str:
+    """A directory to write into (made when missing): refused when it or a folder above it is a file,
+    or when it cannot be written, before anything runs."""
+    path = Path(text)
+    existing = next((p for p in (path, *path.parents) if p.exists()), None)
+    if existing is None:
+        return text
+    if not existing.is_dir():
+        where = f"{text!r} is" if existing == path else f"{text!r}: {existing} is"
+        raise argparse.ArgumentTypeError(f"{where} a file, not a directory")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise argparse.ArgumentTypeError(f"{text!r}: {existing} is not writable")
+    return text
 
 
 def _safety(text: str) -> float:
@@ -48,16 +85,29 @@ def _vectorize(text: str) -> bool:
 
 
 def _gamma_grid(text: str) -> list[float]:
-    """``LO:HI:COUNT`` (log-spaced, powers of ten) or a comma list of values."""
+    """``LO:HI:COUNT`` (COUNT values log-spaced from 10^LO to 10^HI) or a comma list of values."""
     import numpy as np
 
     try:
         if ":" in text:
             lo, hi, count = text.split(":")
-            return [float(g) for g in np.logspace(float(lo), float(hi), int(count))]
-        return [float(g) for g in text.split(",")]
+            lo, hi, count = float(lo), float(hi), int(count)
+        else:
+            grid = [float(g) for g in text.split(",")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not LO:HI:COUNT (log10 bounds) nor a comma list") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not LO:HI:COUNT (log10 bounds, a whole COUNT) "
+                                         "nor a comma list of numbers") from None
+    if ":" in text:
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            raise argparse.ArgumentTypeError(f"{text!r}: LO and HI must be finite (log10 of the smallest and "
+                                             "largest gamma)")
+        if not 1 <= count <= MAX_GRID:  # an empty grid used to fall back to the default one
+            raise argparse.ArgumentTypeError(f"{text!r}: COUNT={count} must be >= 1 and <= {MAX_GRID}")
+        grid = [float(g) for g in np.logspace(lo, hi, count)]
+    outside = [g for g in grid if not 0 < g <= 1]
+    if outside:
+        raise argparse.ArgumentTypeError(f"{text!r}: gamma={outside[0]:g} is outside (0, 1]")
+    return grid
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="one training run: writes run.json and metrics.parquet to --out")
-    r.add_argument("--out", required=True, help="run directory (created; an unfinished run there is resumed)")
+    r.add_argument("--out", required=True, type=_output_dir,
+                   help="run directory (created; an unfinished run there is resumed)")
     r.add_argument("--config", default=None, help="YAML file of settings (keys as in --set)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="override any setting, e.g. --set lr=0.05 --set task_options.hidden=[64,64]")
@@ -80,9 +131,9 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("topology", help="describe a topology and its mixing matrix")
     t.add_argument("--topology", required=True, help="ring, torus, complete, star, exponential, social, "
                    "random-regular:K, erdos-renyi:P, file:PATH")
-    t.add_argument("--nodes", type=_positive_int, required=True)
+    t.add_argument("--nodes", type=_node_count, required=True)
     t.add_argument("--weights", default=None, help="uniform | metropolis | maxdeg (default: as in the paper)")
-    t.add_argument("--seed", type=int, default=0, help="seed of the random graphs")
+    t.add_argument("--seed", type=_seed, default=0, help="seed of the random graphs")
     t.add_argument("--json", action="store_true", help="print one JSON object")
 
     g = sub.add_parser("tune-gamma", help="grid search of Choco's γ on the consensus problem")
@@ -97,11 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="'exact' (exact gossip) and compressor specs for Choco-Gossip")
     c.add_argument("--gamma", type=float, default=None, help="Choco's γ for every compressor (default: tuned)")
     c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
-    c.add_argument("--out", default=None, help="directory for traces.csv and summary.csv")
+    c.add_argument("--out", type=_output_dir, default=None, help="directory for traces.csv and summary.csv")
     f = sub.add_parser("perf", help="performance benchmarks: results/perf/<name>.json and a table")
     f.add_argument("--name", default="latest", help="file name under --out-dir (default: latest)")
-    f.add_argument("--out-dir", default="results/perf")
-    f.add_argument("--device", default="cpu")
+    f.add_argument("--out-dir", type=_output_dir, default="results/perf")
+    f.add_argument("--device", type=_device(), default="cpu")
     f.add_argument("--only", default=None, help="comma list of benchmark groups a,b,c,d,e (default: a-d, and e on CUDA)")
     f.add_argument("--quick", action="store_true", help="tiny sizes (a smoke test of the benchmark itself)")
     f.add_argument("--quiet", action="store_true")
@@ -113,7 +164,8 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--scale", default=None, help="cpu | gpu (default: the study file's, else cpu)")
     n.add_argument("--steps", type=_positive_int, default=3, help="timed training steps per shape (median; default 3)")
     n.add_argument("--warmup", type=_non_negative_int, default=1, help="untimed steps first (default 1)")
-    n.add_argument("--device", default="auto", help="auto (cuda when a GPU is here, else cpu) | cpu | cuda")
+    n.add_argument("--device", type=_device("auto"), default="auto",
+                   help="auto (cuda when a GPU is here, else cpu) | cpu | cuda")
     n.add_argument("--safety", type=_safety, default=None,
                    help="runtime asked of SLURM = planned time x this (default: the study's plan_safety, 1.5)")
     n.add_argument("--max-workers", type=_positive_int, default=None,
@@ -132,11 +184,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _consensus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", default="ring")
-    p.add_argument("--nodes", type=_positive_int, default=25)
+    p.add_argument("--nodes", type=_node_count, default=25)
     p.add_argument("--weights", default=None)
     p.add_argument("--dim", type=_positive_int, default=2000)
     p.add_argument("--steps", type=_positive_int, default=1000)
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true")
 
 
@@ -171,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
             return cmd_consensus(args)
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the system refused: not writable, a file where a folder must be
+        if err.filename is None:
+            raise
+        print(f"bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
     raise AssertionError(args.command)
 

@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from tqdm import tqdm
 
 from .consensus import DEFAULT_GAMMA_GRID, ConsensusTrace, best_of, run_consensus
+from .files import atomic_write_text
 from .topology import make_topology
 
 
@@ -22,7 +22,7 @@ def _tune(topo, compressor: str, grid, steps: int, dim: int, seed: int, quiet: b
 
 def cmd_tune_gamma(args) -> int:
     topo = make_topology(args.topology, args.nodes, weights=args.weights)
-    grid = args.grid or DEFAULT_GAMMA_GRID
+    grid = DEFAULT_GAMMA_GRID if args.grid is None else args.grid  # the parser refuses an empty grid
     traces = _tune(topo, args.compressor, grid, args.steps, args.dim, args.seed, args.quiet)
     best = best_of(traces)
     if args.json:
@@ -78,7 +78,7 @@ def cmd_consensus(args) -> int:
             "seed": args.seed, "step": tr.steps, "rel_error": tr.rel_error,
             "bits_per_worker": tr.bits_per_worker, "bits_paper_per_worker": tr.paper_bits_per_worker,
         }) for tr in traces], ignore_index=True)
-        _atomic_write(out / "traces.csv", tidy.to_csv(index=False))
+        atomic_write_text(out / "traces.csv", tidy.to_csv(index=False))
         print(f"wrote {out / 'traces.csv'}")
     return 0
 
@@ -99,9 +99,3 @@ def cmd_bits(args) -> int:
         mib = 8 * 2**20
         print(f"{comp.spec:<26}{comp.paper_bits(segments) / mib:>11.4f}{comp.wire_bits(segments) / mib:>11.4f}")
     return 0
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(text)
-    os.replace(tmp, path)

@@ -193,3 +193,26 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
     torch.testing.assert_close(l_v, l_l, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(buf_v, buf_l, rtol=1e-12, atol=1e-12)
     assert not torch.equal(buf_v[0], buf_v[1])  # each worker's statistics moved with its own batch
+
+
+def test_auto_measures_once_per_machine_and_shape(tmp_path, monkeypatch):
+    """A second task of the same shape takes the remembered path without measuring, so two runs of
+    one setting on one machine take the same path however loaded the machine was."""
+    from bench.tasks import gradients
+
+    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))
+    first = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "a"))
+    first.prepare(first.init_params())
+    assert first.gradient_path_info["reason"].startswith("measured on cpu (")
+
+    def must_not_measure(task, x):
+        raise AssertionError("measured again")
+
+    monkeypatch.setattr(gradients, "measure_paths", must_not_measure)
+    second = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "b"))
+    second.prepare(second.init_params())
+    assert second.gradient_path == first.gradient_path and "remembered" in second.gradient_path_info["reason"]
+    (tmp_path / "cache" / "gradient-paths.json").write_text("{not json")
+    third = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "c"))
+    with pytest.raises(BenchError, match="gradient path cache .* is damaged"):
+        third.prepare(third.init_params())

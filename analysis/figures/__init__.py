@@ -131,7 +131,10 @@ def load_tables(run_dir: Path):
     and ``note`` says why. ``DIR/summary.csv`` (from ``python -m analysis summarize``) wins; without
     it the summary is computed with the pipeline's default target, 0.95 × best all-reduce accuracy."""
     summary_csv = Path(run_dir) / "summary.csv"
-    summary = pd.read_csv(summary_csv) if summary_csv.is_file() else None
+    try:
+        summary = pd.read_csv(summary_csv) if summary_csv.is_file() else None
+    except (OSError, ValueError):  # damaged (pandas' parser errors are ValueErrors): computed again below
+        summary = None
     try:
         from analysis.load import load_runs
     except ImportError:

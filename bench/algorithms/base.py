@@ -41,16 +41,21 @@ class Algorithm(ABC):
         self.x = x0.clone()
         self.comm = comm
         self.compressor = compressor or make_compressor("none")
-        if not self.compresses and self.compressor.name != "none":
-            raise BenchError(
-                f"algorithm {self.name!r} sends exact models; use --compressor none "
-                f"(got {self.compressor.spec!r}) or one of choco, dcd, ecd"
-            )
+        self.check_compressor(self.compressor)
         self.local = local or LocalStep()
         self.options = options if options is not None else self.Options()
         self.generator = generator
         self.segments = list(segments) if segments is not None else None
         self.setup()
+
+    @classmethod
+    def check_compressor(cls, compressor: Compressor) -> None:
+        """One line when this algorithm cannot use ``compressor``; the pipeline asks before it submits a run."""
+        if not cls.compresses and compressor.name != "none":
+            raise BenchError(
+                f"algorithm {cls.name!r} sends exact models; use --compressor none "
+                f"(got {compressor.spec!r}) or one of choco, dcd, ecd"
+            )
 
     def setup(self) -> None:
         """Allocate algorithm buffers from ``self.x``."""

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import inspect
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -13,6 +12,7 @@ import torch
 from torch import Tensor
 
 from ..errors import BenchError
+from ..files import atomic_write
 from ..registry import Registry
 
 
@@ -85,14 +85,12 @@ def save_npz_atomic(path: Path, **arrays: np.ndarray) -> None:
     """Write to a temporary file in the same directory, then rename: a killed run never leaves
     a truncated cache that a later run would trust."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "wb") as handle:  # a handle: given a name, np.savez would append .npz to it
             np.savez(handle, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+
+    atomic_write(path, write)
 
 
 def check_positive(name: str, **values: int) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import torch
 
+from ..files import atomic_write_text
 from . import cpu_target, suite, training
 from .timing import ratio_figure
 
@@ -106,9 +107,7 @@ def cmd_perf(args) -> int:
               "machine": machine(device, load_at_start), "sizes": sizes, "figures": figures}
     out = Path(args.out_dir) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(json.dumps(result, indent=2))
-    os.replace(tmp, out)
+    atomic_write_text(out, json.dumps(result, indent=2))
     print(table(figures))
     print(f"wrote {out}")
     return 0

@@ -8,11 +8,26 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shlex
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
+
+import yaml
 
 from ..errors import BenchError
 from . import scale as scales
+from .check import Checks
+
+# The keys of a block: its grid's axes, then any run setting except those the study owns elsewhere (a block
+# asking for one would otherwise be silently rewritten, and its cells merged or renamed).
+BLOCK_AXES = ("method", "topology", "nodes")
+NOT_IN_BLOCKS = {
+    "task": "a study has one task, its `task:` ({task!r}); another task is another study",
+    "seed": "seeds are the study's: every cell runs each of its `seeds:` ({seeds})",
+    "algorithm": "a block names it in `method:` (algorithm/compressor)",
+    "compressor": "a block names it in `method:` (algorithm/compressor)",
+    "quiet": "the pipeline runs every job quietly",
+}
 
 
 def safe(text: Any) -> str:
@@ -33,10 +48,18 @@ def expand_block(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         yield (f"{cell}_{extras}" if extras else cell), settings
 
 
-def _yaml(value: Any) -> Any:
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(str(v) for v in value) + "]"
-    return value
+def set_value(value: Any) -> str:
+    """``value`` as `bench run --set key=VALUE` reads it back (VALUE is parsed as YAML): plainly written when
+    that gives the value back (lr=0.1, milestones=[150,225]), as YAML otherwise (data_root='0.10')."""
+    if isinstance(value, tuple):
+        value = list(value)
+    text = "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
+    try:
+        if yaml.safe_load(text) == value:
+            return text
+    except yaml.YAMLError:
+        pass
+    return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).removesuffix("...\n").strip()
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
@@ -72,21 +95,42 @@ class Study:
         if self.task is not None:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))
+        checks = Checks(seed=self.seeds[0])
         self.cells: dict[str, dict[str, Any]] = {}
         seen: dict[str, str] = {}
         for name, block in sized.get("blocks", {}).items():
+            self._check_block_keys(name, block)
             for cell, settings in expand_block(block):
-                if "task_options" in settings:
-                    scales.check_task_options(self.task, settings["task_options"], f"blocks.{name}.task_options")
-                key = self.canonical(settings)
+                try:
+                    if "task_options" in settings:
+                        scales.check_task_options(self.task, settings["task_options"], f"blocks.{name}.task_options")
+                    cfg = self.run_config({**settings, "seed": 0})
+                    checks.run(cfg)
+                except BenchError as err:
+                    raise BenchError(f"block {name!r}, cell {cell}: {err}") from None
+                key = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
                 if key not in seen:  # two blocks asking for the same training, however spelt, get one cell
                     seen[key] = cell
                     self.cells[cell] = settings
+        if sized.get("consensus"):
+            checks.consensus(sized["consensus"])
         self.runs = {f"{cell}_s{seed}": {**settings, "seed": seed}
                      for cell, settings in self.cells.items() for seed in self.seeds}
         self.run_cell = {f"{cell}_s{seed}": cell for cell in self.cells for seed in self.seeds}
         # cell -> the knobs it searches, for the cells that search any (none without a grid)
         self.tuned_cells = {cell: keys for cell, settings in self.cells.items() if (keys := self.tuned_keys(settings))}
+
+    def _check_block_keys(self, name: str, block: dict[str, Any]) -> None:
+        """One line naming the block and the key it may not set (the run settings are bench's own)."""
+        from ..run.config import KEYS
+
+        allowed = [*BLOCK_AXES, *(k for k in KEYS if k not in NOT_IN_BLOCKS and k not in BLOCK_AXES)]
+        for key in sorted(block):
+            if key in NOT_IN_BLOCKS:
+                why = NOT_IN_BLOCKS[key].format(task=self.task, seeds=", ".join(map(str, self.seeds)))
+                raise BenchError(f"block {name!r} sets {key}: {why}")
+            if key not in allowed:
+                raise BenchError(f"block {name!r} has unknown key {key!r}; allowed: {', '.join(allowed)}")
 
     # -- settings of one run ---------------------------------------------------------------
     def merged(self, settings: dict[str, Any]) -> dict[str, Any]:
@@ -101,10 +145,6 @@ class Study:
         from ..run.config import resolve
 
         return resolve({}, {}, {**self.merged(settings), "task": self.task})
-
-    def canonical(self, settings: dict[str, Any]) -> str:
-        """The run's full resolved settings as a key (seed 0)."""
-        return json.dumps(self.run_config({**settings, "seed": 0}).to_dict(), sort_keys=True, default=str)
 
     # -- tuning ------------------------------------------------------------------------------
     def tuned_keys(self, settings: dict[str, Any]) -> list[str]:
@@ -141,26 +181,38 @@ class Study:
         merged = self.merged(settings)
         return int(merged.get("procs") or merged["nodes"]) if merged.get("backend") == "dist" else 1
 
-    def launcher(self, settings: dict[str, Any]) -> str:
+    def launcher(self, settings: dict[str, Any]) -> list[str]:
         """`python -m bench run`, or torchrun with one process per worker (or `procs`) for backend: dist."""
         if self.merged(settings).get("backend") != "dist":
-            return "python -m bench run"
-        return f"python -m torch.distributed.run --standalone --nproc-per-node {self.processes(settings)} -m bench run"
+            return ["python", "-m", "bench", "run"]
+        return ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                str(self.processes(settings)), "-m", "bench", "run"]
 
-    def run_args(self, settings: dict[str, Any], tuned=()) -> str:
+    def run_args(self, settings: dict[str, Any], tuned: Sequence[str] = ()) -> list[str]:
         """The `bench run` flags of one run: task, defaults, then the run's own settings. The ``tuned``
         knobs are left out: they come from the cell's tuned YAML (`--config`)."""
         merged = {k: v for k, v in self.merged(settings).items() if k not in tuned}
-        flags = [f"--task {self.task}"]
+        words = ["--task", str(self.task)]
         for key in ("algorithm", "compressor", "topology", "nodes", "seed", "epochs"):
             if key in merged:
-                flags.append(f"--{key} '{merged.pop(key)}'")
+                words += [f"--{key}", str(merged.pop(key))]
         for key, value in sorted(merged.items()):
             if isinstance(value, dict):
-                flags += [f"--set 'task_options.{k}={_yaml(v)}'" for k, v in sorted(value.items())]
+                for option, option_value in sorted(value.items()):
+                    words += ["--set", f"task_options.{option}={set_value(option_value)}"]
             else:
-                flags.append(f"--set '{key}={_yaml(value)}'")
-        return " ".join(flags)
+                words += ["--set", f"{key}={set_value(value)}"]
+        return words
+
+    def command(self, settings: dict[str, Any], out: str, tuned: Sequence[str] = (),
+                tuned_config: str | None = None) -> str:
+        """The shell line of one run, every word quoted: a study's values never reach the shell as code.
+        ``tuned_config``: the cell's tuned YAML, read with `--config` (a re-tuned cell's earlier final runs
+        hold other settings: they are set aside to runs/.stale/, not refused)."""
+        words = [*self.launcher(settings), *self.run_args(settings, tuned)]
+        if tuned_config is not None:
+            words += ["--config", tuned_config, "--replace-stale"]
+        return shlex.join([*words, "--quiet", "--out", out])
 
     # -- jobs ----------------------------------------------------------------------------------
     def jobs(self) -> list[Job]:

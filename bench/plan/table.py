@@ -5,10 +5,11 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
 from collections import defaultdict
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from ..files import atomic_write_text
 
 COLUMNS = ("study", "scale", "rule", "job", "runs", "shape", "device", "gradient_path", "steps", "evaluations",
            "s_per_step", "s_per_eval", "hours", "safety", "runtime_min", "note")
@@ -52,9 +53,7 @@ def write_csv(path: Path, rows: list[Row]) -> None:
             record[key] = f"{record[key]:.6g}"
         writer.writerow(record)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(buffer.getvalue())
-    os.replace(tmp, path)
+    atomic_write_text(path, buffer.getvalue())
 
 
 def _hours(value: float) -> str:

@@ -6,8 +6,10 @@ listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and d
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..errors import BenchError
+from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,17 @@ class RunConfig:
         for key, default in _LATER_KEYS.items():  # runs made before a key existed keep their id
             if d.get(key) == default:
                 d.pop(key)
+        if self.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
+            d["graph_digest"] = self.graph_digest
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+    @functools.cached_property
+    def graph_digest(self) -> str | None:
+        """Digest of the edges of a graph read from a file (None for built-in graphs), read once so
+        that a run keeps one identity even if the file is edited while it trains."""
+        from ..topology import graph_digest
+
+        return graph_digest(self.topology, self.nodes, self.weights, self.seed)
 
     def run_id(self) -> str:
         return (f"{self.task}_{self.algorithm}_{self.compressor}_{self.topology}{self.nodes}_s{self.seed}"
@@ -117,7 +130,11 @@ def _coerce(key: str, value: Any) -> Any:
         return int(number) if number.is_integer() else number
     if key == "task_options":
         if not isinstance(value, dict):
-            raise BenchError(f"task_options must be a mapping, got {value!r}")
+            raise BenchError(f"task_options={value!r} must be a mapping of option names to values, "
+                             "e.g. {hidden: [64, 64]}")
+        named = [k for k in value if not isinstance(k, str)]
+        if named:
+            raise BenchError(f"task_options key {named[0]!r} must be an option name (a string)")
         return dict(value)
     if key in ("gamma", "compute_time"):
         if isinstance(value, str) and value in ("auto", "measured"):
@@ -145,32 +162,76 @@ def _coerce(key: str, value: Any) -> Any:
 
 
 def _number(key: str, value: Any, kind):
+    what = "an integer" if kind is int else "a number"
+    if isinstance(value, bool):  # int(True) is 1: `batch_size=true` must not become a batch of one
+        raise BenchError(f"{key}={value!r} must be {what}, not true/false")
     try:
         out = kind(value)
         if kind is int and isinstance(value, float) and value != out:
             raise ValueError
         return out
-    except (TypeError, ValueError):
-        raise BenchError(f"{key}={value!r} must be {'an integer' if kind is int else 'a number'}") from None
+    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
+        raise BenchError(f"{key}={value!r} must be {what}") from None
 
 
 def _check_keys(values: dict[str, Any], where: str) -> None:
-    unknown = sorted(set(values) - set(KEYS))
+    unknown = sorted((k for k in values if k not in KEYS), key=str)
     if unknown:
         raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(KEYS)}")
 
 
-def load_yaml(path: str) -> dict[str, Any]:
+class _AliasFound(yaml.YAMLError):
+    def __init__(self, anchor: str, mark):
+        super().__init__(anchor)
+        self.anchor, self.line = anchor, mark.line + 1 if mark is not None else None
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases: ten lines of nested aliases ("billion laughs") expand to
+    billions of values when the settings are printed or hashed, and settings never need them."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _AliasFound(event.anchor, event.start_mark)
+        return super().compose_node(parent, index)
+
+
+def _yaml(text: str, where: str) -> Any:
+    """YAML ``text`` as plain data; one line naming ``where`` when it is not valid or uses aliases."""
     try:
-        loaded = yaml.safe_load(Path(path).read_text())
-    except FileNotFoundError:
-        raise BenchError(f"config file {path!r} does not exist") from None
+        return yaml.load(text, Loader=_NoAliasLoader)
+    except _AliasFound as err:
+        at = f" (line {err.line})" if err.line else ""
+        raise BenchError(f"{where} uses the YAML alias *{err.anchor}{at}; aliases are not allowed in settings: "
+                         "write the value out") from None
     except yaml.YAMLError as err:
-        raise BenchError(f"config file {path!r} is not valid YAML: {str(err).splitlines()[0]}") from None
+        mark = getattr(err, "problem_mark", None)
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise BenchError(f"{where} is not valid YAML: {problem}{at}") from None
+
+
+def load_yaml(path: str) -> dict[str, Any]:
+    where = f"config file {path!r}"
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise BenchError(f"{where} does not exist") from None
+    except IsADirectoryError:
+        raise BenchError(f"{where} is a directory; give a YAML file of settings") from None
+    except UnicodeDecodeError:
+        raise BenchError(f"{where} is not text (not UTF-8); give a YAML file of settings") from None
+    except OSError as err:
+        raise BenchError(f"{where} cannot be read: {err.strerror or err}") from None
+    loaded = _yaml(text, where)
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):
-        raise BenchError(f"config file {path!r} must hold a mapping of settings")
+        raise BenchError(f"{where} must hold a mapping of settings")
+    named = [k for k in loaded if not isinstance(k, str)]
+    if named:
+        raise BenchError(f"{where} has the key {named[0]!r}; settings are names, e.g. lr or nodes")
     return loaded
 
 
@@ -180,7 +241,8 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         key, eq, raw = item.partition("=")
         if not eq or not key:
             raise BenchError(f"--set {item!r} is not key=value")
-        value = yaml.safe_load(raw) if raw else ""
+        shown = item if len(item) <= 60 else item[:57] + "..."
+        value = _yaml(raw, f"--set {shown!r}") if raw else ""
         if key.startswith("task_options."):
             out.setdefault("task_options", {})[key.split(".", 1)[1]] = value
         else:
@@ -193,6 +255,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
     for values, where in ((file_values, "the config file"), (flag_values, "the flags"), (set_values, "--set")):
         _check_keys(values, where)
         for key, value in values.items():
+            if key == "task_options":
+                value = _coerce(key, value)  # a mapping, before it is merged with another
             if key == "task_options" and "task_options" in merged:
                 merged[key] = {**merged[key], **value}
             else:
@@ -210,8 +274,16 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
 
 def validate(cfg: RunConfig) -> None:
     """Range checks that need no registry; names are checked where they are looked up."""
+    for f in fields(cfg):  # NaN passes every `not (x < 0)` and inf overflows step counts: refuse both first
+        value = getattr(cfg, f.name)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in (value if f.name == "milestones" else [value])):
+            if f.name == "milestones":
+                raise BenchError(f"milestones={list(value)} must be finite numbers (epochs)")
+            raise BenchError(f"{f.name}={value} must be a finite number")
     checks = [
         (cfg.nodes >= 1, f"nodes={cfg.nodes} must be >= 1"),
+        (cfg.nodes <= MAX_NODES, f"nodes={cfg.nodes} must be <= {MAX_NODES} (W is a dense n x n matrix)"),
+        (0 <= cfg.seed <= MAX_SEED, f"seed={cfg.seed} must be >= 0 and <= {MAX_SEED}"),
         (cfg.epochs > 0, f"epochs={cfg.epochs} must be > 0"),
         (cfg.lr >= 0, f"lr={cfg.lr} must be >= 0 (a negative learning rate climbs the loss)"),
         (cfg.batch_size >= 1, f"batch_size={cfg.batch_size} must be >= 1"),
@@ -225,7 +297,9 @@ def validate(cfg: RunConfig) -> None:
         (cfg.checkpoint_every > 0, f"checkpoint_every={cfg.checkpoint_every} must be > 0"),
         (cfg.eval_local_workers >= 0, f"eval_local_workers={cfg.eval_local_workers} must be >= 0"),
         (cfg.grad_clip is None or cfg.grad_clip > 0, f"grad_clip={cfg.grad_clip} must be > 0"),
-        (cfg.device in ("cpu", "cuda") or cfg.device.startswith("cuda:"), f"device={cfg.device!r}; allowed: cpu, cuda"),
+        (cfg.divergence_loss > 0, f"divergence_loss={cfg.divergence_loss} must be > 0 (a training loss above it "
+                                  "marks the run diverged)"),
+        (is_device(cfg.device), f"device={cfg.device!r}; allowed: {DEVICES}"),
         (cfg.order in ("paper", "code"), f"order={cfg.order!r}; allowed: paper, code"),
         (cfg.compute_time == "measured" or float(cfg.compute_time) >= 0,
          f"compute_time={cfg.compute_time!r} must be 'measured' or seconds >= 0"),

@@ -1,29 +1,25 @@
 """Writing a run's directory: atomic files, provenance, and checkpoints loaded with weights_only."""
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import platform
 import socket
 import subprocess
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from ..errors import BenchError
+from ..files import atomic_write, atomic_write_bytes
+
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
 
 
 def write_json(path: Path, payload: dict[str, Any]) -> None:
@@ -50,20 +46,95 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
     import pandas as pd
 
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    pd.DataFrame(rows).to_parquet(tmp, index=False)
-    os.replace(tmp, path)
+    atomic_write(path, lambda tmp: pd.DataFrame(rows).to_parquet(tmp, index=False))
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    torch.save(payload, tmp)
-    os.replace(tmp, path)
+    def write(tmp: Path) -> None:
+        # unbuffered: a full disk then raises OSError (ENOSPC) here; torch.save given a name, or a
+        # buffered file, reports it as a RuntimeError about zip positions
+        with open(tmp, "wb", buffering=0) as handle:
+            torch.save(payload, handle)
+
+    atomic_write(path, write)
+
+
+LOCK = ".bench.lock"  # inside a run directory: held (flock) by the one process that writes it
+
+
+@contextmanager
+def run_directory_lock(out: Path):
+    """Hold ``out`` for one writer; a second one gets a BenchError. An OS lock: the kernel releases it
+    when its holder exits or is killed, whatever the file left behind says."""
+    out = Path(out)
+    created = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        while True:
+            fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise BenchError(f"{out} is being written by another bench run (pid {holder}); wait for it to "
+                                 "end or use another --out") from None
+            try:
+                if os.stat(out / LOCK).st_ino == os.fstat(fd).st_ino:
+                    break
+            except FileNotFoundError:
+                pass
+            os.close(fd)  # its last holder removed the file between our open and our lock: take the new one
+    except OSError as err:
+        raise BenchError(f"cannot use --out {out}: {err.strerror or err}") from None
+    try:
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError:
+            pass  # the pid only helps a person; a full disk must not stop the run here
+        yield
+    finally:
+        try:
+            if os.stat(out / LOCK).st_ino == os.fstat(fd).st_ino:
+                os.unlink(out / LOCK)
+        except OSError:
+            pass
+        os.close(fd)
+        if created:
+            try:
+                out.rmdir()  # only when the run wrote nothing (bad input found late)
+            except OSError:
+                pass
+
+
+# what save_checkpoint is given by the runner, and the type of each part
+_CHECKPOINT_PARTS = {"fingerprint": str, "algo": dict, "task": dict, "generator": torch.Tensor, "counters": dict}
 
 
 def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
-    # weights_only: a checkpoint is tensors, numbers, strings and containers, never pickled code
-    return torch.load(path, map_location=device, weights_only=True)
+    """The state a run saved; a file that is not such a state (empty, truncated, foreign) is one line
+    naming it, since without it the same command starts the run again from its first step."""
+    try:
+        # weights_only: a checkpoint is tensors, numbers, strings and containers, never pickled code
+        state = torch.load(path, map_location=device, weights_only=True)
+    except (OSError, torch.cuda.OutOfMemoryError):
+        raise  # unreadable (permissions) or too big for the device: the file itself may be fine
+    except Exception as err:  # EOFError, RuntimeError, UnpicklingError...: the bytes are not a checkpoint
+        text = str(err).strip()
+        why = text.split(". ")[0].splitlines()[0][:120] if text else type(err).__name__
+    else:
+        if not isinstance(state, dict):
+            why = f"holds a {type(state).__name__}, not a checkpoint"
+        else:
+            wrong = [k for k, kind in _CHECKPOINT_PARTS.items() if not isinstance(state.get(k), kind)]
+            if not wrong:
+                return state
+            why = f"no valid {', '.join(wrong)}"
+    if Path(path).stat().st_size == 0:
+        why = "empty file"
+    raise BenchError(f"checkpoint {path} is damaged ({why}); remove it and the same command restarts the run "
+                     "from its first step")
 
 
 def provenance(device: torch.device) -> dict[str, Any]:

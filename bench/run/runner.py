@@ -3,6 +3,7 @@ progress, and the run directory (Contract 2). Algorithms and tasks stay free of 
 With ``--backend dist`` every process runs this loop on its own workers; rank 0 writes files."""
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import os
@@ -15,14 +16,18 @@ import torch
 
 from ..compressors import measure_delta
 from ..errors import BenchError
+from ..files import remove_temporaries
 from .config import RunConfig
 from .evaluation import Counters, evaluation_row, local_sample
-from .outputs import load_checkpoint, now, provenance, read_json, save_checkpoint, write_json, write_metrics
+from .outputs import (LOCK, load_checkpoint, now, provenance, read_json, run_directory_lock, save_checkpoint,
+                      write_json, write_metrics)
 from .progress import Progress
 from .schedule import lr_at, step_counts
 from .setup import Parts, build, device_of
 
 FINAL = ("completed", "diverged")
+# write failures of a full or failing disk: the run fails (status 1), unlike a path refused as bad input
+OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 
 
 class Interrupted(Exception):
@@ -38,27 +43,63 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
 
 
 def _set_aside(out: Path, previous: dict) -> Path:
-    """Move a run directory of other settings to ``.stale/`` beside it (kept, never deleted)."""
+    """Move the files of a run of other settings to ``.stale/`` beside ``out`` (kept, never deleted);
+    ``out`` itself, with its lock, stays."""
     from .dist import under_launcher
 
     if under_launcher():  # every rank would race to move it
         raise BenchError(f"{out} holds a run with other settings and --replace-stale cannot move it under "
                          "torchrun; move it yourself or use another --out")
-    base = out.parent / ".stale" / f"{out.name}-{previous.get('fingerprint')}"
+    base = out.parent / ".stale" / f"{out.name}-{previous.get('fingerprint') or 'unknown'}"
     target, k = base, 1
     while target.exists():
         target, k = base.with_name(f"{base.name}.{k}"), k + 1
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(out, target)
+    target.mkdir(parents=True)
+    for entry in out.iterdir():
+        if entry.name != LOCK:
+            os.replace(entry, target / entry.name)
     print(f"{out}: held run {previous.get('run_id')!r} of other settings; moved to {target}", file=sys.stderr)
     return target
 
 
+def _unrecorded(out: Path) -> list[str]:
+    """Results in ``out`` that no readable run.json describes (another run's, or run.json was lost)."""
+    return sorted(p.name for p in out.glob("*") if p.name == "metrics.parquet" or p.match("checkpoint*.pt"))
+
+
+def _takes_lock(cfg: RunConfig) -> bool:
+    """Whether this process holds the run directory: a simulation, the launcher of dist ranks (which then
+    write under its lock), or rank 0 of a launch made by torchrun."""
+    from .dist import CHILD_FLAG, under_launcher
+
+    if cfg.backend != "dist" or not under_launcher():
+        return True
+    return os.environ.get(CHILD_FLAG) is None and os.environ.get("RANK") == "0"
+
+
 def run(cfg: RunConfig, out: Path, argv: list[str] | None = None, replace_stale: bool = False) -> int:
     """Train (or resume, or recognise as done) one run in ``out``; returns the exit status. A run of
-    other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``."""
+    other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``.
+    One process writes ``out`` at a time; a second one is refused."""
     out = Path(out)
+    if not _takes_lock(cfg):
+        return _run(cfg, out, argv, replace_stale)
+    with run_directory_lock(out):
+        remove_temporaries(out)  # of writers killed mid-write; no one else writes here now
+        return _run(cfg, out, argv, replace_stale)
+
+
+def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool) -> int:
     previous = read_json(out / "run.json")
+    if not isinstance(previous, dict):
+        previous = None
+        unrecorded = _unrecorded(out) if out.is_dir() else []
+        if unrecorded:
+            state = "unreadable" if (out / "run.json").exists() else "missing"
+            if not replace_stale:
+                raise BenchError(f"{out / 'run.json'} is {state} but {out} holds {', '.join(unrecorded)} of a run; "
+                                 "move them away, use another --out, or --replace-stale to set them aside")
+            _set_aside(out, {})
     if previous is not None and previous.get("fingerprint") != cfg.fingerprint():
         if not replace_stale:
             raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings; use another --out")
@@ -70,7 +111,7 @@ def run(cfg: RunConfig, out: Path, argv: list[str] | None = None, replace_stale:
         return 0
     device = device_of(cfg.device)
     if cfg.backend != "dist":
-        return Loop(cfg, out, build(cfg, device), device, previous).run()
+        return _train(cfg, out, device, previous)
     from .dist import CHILD_FLAG, init_group, spawn, under_launcher
 
     if not under_launcher():
@@ -87,10 +128,22 @@ def run(cfg: RunConfig, out: Path, argv: list[str] | None = None, replace_stale:
     if os.environ.get(CHILD_FLAG) is None and cfg.procs and cfg.procs != world:
         raise BenchError(f"procs={cfg.procs} but torchrun started {world} processes")
     try:
-        return Loop(cfg, out, build(cfg, device, rank, world), device, previous).run()
+        return _train(cfg, out, device, previous, rank, world)
     finally:
         if created and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | None, rank: int = 0,
+           world: int = 1) -> int:
+    try:
+        loop = Loop(cfg, out, build(cfg, device, rank, world), device, previous)
+    except OSError as err:
+        if err.errno not in OUT_OF_SPACE:
+            raise  # a path the system refused (permissions...): the command line's bad input
+        print(f"bench: error: {out}: cannot start the run: {err}", file=sys.stderr)  # nothing to mark yet
+        return 1
+    return loop.run()
 
 
 class Loop:
@@ -140,7 +193,7 @@ class Loop:
         return {
             "run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running", "config": cfg.to_dict(),
             "topology": {k: v for k, v in p.topology.describe().items()
-                         if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges")},
+                         if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges", "digest")},
             "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
                 p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
             "gamma": {"value": p.gamma, "source": p.gamma_source},
@@ -209,6 +262,29 @@ class Loop:
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
+        try:
+            return self._loop()
+        except OSError as err:  # a write failed (a full disk): the run fails, not the program
+            return self._write_failed(err)
+
+    def _write_failed(self, err: OSError) -> int:
+        """Mark the run failed with the reason where that can still be written; one line, status 1.
+        The last checkpoint stays, so the same command resumes once there is room again."""
+        self.progress.close()
+        rank = f"rank {self.p.rank}: " if self.cfg.backend == "dist" else ""
+        if self.writer:
+            try:
+                write_metrics(self.out / "metrics.parquet", self.counters.rows)
+            except OSError:
+                pass  # the rows of the last good write stay
+            try:
+                write_json(self.out / "run.json", self._final_record("failed", {"error": f"{rank}{err}"}))
+            except OSError:
+                pass  # run.json keeps saying 'running'
+        print(f"bench: error: {rank}{self.out}: stopped at step {self.counters.global_step}: {err}", file=sys.stderr)
+        return 1
+
+    def _loop(self) -> int:
         cfg, p, c = self.cfg, self.p, self.counters
         caught: list[int] = []
         handlers = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
@@ -271,10 +347,13 @@ class Loop:
 
     def _finish(self, status: str, extra: dict) -> None:
         """Rank 0 writes the metrics and run.json for the whole run; the other ranks only print."""
-        c, p = self.counters, self.p
         if not self.writer:
             return
-        write_metrics(self.out / "metrics.parquet", c.rows)
+        write_metrics(self.out / "metrics.parquet", self.counters.rows)
+        write_json(self.out / "run.json", self._final_record(status, extra))
+
+    def _final_record(self, status: str, extra: dict) -> dict:
+        c, p = self.counters, self.p
         record = {**self.record, "status": status, **extra}
         if c.rows:
             last = c.rows[-1]
@@ -290,4 +369,4 @@ class Loop:
                 "calibration": calibrated.describe() if calibrated is not None else None,
                 "predicted_calibrated_comm_per_round_s": p.comm.predicted_calibrated_s / steps,
                 "bytes_sent_rank0": p.comm.bytes_sent})
-        write_json(self.out / "run.json", record)
+        return record

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from ..compressors import Compressor
 from ..consensus import DEFAULT_GAMMA_GRID, best_of, tune_gamma
+from ..errors import BenchError
+from ..files import atomic_write_text
 from ..topology import Topology
 from .config import RunConfig
 
@@ -54,17 +56,39 @@ def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) ->
         return 1.0, "single worker (no consensus)"
     steps = cfg.gamma_tune_steps
     graph = topology.name if topology.kind not in ("erdos-renyi", "random-regular") else f"{topology.name}@{cfg.seed}"
+    if topology.digest is not None:  # a graph from a file: the path may hold other edges than last time
+        graph = f"{graph}#{topology.digest}"
     key = f"{graph}|{topology.n}|{topology.weights}|{compressor.spec}|{steps}|{GAMMA_TUNE_DIM}"
     path = cache_dir() / "gamma.json"
-    try:
-        cache = json.loads(path.read_text())
-    except (OSError, ValueError):
-        cache = {}
+    cache = read_gamma_cache(path)
     if key not in cache:
         traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, steps, GAMMA_TUNE_DIM, seed=0)
         cache[key] = best_of(traces).gamma
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".gamma.json.{os.getpid()}")
-        tmp.write_text(json.dumps(cache, indent=1, sort_keys=True))
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True))
     return float(cache[key]), f"tuned on consensus ({steps} rounds, d={GAMMA_TUNE_DIM})"
+
+
+def read_gamma_cache(path: Path) -> dict[str, float]:
+    """The tuned γ values (none before the first tuning). A file that is not a JSON mapping to γ values
+    is one line naming it, never silently replaced: it may hold hours of tuning."""
+    try:
+        cache = json.loads(path.read_text())
+    except FileNotFoundError:
+        return {}
+    except UnicodeDecodeError:
+        why = "not UTF-8 text"
+    except ValueError as err:
+        why = f"not JSON: {err}"
+    except OSError as err:
+        why = err.strerror or str(err)
+    else:
+        if not isinstance(cache, dict):
+            why = f"a JSON {type(cache).__name__}, not a mapping to gamma values"
+        else:
+            bad = [(k, v) for k, v in cache.items()
+                   if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1]
+            if not bad:
+                return cache
+            why = f"entry {bad[0][0]!r} is {bad[0][1]!r}, not a gamma in (0, 1]"
+    raise BenchError(f"gamma cache {path} is damaged ({why}); remove it and gamma is tuned again")

@@ -40,6 +40,8 @@ def device_of(name: str) -> torch.device:
 
 def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -> Parts:
     topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
+    if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
+        raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
     compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
     rows = None
     if cfg.backend == "dist":

@@ -10,14 +10,20 @@ against, and the fallback (``task_options.vectorize=false``).
 from __future__ import annotations
 
 import copy
+import json
+import os
+import platform
 import statistics
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
 from torch.func import functional_call, grad_and_value, vmap
 
+from ..data.base import default_root
 from ..errors import BenchError
+from ..files import atomic_write_text
 from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -144,9 +150,37 @@ def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
     return seconds
 
 
+def _machine(device: torch.device) -> str:
+    if device.type == "cuda":
+        return f"cuda:{torch.cuda.get_device_name(device)}"
+    return f"cpu:{platform.machine()}:{os.cpu_count()}cores:{torch.get_num_threads()}threads"
+
+
+def _decision_key(task, x: torch.Tensor) -> str:
+    """What the faster path depends on: the task and its model, the workers held, the batch, the
+    machine and the torch build."""
+    options = {k: v for k, v in sorted(task.options.items()) if k != "vectorize"}
+    return json.dumps([task.name, options, int(x.shape[0]), task.setup.batch_size, str(x.dtype),
+                       _machine(task.device), torch.__version__], default=str)
+
+
+def _read_decisions(path: Path) -> dict:
+    if not path.exists():
+        return {}
+    try:
+        decisions = json.loads(path.read_text())
+        if isinstance(decisions, dict):
+            return decisions
+    except (OSError, ValueError):
+        pass
+    raise BenchError(f"gradient path cache {path} is damaged; remove it and the paths are measured again")
+
+
 def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     """The gradient path of ``task`` and how it was chosen, from ``task_options.vectorize``
-    (true | false | auto)."""
+    (true | false | auto). ``auto`` measures once per machine and run shape and remembers the answer
+    in the suite's cache, so that two runs of one setting on one machine take the same path (and
+    so give the same numbers) however busy the machine was when each started."""
     setting = task.options.get("vectorize", "auto")
     if not task.vectorizable:
         if setting is True:
@@ -156,6 +190,11 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     if setting is True or setting is False:
         path = "vmap" if setting else "loop"
         return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
+    cache = default_root("gradient-paths.json")
+    key = _decision_key(task, x)
+    known = _read_decisions(cache).get(key)
+    if isinstance(known, dict) and known.get("path") in ("vmap", "loop"):
+        return known["path"], {**known, "reason": f"measured on {task.device.type} earlier, remembered in {cache}"}
     try:
         seconds = measure_paths(task, x)
     except (RuntimeError, NotImplementedError) as err:  # an operation without a batching rule
@@ -164,6 +203,10 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         return "loop", {"path": "loop", "reason": f"the vectorised path failed ({first[:200]})"}
     path = "loop" if seconds["loop"] < LOOP_MARGIN * seconds["vmap"] else "vmap"
-    return path, {"path": path, "reason": f"measured on {task.device.type} (loop taken only below "
-                                          f"{LOOP_MARGIN}x the vectorised time)",
-                  "seconds_per_step": {k: round(v, 6) for k, v in seconds.items()}}
+    decision = {"path": path, "seconds_per_step": {k: round(v, 6) for k, v in seconds.items()}}
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    decisions = _read_decisions(cache)
+    decisions[key] = decision
+    atomic_write_text(cache, json.dumps(decisions, indent=1, sort_keys=True))
+    return path, {**decision, "reason": f"measured on {task.device.type} (loop taken only below "
+                                        f"{LOOP_MARGIN}x the vectorised time)"}

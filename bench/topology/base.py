@@ -4,6 +4,7 @@ Every W is checked on construction, so algorithms and analysis can trust it with
 """
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Callable, Iterable
 
@@ -85,6 +86,13 @@ def _edge_array(edges: np.ndarray | Iterable[tuple[int, int]], n: int, name: str
     return np.stack(np.divmod(codes, n), axis=1)
 
 
+def edge_digest(n: int, pairs: np.ndarray) -> str:
+    """Short hash of n and a normalised edge list (sorted pairs i < j): equal for the same graph
+    however its edges were written (order, direction, duplicates, comments)."""
+    payload = f"{n}:".encode() + np.ascontiguousarray(pairs, dtype="<i8").tobytes()
+    return hashlib.sha256(payload).hexdigest()[:12]
+
+
 class Topology:
     """Graph + mixing matrix W (float64, read-only) + the spectral quantities the theory uses."""
 
@@ -97,6 +105,7 @@ class Topology:
         name: str | None = None,
         kind: str = "custom",
         grid_shape: tuple[int, int] | None = None,
+        external: bool = False,
     ):
         n = check_n(n, minimum=1)
         self.n = n
@@ -116,6 +125,9 @@ class Topology:
         both = both[np.argsort(both[:, 0] * n + both[:, 1])]
         self._adjacency = np.split(both[:, 1], np.cumsum(self.degree)[:-1])
         self._check_connected()
+
+        # A graph read from a file is named by its edges: the same path may hold another graph tomorrow.
+        self.digest = edge_digest(n, pairs) if external else None
 
         self.W = self._mixing_matrix(scheme)
         self._check_mixing_matrix()
@@ -227,6 +239,7 @@ class Topology:
             "beta": self.beta,
             "lambda2": self.lambda2,
             "grid_shape": list(self.grid_shape) if self.grid_shape is not None else None,
+            "digest": self.digest,
         }
 
     def __repr__(self) -> str:

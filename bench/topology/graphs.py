@@ -29,6 +29,9 @@ SOCIAL_N = 32
 # The only graph defined on a single node: one worker is plain SGD (the n = 1 baseline of a speed-up
 # study); every other topology needs n >= 2 so that a typo like --nodes 1 on a ring is still caught.
 SINGLE_NODE = ("complete",)
+# Graphs read from outside the suite: their spec names a place whose contents may change, so runs and
+# caches name them by the digest of their edges (spec and n define every other graph).
+EXTERNAL = ("file",)
 
 
 def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology:
@@ -51,7 +54,16 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
         name=parsed.text,
         kind=parsed.name,
         grid_shape=graph.grid_shape,
+        external=parsed.name in EXTERNAL,
     )
+
+
+def graph_digest(spec: str, n: int, weights: str | None = None, seed: int = 0) -> str | None:
+    """The digest of the edges of a graph read from outside (``file:PATH``), checked as
+    make_topology checks it; None for graphs that their spec and n define."""
+    if parse_spec(spec).name not in EXTERNAL:
+        return None
+    return make_topology(spec, n, weights=weights, seed=seed).digest
 
 
 # ---- helpers ---------------------------------------------------------------------------------

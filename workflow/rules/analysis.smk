@@ -16,7 +16,7 @@ rule summarize:
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis summarize {params.out} --target-rel {params.target} > {log} 2>&1"
+        "python -m analysis summarize {params.out:q} --target-rel {params.target:q} > {log} 2>&1"
 
 
 rule figure:
@@ -36,7 +36,7 @@ rule figure:
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis figures {params.out} --only {wildcards.figure} > {log} 2>&1"
+        "python -m analysis figures {params.out:q} --only {wildcards.figure:q} > {log} 2>&1"
 
 
 rule report:
@@ -53,4 +53,4 @@ rule report:
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis report {params.out} > {log} 2>&1"
+        "python -m analysis report {params.out:q} > {log} 2>&1"

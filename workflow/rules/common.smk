@@ -63,14 +63,16 @@ def tuned_values(cell):
     return [f"{OUT}/tuned/{cell}.yaml"] if cell in TUNED_CELLS else []
 
 
-def tuned_flag(cell):
-    """`--config <the cell's tuned values>` for a tuned cell, nothing otherwise. A re-tuned cell's
-    earlier final runs hold other settings: they are set aside (runs/.stale/), not refused."""
-    return " ".join(f"--config {path} --replace-stale" for path in tuned_values(cell))
+def run_command(run, cell):
+    """The shell line of a final run, every word quoted (bench/pipeline/study.py): its own settings, and
+    for a tuned cell the tuned knobs read from the cell's YAML instead."""
+    (tuned_yaml,) = tuned_values(cell) or [None]
+    return S.command(RUNS[run], f"{OUT}/runs/{run}", TUNED_CELLS.get(cell, ()), tuned_yaml)
 
 
 # -- outputs ----------------------------------------------------------------------------------------------
-CONSENSUS_METHODS = {safe(m): m for m in config.get("consensus", {}).get("methods", [])}
+CONSENSUS = config.get("consensus", {})  # checked with the cells: its graph and compressors
+CONSENSUS_METHODS = {safe(m): m for m in CONSENSUS.get("methods", [])}
 
 
 def consensus_traces():

@@ -1,5 +1,6 @@
 # Choco-Gossip against exact gossip on the consensus problem: one job per method, then the
 # summary table (the figure is drawn by the `figure` rule like every other one).
+import os
 
 
 rule consensus_method:
@@ -8,14 +9,19 @@ rule consensus_method:
     log:
         f"logs/{STUDY}/consensus/{{method}}.log",
     params:
-        c=config.get("consensus", {}),
         spec=lambda wc: CONSENSUS_METHODS[wc.method],
+        topology=CONSENSUS.get("topology"),
+        nodes=CONSENSUS.get("nodes"),
+        dim=CONSENSUS.get("dim"),
+        steps=CONSENSUS.get("steps"),
+        seed=CONSENSUS.get("seed"),
+        out=lambda wc, output: os.path.dirname(output[0]),
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m bench consensus --methods '{params.spec}' --topology {params.c[topology]} --nodes {params.c[nodes]} "
-        "--dim {params.c[dim]} --steps {params.c[steps]} --seed {params.c[seed]} --quiet "
-        "--out $(dirname {output}) > {log} 2>&1"
+        "python -m bench consensus --methods {params.spec:q} --topology {params.topology:q} --nodes {params.nodes:q} "
+        "--dim {params.dim:q} --steps {params.steps:q} --seed {params.seed:q} --quiet --out {params.out:q} "
+        "> {log} 2>&1"
 
 
 rule consensus_summary:
@@ -26,9 +32,11 @@ rule consensus_summary:
         md=f"{OUT}/consensus/summary.md",
     log:
         f"logs/{STUDY}/consensus/summary.log",
+    params:
+        out=lambda wc, output: os.path.dirname(output.csv),
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis.consensus {input} --out $(dirname {output.csv}) > {log} 2>&1"
+        "python -m analysis.consensus {input:q} --out {params.out:q} > {log} 2>&1"
 
 

@@ -22,5 +22,5 @@ rule plan:
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m bench plan {params.studies} --scale {params.scale} --safety {params.safety} --out {output} "
+        "python -m bench plan {params.studies} --scale {params.scale:q} --safety {params.safety:q} --out {output:q} "
         "> {log} 2>&1"

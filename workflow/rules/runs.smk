@@ -15,11 +15,7 @@ if S.group_seeds:
         log:
             f"logs/{STUDY}/runs/{{cell}}.log",
         params:
-            commands=lambda wc: " && ".join(
-                f"{S.launcher(CELLS[wc.cell])} {S.run_args(RUNS[f'{wc.cell}_s{seed}'], TUNED_CELLS.get(wc.cell, ()))} "
-                f"{tuned_flag(wc.cell)} --quiet --out {OUT}/runs/{wc.cell}_s{seed}"
-                for seed in SEEDS
-            ),
+            commands=lambda wc: " && ".join(run_command(f"{wc.cell}_s{seed}", wc.cell) for seed in SEEDS),
         threads: lambda wc: S.processes(CELLS[wc.cell])
         resources:
             **job_resources("run_cell", lambda wc: (wc.cell, CELLS[wc.cell])),
@@ -38,14 +34,11 @@ else:
         log:
             f"logs/{STUDY}/runs/{{run}}.log",
         params:
-            launch=lambda wc: S.launcher(RUNS[wc.run]),
-            args=lambda wc: S.run_args(RUNS[wc.run], TUNED_CELLS.get(RUN_CELL[wc.run], ())),
-            tuned=lambda wc: tuned_flag(RUN_CELL[wc.run]),
-            out=lambda wc: f"{OUT}/runs/{wc.run}",
+            command=lambda wc: run_command(wc.run, RUN_CELL[wc.run]),
         threads: lambda wc: S.processes(RUNS[wc.run])
         resources:
             **job_resources("run", lambda wc: (wc.run, RUNS[wc.run])),
         conda:
             "../envs/bench.yaml"
         shell:
-            "{params.launch} {params.args} {params.tuned} --quiet --out {params.out} > {log} 2>&1"
+            "{params.command} > {log} 2>&1"

@@ -11,8 +11,7 @@ rule tune_cell:
         f"logs/{STUDY}/tune/{{cell}}.log",
     params:
         commands=lambda wc: " && ".join(
-            f"{S.launcher(CELLS[wc.cell])} {S.run_args(settings)} --quiet --out {OUT}/tune/{wc.cell}/{name}"
-            for name, settings in S.trials(wc.cell).items()
+            S.command(settings, f"{OUT}/tune/{wc.cell}/{name}") for name, settings in S.trials(wc.cell).items()
         ),
     threads: lambda wc: S.processes(CELLS[wc.cell])
     resources:
@@ -32,11 +31,11 @@ rule select_cell:
         f"logs/{STUDY}/tune/{{cell}}.select.log",
     params:
         trials=lambda wc: f"{OUT}/tune/{wc.cell}",
-        knobs=lambda wc: " ".join(TUNED_CELLS[wc.cell]),
+        knobs=lambda wc: TUNED_CELLS[wc.cell],
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis tune select {params.trials} --keys {params.knobs} --out {output} > {log} 2>&1"
+        "python -m analysis tune select {params.trials:q} --keys {params.knobs:q} --out {output:q} > {log} 2>&1"
 
 
 rule tuned_table:
@@ -51,4 +50,4 @@ rule tuned_table:
     conda:
         "../envs/bench.yaml"
     shell:
-        "python -m analysis tune table {params.study} > {log} 2>&1"
+        "python -m analysis tune table {params.study:q} > {log} 2>&1"

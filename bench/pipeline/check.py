@@ -1,0 +1,53 @@
+"""What the pipeline checks of every cell before it submits anything, with bench's own parsers: so a torus
+at n = 37 or `top:2` stops the DAG build with one line instead of failing when its job runs, possibly hours
+into a GPU study. Only what is cheap is built: graphs and operators, never data sets or models."""
+from __future__ import annotations
+
+from ..algorithms import ALGORITHMS
+from ..comm import make_network
+from ..compressors import make_compressor
+from ..errors import BenchError
+from ..run.config import RunConfig
+from ..topology import make_topology
+
+
+class Checks:
+    """Checks of one study's cells; a topology is built once per (spec, n, weights), however many cells and
+    seeds share it. Random graphs are drawn at the study's first seed only: `make_topology` redraws one
+    until it is connected, so whether a shape builds hardly depends on the seed."""
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+        self._topologies: dict[tuple, str | None] = {}  # -> the error, None when it builds
+
+    def topology(self, spec: str, nodes: int, weights: str | None = None) -> None:
+        key = (spec, nodes, weights)
+        if key not in self._topologies:
+            try:
+                make_topology(spec, nodes, weights=weights, seed=self.seed)
+                self._topologies[key] = None
+            except BenchError as err:
+                self._topologies[key] = str(err)
+        if self._topologies[key] is not None:
+            raise BenchError(self._topologies[key])
+
+    def run(self, cfg: RunConfig) -> None:
+        """What `bench run` would refuse of ``cfg`` short of building its data and model: topology,
+        compressor, the algorithm's use of it, network."""
+        algorithm = ALGORITHMS.get(cfg.algorithm)
+        algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
+        make_network(cfg.network)
+        self.topology(cfg.topology, cfg.nodes, cfg.weights)
+
+    def consensus(self, consensus: dict) -> None:
+        """The consensus study's graph and the compressors of its Choco-Gossip methods (`bench consensus`)."""
+        try:
+            self.topology(consensus["topology"], consensus["nodes"])
+        except BenchError as err:
+            raise BenchError(f"consensus.topology: {err}") from None
+        for spec in consensus.get("methods", []):
+            if spec != "exact":
+                try:
+                    make_compressor(spec, algorithm="choco")
+                except BenchError as err:
+                    raise BenchError(f"consensus.methods: {err}") from None

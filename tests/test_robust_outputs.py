@@ -1,0 +1,297 @@
+"""Silent wrong results and lost data (issue 13): a graph read from a file is identified by its
+contents, a run directory has one writer at a time, and a full disk fails a run cleanly."""
+import errno
+import json
+import os
+import re
+import signal
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from bench.cli import main
+from bench.compressors import make_compressor
+from bench.run import resolve
+from bench.run.schedule import resolve_gamma
+from bench.topology import make_topology
+from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
+
+RING4 = "0 1\n1 2\n2 3\n3 0\n"
+COMPLETE4 = "0 1\n0 2\n0 3\n1 2\n1 3\n2 3\n"
+
+
+def _on_file(argv, path):
+    """SMALL on the edge list at ``path`` (4 nodes) for one epoch."""
+    argv = [*argv[: argv.index("--topology") + 1], f"file:{path}", *argv[argv.index("--topology") + 2:]]
+    return [*argv[: argv.index("--epochs") + 1], "1", *argv[argv.index("--epochs") + 2:]]
+
+
+def _temps(directory):
+    return sorted(p.name for p in Path(directory).iterdir() if ".tmp" in p.name)
+
+
+def _err_lines(capsys):
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+# ---- 1. a file topology is its contents, not its path ---------------------------------------
+def test_an_edited_edge_list_is_another_run_and_the_same_graph_written_otherwise_is_not(tmp_path):
+    edges = tmp_path / "edges.txt"
+    edges.write_text(RING4)
+    flags = {"topology": f"file:{edges}", "nodes": 4}
+    ring = resolve({}, flags, {}).run_id()
+    edges.write_text(COMPLETE4)
+    complete = resolve({}, flags, {}).run_id()
+    assert ring != complete and ring.split("_")[:-1] == complete.split("_")[:-1]
+    # order, direction, duplicates and comments do not make another graph
+    edges.write_text("# a ring\n3 0\n2 1\n1 0   # both ways\n0 1\n3 2\n")
+    assert resolve({}, flags, {}).run_id() == ring
+
+
+def test_run_ids_of_built_in_topologies_are_unchanged():
+    # committed results and analysis name runs by these ids
+    assert resolve({}, {}, {}).run_id() == "mnist1d-mlp_choco_none_ring8_s0_6abe63a883"
+    assert (resolve({}, {"topology": "torus", "nodes": 16, "compressor": "top:0.01"}, {}).run_id()
+            == "mnist1d-mlp_choco_top0.01_torus16_s0_0f0ad0206f")
+    assert (resolve({}, {"topology": "erdos-renyi:0.3", "nodes": 8, "seed": 2}, {}).run_id()
+            == "mnist1d-mlp_choco_none_erdos-renyi0.38_s2_49eaec5829")
+
+
+def test_a_finished_run_on_an_edited_edge_list_is_not_already_completed(tmp_path, capsys):
+    edges, out = tmp_path / "edges.txt", tmp_path / "run"
+    edges.write_text(RING4)
+    assert main(["run", *_on_file(SMALL, edges), "--out", str(out)]) == 0
+    capsys.readouterr()
+    edges.write_text(COMPLETE4)
+    assert main(["run", *_on_file(SMALL, edges), "--out", str(out)]) == 2
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "other settings" in err[0]
+
+
+def test_two_graphs_at_one_path_are_two_runs_for_analysis(tmp_path):
+    from analysis.load import load_runs
+
+    edges = tmp_path / "edges.txt"
+    edges.write_text(RING4)
+    assert main(["run", *_on_file(SMALL, edges), "--out", str(tmp_path / "results" / "a")]) == 0
+    edges.write_text(COMPLETE4)
+    assert main(["run", *_on_file(SMALL, edges), "--out", str(tmp_path / "results" / "b")]) == 0
+    runs = load_runs(tmp_path / "results")
+    assert len(runs.runs) == 2 and not runs.problems
+    assert sorted(runs.runs["spectral_gap"].round(6)) == [round(2 / 3, 6), 1.0]
+    digests = {json.loads((tmp_path / "results" / d / "run.json").read_text())["topology"]["digest"] for d in "ab"}
+    assert len(digests) == 2
+
+
+def test_gamma_is_tuned_again_for_an_edited_edge_list(tmp_path, monkeypatch):
+    import bench.run.schedule as schedule
+
+    tuned = []
+    real = schedule.tune_gamma
+    monkeypatch.setattr(schedule, "tune_gamma", lambda topo, *a, **k: tuned.append(topo.W.copy()) or real(topo, *a, **k))
+    edges = tmp_path / "edges.txt"
+    compressor = make_compressor("top:0.5", algorithm="choco")
+    gammas = []
+    for text in (RING4, COMPLETE4, RING4):
+        edges.write_text(text)
+        cfg = resolve({}, {"topology": f"file:{edges}", "nodes": 4}, {"gamma_tune_steps": 20})
+        gammas.append(resolve_gamma(cfg, make_topology(cfg.topology, 4), compressor)[0])
+    assert len(tuned) == 2 and not np.allclose(tuned[0], tuned[1])  # the ring again comes from the cache
+    assert gammas[0] == gammas[2]
+
+
+# ---- 2. one writer per run directory --------------------------------------------------------
+def test_a_second_run_on_a_busy_directory_is_refused_and_the_lock_dies_with_its_holder(tmp_path, capsys):
+    out = tmp_path / "run"
+    first = _cli(["run", *LONG, "--out", str(out)])
+    try:
+        _wait_for_checkpoint(out, first)
+        assert main(["run", *LONG, "--out", str(out)]) == 2
+        err = _err_lines(capsys)
+        assert len(err) == 1 and str(out) in err[0] and "another" in err[0]
+        assert first.poll() is None  # the holder goes on
+    finally:
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+    assert main(["run", *LONG, "--out", str(out)]) == 0  # a killed holder leaves no lock behind
+    assert json.loads((out / "run.json").read_text())["status"] == "completed"
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+
+
+def test_a_held_lock_refuses_a_dist_run_too(tmp_path, capsys):
+    from bench.run.outputs import run_directory_lock
+
+    out = tmp_path / "run"
+    with run_directory_lock(out):
+        assert main(["run", *SMALL, "--backend", "dist", "--out", str(out)]) == 2
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "another" in err[0]
+    assert not (out / "run.json").exists()
+
+
+@pytest.mark.parametrize("damage", ["missing", "unreadable"])
+def test_metrics_without_a_readable_run_json_are_refused_not_overwritten(tmp_path, capsys, damage):
+    out = tmp_path / "run"
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    if damage == "missing":
+        (out / "run.json").unlink()
+    else:
+        (out / "run.json").write_text('{"run_id": "trunc')
+    before = (out / "metrics.parquet").read_bytes()
+    capsys.readouterr()
+    assert main(["run", *SMALL, "--out", str(out)]) == 2
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "run.json" in err[0] and "metrics.parquet" in err[0] and "--out" in err[0]
+    assert (out / "metrics.parquet").read_bytes() == before
+
+
+def test_replace_stale_sets_results_without_run_json_aside(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.parquet").write_bytes(b"another run's metrics")
+    assert main(["run", *SMALL, "--replace-stale", "--out", str(out)]) == 0
+    (kept,) = (tmp_path / ".stale").iterdir()
+    assert (kept / "metrics.parquet").read_bytes() == b"another run's metrics"
+    assert json.loads((out / "run.json").read_text())["status"] == "completed"
+
+
+def test_a_checkpoint_without_run_json_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "checkpoint.pt").write_bytes(b"another run's state")
+    assert main(["run", *SMALL, "--out", str(out)]) == 2
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "checkpoint.pt" in err[0]
+    assert (out / "checkpoint.pt").read_bytes() == b"another run's state" and not (out / "run.json").exists()
+
+
+# ---- 3. a full disk -------------------------------------------------------------------------
+def _full_after(monkeypatch, target, name, calls_ok, partial=b"\0" * 4096):
+    """Make ``target.name`` write ``partial`` to its file argument and raise ENOSPC after ``calls_ok`` calls."""
+    real = getattr(target, name)
+    count = []
+
+    def fill(obj, where, *args, **kwargs):
+        count.append(1)
+        if len(count) <= calls_ok:
+            return real(obj, where, *args, **kwargs)
+        if hasattr(where, "write"):
+            where.write(partial)
+        else:
+            Path(where).write_bytes(partial)
+        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
+
+    monkeypatch.setattr(target, name, fill)
+
+
+def test_a_full_disk_at_a_checkpoint_fails_the_run_cleanly_and_the_same_command_finishes(tmp_path, monkeypatch,
+                                                                                          capsys):
+    argv = [*SMALL, "--set", "checkpoint_every=0.5"]
+    assert main(["run", *argv, "--out", str(tmp_path / "reference")]) == 0
+    out = tmp_path / "run"
+    _full_after(monkeypatch, torch, "save", calls_ok=2)
+    capsys.readouterr()
+    assert main(["run", *argv, "--out", str(out)]) == 1
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "No space left on device" in err[0]
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and "No space left on device" in info["error"]
+    assert _temps(out) == []
+    monkeypatch.undo()
+    assert main(["run", *argv, "--out", str(out)]) == 0
+    pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), metrics(tmp_path / "reference").drop(columns=WALL))
+    assert _temps(out) == []
+
+
+def test_a_full_disk_at_the_metrics_still_records_the_failure(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    _full_after(monkeypatch, pd.DataFrame, "to_parquet", calls_ok=0)
+    assert main(["run", *SMALL, "--out", str(out)]) == 1
+    assert len(_err_lines(capsys)) == 1
+    info = json.loads((out / "run.json").read_text())
+    assert info["status"] == "failed" and "No space left on device" in info["error"]
+    assert _temps(out) == [] and (out / "checkpoint.pt").exists()  # kept: the rerun resumes from it
+    monkeypatch.undo()
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["status"] == "completed"
+
+
+@pytest.mark.parametrize("writes_that_fit", [0, 1])
+def test_a_disk_full_for_everything_ends_with_one_line_and_no_temp_files(tmp_path, monkeypatch, capsys,
+                                                                         writes_that_fit):
+    assert main(["run", *SMALL, "--out", str(tmp_path / "warm")]) == 0  # the data set is cached
+    capsys.readouterr()
+    out = tmp_path / "run"
+    real, calls = os.fsync, []
+
+    def fsync(fd):  # 0: not even run.json at the start fits; 1: it does, nothing after it
+        calls.append(fd)
+        if len(calls) > writes_that_fit:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert main(["run", *SMALL, "--out", str(out)]) == 1
+    err = _err_lines(capsys)
+    assert len(err) == 1 and "No space left on device" in err[0]
+    if writes_that_fit:  # the failure could not be recorded: run.json says what the last write said
+        assert json.loads((out / "run.json").read_text())["status"] == "running" and _temps(out) == []
+    else:
+        assert not out.exists()  # made for the run, which wrote nothing
+    monkeypatch.undo()
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+
+
+def test_leftover_temp_files_of_earlier_writes_are_removed_by_the_next_run(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    for name in (".checkpoint.pt.tmp-4242", ".metrics.parquet.4242.1a2b3c4d.tmp", ".run.json.tmp-17"):
+        (out / name).write_bytes(b"\0" * 1024)
+    (out / "notes.tmp.txt").write_text("mine")  # not ours: kept
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    assert _temps(out) == ["notes.tmp.txt"]
+
+
+def _writers(tmp_path):
+    from bench.data.base import save_npz_atomic
+    from bench.plan.table import write_csv
+    from bench.run.outputs import save_checkpoint, write_json, write_metrics
+
+    return {
+        "run.json": lambda p: write_json(p, {"status": "completed"}),
+        "metrics.parquet": lambda p: write_metrics(p, [{"step": 0, "test_acc": 0.5}]),
+        "checkpoint.pt": lambda p: save_checkpoint(p, {"x": torch.zeros(3)}),
+        "cache.npz": lambda p: save_npz_atomic(p, x=np.zeros(3)),
+        "plan.csv": lambda p: write_csv(p, []),
+    }
+
+
+@pytest.mark.parametrize("name", ["run.json", "metrics.parquet", "checkpoint.pt", "cache.npz", "plan.csv"])
+def test_every_writer_leaves_the_old_file_and_no_temp_file_when_the_disk_fills(tmp_path, monkeypatch, name):
+    path = tmp_path / name
+    path.write_bytes(b"old")
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(OSError, match="No space"):
+        _writers(tmp_path)[name](path)
+    assert path.read_bytes() == b"old" and _temps(tmp_path) == []
+    monkeypatch.undo()
+    _writers(tmp_path)[name](path)
+    assert path.read_bytes() != b"old" and _temps(tmp_path) == []
+
+
+def test_bench_has_one_write_then_rename():
+    """Every atomic file write in bench/ goes through bench.files (STYLE.md: no copies)."""
+    root = Path(__file__).resolve().parents[1] / "bench"
+    copies = [str(p.relative_to(root)) for p in root.rglob("*.py")
+              if p.name != "files.py" and re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-", p.read_text())
+              and p != root / "run" / "runner.py"]
+    assert copies == []
+    # the runner moves a whole directory aside (not a file write)
+    assert (root / "run" / "runner.py").read_text().count("os.replace(") == 1
