@@ -291,7 +291,7 @@ def test_bench_has_one_write_then_rename():
     root = Path(__file__).resolve().parents[1] / "bench"
     copies = [str(p.relative_to(root)) for p in root.rglob("*.py")
               if p.name != "files.py" and re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-", p.read_text())
-              and p != root / "run" / "runner.py"]
+              and p != root / "run" / "launch.py"]
     assert copies == []
-    # the runner moves a whole directory aside (not a file write)
-    assert (root / "run" / "runner.py").read_text().count("os.replace(") == 1
+    # the launcher moves a held run's files aside (not a file write)
+    assert (root / "run" / "launch.py").read_text().count("os.replace(") == 1

@@ -153,7 +153,9 @@ def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
 def _machine(device: torch.device) -> str:
     if device.type == "cuda":
         return f"cuda:{torch.cuda.get_device_name(device)}"
-    return f"cpu:{platform.machine()}:{os.cpu_count()}cores:{torch.get_num_threads()}threads"
+    # not the thread count: processes of one machine (a launcher and its workers, a test and the runs it
+    # starts) may set it differently, and must still take the same path for the same run
+    return f"cpu:{platform.machine()}:{os.cpu_count()}cores"
 
 
 def _decision_key(task, x: torch.Tensor) -> str:
