@@ -40,7 +40,7 @@ def _bench_process(argv, timeout=60):
     return proc.returncode, proc.stderr
 
 
-def _refused(status, err, *words):
+def assert_refused(status, err, *words):
     """Exit 2, one line, no traceback, and every word of ``words`` in that line."""
     lines = [line for line in err.splitlines() if line.strip()]
     assert status == 2 and "Traceback" not in err, err
@@ -85,14 +85,14 @@ def test_a_bad_config_file_is_one_line_naming_it(name, tmp_path):
     out = tmp_path / "run"
     # a child process with a timeout: the alias bomb used to expand until memory ran out
     argv = ["run", *FAST, "--config", str(config), "--set", "task_options.n_train=64", "--out", str(out)]
-    _refused(*_bench_process(argv, timeout=60), *words)
+    assert_refused(*_bench_process(argv, timeout=60), *words)
     assert not out.exists()
 
 
 def test_a_config_that_is_a_directory_or_missing_is_one_line(tmp_path, capsys):
-    _refused(*_bench(["run", *FAST, "--config", str(tmp_path), "--out", str(tmp_path / "r")], capsys),
+    assert_refused(*_bench(["run", *FAST, "--config", str(tmp_path), "--out", str(tmp_path / "r")], capsys),
              str(tmp_path), "directory")
-    _refused(*_bench(["run", *FAST, "--config", str(tmp_path / "no.yaml"), "--out", str(tmp_path / "r")], capsys),
+    assert_refused(*_bench(["run", *FAST, "--config", str(tmp_path / "no.yaml"), "--out", str(tmp_path / "r")], capsys),
              "no.yaml", "does not exist")
 
 
@@ -104,7 +104,7 @@ def test_a_config_that_is_a_directory_or_missing_is_one_line(tmp_path, capsys):
 ], ids=["syntax", "unclosed-mapping", "alias", "alias-bomb"])
 def test_a_bad_set_value_is_one_line_naming_it(item, words, tmp_path):
     out = tmp_path / "run"
-    _refused(*_bench_process(["run", *FAST, "--set", item, "--out", str(out)], timeout=60), *words)
+    assert_refused(*_bench_process(["run", *FAST, "--set", item, "--out", str(out)], timeout=60), *words)
     assert not out.exists()
 
 
@@ -143,7 +143,7 @@ BAD_SETTINGS = [  # (arguments added to FAST, words the error line must hold)
 @pytest.mark.parametrize("extra,words", BAD_SETTINGS, ids=[" ".join(extra) for extra, _ in BAD_SETTINGS])
 def test_a_bad_setting_is_refused_before_anything_is_written(extra, words, tmp_path, capsys):
     out = tmp_path / "run"
-    line = _refused(*_bench(["run", *FAST, *extra, "--out", str(out)], capsys), *words)
+    line = assert_refused(*_bench(["run", *FAST, *extra, "--out", str(out)], capsys), *words)
     assert "negative" not in line  # lr=nan used to be called a negative learning rate
     assert not out.exists()
 
@@ -197,7 +197,7 @@ def test_a_damaged_checkpoint_names_the_file_and_how_to_restart(kind, finished_r
     else:
         checkpoint.write_bytes(CHECKPOINTS[kind])
     before = _tree(out)
-    _refused(*_bench(["run", *FAST, "--out", str(out)], capsys), str(checkpoint), "remove")
+    assert_refused(*_bench(["run", *FAST, "--out", str(out)], capsys), str(checkpoint), "remove")
     assert _tree(out) == before  # the metrics, run.json and even the damaged checkpoint are kept
     checkpoint.unlink()  # and, as the line says, without it the same command starts again
     assert _bench(["run", *FAST, "--out", str(out)], capsys)[0] == 0
@@ -210,8 +210,8 @@ def test_an_out_that_is_a_file_or_under_one_is_one_line(command, tmp_path, capsy
     afile.write_text("keep me\n")
     args = FAST if command == "run" else ["--methods", "exact", "--nodes", "4", "--dim", "10", "--steps", "5",
                                           "--quiet"]
-    _refused(*_bench([command, *args, "--out", str(afile)], capsys), str(afile), "not a directory")
-    _refused(*_bench([command, *args, "--out", str(afile / "sub")], capsys), str(afile), "not a directory")
+    assert_refused(*_bench([command, *args, "--out", str(afile)], capsys), str(afile), "not a directory")
+    assert_refused(*_bench([command, *args, "--out", str(afile / "sub")], capsys), str(afile), "not a directory")
     assert afile.read_text() == "keep me\n"
 
 
@@ -225,7 +225,7 @@ def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkey
         raise PermissionError(13, "Permission denied", str(locked / "run.json"))
 
     monkeypatch.setattr(bench.run, "run", refuse)
-    _refused(*_bench(["run", *FAST, "--out", str(locked)], capsys), str(locked / "run.json"), "Permission denied")
+    assert_refused(*_bench(["run", *FAST, "--out", str(locked)], capsys), str(locked / "run.json"), "Permission denied")
 
 
 # ---- the γ cache ---------------------------------------------------------------------------------
@@ -237,7 +237,7 @@ def test_a_corrupt_gamma_cache_names_the_file(content, tmp_path, capsys, monkeyp
     (cache / "gamma.json").write_bytes(content)
     out = tmp_path / "run"
     argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(out)]
-    _refused(*_bench(argv, capsys), str(cache / "gamma.json"), "remove")
+    assert_refused(*_bench(argv, capsys), str(cache / "gamma.json"), "remove")
     assert (cache / "gamma.json").read_bytes() == content
     assert not (out / "run.json").exists()
 
@@ -251,7 +251,7 @@ def test_a_gamma_cache_value_that_is_not_a_number_names_the_file(tmp_path, capsy
     entries = json.loads((cache / "gamma.json").read_text())
     (cache / "gamma.json").write_text(json.dumps({k: "fast" for k in entries}))
     argv[-1] = str(tmp_path / "b")
-    _refused(*_bench(argv, capsys), str(cache / "gamma.json"), "fast")
+    assert_refused(*_bench(argv, capsys), str(cache / "gamma.json"), "fast")
 
 
 # ---- other commands ------------------------------------------------------------------------------
@@ -274,7 +274,7 @@ OTHER_COMMANDS = [  # (argv, words the error line must hold)
 @pytest.mark.parametrize("argv,words", OTHER_COMMANDS, ids=[" ".join(argv) for argv, _ in OTHER_COMMANDS])
 def test_other_commands_refuse_in_one_line(argv, words):
     # a child process: 10^7 nodes used to build for minutes
-    _refused(*_bench_process(argv, timeout=60), *words)
+    assert_refused(*_bench_process(argv, timeout=60), *words)
 
 
 # ---- analysis -------------------------------------------------------------------------------------
@@ -384,7 +384,7 @@ def test_a_malformed_baseline_is_one_line_naming_the_file(name, tmp_path, capsys
     bad.write_text(json.dumps(BAD_BASELINES[name](_baseline(tmp_path))))
     capsys.readouterr()
     status = analysis_cli.main(["regress", "--baseline", str(bad), "--current", str(tmp_path / "base")])
-    _refused(status, capsys.readouterr().err, str(bad))
+    assert_refused(status, capsys.readouterr().err, str(bad))
 
 
 def _perf(median=2.0, **figure):
@@ -411,7 +411,7 @@ def test_a_malformed_perf_file_is_one_line_naming_it(name, side, tmp_path, capsy
     bad.write_text(json.dumps(BAD_PERF[name]))
     files = {"baseline": good, "current": good, side: bad}
     status = analysis_cli.main(["regress", "--baseline", str(files["baseline"]), "--current", str(files["current"])])
-    _refused(status, capsys.readouterr().err, str(bad))
+    assert_refused(status, capsys.readouterr().err, str(bad))
 
 
 def test_well_formed_files_still_compare(tmp_path):
@@ -429,7 +429,7 @@ def test_a_baseline_out_under_a_file_is_one_line(tmp_path, capsys):
     afile = tmp_path / "notes.txt"
     afile.write_text("keep me\n")
     status = analysis_cli.main(["baseline", str(tmp_path / "base"), "--out", str(afile / "b.json")])
-    _refused(status, capsys.readouterr().err, str(afile))
+    assert_refused(status, capsys.readouterr().err, str(afile))
     assert afile.read_text() == "keep me\n"
 
 
