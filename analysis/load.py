@@ -105,6 +105,38 @@ def _per_step(metrics: pd.DataFrame, column: str) -> float:
     return _last(metrics, column) / step if step > 0 else math.nan
 
 
+def _topology(cfg: dict, topo: dict) -> str:
+    """The topology's spec; a graph read from a file (``file:PATH``) also names the digest of its
+    edges, since the same path may have held another graph for another run."""
+    spec = cfg.get("topology", topo.get("name"))
+    digest = topo.get("digest")
+    return f"{spec}#{digest}" if isinstance(digest, str) and digest else spec
+
+
+_STATUS_RANK = {"completed": 0, "diverged": 1, "failed": 2, "interrupted": 3, "running": 4}
+
+
+def _one_per_seed(rows: list[dict], configs: list[dict], tables: list, problems: list) -> tuple[list, list, list]:
+    """Runs of one cell and seed that differ only in bookkeeping (how often they evaluated or saved,
+    where their data lay) are the same experiment: keep one (finished first, then the most evaluation
+    points) and list the others as skipped, so that no seed counts twice."""
+    best: dict[tuple, int] = {}
+    for i, row in enumerate(rows):
+        key = (row["cell"], row["seed"])
+        j = best.get(key)
+        rank = (_STATUS_RANK.get(row["status"], 5), -row["n_points"])
+        if j is None or rank < (_STATUS_RANK.get(rows[j]["status"], 5), -rows[j]["n_points"]):
+            best[key] = i
+    keep = sorted(best.values())
+    for i, row in enumerate(rows):
+        j = best[(row["cell"], row["seed"])]
+        if i != j:
+            differ = sorted(k for k in set(configs[i]) | set(configs[j]) if configs[i].get(k) != configs[j].get(k))
+            problems.append((row["path"], f"same cell and seed {row['seed']} as {rows[j]['path']} "
+                                          f"(differs only in {', '.join(differ) or 'nothing'}); skipped"))
+    return [rows[i] for i in keep], [configs[i] for i in keep], [tables[i] for i in keep]
+
+
 def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
     cfg = record.get("config", {})
     topo, comp, task = record.get("topology", {}), record.get("compressor", {}), record.get("task", {})
@@ -113,7 +145,7 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         "run_id": record.get("run_id", path.name), "path": str(path),
         "status": record.get("status", "unknown"),
         "task": cfg.get("task", task.get("name")), "algorithm": cfg.get("algorithm"),
-        "compressor": cfg.get("compressor", comp.get("spec")), "topology": cfg.get("topology", topo.get("name")),
+        "compressor": cfg.get("compressor", comp.get("spec")), "topology": _topology(cfg, topo),
         "nodes": int(cfg.get("nodes", topo.get("n", 0))), "seed": int(cfg.get("seed", 0)),
         "spectral_gap": _num(topo.get("spectral_gap")), "beta": _num(topo.get("beta")),
         "weights": topo.get("weights", cfg.get("weights")),
@@ -212,6 +244,7 @@ def load_runs(root) -> Runs:
         tables.append(metrics)
     for row, key in zip(rows, _cell_keys(rows, configs)):
         row["cell"] = key
+    rows, configs, tables = _one_per_seed(rows, configs, tables, problems)
     runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
     if not tables:
         return Runs(runs, pd.DataFrame(columns=["step"] + RUN_COLUMNS), problems)

@@ -85,6 +85,8 @@ def baseline_problem(baseline) -> str | None:
         seeds = entry.get("seeds")
         if not isinstance(seeds, list) or not all(_is_number(s) and s == int(s) for s in seeds):
             return f"cell {cell!r}: seeds is {seeds!r:.40}, not a list of integers"
+        if len(set(seeds)) != len(seeds):
+            return f"cell {cell!r}: seeds {seeds!r:.40} repeat a seed (one run per seed; remake the baseline)"
         if "status" not in entry:
             return f"cell {cell!r} has no status"
         for key in (k for k in PER_SEED if k in entry):

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from .errors import BenchError
-from .limits import DEVICES, MAX_NODES, MAX_SEED, is_device
+from .limits import DEVICES, MAX_CONSENSUS_ENTRIES, MAX_DIM, MAX_NODES, MAX_ROUNDS, MAX_SEED, is_device
 
 
 class _Parser(argparse.ArgumentParser):
@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--methods", nargs="+", default=["exact", "sign", "top:0.01", "rand:0.01", "qsgd:2"],
                    help="'exact' (exact gossip) and compressor specs for Choco-Gossip")
     c.add_argument("--gamma", type=float, default=None, help="Choco's γ for every compressor (default: tuned)")
-    c.add_argument("--tune-steps", type=_positive_int, default=None, help="rounds per γ trial (default: --steps)")
+    c.add_argument("--tune-steps", type=_int_between(1, MAX_ROUNDS, " (gossip rounds)"), default=None, help="rounds per γ trial (default: --steps)")
     c.add_argument("--out", type=_output_dir, default=None, help="directory for traces.csv and summary.csv")
     f = sub.add_parser("perf", help="performance benchmarks: results/perf/<name>.json and a table")
     f.add_argument("--name", default="latest", help="file name under --out-dir (default: latest)")
@@ -186,8 +186,8 @@ def _consensus_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--topology", default="ring")
     p.add_argument("--nodes", type=_node_count, default=25)
     p.add_argument("--weights", default=None)
-    p.add_argument("--dim", type=_positive_int, default=2000)
-    p.add_argument("--steps", type=_positive_int, default=1000)
+    p.add_argument("--dim", type=_int_between(1, MAX_DIM, " (coordinates per node)"), default=2000)
+    p.add_argument("--steps", type=_int_between(1, MAX_ROUNDS, " (gossip rounds)"), default=1000)
     p.add_argument("--seed", type=_seed, default=0)
     p.add_argument("--quiet", action="store_true")
 
@@ -197,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = argv
     try:
+        if args.command in ("consensus", "tune-gamma") and args.nodes * args.dim > MAX_CONSENSUS_ENTRIES:
+            raise BenchError(f"--nodes {args.nodes} x --dim {args.dim} = {args.nodes * args.dim} values per state; "
+                             f"at most {MAX_CONSENSUS_ENTRIES} (2 GiB of float64)")
         if args.command == "topology":
             return _cmd_topology(args)
         if args.command == "run":

@@ -453,3 +453,15 @@ def test_a_tuning_trial_with_wrong_types_is_left_out(name, tmp_path):
     assert tuning.main(["table", str(tmp_path)]) == 0
     table = pd.read_csv(tmp_path / "tuned.csv")
     assert sorted(table["trial"]) == ["t0", "t1"]
+
+
+@pytest.mark.parametrize("command", ["consensus", "tune-gamma"])
+@pytest.mark.parametrize("args,words", [
+    (["--dim", "99999999999"], ["--dim", "16777216"]),
+    (["--steps", "10000000"], ["--steps", "1000000"]),
+    (["--nodes", "4096", "--dim", "100000"], ["--nodes 4096 x --dim 100000", "2 GiB"]),
+])
+def test_consensus_sizes_beyond_memory_or_patience_are_refused(command, args, words, tmp_path, capsys):
+    extra = ["--compressor", "sign"] if command == "tune-gamma" else ["--out", str(tmp_path / "c")]
+    assert_refused(*_bench([command, *args, *extra], capsys), *words)
+    assert not (tmp_path / "c").exists()

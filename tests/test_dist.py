@@ -156,3 +156,67 @@ def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
     both = before.merge(after, on="step", suffixes=("_before", "_after"))
     assert len(both) == len(before) >= 2
     pd.testing.assert_series_equal(both["test_loss_before"], both["test_loss_after"], check_names=False, rtol=1e-9)
+
+
+def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> dict[int, int]:
+    """{rank: pid} of the processes ``bench run --backend dist`` spawned (read from /proc)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        found = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) != launcher.pid:
+                    continue
+                env = (stat.parent / "environ").read_bytes().split(b"\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            rank = [e[5:] for e in env if e.startswith(b"RANK=")]
+            if rank:
+                found[int(rank[0])] = int(stat.parent.name)
+        if len(found) == count:
+            return found
+        time.sleep(0.1)
+    pytest.fail(f"the launcher did not start {count} ranks")
+
+
+def _launched(tmp_path, timeout_s):
+    argv = ["run", *BASE, "--set", "epochs=40", "--algorithm", "choco", "--compressor", "sign",
+            "--backend", "dist", "--set", f"dist_timeout={timeout_s}", "--set", "checkpoint_every=1",
+            "--out", str(tmp_path)]
+    launcher = subprocess.Popen([sys.executable, "-m", "bench", *argv], env=ENV, stderr=subprocess.PIPE, text=True)
+    ranks = _ranks_of(launcher, 4)
+    deadline = time.time() + 120
+    while not (tmp_path / "checkpoint-rank2.pt").exists() and time.time() < deadline:
+        time.sleep(0.05)
+    return launcher, ranks
+
+
+def test_a_killed_rank_0_is_recorded_by_the_launcher(tmp_path):
+    """Rank 0 writes run.json; killed, it cannot say the run failed: the launcher does, and exits 1."""
+    launcher, ranks = _launched(tmp_path, 15)
+    os.kill(ranks[0], signal.SIGKILL)
+    err = launcher.communicate(timeout=60)[1]
+    assert launcher.returncode == 1, err[-2000:]
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "failed" and info["error"] == "launcher: rank 0 was killed by SIGKILL", info.get("error")
+    assert f"bench: error: {tmp_path}: rank 0 was killed by SIGKILL" in err and "Traceback" not in err
+
+
+def test_a_hung_rank_is_noticed_after_one_timeout_not_two(tmp_path):
+    """A stopped rank never exits: its peers time out after dist_timeout and stop; the launcher then
+    kills it after a short grace (bench.run.dist.GRACE_S), not after a second dist_timeout."""
+    from bench.run.dist import GRACE_S
+
+    timeout_s = 20
+    launcher, ranks = _launched(tmp_path, timeout_s)
+    os.kill(ranks[0], signal.SIGSTOP)  # rank 0 hangs: nobody but the launcher can write the end
+    stopped_at = time.time()
+    err = launcher.communicate(timeout=4 * timeout_s)[1]
+    waited = time.time() - stopped_at
+    assert launcher.returncode == 1, err[-2000:]
+    assert timeout_s <= waited + 1 and waited < timeout_s + GRACE_S + 0.5 * timeout_s, waited
+    info = json.loads((tmp_path / "run.json").read_text())
+    # the first to fail is a peer whose collective timed out; rank 0 is named as the one killed
+    assert info["status"] == "failed" and info["error"].startswith("launcher: rank "), info.get("error")
+    assert info["error"].endswith(f"rank 0 did not stop within {GRACE_S:g} s and was killed"), info["error"]

@@ -84,6 +84,53 @@ def test_two_graphs_at_one_path_are_two_runs_for_analysis(tmp_path):
     assert sorted(runs.runs["spectral_gap"].round(6)) == [round(2 / 3, 6), 1.0]
     digests = {json.loads((tmp_path / "results" / d / "run.json").read_text())["topology"]["digest"] for d in "ab"}
     assert len(digests) == 2
+    # and two cells (one seed each), each named by the graph it ran on, not merged under one path
+    assert sorted(runs.runs["topology"]) == sorted(f"file:{edges}#{d}" for d in digests)
+    assert runs.runs["cell"].nunique() == 2
+
+
+def test_runs_differing_only_in_bookkeeping_are_one_seed_not_two(tmp_path):
+    """Two runs of one cell and seed that evaluated at other intervals are one experiment: analysis
+    keeps the finer one, says which it skipped and why, and regress compares seed with seed."""
+    from analysis import cli as analysis_cli
+    from analysis.load import load_runs
+    from analysis_fixtures import make_run
+
+    fine = [{"epoch": e / 2, "test_acc": 0.1 + 0.1 * e} for e in range(5)]
+    make_run(tmp_path / "r" / "coarse", seed=1, eval_every=1.0)
+    make_run(tmp_path / "r" / "fine", seed=1, eval_every=0.5, epochs_points=fine)
+    make_run(tmp_path / "r" / "other-seed", seed=2, eval_every=1.0)
+    runs = load_runs(tmp_path / "r")
+    assert sorted(runs.runs["seed"]) == [1, 2] and runs.runs["cell"].nunique() == 1
+    assert runs.runs.set_index("seed").loc[1, "path"].endswith("fine")
+    (path, why), = runs.problems
+    assert path.endswith("coarse") and "differs only in eval_every" in why and why.endswith("skipped")
+    base = tmp_path / "base.json"
+    assert analysis_cli.main(["baseline", str(tmp_path / "r"), "--out", str(base), "--target-acc", "0.3"]) == 0
+    assert json.loads(base.read_text())["cells"].popitem()[1]["seeds"] == [1, 2]
+    assert analysis_cli.main(["regress", "--baseline", str(base), "--current", str(tmp_path / "r")]) == 0
+
+
+def test_a_baseline_repeating_a_seed_is_refused(tmp_path, capsys):
+    from analysis import cli as analysis_cli
+    from analysis_fixtures import make_run
+
+    make_run(tmp_path / "r" / "a", seed=1)
+    base = tmp_path / "base.json"
+    assert analysis_cli.main(["baseline", str(tmp_path / "r"), "--out", str(base), "--target-acc", "0.3"]) == 0
+    data = json.loads(base.read_text())
+    cell = data["cells"][next(iter(data["cells"]))]
+    for key, values in list(cell.items()):
+        if isinstance(values, list):
+            cell[key] = values * 2
+    base.write_text(json.dumps(data))
+    capsys.readouterr()
+    try:
+        status = analysis_cli.main(["regress", "--baseline", str(base), "--current", str(tmp_path / "r")])
+    except SystemExit as stop:
+        status = stop.code
+    err = capsys.readouterr().err
+    assert status == 2 and "repeat a seed" in err and len(err.strip().splitlines()) == 1, err
 
 
 def test_gamma_is_tuned_again_for_an_edited_edge_list(tmp_path, monkeypatch):

@@ -39,13 +39,38 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def spawn(argv: list[str], procs: int, grace_s: float) -> int:
-    """Run ``python -m bench <argv>`` as ``procs`` ranks on this machine; the worst exit status."""
+# once one rank has failed, how long the others get to notice, write what they hold and exit before
+# they are killed. They notice a dead peer at once (its sockets close) and a hung one only at
+# dist_timeout, when their own collective times out and they exit: the launcher then waits this
+# much more, not another dist_timeout, before it kills the hung rank.
+GRACE_S = 5.0
+
+
+def spawn(argv: list[str], procs: int, grace_s: float = GRACE_S) -> "Outcome":
+    """Run ``python -m bench <argv>`` as ``procs`` ranks on this machine."""
     return launch_ranks([sys.executable, "-m", "bench", *argv], procs, grace_s)
 
 
-def launch_ranks(command: list[str], procs: int, grace_s: float) -> int:
-    """Run ``command`` as ``procs`` ranks with the rendezvous variables set; the worst exit status."""
+class Outcome(int):
+    """The launch's exit status (the worst of the ranks', 128 + N for a forwarded signal N), with
+    ``failure``: which rank failed first and how ("rank 2 was killed by SIGKILL"), or None."""
+
+    failure: str | None = None
+
+
+def _how(rank: int, code: int) -> str:
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        return f"rank {rank} was killed by {name}"
+    return f"rank {rank} exited with status {code}"
+
+
+def launch_ranks(command: list[str], procs: int, grace_s: float = GRACE_S) -> Outcome:
+    """Run ``command`` as ``procs`` ranks with the rendezvous variables set. Once one rank fails, the
+    others get ``grace_s`` seconds to stop by themselves and are then killed (a hung rank never would)."""
     port = _free_port()
     children = []
     for rank in range(procs):
@@ -62,21 +87,34 @@ def launch_ranks(command: list[str], procs: int, grace_s: float) -> int:
                 child.send_signal(signum)
 
     previous = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    first_failure, killed = None, set()
     try:
         failed_at = None
         while any(c.poll() is None for c in children):
-            if failed_at is None and any(c.poll() not in (None, 0) for c in children):
-                failed_at = time.monotonic()
+            if first_failure is None:
+                for rank, child in enumerate(children):
+                    if child.poll() not in (None, 0):
+                        first_failure, failed_at = _how(rank, child.returncode), time.monotonic()
+                        break
             if failed_at is not None and time.monotonic() - failed_at > grace_s:
-                for child in children:  # a peer died and the others did not notice in time
+                for rank, child in enumerate(children):  # still running: hung, or blind to the failure
                     if child.poll() is None:
+                        killed.add(rank)
                         child.kill()
             time.sleep(0.05)
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
     codes = [c.returncode for c in children]
+    if first_failure is None:
+        bad = [(rank, code) for rank, code in enumerate(codes) if code != 0]
+        first_failure = _how(*bad[0]) if bad else None
     if forwarded:
-        return 128 + forwarded[0]
-    bad = [c for c in codes if c != 0]
-    return bad[0] if bad else 0
+        outcome = Outcome(128 + forwarded[0])
+    else:
+        outcome = Outcome(0 if first_failure is None else 1)
+    if first_failure is not None and killed:
+        first_failure += f"; rank{'s' if len(killed) > 1 else ''} {', '.join(map(str, sorted(killed)))} " \
+                         f"did not stop within {grace_s:g} s and {'were' if len(killed) > 1 else 'was'} killed"
+    outcome.failure = first_failure
+    return outcome

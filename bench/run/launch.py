@@ -95,7 +95,10 @@ def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool)
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        return spawn(argv, procs, grace_s=cfg.dist_timeout)
+        outcome = spawn(argv, procs)
+        if outcome.failure is not None and outcome < 128:
+            _record_launch_failure(out, outcome.failure)
+        return int(outcome)
     import torch.distributed as dist
 
     created = not dist.is_initialized()  # a caller that made the group (several runs in one launch) keeps it
@@ -107,6 +110,18 @@ def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool)
     finally:
         if created and dist.is_initialized():
             dist.destroy_process_group()
+
+
+def _record_launch_failure(out: Path, failure: str) -> None:
+    """After the ranks of a launch: a run.json that still says running (rank 0 itself was killed or
+    hung, so nobody wrote the end) is marked failed with what happened; one line either way."""
+    from .outputs import now, write_json
+
+    record = read_json(out / "run.json")
+    if isinstance(record, dict) and record.get("status") == "running":
+        write_json(out / "run.json", {**record, "status": "failed", "error": f"launcher: {failure}",
+                                      "end_time": now()})
+    print(f"bench: error: {out}: {failure}; the same command resumes from the last checkpoint", file=sys.stderr)
 
 
 def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | None, rank: int = 0,
