@@ -124,12 +124,13 @@ def test_resume_after_sigkill_gives_identical_metrics(tmp_path):
     pd.testing.assert_frame_equal(metrics(killed).drop(columns=WALL), metrics(reference).drop(columns=WALL))
 
 
-def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path, signum):
     out = tmp_path / "run"
     proc = _cli(["run", *LONG, "--out", str(out)])
     _wait_for_checkpoint(out, proc)
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+    proc.send_signal(signum)
+    assert proc.wait(timeout=60) == 128 + signum
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "interrupted" and (out / "checkpoint.pt").exists()
     partial = metrics(out)
