@@ -204,3 +204,50 @@ def test_local_step_momentum_nesterov_and_masked_weight_decay():
     torch.testing.assert_close(d2, torch.tensor([[0.6, -1.0]], dtype=torch.float64) * (1 + 0.9 * 1.9))
     with pytest.raises(BenchError, match="momentum"):
         LocalStepConfig(momentum=1.0)
+
+
+def test_ecd_with_a_sparsifier_moves_only_the_sent_coordinates_by_hand():
+    """Two workers on the complete graph (w = 1/2), top-1 of 2 coordinates, no gradient; by hand:
+    setup s = W x0 = (1, 2.5), and y = x0 = [(2, 1), (0, 4)].
+    t = 1: x = s; z = ½x0 + ½s = [(1.5, 1.75), (0.5, 3.25)]; both send coordinate 1;
+      y_j[1] ← −y_j[1] + 2 z_j[1]: y = [(2, 2.5), (0, 2.5)], coordinate 0 untouched; s = W y = (1, 2.5).
+    t = 2: x = s; z = s; y_j[1] ← 0·y_j[1] + z_j[1] = 2.5: y and s unchanged.
+    Scaling every coordinate instead would give s = (−1, 2.5) after t = 1 and (0, 2.5) after t = 2."""
+    topo = make_topology("complete", 2)
+    x0 = torch.tensor([[2.0, 1.0], [0.0, 4.0]], dtype=torch.float64)
+    algo = build("ecd", topo, x0, "top:0.5", local_cfg=LocalStepConfig())
+    algo.step(None, LR)
+    torch.testing.assert_close(algo.s, torch.tensor([[1.0, 2.5], [1.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(algo.y, torch.tensor([[2.0, 2.5], [0.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
+    algo.step(None, LR)
+    torch.testing.assert_close(algo.s, torch.tensor([[1.0, 2.5], [1.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
+    torch.testing.assert_close(algo.x, algo.s, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("compressor", ["top:0.2", "rand:0.2"])
+def test_ecd_with_a_sparsifier_equals_per_neighbour_estimates(compressor):
+    """The authors' bookkeeping, written out: every worker i holds an estimate of each neighbour j
+    (and of itself) and moves it only where j sent; s_i = Σ_j w_ij ŷ_ij. The module's single y per
+    worker and its sent change must give the same models, step by step."""
+    n, d, lr = 6, 10, 0.1
+    topo = make_topology("ring", n)
+    W = torch.tensor(topo.W.copy(), dtype=torch.float64)
+    problem, x0 = Quadratic(n, d), start(n, d, identical=False)
+    algo = build("ecd", topo, x0, compressor, local_cfg=LocalStepConfig())
+    twin = make_compressor(compressor, algorithm="ecd")
+    gen = torch.Generator().manual_seed(3)  # the same draws as the module's generator
+    est = {(i, j): x0[j].clone() for i in range(n) for j in range(n) if W[i, j] > 0}
+    x = x0.clone()
+    s = W @ x0
+    for t in range(1, 6):
+        x_next = s - lr * problem.grad(x)
+        z = (1 - t / 2) * x + (t / 2) * x_next
+        q = twin.compress(z, gen)
+        sent = twin.support(q)
+        for (i, j), e in est.items():
+            e[sent[j]] = (1 - 2 / t) * e[sent[j]] + (2 / t) * q.values[j, sent[j]]
+        s = torch.stack([sum(W[i, j] * est[i, j] for j in range(n) if W[i, j] > 0) for i in range(n)])
+        x = x_next
+        algo.step(problem.grad(algo.x), lr)
+        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-10)
+        torch.testing.assert_close(algo.s, s, rtol=0, atol=1e-10)

@@ -50,6 +50,7 @@ class Compressor:
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
     examples: ClassVar[tuple[str, ...]] = ()  # small specs the generic tests run on every operator
     unbiased: bool  # E[Q(x)] = x; a class constant, a field or a property in subclasses
+    sparse: ClassVar[bool] = False  # sends some coordinates and their positions; the rest are not sent
 
     @classmethod
     def from_spec(cls, spec: Spec, algorithm: str | None) -> "Compressor":
@@ -123,6 +124,16 @@ class Compressor:
             values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
+
+    def on_support(self, message: Message, values: torch.Tensor) -> Message:
+        """A sparse operator's message that sends ``values`` [w, d] at the positions ``message`` sends
+        (the same encoding and bits; ``values`` outside them are ignored). Lets a method transmit a
+        correction on the coordinates it already chose, as ECD does with sparsifiers."""
+        raise NotImplementedError(f"{self.name!r} is not a sparse operator")
+
+    def support(self, message: Message) -> torch.Tensor:
+        """Boolean [w, d]: the coordinates a sparse operator's ``message`` sends."""
+        raise NotImplementedError(f"{self.name!r} is not a sparse operator")
 
     def wire_bits(self, segments: Sequence[int] | int) -> float:
         return float(sum(self._segment_wire_bits(d) for d in _check_segments(segments)))

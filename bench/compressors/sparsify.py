@@ -17,7 +17,7 @@ from typing import ClassVar
 import torch
 
 from ..specs import Spec, parse_fraction
-from .base import Compressor, WireField, register
+from .base import Compressor, Message, WireField, register
 from .rows import RandomSource, draw_seeds
 
 _MASK32 = 0xFFFFFFFF
@@ -98,9 +98,30 @@ def largest_indices(a: torch.Tensor, k: int) -> torch.Tensor:
     return column.view(w, width).gather(1, chosen)
 
 
+class _Sparse:
+    """What both sparsifiers share: the kept positions live in each segment's ``index`` part."""
+
+    sparse: ClassVar[bool] = True
+
+    def support(self, message: Message) -> torch.Tensor:
+        pieces = [torch.zeros(p["index"].shape[0], d, dtype=torch.bool, device=p["index"].device)
+                  .scatter_(1, p["index"].long(), True) for p, d in zip(message.parts, message.segments)]
+        return pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+
+    def on_support(self, message: Message, values: torch.Tensor) -> Message:
+        parts, pieces = [], []
+        for p, d, seg in zip(message.parts, message.segments, torch.split(values, list(message.segments), dim=1)):
+            kept = seg.gather(1, p["index"].long())
+            parts.append({**p, "kept": kept})
+            pieces.append(_scatter(p["index"], kept, d))
+        dense = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
+        return Message(values=dense, wire_bits=message.wire_bits, paper_bits=message.paper_bits,
+                       parts=tuple(parts), codec=message.codec, segments=message.segments)
+
+
 @register
 @dataclass(frozen=True)
-class TopK(Compressor):
+class TopK(_Sparse, Compressor):
     fraction: float  # kept fraction F in (0, 1]
 
     name: ClassVar[str] = "top"
@@ -142,7 +163,7 @@ class TopK(Compressor):
 
 @register
 @dataclass(frozen=True)
-class RandK(Compressor):
+class RandK(_Sparse, Compressor):
     fraction: float  # kept fraction F in (0, 1]
     unbiased: bool = False  # scale kept entries by d/k; the authors' code never does
 

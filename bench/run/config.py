@@ -76,6 +76,8 @@ class RunConfig:
                 d.pop(key)
         if self.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
             d["graph_digest"] = self.graph_digest
+        if ALGORITHM_REVISIONS.get(self.algorithm):  # the method's maths changed: earlier runs are not this one
+            d["algorithm_revision"] = ALGORITHM_REVISIONS[self.algorithm]
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
 
     @functools.cached_property
@@ -94,6 +96,9 @@ class RunConfig:
 KEYS = {f.name: f for f in fields(RunConfig)}
 # keys added after runs were first written, and the default that reproduces those runs
 _LATER_KEYS = {"val_fraction": 0.0, "recipe": "none"}
+# a method whose update changed after runs of it were written: its runs get new ids, so a finished
+# directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
+ALGORITHM_REVISIONS = {"ecd": 1}
 RECIPES = Path(__file__).with_name("recipes.yaml")  # tuned settings per task and method (see its header)
 
 
