@@ -236,7 +236,7 @@ def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
     # n = 1: no neighbour to average with, so every method takes the same SGD steps from the same seed
     base = ["--task", "lsq", "--topology", "complete", "--nodes", "1", "--epochs", "0.25", "--seed", "1",
             "--set", "batch_size=4", "--set", "lr=0.05", "--set", "eval_every=0.05", "--set", "compute_time=0.01",
-            "--quiet"]
+            "--set", "momentum=0", "--set", "weight_decay=0", "--quiet"]
     runs = {}
     for algorithm, compressor in [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign")]:
         out = tmp_path / algorithm
@@ -325,3 +325,16 @@ def test_auto_records_the_measured_choice(tmp_path):
     info = json.loads((tmp_path / "run.json").read_text())["task"]["gradient_path"]
     assert info["path"] in ("vmap", "loop") and info["reason"].startswith("measured on cpu")
     assert set(info["seconds_per_step"]) == {"vmap", "loop"}
+
+
+def test_the_default_optimizer_is_the_papers_and_momentum_zero_is_plain_sgd():
+    from bench.run import resolve
+
+    cfg = resolve({}, {}, {})
+    assert (cfg.momentum, cfg.nesterov, cfg.weight_decay) == (0.9, True, 1e-4)
+    plain = resolve({}, {}, {"momentum": 0})
+    assert (plain.momentum, plain.nesterov) == (0.0, False)
+    from bench.errors import BenchError
+
+    with pytest.raises(BenchError, match="nesterov=true needs momentum > 0"):  # asked for both: refused
+        resolve({}, {}, {"momentum": 0, "nesterov": True})

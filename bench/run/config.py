@@ -38,9 +38,10 @@ class RunConfig:
     batch_size: int = 32  # per worker
     data: str = "shuffle"  # shuffle | split | sorted | dirichlet:α
     val_fraction: float = 0.0  # share of the training set held out as a validation set (tuning); 0: none
-    momentum: float = 0.0  # heavy-ball μ of the shared local step
-    nesterov: bool = False
-    weight_decay: float = 0.0  # not applied to BatchNorm parameters
+    # the paper's optimizer: Nesterov momentum 0.9, weight decay 1e-4 (never on BatchNorm parameters)
+    momentum: float = 0.9  # μ of the shared local step; 0: plain SGD (and nesterov off unless set)
+    nesterov: bool = True
+    weight_decay: float = 1e-4  # not applied to BatchNorm parameters
     grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
     gamma: float | str = "auto"  # Choco consensus step; auto: tuned on the consensus problem (cached)
     gamma_tune_steps: int = 1000  # Choco-Gossip rounds per γ of the grid when gamma=auto
@@ -272,6 +273,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
     if recipe == "tuned":  # beneath everything given explicitly
         base = {k: merged.get(k, KEYS[k].default) for k in ("task", "algorithm", "compressor")}
         merged = {**recipe_values(**base), **merged}
+    if "nesterov" not in merged and "momentum" in merged and _coerce("momentum", merged["momentum"]) == 0:
+        merged["nesterov"] = False  # momentum 0 asks for plain SGD: Nesterov's look-ahead needs momentum
     cfg = RunConfig(**{k: _coerce(k, v) for k, v in merged.items()})
     validate(cfg)
     return cfg
@@ -292,6 +295,7 @@ def validate(cfg: RunConfig) -> None:
         (cfg.epochs > 0, f"epochs={cfg.epochs} must be > 0"),
         (cfg.lr >= 0, f"lr={cfg.lr} must be >= 0 (a negative learning rate climbs the loss)"),
         (cfg.batch_size >= 1, f"batch_size={cfg.batch_size} must be >= 1"),
+        (not cfg.nesterov or cfg.momentum > 0, "nesterov=true needs momentum > 0 (or set nesterov=false)"),
         (0 <= cfg.val_fraction < 1, f"val_fraction={cfg.val_fraction} must be in [0, 1)"),
         (cfg.lr_schedule in ("constant", "warmup-multistep", "exp"),
          f"lr_schedule={cfg.lr_schedule!r}; allowed: constant, warmup-multistep, exp"),
