@@ -20,6 +20,7 @@ RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "t
                "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
                "epochs", "n_params", "steps_per_epoch", "delta_measured", "cell", "n_points",
                "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
+               "final_local_acc", "final_local_acc_std", "final_local_acc_min",
                "final_consensus_distance", "bits_per_step", "paper_bits_per_step"]
 
 
@@ -137,6 +138,16 @@ def _one_per_seed(rows: list[dict], configs: list[dict], tables: list, problems:
     return [rows[i] for i in keep], [configs[i] for i in keep], [tables[i] for i in keep]
 
 
+def _final_local(metrics: pd.DataFrame, n: int) -> dict:
+    """The paper's Table 1 metric at the last evaluation: the mean over all n workers of each one's own
+    model on the test set, with the spread over workers (NaN for runs that did not score all n there)."""
+    keys = ["final_local_acc", "final_local_acc_std", "final_local_acc_min"]
+    if "local_evaluated" not in metrics or _last(metrics, "local_evaluated") != n:
+        return dict.fromkeys(keys, math.nan)
+    return dict(zip(keys, (_last(metrics, c) for c in ("local_test_acc_mean", "local_test_acc_std",
+                                                        "local_test_acc_min"))))
+
+
 def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
     cfg = record.get("config", {})
     topo, comp, task = record.get("topology", {}), record.get("compressor", {}), record.get("task", {})
@@ -158,6 +169,7 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         "final_test_acc": _last(metrics, "test_acc"),
         "best_test_acc": float(acc.max()) if acc.notna().any() else math.nan,
         "final_test_loss": _last(metrics, "test_loss"),
+        **_final_local(metrics, int(cfg.get("nodes", topo.get("n", 0)))),
         "final_consensus_distance": _last(metrics, "consensus_distance"),
         "bits_per_step": _per_step(metrics, "bits_per_worker"),
         "paper_bits_per_step": _per_step(metrics, "bits_paper_per_worker"),

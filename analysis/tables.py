@@ -40,15 +40,37 @@ def accuracy_text(runs: pd.DataFrame) -> str:
     return f"{alive.mean():.2f} ± {alive.std(ddof=1):.2f}" if len(alive) > 1 else f"{alive.mean():.2f}"
 
 
-def _with_acc(summary: pd.DataFrame) -> pd.DataFrame:
+# what Table 1 can report: the paper's (each worker's own model, averaged over workers) and the
+# averaged model x̄ (one model, the mean of the workers')
+LOCAL, AVERAGED = "final_local_acc", "final_test_acc"
+METRIC_NAMES = {LOCAL: "local models (the paper's metric)", AVERAGED: "averaged model"}
+
+
+def has_local(summary: pd.DataFrame) -> bool:
+    return LOCAL in summary and pd.to_numeric(summary[LOCAL], errors="coerce").notna().any()
+
+
+def _with_acc(summary: pd.DataFrame, value: str = AVERAGED) -> pd.DataFrame:
     data = usable(summary).copy()
-    data["acc"] = as_percent(data["final_test_acc"])
+    data["acc"] = as_percent(data[value])
     return data
 
 
-def table1_frame(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """(rows = compressor, columns = DCD/ECD/Choco present, cells as text) and the reference lines."""
-    data = _with_acc(summary)
+def _worker_spread(runs: pd.DataFrame) -> str:
+    """ " (workers ± s)": the standard deviation over workers of the local accuracies, averaged over seeds."""
+    spread = pd.to_numeric(runs.get("final_local_acc_std", pd.Series(dtype=float)), errors="coerce").dropna()
+    return f" (workers ± {100 * spread.mean():.2f})" if len(spread) else ""
+
+
+def table1_frame(summary: pd.DataFrame, value: str = AVERAGED) -> tuple[pd.DataFrame, list[str]]:
+    """(rows = compressor, columns = DCD/ECD/Choco present, cells as text) and the reference lines;
+    ``value`` is AVERAGED or LOCAL (then each cell also gives the spread over workers)."""
+    data = _with_acc(summary, value)
+
+    def text(g: pd.DataFrame) -> str:
+        shown = accuracy_text(g)
+        return shown + _worker_spread(g) if value == LOCAL and shown not in ("—", "diverges", "n/a") else shown
+
     compressed = data[data["algorithm"].isin(TABLE1_COLUMNS)]
     columns = [a for a in TABLE1_COLUMNS if a in set(compressed["algorithm"])]
     specs = sorted(compressed["compressor"].astype(str).unique(), key=_compressor_order)
@@ -57,15 +79,15 @@ def table1_frame(summary: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     for spec in specs:
         for algorithm in columns:
             g = compressed[(compressed["compressor"].astype(str) == spec) & (compressed["algorithm"] == algorithm)]
-            table.loc[compressor_label(spec), TABLE1_COLUMNS[algorithm]] = accuracy_text(g) if len(g) else "—"
+            table.loc[compressor_label(spec), TABLE1_COLUMNS[algorithm]] = text(g) if len(g) else "—"
     table.index.name = "compression"
     refs = {name: data[data["algorithm"] == algorithm] for algorithm, name in REFERENCES.items()}
-    lines = [f"{name}: {accuracy_text(g)} ({len(g)} seed{'' if len(g) == 1 else 's'})" for name, g in refs.items() if len(g)]
+    lines = [f"{name}: {text(g)} ({len(g)} seed{'' if len(g) == 1 else 's'})" for name, g in refs.items() if len(g)]
     return table, lines
 
 
-def table1_markdown(summary: pd.DataFrame) -> str:
-    table, lines = table1_frame(summary)
+def table1_markdown(summary: pd.DataFrame, value: str = AVERAGED) -> str:
+    table, lines = table1_frame(summary, value)
     header = ["compression", *table.columns]
     out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(table.columns)) + "|"]
     out += ["| " + " | ".join([str(idx), *row]) + " |" for idx, row in zip(table.index, table.to_numpy())]
@@ -79,9 +101,9 @@ def _tex(text: str) -> str:
     return text.replace("±", r"$\pm$").replace("—", "--")
 
 
-def table1_latex(summary: pd.DataFrame) -> str:
+def table1_latex(summary: pd.DataFrame, value: str = AVERAGED) -> str:
     """A booktabs tabular; the references span the last rows."""
-    table, lines = table1_frame(summary)
+    table, lines = table1_frame(summary, value)
     width = len(table.columns) + 1
     out = [r"\begin{tabular}{l" + "c" * len(table.columns) + "}", r"\toprule",
            " & ".join(["compression", *map(_tex, table.columns)]) + r" \\", r"\midrule"]
@@ -132,8 +154,12 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
             status = g["tta_status"] if "tta_status" in g else pd.Series("no_target", index=g.index)
             cost = {c: (g[c] if c in g else pd.Series(math.nan, index=g.index))
                     for c in ("time_to_target_s", "epochs_to_target", "bits_to_target")}
-            rows.append({**dict(zip(keys, key)), "seeds": _status_text(g["status"]),
-                         "final acc. (%)": accuracy_text(usable(g)),
+            local = {}
+            if has_local(data):
+                u = usable(g).assign(acc=lambda d: as_percent(d[LOCAL]))
+                local = {"local models acc. (%)": accuracy_text(u) + _worker_spread(u)}
+            rows.append({**dict(zip(keys, key)), "seeds": _status_text(g["status"]), **local,
+                         "averaged model acc. (%)" if local else "final acc. (%)": accuracy_text(usable(g)),
                          "time to target (s)": _to_target_text(cost["time_to_target_s"], status),
                          "epochs to target": _to_target_text(cost["epochs_to_target"], status),
                          "Mbit to target": _to_target_text(cost["bits_to_target"], status, 1e-6)})
@@ -149,7 +175,7 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
                          "reached": f"{r.get('n_reached', 0)}/{r['n_seeds']}"})
     out = pd.DataFrame(rows).rename(columns={"nodes": "n"})
     out = out.sort_values(["method", "n"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
-    return out.to_markdown(index=False) + "\n"
+    return out.to_markdown(index=False, disable_numparse=True) + "\n"
 
 
 def _median_text(row: pd.Series, col: str, scale: float) -> str:

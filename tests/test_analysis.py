@@ -231,3 +231,46 @@ def test_python_dash_m_entry_point(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "analysis", "summarize", str(tmp_path / "missing")],
                           cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "missing" in proc.stderr
+
+
+def _local_points(acc_avg, acc_local, std, n, sampled=2):
+    """Three evaluations; the last scores all n local models, the others a sample (as bench writes)."""
+    return [{"epoch": 0, "test_acc": 0.1, "local_test_acc_mean": 0.1, "local_test_acc_std": 0.0,
+             "local_test_acc_min": 0.1, "local_evaluated": sampled},
+            {"epoch": 1, "test_acc": 0.4, "local_test_acc_mean": 0.35, "local_test_acc_std": 0.01,
+             "local_test_acc_min": 0.3, "local_evaluated": sampled},
+            {"epoch": 2, "test_acc": acc_avg, "local_test_acc_mean": acc_local, "local_test_acc_std": std,
+             "local_test_acc_min": acc_local - 2 * std, "local_evaluated": n}]
+
+
+def test_table1_reports_the_local_models_first_and_the_averaged_model_beside(tmp_path):
+    from analysis.report import build_report, table1_section
+    from analysis.tables import table1_frame
+
+    for seed, (avg, local, std) in enumerate([(0.64, 0.55, 0.02), (0.62, 0.53, 0.04)]):
+        make_run(tmp_path / f"choco{seed}", seed=seed, nodes=8, epochs_points=_local_points(avg, local, std, 8))
+        make_run(tmp_path / f"dcd{seed}", algorithm="dcd", compressor="qsgd:8", seed=seed, nodes=8,
+                 epochs_points=_local_points(0.6, 0.58, 0.01, 8))
+    summary = summarize(load_runs(tmp_path), target_acc=0.5)
+    assert summary.set_index(["algorithm", "seed"]).loc[("choco", 1), "final_local_acc"] == pytest.approx(0.53)
+    local, _ = table1_frame(summary, "final_local_acc")
+    # mean ± sd over seeds of the mean over workers, then the sd over workers averaged over seeds
+    assert local.loc["sign", "Choco-SGD"] == "54.00 ± 1.41 (workers ± 3.00)"
+    averaged, _ = table1_frame(summary)
+    assert averaged.loc["sign", "Choco-SGD"] == "63.00 ± 1.41"
+    section = table1_section(summary)
+    assert section.index("Local models (the paper's metric)") < section.index("Averaged model")
+    report = build_report(tmp_path, tables=(load_runs(tmp_path).points, summary, None), skipped=[])
+    assert "read on `test_acc`, the averaged model's test accuracy" in report
+
+
+def test_runs_that_did_not_score_every_worker_have_no_local_table(tmp_path):
+    from analysis.report import table1_section
+
+    for algorithm, compressor in [("choco", "sign"), ("dcd", "qsgd:8")]:  # the last evaluation is a sample of 2 of 8
+        points = _local_points(0.6, 0.5, 0.02, 2)
+        make_run(tmp_path / algorithm, algorithm=algorithm, compressor=compressor, nodes=8, epochs_points=points)
+    summary = summarize(load_runs(tmp_path), target_acc=0.5)
+    assert summary["final_local_acc"].isna().all()
+    section = table1_section(summary)
+    assert "Local models" not in section and "the paper's metric is not available" in section

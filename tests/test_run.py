@@ -338,3 +338,19 @@ def test_the_default_optimizer_is_the_papers_and_momentum_zero_is_plain_sgd():
 
     with pytest.raises(BenchError, match="nesterov=true needs momentum > 0"):  # asked for both: refused
         resolve({}, {}, {"momentum": 0, "nesterov": True})
+
+
+def test_every_local_model_is_scored_at_the_end_and_a_sample_before(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", "--task", "mnist1d-mlp", "--nodes", "4", "--epochs", "1", "--compressor", "sign",
+                 "--set", "gamma=0.3", "--set", "eval_every=0.5", "--set", "eval_local_workers=1",
+                 "--set", "task_options.n_train=400", "--set", "task_options.n_test=100", "--quiet",
+                 "--out", str(out)]) == 0
+    m = metrics(out)
+    assert m["local_evaluated"].tolist()[:-1] == [1] * (len(m) - 1) and m["local_evaluated"].iloc[-1] == 4
+    final = json.loads((out / "run.json").read_text())["final_local"]
+    accs = final["test_acc"]
+    assert final["step"] == m["step"].iloc[-1] and len(accs) == 4 and len(set(accs)) > 1  # the workers differ
+    assert m["local_test_acc_mean"].iloc[-1] == pytest.approx(sum(accs) / 4)
+    assert m["local_test_acc_min"].iloc[-1] == min(accs) and m["local_test_acc_max"].iloc[-1] == max(accs)
+    assert m["local_test_acc_std"].iloc[-1] == pytest.approx(float(pd.Series(accs).std(ddof=0)))

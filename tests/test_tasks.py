@@ -106,6 +106,34 @@ def test_vectorised_and_loop_paths_agree(name, tmp_path):
         x = x - 0.01 * g_fast
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if TASKS.get(n).has_gradient])
+def test_every_local_model_is_scored_as_if_evaluated_alone(name, tmp_path, monkeypatch):
+    """evaluate_workers (one vectorised pass for the tasks that have one) gives each row's test loss
+    and accuracy as evaluate() of that row alone, BatchNorm statistics included."""
+    import bench.tasks.gradients as gradients
+    import bench.tasks.supervised as supervised
+
+    calls = []
+    monkeypatch.setattr(supervised, "vmap_outputs", lambda *a, **k: calls.append(1) or gradients.vmap_outputs(*a, **k))
+    task = make_task(name, setup_for(name, tmp_path))
+    x = task.init_params()
+    task.start_epoch(0)
+    batch = next(iter(task.batches(0)))
+    for _ in range(2):  # the workers drift apart (and their BatchNorm statistics with them)
+        grads, _ = task.gradients(x, batch)
+        x = x - 0.1 * grads * torch.arange(1, len(x) + 1, dtype=x.dtype).unsqueeze(1)
+    buffers = task.local_buffers()
+    scores = task.evaluate_workers(x, buffers)
+    for i in range(len(x)):
+        alone = task.evaluate(x[i], task.worker_buffers(i))
+        assert scores["test_loss"][i].item() == pytest.approx(alone["test_loss"], rel=1e-4, abs=1e-6)
+        if not math.isnan(alone["test_acc"]):
+            assert scores["test_acc"][i].item() == pytest.approx(alone["test_acc"], abs=1e-9)
+    assert len(set(scores["test_loss"].tolist())) == len(x)  # different models, different scores
+    # in-memory image and vector tasks take the vectorised pass; streamed data and language loop
+    assert bool(calls) == (isinstance(task, supervised.SupervisedTask) and not task.lazy)
+
+
 def test_vectorize_auto_measures_and_restores_state(tmp_path):
     task = make_task("cifar10-resnet8", setup_for("cifar10-resnet8", tmp_path, n=2))
     before = task.buffers.clone()

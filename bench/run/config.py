@@ -50,7 +50,9 @@ class RunConfig:
     network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
     compute_time: str | float = "measured"  # measured, or seconds per step to model a target device
     eval_every: float = 1.0  # epochs between evaluations (fractions allowed)
-    eval_local_workers: int = 4  # local models evaluated per evaluation (evenly spaced sample; 0: none)
+    # local models scored at each evaluation: all (the paper's metric), or an evenly spaced sample of k
+    # (0: none); the final evaluation always scores all n
+    eval_local_workers: int | str = "all"
     checkpoint_every: float = 1.0  # epochs between checkpoints (also on SIGTERM/SIGINT)
     divergence_loss: float = 1e3  # training loss above this (or NaN) marks the run diverged
     device: str = "cpu"  # cpu | cuda
@@ -142,6 +144,13 @@ def _coerce(key: str, value: Any) -> Any:
         if named:
             raise BenchError(f"task_options key {named[0]!r} must be an option name (a string)")
         return dict(value)
+    if key == "eval_local_workers" and isinstance(value, str) and value == "all":
+        return value
+    if key == "eval_local_workers":
+        try:
+            return _number(key, value, int)
+        except BenchError:
+            raise BenchError(f"eval_local_workers={value!r} must be 'all' or a count >= 0") from None
     if key in ("gamma", "compute_time"):
         if isinstance(value, str) and value in ("auto", "measured"):
             return value
@@ -216,6 +225,11 @@ def _yaml(text: str, where: str) -> Any:
         problem = getattr(err, "problem", None) or str(err).splitlines()[0]
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise BenchError(f"{where} is not valid YAML: {problem}{at}") from None
+    except RecursionError:
+        raise BenchError(f"{where} is not valid YAML here: nested too deeply") from None
+    except Exception as err:  # PyYAML's constructors raise plain errors on bad tagged values: !!float ;, !!int, !!bool x
+        detail = (str(err).splitlines() or [type(err).__name__])[0]
+        raise BenchError(f"{where} is not valid YAML: a tagged value cannot be read ({detail})") from None
 
 
 def load_yaml(path: str) -> dict[str, Any]:
@@ -250,7 +264,10 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         shown = item if len(item) <= 60 else item[:57] + "..."
         value = _yaml(raw, f"--set {shown!r}") if raw else ""
         if key.startswith("task_options."):
-            out.setdefault("task_options", {})[key.split(".", 1)[1]] = value
+            options = out.setdefault("task_options", {})
+            if not isinstance(options, dict):  # an earlier `--set task_options=0`
+                _coerce("task_options", options)
+            options[key.split(".", 1)[1]] = value
         else:
             out[key] = value
     return out
@@ -304,7 +321,8 @@ def validate(cfg: RunConfig) -> None:
         (cfg.eval_every > 0, f"eval_every={cfg.eval_every} must be > 0"),
         (cfg.gamma_tune_steps >= 1, f"gamma_tune_steps={cfg.gamma_tune_steps} must be >= 1"),
         (cfg.checkpoint_every > 0, f"checkpoint_every={cfg.checkpoint_every} must be > 0"),
-        (cfg.eval_local_workers >= 0, f"eval_local_workers={cfg.eval_local_workers} must be >= 0"),
+        (cfg.eval_local_workers == "all" or cfg.eval_local_workers >= 0,
+         f"eval_local_workers={cfg.eval_local_workers} must be 'all' or a count >= 0"),
         (cfg.grad_clip is None or cfg.grad_clip > 0, f"grad_clip={cfg.grad_clip} must be > 0"),
         (cfg.divergence_loss > 0, f"divergence_loss={cfg.divergence_loss} must be > 0 (a training loss above it "
                                   "marks the run diverged)"),

@@ -1,4 +1,9 @@
-"""One evaluation point of a run: the averaged model, a sample of local models, consensus distance."""
+"""One evaluation point of a run: the averaged model, the local models, consensus distance.
+
+The paper's Table 1 reports each worker's own model on the whole test set, averaged over workers:
+the local models. They are scored in one vectorised pass per chunk of test data, all n of them at
+every evaluation by default (``eval_local_workers: all``), an evenly spaced sample of k when a study
+asks for less, and always all n at the final evaluation."""
 from __future__ import annotations
 
 import math
@@ -23,13 +28,17 @@ class Counters:
     window_steps: int = 0
     initial_distance: float = 0.0
     rows: list[dict] = field(default_factory=list)
+    # the latest all-worker scores: {"workers": [...], "test_acc": [...], "test_loss": [...]}
+    local_all: dict | None = None
 
     def state(self) -> dict:
         return dict(self.__dict__)
 
 
-def local_sample(n: int, k: int) -> list[int]:
-    """``k`` evenly spaced worker indices (all of them when k >= n)."""
+def local_sample(n: int, k: int | str) -> list[int]:
+    """``k`` evenly spaced worker indices (all of them when k >= n or k is "all")."""
+    if k == "all":
+        return list(range(n))
     if k <= 0:
         return []
     if k >= n:
@@ -37,10 +46,44 @@ def local_sample(n: int, k: int) -> list[int]:
     return sorted({round(i * (n - 1) / (k - 1)) for i in range(k)}) if k > 1 else [0]
 
 
+def local_scores(task: Task, x: torch.Tensor, workers: list[int], comm) -> tuple[torch.Tensor, torch.Tensor]:
+    """(test_acc [n], test_loss [n]) of the local models of ``workers`` (NaN for the others). Each
+    process scores the ones it holds; one all-reduce of 3n numbers gathers them."""
+    n, lo, hi = task.setup.n_workers, task.setup.lo, task.setup.hi
+    rows = [g - lo for g in workers if lo <= g < hi]
+    gathered = torch.zeros(hi - lo, 3 * n, dtype=torch.float64, device=x.device)
+    if rows:
+        buffers = task.local_buffers()
+        scores = task.evaluate_workers(x[rows], None if buffers is None else buffers[rows])
+        for i, r in enumerate(rows):
+            g = r + lo
+            gathered[r, g] = float(scores["test_acc"][i])
+            gathered[r, n + g] = float(scores["test_loss"][i])
+            gathered[r, 2 * n + g] = 1.0
+    total = comm.global_mean(gathered) * n  # each entry is set on one row only: the mean times n is it
+    seen = total[2 * n:] > 0.5
+    nan = torch.tensor(math.nan, dtype=torch.float64, device=total.device)
+    return torch.where(seen, total[:n], nan).cpu(), torch.where(seen, total[n:2 * n], nan).cpu()
+
+
+def _summary(acc: torch.Tensor, loss: torch.Tensor) -> dict:
+    seen = ~torch.isnan(loss)
+    a, l_ = acc[seen], loss[seen]
+    count = int(seen.sum())
+    if not count:
+        return {"local_test_acc_mean": math.nan, "local_test_acc_std": math.nan, "local_test_acc_min": math.nan,
+                "local_test_acc_max": math.nan, "local_test_loss_mean": math.nan, "local_evaluated": 0}
+    return {"local_test_acc_mean": float(a.mean()), "local_test_acc_std": float(a.std(unbiased=False)),
+            "local_test_acc_min": float(a.min()), "local_test_acc_max": float(a.max()),
+            "local_test_loss_mean": float(l_.mean()), "local_evaluated": count}
+
+
 def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Counters, epoch: float,
-                   lr: float, local_workers: list[int], wall_s: float, comm, writer: bool = True) -> dict:
+                   lr: float, local_workers: list[int], wall_s: float, comm, writer: bool = True,
+                   final: bool = False) -> dict:
     """One metrics row. Every process calls it (the means over workers are collectives); the averaged
-    model is evaluated where the row is written, each sampled local model by the process holding it."""
+    model is evaluated where the row is written, each local model by the process holding it (all n
+    of them when ``final``)."""
     n = task.setup.n_workers
     distance = float(comm.global_mean(((x - xbar) ** 2).sum(dim=1, keepdim=True)))
     row = {"step": counters.global_step, "epoch": epoch}
@@ -48,23 +91,23 @@ def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Co
         buffers = task.local_buffers()
         averaged = comm.global_mean(buffers) if buffers is not None else None
         metrics = task.evaluate(xbar, averaged) if writer else {}
-        lo, hi = task.setup.lo, task.setup.hi
-        mine = [task.evaluate(x[g - lo], task.worker_buffers(g - lo))["test_acc"] for g in local_workers if lo <= g < hi]
-        totals = comm.global_mean(torch.tensor([[sum(mine), len(mine)]], dtype=torch.float64, device=x.device)) * n
-        local_sum, local_count = float(totals[0]), float(totals[1])
+        workers = list(range(n)) if final else local_workers
+        acc, loss = local_scores(task, x, workers, comm)
+        if len(workers) == n:
+            counters.local_all = {"step": counters.global_step, "test_acc": acc.tolist(), "test_loss": loss.tolist()}
         row.update({
             "train_loss": metrics.get("train_loss", math.nan),
             "train_loss_workers": (counters.window_loss_sum / counters.window_steps
                                    if counters.window_steps else math.nan),
             "test_loss": metrics.get("test_loss", math.nan), "test_acc": metrics.get("test_acc", math.nan),
-            "local_test_acc_mean": local_sum / local_count if local_count else math.nan,
+            **_summary(acc, loss),
         })
         row.update({k: v for k, v in metrics.items() if k not in row})
     else:
         # consensus: the error to the exact initial average, relative to its start
         rel = distance / counters.initial_distance if counters.initial_distance else math.nan
         row.update({"train_loss": rel, "train_loss_workers": rel, "test_loss": rel, "test_acc": math.nan,
-                    "local_test_acc_mean": math.nan})
+                    **_summary(torch.full((1,), math.nan), torch.full((1,), math.nan))})
     row.update({
         "consensus_distance": distance,
         "bits_per_worker": counters.bits, "bits_paper_per_worker": counters.paper_bits,

@@ -93,6 +93,8 @@ class Loop:
             "gamma": {"value": p.gamma, "source": p.gamma_source},
             "task": p.task.describe(),
             "evaluation": {"every_steps": self.eval_every, "local_workers": self.local_workers,
+                           "local_models": "each worker's own model on the whole test set (the paper's Table 1 "
+                                           "metric: local_test_acc_mean); all n at the final evaluation",
                            "averaged_model_buffers": "mean of the workers' BatchNorm running statistics"
                            if p.task.local_buffers() is not None else None,
                            "train_loss": "averaged model on a fixed training subset; train_loss_workers: "
@@ -109,11 +111,11 @@ class Loop:
     def epoch_now(self) -> float:
         return self.counters.global_step / self.spe
 
-    def add_row(self) -> None:
+    def add_row(self, final: bool = False) -> None:
         p = self.p
         xbar = p.comm.global_mean(p.algo.x)
         row = evaluation_row(p.task, p.algo.x, xbar, self.counters, self.epoch_now(), lr_at(self.cfg, self.epoch_now()),
-                             self.local_workers, self.wall(), p.comm, self.writer)
+                             self.local_workers, self.wall(), p.comm, self.writer, final=final)
         self.counters.rows.append(row)
         self.progress.evaluated(row)
 
@@ -196,12 +198,12 @@ class Loop:
                     if p.task.has_gradient and not (loss <= cfg.divergence_loss):  # NaN compares False
                         status = "diverged"
                     elif c.global_step % self.eval_every == 0 or c.global_step == self.total:
-                        self.add_row()
+                        self.add_row(final=c.global_step == self.total)
                         if not p.task.has_gradient and not (c.rows[-1]["train_loss"] <= cfg.divergence_loss):
                             status = "diverged"
                     if status == "diverged":
                         if c.rows[-1]["step"] != c.global_step:
-                            self.add_row()
+                            self.add_row(final=True)
                         break
                     if c.global_step % self.ckpt_every == 0 or c.global_step == self.total:
                         self.save()
@@ -253,6 +255,8 @@ class Loop:
             last = c.rows[-1]
             accs = [r["test_acc"] for r in c.rows if not math.isnan(r["test_acc"])]
             record["final"] = {**last, "best_test_acc": max(accs) if accs else math.nan}
+        if c.local_all is not None and c.rows and c.local_all["step"] == c.rows[-1]["step"]:
+            record["final_local"] = c.local_all  # every worker's own model at the last evaluation
         if self.cfg.backend == "dist":
             steps = max(c.global_step, 1)
             calibrated = p.comm.calibrated

@@ -112,6 +112,13 @@ class Task(ABC):
         """Metrics of one model (a ``[d]`` vector) on the test set, plus ``train_loss`` (and ``val_*``
         on the validation split when the task was built with ``val_fraction > 0``)."""
 
+    def evaluate_workers(self, x: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """Test loss and accuracy of each local model (rows of ``x [k, d]``, with ``buffers [k, nb]``):
+        {"test_loss": [k], "test_acc": [k]} in float64. This one evaluates the models in turn; tasks
+        with a vectorised forward pass override it."""
+        scores = [self.evaluate(x[i], None if buffers is None else buffers[i]) for i in range(len(x))]
+        return {key: torch.tensor([s[key] for s in scores], dtype=torch.float64) for key in ("test_loss", "test_acc")}
+
     def averaged_buffers(self) -> torch.Tensor | None:
         """Non-trained state (BatchNorm statistics) for the averaged model, or None."""
         return None

@@ -83,6 +83,25 @@ def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: to
     return grads, losses.detach()
 
 
+@torch.no_grad()
+def vmap_outputs(flat: FlatModel, x: torch.Tensor, inputs: torch.Tensor, buffers: torch.Tensor | None = None):
+    """Outputs ``[n, B, ...]`` of the n models in the rows of ``x [n, d]`` (eval mode, BatchNorm on its
+    running statistics ``buffers [n, nb]``) on one batch ``inputs [B, ...]`` shared by all: one call."""
+    model = flat.model
+    int_buffers = [(name, b.shape, b.dtype) for name, b in model.named_buffers() if not b.is_floating_point()]
+    stacked = buffers is not None and buffers.numel() > 0
+    state = _split(buffers, flat.buffer_names, [b.shape for b in flat.buffers], flat.buffer_segments) if stacked else {}
+
+    def one_model(worker_params, worker_state, xb):
+        tensors = {name: torch.zeros(shape, dtype=dtype, device=xb.device) for name, shape, dtype in int_buffers}
+        tensors.update(worker_params)
+        tensors.update(worker_state)
+        return functional_call(model, tensors, (xb,))
+
+    model.eval()
+    return vmap(one_model, in_dims=(0, 0, None))(per_parameter(flat, x), state, inputs)
+
+
 def vmap_gradients_with_aux(flat: FlatModel, worker_loss: Callable[..., tuple[torch.Tensor, Any]],
                              x: torch.Tensor, *worker_args: Any):
     """``worker_loss(params, *args)`` → (loss, aux) of one worker, ``params`` a dict by parameter name

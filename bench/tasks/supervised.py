@@ -15,7 +15,7 @@ from ..models import make_model, no_weight_decay_mask
 from . import streams
 from .base import TASKS, Task, TaskSetup
 from .flat import FlatModel
-from .gradients import loop_gradients, vmap_gradients
+from .gradients import loop_gradients, vmap_gradients, vmap_outputs
 
 TRAIN_EVAL_SAMPLES = 5000  # training loss of a model is measured on this many fixed samples
 VALIDATION_SEED = 0x7A11D  # the validation split is the same for every run seed, method and trial
@@ -186,6 +186,32 @@ class SupervisedTask(Task):
             idx = self.train_eval_idx
             out["train_loss"] = self._score(self._chunks(self.train_x[idx], self.train_y[idx]), flat)[0]
         return out
+
+    @torch.no_grad()
+    def evaluate_workers(self, x: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+        """All local models on the whole test set in one vectorised pass per chunk of test data (the
+        chunk shrinks with the number of models, so memory stays that of one model's evaluation)."""
+        if self.lazy or self.options.get("vectorize", "auto") is False:  # streamed data, or loops asked for
+            return super().evaluate_workers(x, buffers)
+        k = len(x)
+        loss_sum = torch.zeros(k, dtype=torch.float64, device=x.device)
+        correct = torch.zeros(k, dtype=torch.float64, device=x.device)
+        size = max(1, int(self.options["eval_batch"]) // k)
+        for start in range(0, self.test_size, size):
+            xb = self.data.as_float(self.test_x[start:start + size])
+            yb = self.test_y[start:start + size]
+            out = vmap_outputs(self.flat, x, xb, buffers)
+            loss_sum += torch.stack([self.loss(out[i], yb) for i in range(k)]).double() * len(yb)
+            if self.loss_kind == "ce":
+                correct += (out.argmax(dim=-1) == yb).sum(dim=1).double()
+            elif self.loss_kind == "bce":
+                correct += ((out > 0).long() == yb.long()).flatten(1).sum(dim=1).double()
+        loss = loss_sum / self.test_size
+        pens = [self.penalty(x[i]) for i in range(k)]
+        if pens and pens[0] is not None:
+            loss = loss + torch.tensor([float(pen) for pen in pens], dtype=torch.float64, device=x.device)
+        acc = correct / self.test_size if self.loss_kind != "mse" else torch.full_like(loss, math.nan)
+        return {"test_loss": loss.cpu(), "test_acc": acc.cpu()}
 
     def state_dict(self) -> dict:
         return {**super().state_dict(), "buffers": self.buffers}
