@@ -1,4 +1,5 @@
 # Entry of the pipeline: the study's config, the rule files, and the final targets.
+import json
 import os
 
 from snakemake.utils import min_version

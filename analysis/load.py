@@ -12,9 +12,9 @@ import pandas as pd
 # the parts every cell key names, in this order (seed is what varies inside a cell)
 CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "network"]
 # config keys that change where or how a run is executed or logged, not what it computes
-BOOKKEEPING = {"seed", "quiet", "device", "data_root", "eval_local_workers", "checkpoint_every",
+BOOKKEEPING = {"seed", "quiet", "device", "data_root", "eval_local_workers", "checkpoint_every", "stop_at",
                "eval_every", "divergence_loss"} | set(CELL_PARTS) | {"lr"}
-IN_PROGRESS = {"running", "interrupted"}
+IN_PROGRESS = {"running", "interrupted", "paused"}
 
 RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "topology", "nodes",
                "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
@@ -114,7 +114,7 @@ def _topology(cfg: dict, topo: dict) -> str:
     return f"{spec}#{digest}" if isinstance(digest, str) and digest else spec
 
 
-_STATUS_RANK = {"completed": 0, "diverged": 1, "failed": 2, "interrupted": 3, "running": 4}
+_STATUS_RANK = {"completed": 0, "diverged": 1, "failed": 2, "interrupted": 3, "paused": 3, "running": 4}
 
 
 def _one_per_seed(rows: list[dict], configs: list[dict], tables: list, problems: list) -> tuple[list, list, list]:

@@ -2,12 +2,16 @@
 
 A tuning trial is an ordinary run directory (run.json + metrics.parquet) under
 ``results/<study>/tune/<cell>/<trial>/``, trained on the training split minus a validation split
-(``val_fraction``) for a fraction of the final epochs. The selection reads only the validation
-metrics, never the test set: the grid point with the best final validation accuracy, averaged over
-its tuning seeds (lower validation perplexity for language models, lower validation loss where
-there is no accuracy), ties broken by the lower validation loss. Diverged trials are kept in the
-table; a grid point with a diverged seed is never selected.
+(``val_fraction``). Trials are run by successive halving (bench/pipeline/halving.py): every grid
+point to a short budget, the best third continued to a longer one, the best of those to the full
+schedule. Each ranking reads only the validation metrics, never the test set: the best validation
+accuracy averaged over the point's tuning seeds (lower validation perplexity for language models,
+lower validation loss where there is no accuracy), ties broken by the lower validation loss. A grid
+point with a diverged seed is never ranked; the final choice is made among the trials that finished
+the full schedule.
 
+``python -m analysis tune rank CELL_DIR --at EPOCHS``: the points that reached EPOCHS, best first, as
+JSON, with the knobs whose best value lies at the edge of the grid and the value one step beyond.
 ``python -m analysis tune select CELL_DIR --out best.yaml``: the chosen values of one cell.
 ``python -m analysis tune table STUDY_DIR``: every trial of every cell, ``STUDY_DIR/tuned.csv``.
 """
@@ -28,8 +32,10 @@ from analysis.load import record_problem
 # the knobs a tuning grid may search (each a `bench run` setting)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
 COLUMNS = ["cell", "trial", "status", "task", "algorithm", "compressor", "topology", "nodes", "data",
-           "lr", "weight_decay", "gamma", "momentum", "epochs", "val_fraction", "criterion",
+           "lr", "weight_decay", "gamma", "momentum", "epochs", "epochs_done", "val_fraction", "criterion",
            "val_acc", "val_ppl", "val_loss", "selected"]
+# statuses of a trial that trained without trouble up to where it stands (paused: a halving rung)
+SOUND = ("completed", "paused")
 
 
 class SelectionError(Exception):
@@ -60,7 +66,7 @@ def read_trial(path: Path) -> dict | None:
         **{k: cfg.get(k) for k in ("task", "algorithm", "compressor", "topology", "nodes", "data")},
         "lr": _num(cfg.get("lr")), "weight_decay": _num(cfg.get("weight_decay")),
         "gamma": _num(gamma), "momentum": _num(cfg.get("momentum")), "epochs": _num(cfg.get("epochs")),
-        "val_fraction": _num(cfg.get("val_fraction")),
+        "epochs_done": _num(last.get("epoch")), "val_fraction": _num(cfg.get("val_fraction")),
         **{k: _num(last.get(k)) for k in ("val_acc", "val_ppl", "val_loss")},
     }
 
@@ -86,27 +92,79 @@ def grid_points(trials: pd.DataFrame) -> pd.Series:
     return trials[knobs].apply(lambda row: "|".join(f"{k}={row[k]!r}" for k in knobs), axis=1)
 
 
-def select(trials: pd.DataFrame) -> pd.DataFrame:
-    """``trials`` of one cell with ``criterion`` and ``selected`` added: the trials (one per tuning
-    seed) of the grid point with the best mean criterion over its seeds. A point with a seed that
-    diverged or failed is never selected: an LR that diverges on some seeds is not a safe choice."""
-    if trials.empty:
-        raise SelectionError("no finished trials to select from")
+def _scores(trials: pd.DataFrame, ok: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
+    """Per grid point whose every seed is ``ok``: mean criterion and loss, best first; and each trial's point."""
     column, higher = criterion(trials)
-    out = trials.assign(criterion=column, selected=False)
-    point = grid_points(out)
-    ok = (out["status"] == "completed") & out[column].notna()
+    point = grid_points(trials)
     stable = ok.groupby(point).transform("all")
-    if not stable.any():
-        raise SelectionError(f"every grid point of the {len(out)} trials has a diverged or failed seed; widen "
-                             "the grid towards smaller learning rates")
-    scores = out[stable].assign(_point=point[stable], _loss=out["val_loss"].fillna(math.inf)).groupby("_point").agg(
-        score=(column, "mean"), loss=("_loss", "mean"))
+    scores = trials[stable].assign(_point=point[stable], _loss=trials["val_loss"].fillna(math.inf)).groupby(
+        "_point").agg(score=(column, "mean"), loss=("_loss", "mean"))
     scores["key"] = scores["score"] if higher else -scores["score"]
     # best score, then lower loss, then (full ties) the first label
-    best = scores.reset_index().sort_values(["key", "loss", "_point"], ascending=[False, True, True]).iloc[0]
-    out.loc[point == best["_point"], "selected"] = True
+    return scores.reset_index().sort_values(["key", "loss", "_point"], ascending=[False, True, True]), point
+
+
+def select(trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` of one cell with ``criterion`` and ``selected`` added: the trials (one per tuning
+    seed) of the grid point with the best mean criterion over its seeds, among those that finished
+    the full schedule. A point with a seed that diverged or failed is never selected: an LR that
+    diverges on some seeds is not a safe choice."""
+    if trials.empty:
+        raise SelectionError("no finished trials to select from")
+    column, _ = criterion(trials)
+    out = trials.assign(criterion=column, selected=False)
+    ok = (out["status"] == "completed") & out[column].notna()
+    ranked, point = _scores(out, ok)
+    if ranked.empty:
+        raise SelectionError(f"no grid point of the {len(out)} trials finished the full schedule without a "
+                             "diverged or failed seed; widen the grid towards smaller learning rates")
+    out.loc[point == ranked.iloc[0]["_point"], "selected"] = True
     return out
+
+
+def _beyond(grid: list[float], chosen: float, knob: str) -> float | None:
+    """One geometric step past the edge of ``grid`` that ``chosen`` sits on, or None (not at an edge,
+    see _at_edge; γ never above 1)."""
+    if not _at_edge(pd.Series(grid), chosen, knob):
+        return None
+    low, high = (grid[0], grid[1]) if chosen == grid[0] else (grid[-2], grid[-1])
+    if low <= 0 or high <= 0:
+        return None
+    step = high / low
+    value = float(f"{(chosen / step if chosen == grid[0] else chosen * step):.3g}")  # a value one can write down
+    return min(value, 1.0) if knob == "gamma" else value
+
+
+def rank(trials: pd.DataFrame, at: float) -> dict:
+    """The grid points whose every seed trained soundly to at least ``at`` epochs, best first, and for the
+    best one the knobs at an edge of the grid with the value one step beyond."""
+    if trials.empty:
+        raise SelectionError("no trials to rank")
+    column, _ = criterion(trials)
+    ok = trials["status"].isin(SOUND) & (trials["epochs_done"] >= at - 1e-9) & trials[column].notna()
+    ranked, point = _scores(trials, ok)
+    knobs = [k for k in TUNABLE if trials[k].nunique(dropna=True) > 1]
+    out = {"criterion": column, "at": at, "ranking": [], "edges": []}
+    for r in ranked.to_dict("records"):
+        members = trials[point == r["_point"]]
+        out["ranking"].append({"point": r["_point"], "score": float(r["score"]), "trials": sorted(members["trial"]),
+                               "values": {k: float(members[k].iloc[0]) for k in knobs}})
+    if out["ranking"]:
+        best = out["ranking"][0]["values"]
+        for knob in knobs:
+            grid = sorted(trials[knob].dropna().unique())
+            value = _beyond(grid, best[knob], knob)
+            if value is not None:
+                out["edges"].append({"knob": knob, "value": float(best[knob]), "extend_to": float(value)})
+    return out
+
+
+def cmd_rank(args) -> int:
+    cell_dir = Path(args.cell_dir)
+    if not cell_dir.is_dir():
+        raise SelectionError(f"tuning directory not found: {cell_dir}")
+    print(json.dumps(rank(read_trials(cell_dir), args.at)))
+    return 0
 
 
 def chosen_values(trials: pd.DataFrame, keys: list[str]) -> dict:
@@ -159,29 +217,80 @@ def _at_edge(values: pd.Series, chosen: float, knob: str = "") -> bool:
     return len(grid) >= 3 and (top or (chosen == grid[0] and chosen != 0))
 
 
+def _neighbours(g: pd.DataFrame, best: pd.Series, knobs: list[str], column: str) -> str:
+    """The validation score of each grid neighbour of the selected point (one knob one grid step away, the
+    others as selected), mean over its seeds, with the epochs it reached when halving stopped it earlier."""
+    full = g["epochs"].max()
+    parts = []
+    for knob in knobs:
+        grid = sorted(g[knob].dropna().unique())
+        at = grid.index(best[knob]) if best[knob] in grid else None
+        for j in ([] if at is None else [at - 1, at + 1]):
+            if not 0 <= j < len(grid):
+                continue
+            same = g[knob] == grid[j]
+            for other in knobs:
+                if other != knob:
+                    same &= g[other] == best[other]
+            members = g[same]
+            if members.empty:
+                continue
+            if (members["status"] == "diverged").any():
+                parts.append(f"{knob} {grid[j]:g}: diverged")
+                continue
+            done = members["epochs_done"].min()
+            budget = "" if done >= full - 1e-9 else f" ({done:g} ep)"
+            parts.append(f"{knob} {grid[j]:g}: {members[column].mean():.4g}{budget}")
+    return "; ".join(parts) or "—"
+
+
+def _halving_note(study_dir: Path, cell: str) -> str:
+    """Rungs (trials per rung) and any extension of the grid, from the cell's halving.json."""
+    try:
+        record = json.loads((Path(study_dir) / "tune" / cell / "halving.json").read_text())
+    except (OSError, ValueError):
+        return ""
+    rungs = [r for r in record.get("rungs", []) if not r.get("extension")]
+    text = " → ".join(f"{len(r['trials'])}@{r['epochs']:g}" for r in rungs)
+    for edge in record.get("extended", []):
+        text += f"; {edge['knob']} {edge['value']:g} at the grid's edge, extended to {edge['extend_to']:.3g}"
+    return text
+
+
 def tuning_markdown(study_dir: Path) -> str | None:
-    """The report's section: per cell, the selected values, its validation score, and how many
-    trials ran and diverged; None when the study was not tuned."""
+    """The report's section: per cell, the selected values and their validation score on the full schedule,
+    the scores of its grid neighbours (how flat the choice is), the halving's rungs and any extension of
+    the grid, and how many trials ran and diverged; None when the study was not tuned."""
     path = Path(study_dir) / "tuned.csv"
     if not path.is_file():
         return None
     table = pd.read_csv(path)
+    if "epochs_done" not in table:  # a table written before halving: every trial ran its whole budget
+        table["epochs_done"] = table["epochs"]
     rows = []
     for cell, g in table.groupby("cell", sort=True):
         best = g[g["selected"].astype(bool)]
         knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
-        chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}{' (edge)' if _at_edge(g[k], best[k].iloc[0], k) else ''}"
-                           for k in knobs) if len(best) else "nothing (all diverged)"
-        score = f"{best[best['criterion'].iloc[0]].mean():.4g}" if len(best) else "—"
-        rows.append(f"| {cell} | {chosen} | {score} | {len(g)} | {int((g['status'] == 'diverged').sum())} |")
+        if len(best):
+            column = best["criterion"].iloc[0]
+            chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs)
+            score, near = f"{best[column].mean():.4g}", _neighbours(g, best.iloc[0], knobs, column)
+        else:
+            chosen, score, near = "nothing (all diverged)", "—", "—"
+        rows.append(f"| {cell} | {chosen} | {score} | {near} | {_halving_note(study_dir, cell) or len(g)} | "
+                    f"{int((g['status'] == 'diverged').sum())} |")
     criterion = ", ".join(sorted(table["criterion"].dropna().unique())) or "—"
-    epochs = table["epochs"].median()
-    head = (f"Each cell's grid ran {epochs:g} epochs per trial on the training set minus a "
-            f"{table['val_fraction'].median():g} validation split; the best final {criterion} was selected "
-            "(diverged trials never are) and the cell's final runs use it on the full training set. "
-            "\"(edge)\" marks a value at the end of a grid of three or more, where the optimum may lie outside "
-            "it: widen that grid. All trials: `tuned.csv`.\n\n")
-    return head + "| cell | selected | " + criterion + " | trials | diverged |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    head = (f"Each cell was tuned by successive halving on the training set minus a "
+            f"{table['val_fraction'].median():g} validation split: every grid point trained a share of the "
+            "schedule, the best third was continued from its checkpoint, and so on until the survivors finished "
+            f"the full {table['epochs'].median():g} epochs; the best final {criterion} among those was selected "
+            "(a point with a diverged seed never is), and the cell's final runs use it on the full training set. "
+            "\"Neighbours\" are the grid points one step away along each knob, with the epochs they reached when "
+            "halving stopped them earlier: a flat neighbourhood means the choice matters little. A winner at "
+            "the edge of a grid of three or more values extends it by one value, once. Rungs: trials@epochs. "
+            "All trials: `tuned.csv`.\n\n")
+    return (head + f"| cell | selected | {criterion} | neighbours | rungs | diverged |\n|---|---|---|---|---|---|\n"
+            + "\n".join(rows) + "\n")
 
 
 def cmd_table(args) -> int:
@@ -201,6 +310,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True)
     p.add_argument("--keys", nargs="+", choices=TUNABLE, help="knobs to write (default: those that vary)")
     p.set_defaults(run=cmd_select)
+    p = sub.add_parser("rank", help="the grid points that reached --at epochs, best first (JSON)")
+    p.add_argument("cell_dir")
+    p.add_argument("--at", type=float, required=True, help="epochs every seed of a point must have trained")
+    p.set_defaults(run=cmd_rank)
     p = sub.add_parser("table", help="STUDY_DIR/tuned.csv of every trial")
     p.add_argument("study_dir")
     p.set_defaults(run=cmd_table)

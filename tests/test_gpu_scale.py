@@ -43,7 +43,21 @@ PAPER = {"table1": TABLE1, "scaling": SCALING, "social": SOCIAL_RESNET, "social-
 
 def parse(command: str) -> dict[str, str]:
     """The flags and --set values of one `bench run` command line."""
-    words = shlex.split(command.split("bench run", 1)[1])
+    return parse_words(shlex.split(command.split("bench run", 1)[1]))
+
+
+def parse_plan(line: str) -> list[dict]:
+    """The trials of one tuning job (`python -m bench.pipeline.halving PLAN`), each parsed as a `bench run`
+    line, with its out directory and the halving's rungs (epochs)."""
+    import json
+
+    words = shlex.split(line)
+    plan = json.loads(words[words.index("bench.pipeline.halving") + 1])
+    return [{**parse_words(argv[argv.index("run") + 1:]), "out": f"{plan['dir']}/{name}", "rungs": plan["rungs"]}
+            for name, argv in plan["trials"].items()]
+
+
+def parse_words(words: list[str]) -> dict[str, str]:
     out = {}
     for flag, value in zip(words, words[1:]):
         if flag == "--set":
@@ -70,7 +84,7 @@ def gpu_runs(tmp_path_factory):
             continue
         commands = [part for line in stdout.splitlines() if "bench run" in line for part in line.split("&&")]
         finals = [parse(c) for c in commands if f"results/{study}/runs/" in c]
-        trials = [parse(c) for c in commands if f"results/{study}/tune/" in c]
+        trials = [t for line in stdout.splitlines() if "bench.pipeline.halving" in line for t in parse_plan(line)]
         out[study] = (finals, trials)
     assert not broken, broken
     return out
@@ -94,8 +108,8 @@ def test_run_lines_carry_the_papers_settings(gpu_runs, study):
             assert run.get(key) == value, f"{study}: {key}={run.get(key)!r}, the paper's {value!r}"
         assert run.get("device") == "cuda"
         assert run.get("compute_time", "measured") == "measured"  # a CPU study's modelled step time never leaks
-    for run in trials:  # a share of the epochs on a validation split, no local models evaluated
-        assert float(run["epochs"]) < float(finals[0]["epochs"])
+    for run in trials:  # the full schedule, paused at shorter rungs, on a validation split, no local models
+        assert float(run["epochs"]) == float(finals[0]["epochs"]) == run["rungs"][-1] > run["rungs"][0]
         assert float(run["val_fraction"]) > 0 and run["eval_local_workers"] == "0"
 
 

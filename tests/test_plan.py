@@ -89,7 +89,8 @@ def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
     assert int(final["steps"]) == 2 * (50_000 // 4 // 4)  # 2 epochs of the real CIFAR-10 at n = 4, batch 4
     assert int(final["evaluations"]) == 1 + 2  # before the first step, then once an epoch
     tune = rows[("tune_cell", "choco-sign_ring3")]  # 2 trials of half the epochs, 10 % held out
-    assert int(tune["runs"]) == 2 and int(tune["steps"]) == 2 * math.ceil(0.5 * 2 * (45_000 // 3 // 4))
+    # successive halving: both learning rates to the first rung (1 of 2 epochs), the better one to the end
+    assert int(tune["runs"]) == 2 + 1 and int(tune["steps"]) == 3 * math.ceil(0.5 * 2 * (45_000 // 3 // 4))
     assert rows[("run", "allreduce-none_ring3_s0")]["shape"] == "cifar10-resnet8 n=3 b=4"
     for row in tiny_plan:
         hours = (int(row["steps"]) * float(row["s_per_step"]) + int(row["evaluations"]) * float(row["s_per_eval"])) / 3600

@@ -354,3 +354,28 @@ def test_every_local_model_is_scored_at_the_end_and_a_sample_before(tmp_path):
     assert m["local_test_acc_mean"].iloc[-1] == pytest.approx(sum(accs) / 4)
     assert m["local_test_acc_min"].iloc[-1] == min(accs) and m["local_test_acc_max"].iloc[-1] == max(accs)
     assert m["local_test_acc_std"].iloc[-1] == pytest.approx(float(pd.Series(accs).std(ddof=0)))
+
+
+def test_a_run_paused_at_stop_at_and_continued_equals_one_run(tmp_path):
+    """Successive halving's rungs: pause at 0.5 epochs (checkpoint kept), continue to 1.5, then to the end;
+    the metrics are those of one uninterrupted run, and the run keeps one identity throughout."""
+    argv = [*SMALL[: SMALL.index("--epochs") + 1], "2", *SMALL[SMALL.index("--epochs") + 2:],
+            "--set", "eval_every=0.25"]
+    assert main(["run", *argv, "--out", str(tmp_path / "whole")]) == 0
+    rungs = tmp_path / "rungs"
+    for stop in ("0.5", "1.5"):
+        assert main(["run", *argv, "--set", f"stop_at={stop}", "--out", str(rungs)]) == 0
+        info = json.loads((rungs / "run.json").read_text())
+        assert info["status"] == "paused" and (rungs / "checkpoint.pt").exists()
+        assert metrics(rungs)["epoch"].iloc[-1] == float(stop)
+    assert main(["run", *argv, "--out", str(rungs)]) == 0
+    info = json.loads((rungs / "run.json").read_text())
+    assert info["status"] == "completed" and not (rungs / "checkpoint.pt").exists()
+    assert info["run_id"] == json.loads((tmp_path / "whole" / "run.json").read_text())["run_id"]
+    whole, parts = metrics(tmp_path / "whole"), metrics(rungs)
+    # the pauses add evaluations at 0.5 and 1.5 epochs (what a rung is judged on); every other row is the
+    # same, but for the workers' minibatch loss averaged since the previous evaluation (a shorter window)
+    assert sorted(set(parts["epoch"]) - set(whole["epoch"])) == [0.5, 1.5]
+    shared = parts[parts["step"].isin(whole["step"])].reset_index(drop=True)
+    window = [*WALL, "train_loss_workers"]
+    pd.testing.assert_frame_equal(shared.drop(columns=window), whole.drop(columns=window))

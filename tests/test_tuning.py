@@ -12,7 +12,7 @@ import torch
 import yaml
 
 from analysis.figures.sensitivity import plot_sensitivity, sensitivity_slice
-from analysis.tuning import SelectionError, select, study_table
+from analysis.tuning import SelectionError, read_trials, select, study_table
 from analysis.tuning import main as tune_main
 from bench.cli import main as bench_main
 from bench.run.config import RunConfig
@@ -71,9 +71,9 @@ def test_val_fraction_out_of_range_is_one_line_and_exit_2(tmp_path, capsys):
 
 def test_runs_without_validation_keep_their_ids():
     # val_fraction and recipe arrived after runs were written: at their defaults they leave the
-    # fingerprint alone
+    # fingerprint alone (stop_at never enters it: how far to train now is not what the run is)
     cfg = RunConfig()
-    legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction", "recipe")}
+    legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction", "recipe", "stop_at")}
     import hashlib
 
     expected = hashlib.sha256(json.dumps(legacy, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -192,3 +192,95 @@ def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(t
     assert (study / "figures" / "sensitivity.png").stat().st_size > 0
     report = (study / "report.md").read_text()
     assert "## Tuning" in report and "| choco-sign_ring4 | lr = " in report
+
+
+# -- successive halving ------------------------------------------------------------------------
+def _fake_trainer(accuracy, calls):
+    """A stand-in for `bench run`: writes the run directory a trial would, its validation accuracy at each
+    epoch given by ``accuracy(lr, epoch)``; a run continued to a later stop_at keeps its earlier points."""
+    from analysis_fixtures import make_run
+
+    def run(argv):
+        sets = dict(a.split("=", 1) for a, prev in zip(argv[1:], argv) if prev == "--set")
+        out = Path(argv[argv.index("--out") + 1])
+        lr, full = float(sets["lr"]), 8.0
+        stop = float(sets.get("stop_at", full))
+        calls.append((out.name, stop))
+        points = [{"epoch": e, "val_acc": accuracy(lr, e), "val_loss": 1 - accuracy(lr, e)}
+                  for e in (0.0, 1.0, 2.0, 4.0, 8.0) if e <= stop]
+        make_run(out, lr=lr, epochs=full, val_fraction=0.1, status="completed" if stop >= full else "paused",
+                 epochs_points=points)
+        return 0
+
+    return run
+
+
+def _plan(tmp_path, lrs):
+    return {"cell": "c", "dir": str(tmp_path / "tune" / "c"), "rungs": [2.0, 4.0, 8.0], "keep": 1 / 3,
+            "trials": {f"lr={lr}_s0": ["python", "-m", "bench", "run", "--set", f"lr={lr}"] for lr in lrs}}
+
+
+def _in_process_rank(cell_dir, at):
+    from analysis.tuning import rank, read_trials
+
+    return rank(read_trials(cell_dir), at)
+
+
+def test_halving_chooses_on_the_full_budget_not_the_first_rung(tmp_path):
+    """Small learning rates lead early and large ones overtake them (the bias of a single short rung):
+    halving keeps a third of the points at each rung and chooses on the full schedule."""
+    from bench.pipeline.halving import halve
+
+    def accuracy(lr, epoch):  # lr 0.1 leads at 2 epochs, lr 0.3 from 4 on (not at the edge of the grid)
+        return {0.03: 0.50, 0.1: 0.60, 0.3: 0.55, 1.0: 0.30}[lr] + epoch * {0.03: 0.0, 0.1: 0.01, 0.3: 0.03, 1.0: 0.0}[lr]
+
+    calls = []
+    record = halve(_plan(tmp_path, [0.03, 0.1, 0.3, 1.0]), run=_fake_trainer(accuracy, calls), rank=_in_process_rank)
+    assert [r["trials"] for r in record["rungs"]] == [["lr=0.03_s0", "lr=0.1_s0", "lr=0.3_s0", "lr=1.0_s0"],
+                                                      ["lr=0.1_s0", "lr=0.3_s0"], ["lr=0.3_s0"]]
+    assert calls[:4] == [(f"lr={lr}_s0", 2.0) for lr in (0.03, 0.1, 0.3, 1.0)]
+    assert calls[4:] == [("lr=0.1_s0", 4.0), ("lr=0.3_s0", 4.0), ("lr=0.3_s0", 8.0)]
+    table = select(read_trials(tmp_path / "tune" / "c"))
+    # the full budget decides: lr 0.3, where the first rung alone would have taken lr 0.1
+    assert table.loc[table["selected"], "trial"].tolist() == ["lr=0.3_s0"]
+    assert json.loads((tmp_path / "tune" / "c" / "halving.json").read_text())["rungs"][0]["epochs"] == 2.0
+    assert not record["extended"]
+
+
+def test_halving_continues_the_late_winner_and_extends_a_grid_at_its_edge_once(tmp_path):
+    from bench.pipeline.halving import halve
+
+    def accuracy(lr, epoch):  # at 2 epochs lr 0.03 leads; from 4 on, the larger the better (past the grid too)
+        return 0.5 + (0.05 if lr == 0.03 else 0.0) * (epoch <= 2) + min(lr, 3.0) * 0.01 * epoch
+
+    calls = []
+    record = halve(_plan(tmp_path, [0.01, 0.03, 0.1, 0.3, 1.0, 0.003]), run=_fake_trainer(accuracy, calls),
+                   rank=_in_process_rank)
+    assert record["rungs"][1]["trials"] == ["lr=0.03_s0", "lr=1.0_s0"]  # the best third after the first rung
+    assert record["rungs"][2]["trials"] == ["lr=1.0_s0"]
+    (edge,) = record["extended"]
+    assert edge["knob"] == "lr" and edge["value"] == 1.0 and edge["extend_to"] == 3.33
+    assert calls[-1][1] == 8.0 and calls[-1][0].endswith("-ext3.33")  # straight to the full schedule, once
+    table = select(read_trials(tmp_path / "tune" / "c"))
+    assert table.loc[table["selected"], "lr"].item() == 3.33
+    # the report: the winner on the full schedule, its neighbours with the budget they reached, the rungs
+    assert tune_main(["table", str(tmp_path)]) == 0
+    from analysis.tuning import tuning_markdown
+
+    row = next(line for line in tuning_markdown(tmp_path).splitlines() if line.startswith("| c |"))
+    cells = [c.strip() for c in row.split("|")]
+    assert cells[2] == "lr = 3.33" and cells[3] == f"{accuracy(3.33, 8):.4g}"
+    assert cells[4] == f"lr 1: {accuracy(1.0, 8):.4g}"  # its one neighbour (the grid's old edge)
+    assert cells[5] == "6@2 → 2@4 → 1@8; lr 1 at the grid's edge, extended to 3.33"
+
+
+def test_rank_lists_only_points_that_reached_the_rung(tmp_path):
+    from analysis.tuning import rank
+
+    table = trials([
+        {"trial": "a", "lr": 0.1, "status": "paused", "epochs_done": 2.0, "val_acc": 0.9, "val_loss": 0.1},
+        {"trial": "b", "lr": 0.3, "status": "completed", "epochs_done": 8.0, "val_acc": 0.7, "val_loss": 0.3},
+        {"trial": "c", "lr": 1.0, "status": "diverged", "epochs_done": 8.0, "val_acc": 0.95, "val_loss": 1e9},
+    ])
+    assert [r["trials"] for r in rank(table, 2.0)["ranking"]] == [["a"], ["b"]]
+    assert [r["trials"] for r in rank(table, 8.0)["ranking"]] == [["b"]]

@@ -37,15 +37,19 @@ def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
         column = best["criterion"]
         others = [k for k in KNOBS if k != knob and k in g]
         along = g[[all(_close(r[k], best[k]) for k in others) for _, r in g.iterrows()]]
+        full = g["epochs"].max()
+        done = g["epochs_done"] if "epochs_done" in g else g["epochs"]  # tables from before halving: all full
         for value, h in along.groupby(knob):
-            ok = h[h["status"] == "completed"][column].dropna()
+            ok = h[h["status"].isin(("completed", "paused"))][column].dropna()
+            reached = float(done[h.index].min())
             rows.append({"cell": cell, "method": best["method"], "value": float(value), "criterion": column,
+                         "epochs_done": reached, "full": bool(reached >= full - 1e-9),
                          "mean": ok.mean() if len(ok) else np.nan, "low": ok.min() if len(ok) else np.nan,
                          "high": ok.max() if len(ok) else np.nan, "trials": len(h),
                          "diverged": int((h["status"] == "diverged").sum()),
                          "selected": _close(value, best[knob])})
-    return pd.DataFrame(rows, columns=["cell", "method", "value", "criterion", "mean", "low", "high", "trials",
-                                       "diverged", "selected"])
+    return pd.DataFrame(rows, columns=["cell", "method", "value", "criterion", "epochs_done", "full", "mean", "low",
+                                       "high", "trials", "diverged", "selected"])
 
 
 def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
@@ -55,8 +59,13 @@ def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
     for (cell, method), g in table.groupby(["cell", "method"], sort=False):
         g = g.sort_values("value")
         color = colors[method]
-        ax.plot(g["value"], g["mean"] * scale, marker="o", color=color, linewidth=1.6, label=method)
-        spread = g.dropna(subset=["low"])
+        # the line joins the points that finished the full schedule; hollow markers: stopped by halving earlier
+        whole = g[g["full"]]
+        ax.plot(whole["value"], whole["mean"] * scale, marker="o", color=color, linewidth=1.6, label=method)
+        early = g[~g["full"]]
+        ax.plot(early["value"], early["mean"] * scale, linestyle="none", marker="o", markerfacecolor="white",
+                color=color)
+        spread = whole.dropna(subset=["low"])
         if (spread["high"] > spread["low"]).any():
             ax.fill_between(spread["value"], spread["low"] * scale, spread["high"] * scale, color=color, alpha=0.15)
         for _, r in g[g["selected"]].iterrows():
@@ -111,11 +120,13 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     budget = trials["epochs"].median()
     seeds = trials.groupby(["cell"] + [k for k in KNOBS if k in trials]).size().max()
     caption = (f"Tuning trials of {task} ({len(trials)} trials, {trials['cell'].nunique()} cells, "
-               f"{budget:g} epochs each, {seeds} seed(s) per grid point): final validation "
+               f"successive halving to {budget:g} epochs, {seeds} seed(s) per grid point): last validation "
                f"{'accuracy' if trials['criterion'].dropna().eq('val_acc').all() else 'metric'} on a split held "
                "out of the training set (never the test set) against the learning rate (left) and against "
                "Choco's consensus step γ (right, Choco with a compressor only). Each curve is a slice through the "
-               "cell's selected trial (★): the other tuned knobs stay at their selected values; shading spans the "
-               "tuning seeds; × marks diverged trials. A flat curve is a forgiving method; the paper tuned every "
+               "cell's selected trial (★): the other tuned knobs stay at their selected values; the line joins the "
+               "points that finished the whole schedule, hollow markers are points halving stopped earlier (at "
+               "their last rung's score, lower for being shorter); shading spans the tuning seeds; × marks "
+               "diverged trials. A flat curve is a forgiving method; the paper tuned every "
                "method's learning rate and γ on such grids before comparing them.")
     return paths, caption

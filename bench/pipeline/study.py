@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass
@@ -159,12 +160,21 @@ class Study:
             keys.append(key)
         return keys
 
-    def trial_epochs(self, settings: dict[str, Any]) -> float:
+    def rungs(self, settings: dict[str, Any]) -> list[float]:
+        """Epochs of each rung of successive halving: the first a share of the schedule (``tune.budget``,
+        0.25 by default, or ``tune.epochs``), then half of it when the first is shorter, then all of it;
+        or ``tune.rungs`` as shares of the schedule."""
         epochs = float(self.merged(settings).get("epochs", 10))
-        return self.tune["epochs"] if "epochs" in self.tune else max(epochs * self.tune.get("budget", 0.25), 0.5)
+        if "rungs" in self.tune:
+            shares = sorted(float(f) for f in self.tune["rungs"])
+            return sorted({min(epochs, f * epochs) for f in shares} | {epochs})
+        first = float(self.tune["epochs"]) if "epochs" in self.tune else max(epochs * self.tune.get("budget", 0.25), 0.5)
+        first = min(first, epochs)
+        return [first, epochs / 2, epochs] if first < epochs / 2 else sorted({first, epochs})
 
     def trials(self, cell: str) -> dict[str, dict[str, Any]]:
-        """name -> settings of every tuning trial of ``cell``: grid point x tuning seed."""
+        """name -> settings of every tuning trial of ``cell``: grid point x tuning seed, each the cell's full
+        schedule on the training set minus a validation split (the rungs pause it part-way)."""
         settings = self.cells[cell]
         keys = self.tuned_keys(settings)
         out = {}
@@ -172,9 +182,30 @@ class Study:
             point = dict(zip(keys, values))
             name = "_".join(f"{k}={safe(v)}" for k, v in point.items()) or "default"
             for seed in self.tune.get("seeds", [0]):
-                out[f"{name}_s{seed}"] = {**settings, **point, "seed": seed, "epochs": self.trial_epochs(settings),
+                out[f"{name}_s{seed}"] = {**settings, **point, "seed": seed,
                                           "val_fraction": self.tune.get("val_fraction", 0.1), "eval_local_workers": 0}
         return out
+
+    def halving_plan(self, cell: str, out: str) -> dict[str, Any]:
+        """What `python -m bench.pipeline.halving` needs to tune ``cell`` into ``out``."""
+        return {"cell": cell, "dir": out, "rungs": self.rungs(self.cells[cell]),
+                "keep": float(self.tune.get("keep", 1 / 3)), "extend": bool(self.tune.get("extend", True)),
+                "trials": {name: [*self.launcher(t), *self.run_args(t)] for name, t in self.trials(cell).items()}}
+
+    def tuning_work(self, cell: str) -> tuple[dict[str, Any], ...]:
+        """The `bench run`s a cell's halving makes, each as the settings of a run of the same cost: every
+        trial to the first rung, then a third of the points (all their seeds) each rung's increment. The
+        extension of a grid at its edge (at most one point per knob) comes on top."""
+        trials = list(self.trials(cell).values())
+        seeds = max(1, len(self.tune.get("seeds", [0])))
+        keep = float(self.tune.get("keep", 1 / 3))
+        rungs, points, work, done = self.rungs(self.cells[cell]), len(trials) // seeds, [], 0.0
+        for r, epochs in enumerate(rungs):
+            if r:
+                points = max(1, math.ceil(points * keep))
+            work += [{**t, "stop_at": epochs - done} for t in trials[: points * seeds]]
+            done = epochs
+        return tuple(work)
 
     # -- command lines -----------------------------------------------------------------------
     def processes(self, settings: dict[str, Any]) -> int:
@@ -218,7 +249,7 @@ class Study:
     def jobs(self) -> list[Job]:
         """Every training job the pipeline submits: the tuning of each tuned cell (all its trials in
         one job), then the final runs (one job per run, or per cell with grouped seeds)."""
-        out = [Job("tune_cell", cell, cell, tuple(self.trials(cell).values())) for cell in self.tuned_cells]
+        out = [Job("tune_cell", cell, cell, self.tuning_work(cell)) for cell in self.tuned_cells]
         if self.group_seeds:
             out += [Job("run_cell", cell, cell, tuple(self.runs[f"{cell}_s{seed}"] for seed in self.seeds))
                     for cell in self.cells]

@@ -69,7 +69,8 @@ class Timing:
         if not math.isfinite(self.s_step):
             return 0, 0, float("nan")
         steps_per_epoch = self.data.steps_per_epoch(cfg.nodes, cfg.batch_size, cfg.val_fraction)
-        steps, _, evaluations = step_counts(cfg.epochs, steps_per_epoch, cfg.eval_every)
+        epochs = cfg.epochs if cfg.stop_at is None else min(cfg.epochs, cfg.stop_at)  # a halving rung's share
+        steps, _, evaluations = step_counts(epochs, steps_per_epoch, cfg.eval_every)
         models = 1 + len(local_sample(cfg.nodes, cfg.eval_local_workers))  # the averaged model and local ones
         return steps, evaluations, models * self.s_per_unit * self.data.evaluated_units(cfg.val_fraction)
 

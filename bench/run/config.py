@@ -54,6 +54,9 @@ class RunConfig:
     # (0: none); the final evaluation always scores all n
     eval_local_workers: int | str = "all"
     checkpoint_every: float = 1.0  # epochs between checkpoints (also on SIGTERM/SIGINT)
+    # pause after this many epochs (status paused, checkpoint kept); the same run with a larger stop_at,
+    # or none, continues it: the run's identity is its full schedule (successive halving's rungs)
+    stop_at: float | None = None
     divergence_loss: float = 1e3  # training loss above this (or NaN) marks the run diverged
     device: str = "cpu"  # cpu | cuda
     backend: str = "sim"  # sim: all workers in one process; dist: torch.distributed processes
@@ -72,7 +75,7 @@ class RunConfig:
     def fingerprint(self) -> str:
         """Hash of everything that changes the numbers (not quiet/device/paths of output)."""
         d = self.to_dict()
-        for key in ("quiet",):
+        for key in ("quiet", "stop_at"):  # how far to train now is not what the run is
             d.pop(key)
         for key, default in _LATER_KEYS.items():  # runs made before a key existed keep their id
             if d.get(key) == default:
@@ -155,12 +158,12 @@ def _coerce(key: str, value: Any) -> Any:
         if isinstance(value, str) and value in ("auto", "measured"):
             return value
         return _number(key, value, float)
-    if key in ("weights", "grad_clip", "data_root", "procs"):
+    if key in ("weights", "grad_clip", "data_root", "procs", "stop_at"):
         if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
             return None
         if key == "procs":
             return _number(key, value, int)
-        return _number(key, value, float) if key == "grad_clip" else str(value)
+        return _number(key, value, float) if key in ("grad_clip", "stop_at") else str(value)
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
@@ -324,6 +327,7 @@ def validate(cfg: RunConfig) -> None:
         (cfg.eval_local_workers == "all" or cfg.eval_local_workers >= 0,
          f"eval_local_workers={cfg.eval_local_workers} must be 'all' or a count >= 0"),
         (cfg.grad_clip is None or cfg.grad_clip > 0, f"grad_clip={cfg.grad_clip} must be > 0"),
+        (cfg.stop_at is None or cfg.stop_at > 0, f"stop_at={cfg.stop_at} must be > 0 (epochs to train before pausing)"),
         (cfg.divergence_loss > 0, f"divergence_loss={cfg.divergence_loss} must be > 0 (a training loss above it "
                                   "marks the run diverged)"),
         (is_device(cfg.device), f"device={cfg.device!r}; allowed: {DEVICES}"),

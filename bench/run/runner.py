@@ -23,7 +23,7 @@ from .progress import Progress
 from .schedule import lr_at, step_counts
 from .setup import Parts
 
-FINAL = ("completed", "diverged")
+FINAL = ("completed", "diverged")  # a run in one of these is done; "paused" (stop_at) is continued
 # write failures of a full or failing disk: the run fails (status 1), unlike a path refused as bad input
 OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 
@@ -47,6 +47,8 @@ class Loop:
         task = parts.task
         self.spe = task.steps_per_epoch
         self.total, self.eval_every, _ = step_counts(cfg.epochs, self.spe, cfg.eval_every)
+        # stop_at pauses the run part-way (successive halving continues it later from its checkpoint)
+        self.stop = self.total if cfg.stop_at is None else min(self.total, max(1, round(cfg.stop_at * self.spe)))
         self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
         self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers) if task.has_gradient else []
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
@@ -188,7 +190,7 @@ class Loop:
         try:
             if not c.rows:
                 self.add_row()
-            while c.global_step < self.total and status == "completed":
+            while c.global_step < self.stop and status == "completed":
                 epoch, first = divmod(c.global_step, self.spe)
                 if first == 0:
                     p.task.start_epoch(epoch)
@@ -197,7 +199,7 @@ class Loop:
                     self.progress.step(self.epoch_now(), loss)
                     if p.task.has_gradient and not (loss <= cfg.divergence_loss):  # NaN compares False
                         status = "diverged"
-                    elif c.global_step % self.eval_every == 0 or c.global_step == self.total:
+                    elif c.global_step % self.eval_every == 0 or c.global_step in (self.stop, self.total):
                         self.add_row(final=c.global_step == self.total)
                         if not p.task.has_gradient and not (c.rows[-1]["train_loss"] <= cfg.divergence_loss):
                             status = "diverged"
@@ -205,12 +207,12 @@ class Loop:
                         if c.rows[-1]["step"] != c.global_step:
                             self.add_row(final=True)
                         break
-                    if c.global_step % self.ckpt_every == 0 or c.global_step == self.total:
+                    if c.global_step % self.ckpt_every == 0 or c.global_step in (self.stop, self.total):
                         self.save()
                     if self._agreed(bool(caught)):
                         self.save()
                         raise Interrupted(caught[0] if caught else signal.SIGTERM)
-                    if c.global_step >= self.total:
+                    if c.global_step >= self.stop:
                         break
         except Interrupted as stop:
             self.progress.close()
@@ -231,9 +233,13 @@ class Loop:
             for s, handler in handlers.items():
                 signal.signal(s, handler)
         self.progress.close()
-        self._finish(status, {"end_time": now()})
-        if self.checkpoint.exists():
-            self.checkpoint.unlink()
+        if status == "completed" and c.global_step < self.total:  # paused at stop_at: the checkpoint stays
+            status = "paused"
+            self._finish(status, {"paused_at_step": c.global_step})
+        else:
+            self._finish(status, {"end_time": now()})
+            if self.checkpoint.exists():
+                self.checkpoint.unlink()
         last = c.rows[-1]
         if not cfg.quiet and self.writer:
             print(f"{self.out}: {status} at step {c.global_step} (epoch {self.epoch_now():.2f}); "

@@ -1,6 +1,7 @@
-# Tuning: for every cell of a study with a `tune:` grid, one job trains all its trials (a fraction
-# of the epochs, on the training set minus a validation split), one job picks the winner by
-# validation accuracy into results/<study>/tuned/<cell>.yaml, and the final runs read it.
+# Tuning: for every cell of a study with a `tune:` grid, one job tunes it by successive halving (every
+# grid point to a short budget on the training set minus a validation split, the best third continued
+# from its checkpoint, the best of those to the full schedule; bench/pipeline/halving.py), one job picks
+# the winner on the full budget into results/<study>/tuned/<cell>.yaml, and the final runs read it.
 
 
 rule tune_cell:
@@ -10,16 +11,14 @@ rule tune_cell:
     log:
         f"logs/{STUDY}/tune/{{cell}}.log",
     params:
-        commands=lambda wc: " && ".join(
-            S.command(settings, f"{OUT}/tune/{wc.cell}/{name}") for name, settings in S.trials(wc.cell).items()
-        ),
+        plan=lambda wc: json.dumps(S.halving_plan(wc.cell, f"{OUT}/tune/{wc.cell}")),
     threads: lambda wc: S.processes(CELLS[wc.cell])
     resources:
         **job_resources("tune_cell", lambda wc: (wc.cell, CELLS[wc.cell])),
     conda:
         "../envs/bench.yaml"
     shell:
-        "({params.commands}) > {log} 2>&1"
+        "python -m bench.pipeline.halving {params.plan:q} > {log} 2>&1"
 
 
 rule select_cell:

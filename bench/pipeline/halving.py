@@ -1,0 +1,129 @@
+"""Successive halving of one cell's tuning grid (the pipeline's `tune_cell` job).
+
+Every grid point trains to the first rung (a share of the full schedule), the best third of them
+is continued from its checkpoint to the next rung, and so on until the survivors finish the full
+schedule; the choice is then made on the full budget (`analysis tune select`). A trial is one run
+of the full schedule paused at each rung (``stop_at``), so a continued trial is exactly the run it
+would have been uninterrupted. When the winner sits at the edge of its grid (the smallest or largest
+of three or more values), the grid is extended by one value in that direction, once: that point
+trains the full schedule too and competes with the winner.
+
+Rankings come from `python -m analysis tune rank` (the one place that knows how trials are judged);
+this module only decides what to train next. ``halving.json`` in the cell's tuning folder records
+each rung, the survivors and any extension, for the report.
+
+    python -m bench.pipeline.halving PLAN_JSON
+"""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable
+
+from ..errors import BenchError
+from ..files import atomic_write_text
+
+RECORD = "halving.json"
+Runner = Callable[[list[str]], int]
+Ranker = Callable[[Path, float], dict]
+
+
+def _run(argv: list[str]) -> int:
+    return subprocess.run(argv).returncode
+
+
+def _rank(cell_dir: Path, at: float) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "analysis", "tune", "rank", str(cell_dir), "--at", repr(at)],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise BenchError(f"ranking the trials of {cell_dir} at {at:g} epochs failed: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def _with_value(argv: list[str], knob: str, value: float) -> list[str]:
+    """``argv`` with its ``--set knob=…`` replaced by ``value``."""
+    out, found = list(argv), False
+    for i, word in enumerate(out):
+        if i and out[i - 1] == "--set" and word.startswith(f"{knob}="):
+            out[i], found = f"{knob}={float(value)!r}", True
+    if not found:
+        raise BenchError(f"a trial's command sets no {knob}: cannot extend the grid along it")
+    return out
+
+
+def halve(plan: dict, run: Runner = _run, rank: Ranker = _rank) -> dict:
+    """Train ``plan``'s trials rung by rung; return (and write) the record of what was trained."""
+    cell_dir = Path(plan["dir"])
+    rungs = [float(e) for e in plan["rungs"]]
+    keep = float(plan.get("keep", 1 / 3))
+    trials: dict[str, list[str]] = {name: list(argv) for name, argv in plan["trials"].items()}
+    alive = sorted(trials)
+    record = {"cell": plan["cell"], "rungs": [], "keep": keep, "extended": []}
+    failures = []
+
+    def train(names: list[str], stop_at: float | None) -> None:
+        for name in names:
+            argv = [*trials[name], *(["--set", f"stop_at={stop_at!r}"] if stop_at is not None else []),
+                    "--quiet", "--replace-stale", "--out", str(cell_dir / name)]  # trials of an earlier grid: set aside
+            status = run(argv)
+            if status != 0:  # a failed trial is ranked out, not fatal to the cell
+                failures.append({"trial": name, "status": status, "stop_at": stop_at})
+
+    ranking: dict = {}
+    for r, epochs in enumerate(rungs):
+        last = r == len(rungs) - 1
+        print(f"{plan['cell']}: rung {r + 1}/{len(rungs)}: {len(alive)} trials to {epochs:g} epochs", flush=True)
+        train(alive, None if last else epochs)
+        ranking = rank(cell_dir, epochs)
+        ranked_trials = [entry["trials"] for entry in ranking["ranking"] if set(entry["trials"]) <= set(alive)]
+        record["rungs"].append({"epochs": epochs, "trials": alive,
+                                "ranking": [entry["point"] for entry in ranking["ranking"]]})
+        if not ranked_trials:
+            break  # every point diverged or failed: `analysis tune select` says so
+        if not last:
+            points = max(1, math.ceil(len(ranked_trials) * keep))
+            alive = sorted(name for group in ranked_trials[:points] for name in group)
+    for edge in (ranking.get("edges", []) if plan.get("extend", True) else []):
+        winner = ranking["ranking"][0]
+        names = []
+        for name in winner["trials"]:
+            new = name.replace(f"{edge['knob']}=", f"{edge['knob']}~", 1)  # a name no grid point has
+            new = f"{new}-ext{edge['extend_to']:.3g}"
+            trials[new] = _with_value(trials[name], edge["knob"], edge["extend_to"])
+            names.append(new)
+        print(f"{plan['cell']}: best {edge['knob']} = {edge['value']:g} is at the edge of its grid; "
+              f"trying {edge['extend_to']:.3g} on the full schedule", flush=True)
+        train(names, None)
+        record["extended"].append({**edge, "trials": names})
+    if record["extended"]:
+        final = rank(cell_dir, rungs[-1])
+        record["rungs"].append({"epochs": rungs[-1], "trials": sorted(n for e in record["extended"] for n in e["trials"]),
+                                "ranking": [entry["point"] for entry in final["ranking"]], "extension": True})
+    record["failed"] = failures
+    atomic_write_text(cell_dir / RECORD, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m bench.pipeline.halving PLAN_JSON", file=sys.stderr)
+        return 2
+    try:
+        plan = json.loads(args[0])
+        Path(plan["dir"]).mkdir(parents=True, exist_ok=True)
+        halve(plan)
+    except (ValueError, KeyError, TypeError) as err:
+        print(f"bench halving: error: not a halving plan: {err}", file=sys.stderr)
+        return 2
+    except BenchError as err:
+        print(f"bench halving: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
