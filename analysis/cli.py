@@ -1,4 +1,4 @@
-"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|figures|report|tune``.
+"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.claims import check_claims, claims_markdown, read_traces
 from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
@@ -28,6 +29,14 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message):  # argparse prints usage + message; people need the one line
         raise UsageError(message)
 
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse drops "--" from an option's value: `--target-acc=--` became an empty list no type check saw
+        for word in sys.argv[1:] if args is None else args:
+            flag, eq, value = word.partition("=")
+            if word.startswith("-") and eq and value == "--":
+                self.error(f"argument {flag}: '--' is not a value")
+        return super().parse_known_args(args, namespace)
+
 
 def _number(kind, low=None):
     def parse(text):
@@ -41,15 +50,22 @@ def _number(kind, low=None):
     return parse
 
 
+_NOTES: list[str] = []  # the runs left out, said once the command has succeeded (a refusal is one line)
+
+
 def _load(directory: str):
     path = Path(directory)
     if not path.is_dir():
         raise UsageError(f"results directory not found: {directory}")
     runs = load_runs(path)
-    for where, reason in runs.problems:
-        print(f"analysis: note: {where}: {reason}", file=sys.stderr)
+    _NOTES.extend(f"analysis: note: {where}: {reason}" for where, reason in runs.problems)
     if not len(runs):
-        raise UsageError(f"no readable runs (directories with run.json and metrics.parquet) under {directory}")
+        skipped = ""
+        if runs.problems:
+            where, reason = runs.problems[0]
+            skipped = f"; {len(runs.problems)} left out, e.g. {where}: {(str(reason).splitlines() or [''])[0]}"
+        raise UsageError(f"no readable runs (directories with run.json and metrics.parquet) under {directory}"
+                         f"{skipped}")
     return runs
 
 
@@ -83,6 +99,7 @@ def cmd_baseline(args) -> int:
     table = _summarize(runs, **_targets(args))
     tol = {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}
     baseline = make_baseline(table, cell_summary(table), {k: v for k, v in tol.items() if v is not None})
+    baseline["claims"] = dict(zip(*check_claims(table, read_traces(Path(args.dir)))[["claim", "verdict"]].T.values))
     out = Path(args.out)
     write_text_atomically(out, json.dumps(baseline, indent=1, sort_keys=True) + "\n")
     print(f"baseline of {len(baseline['cells'])} cells -> {out}")
@@ -121,12 +138,33 @@ def cmd_regress(args) -> int:
         current = _summarize(runs, target_acc=baseline.get("targets") or None,
                             metric=baseline.get("metric", "test_acc"))
         tol = {k: v for k, v in {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}.items() if v is not None}
-        table, regressions = compare(baseline, current, tol)
+        table, regressions = compare(baseline, current, tol,
+                                     claims=check_claims(current, read_traces(Path(args.current))))
     with pd.option_context("display.width", 200, "display.max_rows", None, "display.max_colwidth", 80):
         print(table.to_string(index=False) if len(table) else "(nothing to compare)")
     for line in regressions:
         print(f"REGRESSION {line}", file=sys.stderr)
     return 1 if regressions else 0
+
+
+def cmd_claims(args) -> int:
+    """On DIR/summary.csv (the study's own targets) unless a target is given here."""
+    runs = _load(args.dir)
+    targets = _targets(args)
+    stored = Path(args.dir) / "summary.csv"
+    summary = None
+    if targets["target_acc"] is None and targets["target_rel"] is None and stored.is_file():
+        try:
+            summary = pd.read_csv(stored)
+        except (OSError, ValueError):  # damaged: computed again
+            summary = None
+    if summary is None:
+        summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or 0.95})
+    table = check_claims(summary, read_traces(Path(args.dir)))
+    out = Path(args.dir) / "claims.csv"
+    write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
+    print(claims_markdown(table) + f"\n-> {out}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -158,6 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--acc-tol", type=_number(float, 0.0))
     p.add_argument("--rel-tol", type=_number(float, 0.0), help="default 0.10 for runs, 0.15 for perf")
     p.set_defaults(run=cmd_regress)
+
+    p = sub.add_parser("claims", help="the paper's claims checked on a study's results: DIR/claims.csv")
+    p.add_argument("dir")
+    target_options(p)
+    p.set_defaults(run=cmd_claims)
     for name in DELEGATED:
         sub.add_parser(name, help=f"see python -m analysis {name} --help")
     return parser
@@ -175,7 +218,11 @@ def main(argv: list[str] | None = None) -> int:
                 return 2
             return int(entry(argv[1:]) or 0)
         args = build_parser().parse_args(argv)
-        return args.run(args)
+        _NOTES.clear()
+        status = args.run(args)
+        for line in _NOTES:
+            print(line, file=sys.stderr)
+        return status
     except UsageError as err:
         print(f"analysis: error: {err}", file=sys.stderr)
         return 2

@@ -70,9 +70,12 @@ def baseline_problem(baseline) -> str | None:
     if not isinstance(baseline, dict) or not isinstance(baseline.get("cells"), dict):
         return "no 'cells' object (make a baseline with `python -m analysis baseline`)"
     for key, kind, what in (("tolerances", dict, "an object"), ("targets", dict, "an object"),
-                            ("metric", str, "a string")):
+                            ("metric", str, "a string"), ("claims", dict, "an object")):
         if baseline.get(key) is not None and not isinstance(baseline[key], kind):
             return f"{key} is {baseline[key]!r:.40}, not {what}"
+    bad = [(k, v) for k, v in (baseline.get("claims") or {}).items() if v not in ("holds", "fails", "not run")]
+    if bad:
+        return f"claim {bad[0][0]}={bad[0][1]!r:.40} is not holds, fails or not run"
     bad = [(k, v) for k, v in (baseline.get("tolerances") or {}).items() if not _is_number(v)]
     if bad:
         return f"tolerance {bad[0][0]}={bad[0][1]!r} is not a number"
@@ -191,8 +194,11 @@ def _compare_cell(cell: str, base: dict, cur: pd.DataFrame, tol: dict):
     return rows, bad
 
 
-def compare(baseline: dict, current_summary: pd.DataFrame, tolerances: dict | None = None):
-    """(table, regressions): one table row per cell × check, and one line per regression."""
+def compare(baseline: dict, current_summary: pd.DataFrame, tolerances: dict | None = None,
+            claims: pd.DataFrame | None = None):
+    """(table, regressions): one table row per cell × check, and one line per regression; with
+    ``claims`` (analysis.claims.check_claims of the current results), a paper claim that held in the
+    baseline and fails now is one too."""
     tol = {**DEFAULT_TOLERANCES, **baseline.get("tolerances", {}), **(tolerances or {})}
     rows, regressions = [], []
     groups = dict(tuple(current_summary.groupby("cell"))) if len(current_summary) else {}
@@ -208,6 +214,16 @@ def compare(baseline: dict, current_summary: pd.DataFrame, tolerances: dict | No
     for cell in sorted(set(groups) - set(baseline["cells"])):
         rows.append({"cell": cell, "check": "present", "baseline": 0, "current": len(groups[cell]),
                      "change": math.nan, "test": "", "verdict": "new (not in baseline)"})
+    now = dict(zip(claims["claim"], zip(claims["verdict"], claims["measured"]))) if claims is not None else {}
+    for name, before in sorted((baseline.get("claims") or {}).items()):
+        if name not in now:
+            continue
+        verdict, measured = now[name]
+        lost = before == "holds" and verdict == "fails"
+        rows.append({"cell": "(paper claim)", "check": name, "baseline": before, "current": verdict,
+                     "change": math.nan, "test": "claim", "verdict": "regression" if lost else "ok"})
+        if lost:
+            regressions.append(f"paper claim {name} held in the baseline and fails now: {measured}")
     return pd.DataFrame(rows, columns=["cell", "check", "baseline", "current", "change", "test", "verdict"]), regressions
 
 

@@ -210,7 +210,11 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
     if skipped_text:
         out.append("## Skipped runs\n\n" + skipped_text)
     if summary is not None and not summary.empty:
+        from analysis.claims import check_claims, claims_markdown, read_traces
+
+        traces = read_traces(run_dir)
         sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
+                    ("The paper's claims", lambda s: claims_markdown(check_claims(s, traces))),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit per worker "
                      "to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + cell_table_markdown(s)),
