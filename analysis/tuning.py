@@ -89,7 +89,7 @@ def grid_points(trials: pd.DataFrame) -> pd.Series:
     """A label per trial naming its grid point (the tuned knobs' values); the tuning seeds of one
     point share it."""
     knobs = [k for k in TUNABLE if k in trials]
-    return trials[knobs].apply(lambda row: "|".join(f"{k}={row[k]!r}" for k in knobs), axis=1)
+    return trials[knobs].apply(lambda row: "|".join(f"{k}={float(row[k])!r}" for k in knobs), axis=1)
 
 
 def _scores(trials: pd.DataFrame, ok: pd.Series) -> tuple[pd.DataFrame, pd.Series]:
