@@ -31,8 +31,23 @@ Runner = Callable[[list[str]], int]
 Ranker = Callable[[Path, float], dict]
 
 
+IN_PROCESS = ["python", "-m", "bench", "run"]
+
+
 def _run(argv: list[str]) -> int:
-    return subprocess.run(argv).returncode
+    """One trial: `bench run` in this process when it is a plain one (no torch import and data loading
+    per trial: hundreds of trials pay that once), anything else (torchrun) as a child process."""
+    if argv[: len(IN_PROCESS)] != IN_PROCESS:
+        return subprocess.run(argv).returncode
+    from ..cli import main
+
+    try:
+        return int(main(argv[len(IN_PROCESS) - 1:]) or 0)
+    except SystemExit as stop:  # argparse
+        return stop.code if isinstance(stop.code, int) else 2
+    except Exception as err:  # a trial that crashes is ranked out; the others go on
+        print(f"{argv[-1]}: failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        return 1
 
 
 def _rank(cell_dir: Path, at: float) -> dict:
