@@ -287,11 +287,12 @@ def test_rank_lists_only_points_that_reached_the_rung(tmp_path):
 
 
 def test_a_plain_trial_runs_in_process_and_a_bad_one_is_a_status_not_a_crash(tmp_path, monkeypatch):
-    import subprocess as sp
+    import types
 
     from bench.pipeline import halving
 
-    monkeypatch.setattr(sp, "run", lambda *a, **k: pytest.fail("a plain trial must not start a process"))
+    refuse = types.SimpleNamespace(run=lambda *a, **k: pytest.fail("a plain trial must not start a process"))
+    monkeypatch.setattr(halving, "subprocess", refuse)
     argv = ["python", "-m", "bench", "run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--quiet"]
     assert halving._run([*argv, "--set", "stop_at=0.5", "--out", str(tmp_path / "t")]) == 0
     assert json.loads((tmp_path / "t" / "run.json").read_text())["status"] == "paused"
