@@ -84,7 +84,7 @@ def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
     column = table["criterion"].iloc[0]
     ax.set_ylabel({"val_acc": "final validation accuracy (%)", "val_ppl": "final validation perplexity"}
                   .get(column, f"final {column}"))
-    ax.legend(fontsize=8, loc="best")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3, frameon=False)  # off the stars
 
 
 def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
@@ -96,7 +96,7 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
     panels = [(k, t) for k, t in panels if len(t)]
     methods = sorted(trials["method"].unique(), key=method_sort_key)
     colors = dict(zip(methods, sns.color_palette("tab10", len(methods))))
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 4.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 5.2), squeeze=False)
     for ax, (knob, table) in zip(axes.flat, panels):
         _panel(ax, table, knob, colors)
         ax.set_title({"lr": "against the learning rate", "gamma": "against γ (Choco)"}[knob])
