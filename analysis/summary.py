@@ -24,6 +24,11 @@ def target_key(task, data) -> str:
     return f"{task}|{data}"
 
 
+def _key(*values) -> tuple:
+    """A group's key as a lookup key: groupby(dropna=False) names a missing task or data NaN, a row None."""
+    return tuple(None if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in values)
+
+
 def _targets(runs: pd.DataFrame, target_acc, target_rel, metric: str) -> dict:
     """(task, data) -> (target, source)."""
     if target_acc is not None and target_rel is not None:
@@ -31,6 +36,7 @@ def _targets(runs: pd.DataFrame, target_acc, target_rel, metric: str) -> dict:
     groups = runs.groupby(["task", "data"], dropna=False, sort=False)
     out = {}
     for (task, data), g in groups:
+        task, data = _key(task, data)
         if target_rel is None and not isinstance(target_acc, Mapping):
             out[(task, data)] = (math.nan, "none") if target_acc is None else (float(target_acc), "absolute")
         elif target_rel is None:
@@ -75,7 +81,7 @@ def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
     rows = []
     for _, run in table.iterrows():
         pts = runs.points[runs.points["run_id"] == run["run_id"]].sort_values("step")
-        target, source = targets[(run["task"], run["data"])]
+        target, source = targets[_key(run["task"], run["data"])]
         tta = time_to_target(pts, target, metric, status=run["status"])
         # at step 0 all workers start from the same model, so a distance of 0 there says nothing
         later = pts.loc[pts["step"] > 0, "consensus_distance"] if "consensus_distance" in pts else pd.Series(dtype=float)

@@ -17,6 +17,14 @@ class _Parser(argparse.ArgumentParser):
         print(f"{self.prog}: error: {message}", file=sys.stderr)
         raise SystemExit(2)
 
+    def parse_known_args(self, args=None, namespace=None):
+        # argparse drops "--" from an option's value: `--grid=--` became an empty list no type check saw
+        for word in sys.argv[1:] if args is None else args:
+            flag, eq, value = word.partition("=")
+            if word.startswith("-") and eq and value == "--":
+                self.error(f"argument {flag}: '--' is not a value")
+        return super().parse_known_args(args, namespace)
+
 
 def _int_between(low: int, high: int | None = None, why: str = ""):
     """An argparse type: an integer >= low (and <= high when given; `why` explains that bound)."""
@@ -56,6 +64,8 @@ def _device(*extra: str):
 def _output_dir(text: str) -> str:
     """A directory to write into (made when missing): refused when it or a folder above it is a file,
     or when it cannot be written, before anything runs."""
+    if not text.strip():  # Path("") is the working folder: `--out ""` wrote there, or (consensus) nowhere
+        raise argparse.ArgumentTypeError(f"{text!r} is an empty path; give a directory")
     path = Path(text)
     existing = next((p for p in (path, *path.parents) if p.exists()), None)
     if existing is None:

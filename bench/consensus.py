@@ -14,6 +14,7 @@ import torch
 from .algorithms import make_algorithm
 from .comm import SimulatedCommunicator
 from .compressors import make_compressor, measure_delta
+from .errors import BenchError
 from .topology import Topology
 
 DEFAULT_GAMMA_GRID = tuple(float(g) for g in np.logspace(-3, 0, 20))
@@ -44,6 +45,8 @@ def initial_vectors(n: int, dim: int, seed: int, dtype=torch.float64) -> torch.T
 def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0, steps: int = 1000,
                   dim: int = 2000, seed: int = 0, record_every: int = 1, dtype=torch.float64) -> ConsensusTrace:
     """Choco-Gossip with ``compressor`` (``None``: exact gossip ``x ← W x``) for ``steps`` rounds."""
+    if topology.n < 2:  # its error is 0 from the start, and the relative error 0/0
+        raise BenchError(f"consensus needs n >= 2 workers; got n={topology.n} (one worker is its own average)")
     x0 = initial_vectors(topology.n, dim, seed, dtype)
     target = x0.mean(dim=0)
     comm = SimulatedCommunicator(topology)

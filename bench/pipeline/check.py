@@ -8,6 +8,7 @@ from ..comm import make_network
 from ..compressors import make_compressor
 from ..errors import BenchError
 from ..run.config import RunConfig
+from ..tasks import check_option_values
 from ..topology import make_topology
 
 
@@ -32,8 +33,9 @@ class Checks:
             raise BenchError(self._topologies[key])
 
     def run(self, cfg: RunConfig) -> None:
-        """What `bench run` would refuse of ``cfg`` short of building its data and model: topology,
-        compressor, the algorithm's use of it, network."""
+        """What `bench run` would refuse of ``cfg`` short of building its data and model: task option types,
+        topology, compressor, the algorithm's use of it, network."""
+        check_option_values(cfg.task, cfg.task_options)
         algorithm = ALGORITHMS.get(cfg.algorithm)
         algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
         make_network(cfg.network)

@@ -64,8 +64,10 @@ def check_task_options(task: str, options: dict[str, Any], where: str) -> None:
     from ..tasks import TASKS, task_option_names
 
     TASKS.get(task)  # an unknown task name is one line listing the known ones
+    if not isinstance(options, dict):
+        raise BenchError(f"{where}={options!r} must be a mapping of option names to values, e.g. {{hidden: [64, 64]}}")
     allowed = task_option_names(task)
-    unknown = sorted(set(options) - set(allowed))
+    unknown = sorted(set(options) - set(allowed), key=str)
     if unknown:
         raise BenchError(f"{where}.{unknown[0]} is not an option of task {task!r}; allowed: {', '.join(allowed)}")
 
