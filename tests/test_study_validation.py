@@ -201,3 +201,23 @@ def test_a_dag_with_an_invalid_cell_stops_at_build_with_one_line(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     lines = [line for line in proc.stderr.splitlines() if "study 'v'" in line]
     assert len(lines) == 1 and "block 'b', cell choco-sign_torus37" in lines[0] and "n=37" in lines[0]
+
+
+def test_an_unknown_setting_in_the_defaults_names_the_defaults():
+    message = refusal(study(defaults={"epochs": 1, "colour": "blue"}))
+    assert "unknown setting 'colour' in the study's defaults" in message
+
+
+def test_an_unknown_figure_stops_the_dag_with_one_line(tmp_path):
+    """The schema does not list the figures: the DAG checks them against analysis/figures' own list."""
+    proc = snakemake(study(figures=["acuracy_curves"]), tmp_path, "-n")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "unknown figure" in line]
+    assert "'acuracy_curves'" in line and "accuracy_curves" in line.split("known:")[1]
+
+
+def test_the_config_layer_imports_without_torch():
+    """The pipeline resolves every cell's settings when it builds a DAG: that layer needs no torch."""
+    code = "import sys, bench.run.config, bench.pipeline.scale; assert 'torch' not in sys.modules, 'torch imported'"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -17,7 +17,6 @@ import yaml
 
 from ..errors import BenchError
 from . import scale as scales
-from .check import Checks
 
 # The keys of a block: its grid's axes, then any run setting except those the study owns elsewhere (a block
 # asking for one would otherwise be silently rewritten, and its cells merged or renamed).
@@ -96,6 +95,10 @@ class Study:
         if self.task is not None:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))
+        from ..run.config import check_keys
+        from .check import Checks  # bench's own parsers: the one part of building a study that needs torch
+
+        check_keys({k: v for k, v in self.defaults.items() if k != "task_options"}, "the study's defaults")
         checks = Checks(seed=self.seeds[0])
         self.cells: dict[str, dict[str, Any]] = {}
         seen: dict[str, str] = {}

@@ -192,6 +192,11 @@ def _number(key: str, value: Any, kind):
         raise BenchError(f"{key}={value!r} must be {what}") from None
 
 
+def check_keys(values: dict[str, Any], where: str) -> None:
+    """One line naming ``where`` and the first key of ``values`` that is not a setting."""
+    _check_keys(values, where)
+
+
 def _check_keys(values: dict[str, Any], where: str) -> None:
     unknown = sorted((k for k in values if k not in KEYS), key=str)
     if unknown:

@@ -6,6 +6,7 @@ from pathlib import Path
 from snakemake.logging import logger
 from snakemake.utils import validate
 
+from analysis.figures import FIGURES as KNOWN_FIGURES
 from bench.errors import BenchError
 from bench.pipeline import Study, safe
 from bench.plan.table import planned_runtimes
@@ -95,6 +96,9 @@ def run_targets():
 
 
 FIGURES = config.get("figures", [])
+_unknown = [name for name in FIGURES if name not in KNOWN_FIGURES]
+if _unknown:
+    sys.exit(f"error: study {STUDY!r}: unknown figure {_unknown[0]!r}; known: {', '.join(KNOWN_FIGURES)}")
 
 
 def all_targets():
