@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 CORES  ?= 2
 
-.PHONY: reproduce test setup clean-results
+.PHONY: reproduce test test-fast setup clean-results
 
 $(VENV)/.installed: pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,9 @@ reproduce: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
+
+test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests
+	$(PY) -m pytest -q -m "not slow"
 
 clean-results:
 	rm -rf results/consensus .snakemake

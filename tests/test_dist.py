@@ -15,6 +15,8 @@ import pytest
 
 from bench.cli import main
 
+pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
+
 TIMING = ["wall_s", "time_compute_s", "time_comm_s", "time_s"]  # measured in dist, modelled in sim
 SETTINGS = {"task": "lsq", "topology": "ring", "nodes": 4, "epochs": 2, "seed": 5, "lr": 0.05, "eval_every": 0.5,
             "momentum": 0.5, "gamma": 0.4, "batch_size": 8, "eval_local_workers": 4}

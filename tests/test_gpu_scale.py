@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+
 from bench.errors import BenchError
 from bench.pipeline import Study, sized
+
+pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))

@@ -10,6 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
+
+
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))

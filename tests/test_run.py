@@ -34,7 +34,8 @@ def metrics(path):
 def test_run_writes_the_contract(tmp_path):
     assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
     df = metrics(tmp_path)
-    assert list(df.columns[: len(CONTRACT_COLUMNS)]) == CONTRACT_COLUMNS or set(CONTRACT_COLUMNS) <= set(df.columns)
+    # every column of the contract, in the contract's order (extra columns may follow or sit between)
+    assert [c for c in df.columns if c in CONTRACT_COLUMNS] == CONTRACT_COLUMNS
     assert df["step"].iloc[0] == 0 and df["epoch"].iloc[-1] == pytest.approx(2.0)
     assert len(df) == 5  # step 0 and every half epoch
     assert df["bits_per_worker"].is_monotonic_increasing and df["bits_per_worker"].iloc[0] == 0
@@ -110,6 +111,7 @@ def _wait_for_checkpoint(path, proc, timeout=120):
     raise AssertionError("no checkpoint appeared")
 
 
+@pytest.mark.slow
 def test_resume_after_sigkill_gives_identical_metrics(tmp_path):
     reference = tmp_path / "reference"
     assert main(["run", *LONG, "--out", str(reference)]) == 0

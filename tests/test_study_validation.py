@@ -113,6 +113,7 @@ def test_a_tuned_cells_command_reads_its_tuned_values_and_leaves_them_out():
     assert not any(w.startswith("lr=") for w in words)
 
 
+@pytest.mark.slow
 def test_a_real_run_with_shell_code_in_its_values_runs_none_of_it(tmp_path, monkeypatch):
     """A file topology and a data root whose names hold shell code, trained and gossiped for real."""
     monkeypatch.chdir(tmp_path)  # where the pipeline runs, so the edge file is found from here
@@ -195,6 +196,7 @@ def test_each_topology_is_built_once_per_shape(monkeypatch):
     assert sorted(a for a, _ in calls) == [("ring", 4), ("ring", 8), ("ring", 16)]
 
 
+@pytest.mark.slow
 def test_a_dag_with_an_invalid_cell_stops_at_build_with_one_line(tmp_path):
     config = study({"topology": ["ring", "torus"], "nodes": [36, 37]})
     proc = snakemake(config, tmp_path, "-n")
@@ -208,6 +210,7 @@ def test_an_unknown_setting_in_the_defaults_names_the_defaults():
     assert "unknown setting 'colour' in the study's defaults" in message
 
 
+@pytest.mark.slow
 def test_an_unknown_figure_stops_the_dag_with_one_line(tmp_path):
     """The schema does not list the figures: the DAG checks them against analysis/figures' own list."""
     proc = snakemake(study(figures=["acuracy_curves"]), tmp_path, "-n")

@@ -159,6 +159,7 @@ def test_sensitivity_slices_through_the_selected_point(tmp_path):
 
 
 # -- end to end --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(tmp_path):
     env_path = f"{Path(sys.executable).parent}"
     import os
