@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm, parse_options
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors import make_compressor
 from bench.errors import BenchError
@@ -176,13 +176,15 @@ def test_per_layer_segments_reach_the_compressor():
     assert traffic.paper_bits == 64 * (1 + 3)  # k = 1 of 10 and 3 of 30
 
 
-@pytest.mark.parametrize("name", ["choco", "dcd", "ecd", "dpsgd", "allreduce"])
-def test_state_dict_round_trip_continues_identically(name):
+EXAMPLES = [(name, opts) for name in ALGORITHMS.names() for opts in ALGORITHMS.get(name).examples]
+
+
+@pytest.mark.parametrize("name,opts", EXAMPLES)
+def test_state_dict_round_trip_continues_identically(name, opts):
     n = 8
     topo = make_topology("ring", n)
     problem = Quadratic(n, D)
-    comp = "top:0.2" if name in ("choco", "dcd", "ecd") else "none"
-    opts = {"gamma": 0.5} if name == "choco" else None
+    comp = "top:0.2" if ALGORITHMS.get(name).compresses else "none"
     a = build(name, topo, start(n), comp, opts)
     trajectory(a, problem, steps=5)
     saved = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in a.state_dict().items() if k != "local"}
@@ -251,3 +253,25 @@ def test_ecd_with_a_sparsifier_equals_per_neighbour_estimates(compressor):
         algo.step(problem.grad(algo.x), lr)
         torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-10)
         torch.testing.assert_close(algo.s, s, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("name", ALGORITHMS.names())
+def test_every_algorithm_says_what_the_suite_needs_to_know(name):
+    """Label, settings and properties live on the class (nothing else branches on the name), and what
+    the class says is consistent: its settings are `bench run` settings and fields of its options."""
+    import dataclasses
+
+    from bench.compressors import make_compressor
+    from bench.run.config import KEYS
+
+    cls = ALGORITHMS.get(name)
+    info = cls.describe()
+    assert info["name"] == name and info["label"] and set(info) == {"name", "label", "compresses", "contraction",
+                                                                   "consensus_step"}
+    fields = {f.name for f in dataclasses.fields(cls.Options)}
+    assert set(cls.settings) <= set(KEYS) and set(cls.settings) <= fields
+    assert not cls.consensus_step or "gamma" in cls.settings
+    # QSGD takes the form the class asks for: rescaled (a contraction) or unbiased
+    assert make_compressor("qsgd:4", algorithm=name).unbiased is not cls.contraction
+    for opts in cls.examples:
+        parse_options(cls, opts)

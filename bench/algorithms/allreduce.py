@@ -8,6 +8,7 @@ from .base import ALGORITHMS, Algorithm
 @ALGORITHMS.register("allreduce")
 class AllReduce(Algorithm):
     name = "allreduce"
+    label = "all-reduce"
     compresses = False
 
     def step(self, grad, lr: float) -> Traffic:

@@ -24,9 +24,18 @@ class NoOptions:
 
 
 class Algorithm(ABC):
+    """What the rest of the suite needs to know of a method is said here, by its class, and written into
+    run.json (``describe``): nothing else branches on an algorithm's name."""
+
     name: ClassVar[str]
+    label: ClassVar[str]  # its name in tables and figures
     Options: ClassVar[type] = NoOptions
     compresses: ClassVar[bool] = True  # False: sends exact models, only the `none` compressor makes sense
+    contraction: ClassVar[bool] = False  # its analysis needs a δ-contraction (QSGD then takes its rescaled form)
+    consensus_step: ClassVar[bool] = False  # has Choco's consensus step γ (tuned on the consensus problem when auto)
+    # the `bench run` settings that are this method's options (handed to Options by the same name)
+    settings: ClassVar[tuple[str, ...]] = ()
+    examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
 
     def __init__(
         self,
@@ -56,6 +65,11 @@ class Algorithm(ABC):
                 f"algorithm {cls.name!r} sends exact models; use --compressor none "
                 f"(got {compressor.spec!r}) or one of choco, dcd, ecd"
             )
+
+    @classmethod
+    def describe(cls) -> dict:
+        return {"name": cls.name, "label": cls.label, "compresses": cls.compresses, "contraction": cls.contraction,
+                "consensus_step": cls.consensus_step}
 
     def setup(self) -> None:
         """Allocate algorithm buffers from ``self.x``."""

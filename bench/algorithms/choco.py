@@ -34,6 +34,11 @@ class ChocoOptions:
 @ALGORITHMS.register("choco")
 class Choco(Algorithm):
     name = "choco"
+    label = "Choco"
+    contraction = True
+    consensus_step = True
+    settings = ("gamma", "order")
+    examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"})
     Options = ChocoOptions
     buffers = ("x_hat", "u")
 

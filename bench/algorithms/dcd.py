@@ -15,6 +15,7 @@ from .base import ALGORITHMS, Algorithm
 @ALGORITHMS.register("dcd")
 class DCD(Algorithm):
     name = "dcd"
+    label = "DCD-PSGD"
     buffers = ("s",)
 
     def setup(self) -> None:

@@ -26,6 +26,8 @@ class DPSGDOptions:
 @ALGORITHMS.register("dpsgd")
 class DPSGD(Algorithm):
     name = "dpsgd"
+    label = "D-PSGD"
+    settings = ("order",)
     Options = DPSGDOptions
     compresses = False
 

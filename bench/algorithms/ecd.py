@@ -23,6 +23,7 @@ from .base import ALGORITHMS, Algorithm
 @ALGORITHMS.register("ecd")
 class ECD(Algorithm):
     name = "ecd"
+    label = "ECD-PSGD"
     buffers = ("s", "t", "y")
 
     def setup(self) -> None:

@@ -20,10 +20,17 @@ from ..specs import Spec
 from .base import Compressor, WireField, register
 from .rows import RandomSource, draw_uniform
 
-# Algorithms whose analysis needs a δ-contraction and so get the rescaled form by default;
-# DCD/ECD (and anything else) were analysed for unbiased operators.
-CONTRACTION_ALGORITHMS = frozenset({"choco"})
 MAX_BITS = 16
+
+
+def _needs_contraction(algorithm: str | None) -> bool:
+    """Whether ``algorithm``'s analysis needs a δ-contraction (its class says so: Choco); DCD, ECD and
+    any other were analysed for unbiased operators and get the unbiased form."""
+    if algorithm is None:
+        return False
+    from ..algorithms import ALGORITHMS  # the algorithms import the compressors: looked up when asked
+
+    return algorithm in ALGORITHMS.names() and ALGORITHMS.get(algorithm).contraction
 
 
 def parse_bits(spec: Spec) -> int:
@@ -53,7 +60,7 @@ class QSGD(Compressor):
     def from_spec(cls, spec: Spec, algorithm: str | None) -> "QSGD":
         spec.check_options({"biased"})
         bits = parse_bits(spec)
-        return cls(bits=bits, biased=spec.option_bool("biased", algorithm in CONTRACTION_ALGORITHMS))
+        return cls(bits=bits, biased=spec.option_bool("biased", _needs_contraction(algorithm)))
 
     @property
     def levels(self) -> int:

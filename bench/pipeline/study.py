@@ -62,6 +62,12 @@ def set_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).removesuffix("...\n").strip()
 
 
+def _has_consensus_step(algorithm: str) -> bool:
+    from ..algorithms import ALGORITHMS
+
+    return ALGORITHMS.get(algorithm).consensus_step
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
 class Job:
     """One job the pipeline submits: a rule, its wildcard value, and the `bench run`s it makes in turn."""
@@ -158,7 +164,7 @@ class Study:
         for key in sorted(self.tune_grid):
             if key in settings:
                 continue
-            if key == "gamma" and (settings["algorithm"] != "choco" or settings["compressor"] == "none"):
+            if key == "gamma" and not (_has_consensus_step(settings["algorithm"]) and settings["compressor"] != "none"):
                 continue
             keys.append(key)
         return keys

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import torch
 
+from ..algorithms import ALGORITHMS
 from ..run.config import RunConfig
 from .sizes import REAL, DataModel, DataSizes, dataset_of, sizes_of, write_synthetic
 
@@ -97,7 +98,7 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
         changes["topology"] = "ring" if nodes > 2 else "complete"
         notes.append(f"timed with {nodes} of {cfg.nodes} workers ({changes['topology']}); s/step scaled by n "
                      "(extrapolated)")
-    if cfg.algorithm == "choco" and cfg.gamma == "auto":
+    if cfg.gamma == "auto" and ALGORITHMS.get(cfg.algorithm).consensus_step:
         changes["gamma"] = 0.5  # γ changes no step's cost: not tuned for the plan
     if vectorize is not None:
         changes["task_options"] = {**cfg.task_options, "vectorize": vectorize}

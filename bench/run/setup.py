@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..algorithms import Algorithm, LocalStep, LocalStepConfig, make_algorithm
+from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, make_algorithm
 from ..comm import Communicator, SimulatedCommunicator, make_network
 from ..compressors import Compressor, make_compressor
 from ..compressors.rows import RowStream
@@ -66,8 +66,8 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
         comm = SimulatedCommunicator(topology, network)
     local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
                       decay_mask=task.decay_mask() if cfg.weight_decay else None)
-    options = {"gamma": gamma, "order": cfg.order} if cfg.algorithm == "choco" else (
-        {"order": cfg.order} if cfg.algorithm == "dpsgd" else {})
+    # the settings the algorithm's class names as its options; γ as resolved above
+    options = {key: gamma if key == "gamma" else getattr(cfg, key) for key in ALGORITHMS.get(cfg.algorithm).settings}
     generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     # every process draws the simulation's random numbers and keeps its own rows
     stream = RowStream(generator, cfg.nodes, task.setup.lo, task.setup.hi)
