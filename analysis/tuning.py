@@ -116,9 +116,25 @@ def select(trials: pd.DataFrame) -> pd.DataFrame:
     ok = (out["status"] == "completed") & out[column].notna()
     ranked, point = _scores(out, ok)
     if ranked.empty:
-        raise SelectionError(f"no grid point of the {len(out)} trials finished the full schedule without a "
-                             "diverged or failed seed; widen the grid towards smaller learning rates")
+        return _last_to_diverge(out, point)
     out.loc[point == ranked.iloc[0]["_point"], "selected"] = True
+    return out
+
+
+def _last_to_diverge(trials: pd.DataFrame, point: pd.Series) -> pd.DataFrame:
+    """When every grid point diverged (ECD at 4-bit QSGD, as in the paper), the cell's final runs still run
+    so that the table can say it diverges: they take the point that trained longest before diverging (its
+    slowest seed), the smallest learning rate among equals. ``attrs["all_diverged"]`` says so."""
+    if not (trials["status"] == "diverged").any():
+        raise SelectionError(f"none of the {len(trials)} trials finished the full schedule (failed or unfinished)")
+    done = trials["epochs_done"].fillna(0.0) if "epochs_done" in trials else pd.Series(0.0, index=trials.index)
+    lasted = done.groupby(point).min()
+    lr = trials["lr"].groupby(point).first() if "lr" in trials else pd.Series(0.0, index=lasted.index)
+    order = pd.DataFrame({"lasted": lasted, "lr": lr}).reset_index(names="_point")
+    best = order.sort_values(["lasted", "lr", "_point"], ascending=[False, True, True]).iloc[0]["_point"]
+    out = trials.copy()
+    out.loc[point == best, "selected"] = True
+    out.attrs["all_diverged"] = True
     return out
 
 
@@ -185,8 +201,12 @@ def cmd_select(args) -> int:
     score = chosen[column].mean()
     note = (f"# tuned on {len(trials)} trials of {cell_dir.name}: best mean {column} = {score:.4g} over "
             f"{len(chosen)} seed(s) ({', '.join(chosen['trial'])})\n")
+    if trials.attrs.get("all_diverged"):
+        note = (f"# every grid point of {cell_dir.name} diverged ({len(trials)} trials): the final runs take the one "
+                f"that trained longest ({', '.join(chosen['trial'])}) and will most likely diverge too\n")
+        print(f"analysis tune: warning: {note[2:].strip()}", file=sys.stderr)
     write_text_atomically(Path(args.out), note + yaml.safe_dump(values, sort_keys=True))
-    print(f"{cell_dir.name}: {values} ({column} {score:.4g}) -> {args.out}")
+    print(f"{cell_dir.name}: {values} ({column} {score:.4g}) -> {args.out}")  # NaN when all diverged
     return 0
 
 
@@ -271,7 +291,10 @@ def tuning_markdown(study_dir: Path) -> str | None:
     for cell, g in table.groupby("cell", sort=True):
         best = g[g["selected"].astype(bool)]
         knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
-        if len(best):
+        if len(best) and (best["status"] == "diverged").all():
+            chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs) + " (every point diverged; the longest-lived)"
+            score, near = "diverged", "all diverged"
+        elif len(best):
             column = best["criterion"].iloc[0]
             chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs)
             score, near = f"{best[column].mean():.4g}", _neighbours(g, best.iloc[0], knobs, column)

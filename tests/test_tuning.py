@@ -124,9 +124,17 @@ def test_selection_by_perplexity_or_loss_prefers_lower():
     assert select(loss).loc[lambda t: t["selected"], "trial"].item() == "b"
 
 
-def test_selection_refuses_when_every_trial_diverged():
-    with pytest.raises(SelectionError, match="diverged"):
-        select(trials([{"trial": "a", "lr": 9, "status": "diverged", "val_acc": 0.1, "val_loss": 1e9}]))
+def test_when_every_point_diverged_the_longest_lived_is_taken_and_said_so(tmp_path, capsys):
+    """ECD at 4-bit QSGD diverges at every learning rate, as in the paper: its final runs still run (and
+    diverge), so the table says "diverges" instead of the pipeline stopping."""
+    table = select(trials([
+        {"trial": "a", "lr": 1.0, "status": "diverged", "epochs_done": 1.0, "val_acc": 0.1, "val_loss": 1e9},
+        {"trial": "b", "lr": 0.1, "status": "diverged", "epochs_done": 3.0, "val_acc": 0.1, "val_loss": 1e9},
+        {"trial": "c", "lr": 0.03, "status": "diverged", "epochs_done": 3.0, "val_acc": 0.1, "val_loss": 1e9},
+    ]))
+    assert table.loc[table["selected"], "trial"].tolist() == ["c"] and table.attrs["all_diverged"]
+    with pytest.raises(SelectionError, match="failed or unfinished"):
+        select(trials([{"trial": "a", "lr": 9, "status": "failed", "val_acc": 0.1, "val_loss": 1e9}]))
 
 
 def test_select_command_on_a_missing_directory_is_exit_2(tmp_path, capsys):
