@@ -13,6 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.files import write_atomically, write_text_atomically
+
 
 def first_crossing(x: np.ndarray, err: np.ndarray, level: float) -> float:
     """First x at which ``err`` falls to ``level``, interpolated linearly in log(err) between
@@ -65,12 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     traces = pd.concat([pd.read_csv(t) for t in args.traces], ignore_index=True)
     table = summarize(traces, args.level)
-    args.out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(args.out / "summary.csv", index=False)
+    write_atomically(args.out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
     first = traces.iloc[0]
     header = (f"Consensus on {first['topology']} (n={first['nodes']}, spectral gap {first['spectral_gap']:.4f}), "
               f"d={first['dim']}, seed {first['seed']}; error relative to the start, level {args.level:g}.\n\n")
-    (args.out / "summary.md").write_text(header + table.to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text_atomically(args.out / "summary.md", header + table.to_markdown(index=False, floatfmt=".4g") + "\n")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
 

@@ -307,42 +307,65 @@ def test_leftover_temp_files_of_earlier_writes_are_removed_by_the_next_run(tmp_p
 
 
 def _writers(tmp_path):
+    from analysis.files import write_atomically
+    from analysis.figures.consensus import plot_consensus
+    from bench.cache import update_json
     from bench.data.base import save_npz_atomic
     from bench.plan.table import write_csv
     from bench.run.outputs import save_checkpoint, write_json, write_metrics
+    from bench.run.schedule import store_gamma
 
+    traces = pd.DataFrame({"method": "exact", "gamma": 1.0, "step": [0, 1], "rel_error": [1.0, 0.1],
+                           "bits_per_worker": [0, 64]})
     return {
         "run.json": lambda p: write_json(p, {"status": "completed"}),
         "metrics.parquet": lambda p: write_metrics(p, [{"step": 0, "test_acc": 0.5}]),
         "checkpoint.pt": lambda p: save_checkpoint(p, {"x": torch.zeros(3)}),
         "cache.npz": lambda p: save_npz_atomic(p, x=np.zeros(3)),
         "plan.csv": lambda p: write_csv(p, []),
+        "gamma.json": lambda p: store_gamma(p, "ring|4", 0.5),
+        "gradient-paths.json": lambda p: update_json(p, "mlp", {"path": "vmap"}),
+        "summary.csv": lambda p: write_atomically(p, lambda tmp: traces.to_csv(tmp, index=False)),
+        "consensus.png": lambda p: plot_consensus(traces, p.with_suffix("")),
     }
 
 
-@pytest.mark.parametrize("name", ["run.json", "metrics.parquet", "checkpoint.pt", "cache.npz", "plan.csv"])
+OLD = {"gamma.json": b'{"ring|8": 0.25}', "gradient-paths.json": b"{}"}  # caches: the old file must be valid
+
+
+@pytest.mark.parametrize("name", ["run.json", "metrics.parquet", "checkpoint.pt", "cache.npz", "plan.csv",
+                                  "gamma.json", "gradient-paths.json", "summary.csv", "consensus.png"])
 def test_every_writer_leaves_the_old_file_and_no_temp_file_when_the_disk_fills(tmp_path, monkeypatch, name):
-    path = tmp_path / name
-    path.write_bytes(b"old")
+    path, old = tmp_path / name, OLD.get(name, b"old")
+    path.write_bytes(old)
 
     def full(fd):
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", full)
-    with pytest.raises(OSError, match="No space"):
+    with pytest.raises(OSError, match="No space") as failure:
         _writers(tmp_path)[name](path)
-    assert path.read_bytes() == b"old" and _temps(tmp_path) == []
+    assert failure.value.filename == str(path)  # the file meant, not the temporary one
+    assert path.read_bytes() == old and _temps(tmp_path) == []
     monkeypatch.undo()
     _writers(tmp_path)[name](path)
-    assert path.read_bytes() != b"old" and _temps(tmp_path) == []
+    assert path.read_bytes() != old and _temps(tmp_path) == []
+
+
+def _write_then_rename_copies(package: str) -> list[str]:
+    root = Path(__file__).resolve().parents[1] / package
+    return [str(p.relative_to(root)) for p in root.rglob("*.py")
+            if re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-|NamedTemporaryFile\(", p.read_text())]
 
 
 def test_bench_has_one_write_then_rename():
     """Every atomic file write in bench/ goes through bench.files (STYLE.md: no copies)."""
     root = Path(__file__).resolve().parents[1] / "bench"
-    copies = [str(p.relative_to(root)) for p in root.rglob("*.py")
-              if p.name != "files.py" and re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-", p.read_text())
-              and p != root / "run" / "launch.py"]
-    assert copies == []
     # the launcher moves a held run's files aside (not a file write)
+    assert sorted(_write_then_rename_copies("bench")) == ["files.py", "run/launch.py"]
     assert (root / "run" / "launch.py").read_text().count("os.replace(") == 1
+
+
+def test_analysis_has_one_write_then_rename():
+    """analysis/ never imports bench, so it has its own writer: one, in analysis/files.py."""
+    assert _write_then_rename_copies("analysis") == ["files.py"]

@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
+from analysis.files import write_atomically  # noqa: E402
+
 
 def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     """``traces``: columns method, gamma, step, rel_error, bits_per_worker (tidy, one row per point)."""
@@ -31,10 +33,9 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     axes[1].legend(title=None, fontsize=8)
     fig.suptitle("Average consensus: Choco-Gossip with compression vs exact gossip")
     fig.tight_layout()
-    out_stem.parent.mkdir(parents=True, exist_ok=True)
     paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
     for path in paths:
-        fig.savefig(path, dpi=150)
+        write_atomically(path, lambda tmp, fmt=path.suffix[1:]: fig.savefig(tmp, dpi=150, format=fmt))
     plt.close(fig)
     return paths
 

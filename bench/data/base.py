@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import inspect
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -74,11 +73,6 @@ def load_dataset(name: str, root: str | None = None, seed: int = 0, **options: A
             f"unknown option {unknown[0]!r} for dataset {name!r}; allowed options: {', '.join(allowed) or 'none'}"
         )
     return loader(root, seed, **options)
-
-
-def default_root(name: str) -> Path:
-    # CHOCO_BENCH_CACHE moves every cache of the suite (tests point it at a temporary directory)
-    return Path(os.environ.get("CHOCO_BENCH_CACHE", "~/.cache/choco-bench")).expanduser() / name
 
 
 def save_npz_atomic(path: Path, **arrays: np.ndarray) -> None:

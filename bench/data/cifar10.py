@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..cache import cache_path
 from ..errors import BenchError
-from .base import DATASETS, ClassificationData, default_root
+from .base import DATASETS, ClassificationData
 
 # Per-channel statistics of the 50 000 training images (pixel values scaled to [0, 1]).
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -51,7 +52,7 @@ def _pixels(data: np.ndarray) -> torch.Tensor:
 
 @DATASETS.register("cifar10")
 def load_cifar10(root: str | None, seed: int) -> ClassificationData:
-    folder = find_batches_dir(Path(root).expanduser() if root else default_root("cifar10"))
+    folder = find_batches_dir(Path(root).expanduser() if root else cache_path("cifar10"))
     parts = [_read_batch(folder / f) for f in TRAIN_FILES]
     test_data, test_labels = _read_batch(folder / TEST_FILE)
     return ClassificationData(

@@ -9,8 +9,9 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from ..cache import cache_path
 from ..errors import BenchError
-from .base import DATASETS, default_root
+from .base import DATASETS
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -112,7 +113,7 @@ def _samples(split_dir: Path, classes: list[str]) -> list[tuple[Path, int]]:
 def load_imagenet(root: str | None, seed: int, size: int = 224) -> ImageFolderData:
     if not isinstance(size, int) or size < 8:
         raise BenchError(f"imagenet: size {size!r} must be an integer >= 8")
-    base = Path(root).expanduser() if root else default_root("imagenet")
+    base = Path(root).expanduser() if root else cache_path("imagenet")
     train_dir, val_dir = base / "train", base / "val"
     if not train_dir.is_dir() or not val_dir.is_dir():
         raise BenchError(f"imagenet data not found under {base}; expected {LAYOUT}")

@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ..cache import cache_path, locked
 from ..errors import BenchError
-from .base import DATASETS, ClassificationData, check_positive, default_root, save_npz_atomic
+from .base import DATASETS, ClassificationData, check_positive, save_npz_atomic
 
 
 def _generate(seed: int, total: int) -> tuple[np.ndarray, np.ndarray]:
@@ -38,14 +39,15 @@ def load_mnist1d(root: str | None, seed: int, n_train: int = 4000, n_test: int =
         raise BenchError(f"mnist1d: n_train + n_test = {total} must be a multiple of 10 (equal samples per digit)")
     if seed < 0:
         raise BenchError(f"mnist1d: seed {seed} must be non-negative")
-    cache = Path(root).expanduser() if root else default_root("mnist1d")
+    cache = Path(root).expanduser() if root else cache_path("mnist1d")
     path = cache / f"mnist1d_seed{seed}_train{n_train}_test{n_test}.npz"
-    if path.exists():
-        with np.load(path) as stored:
-            x, y = stored["x"], stored["y"]
-    else:
-        x, y = _generate(seed, total)
-        save_npz_atomic(path, x=x, y=y)
+    if not path.exists():
+        with locked(path):  # parallel jobs on one data set generate it once
+            if not path.exists():  # or another job made it while this one waited
+                x, y = _generate(seed, total)
+                save_npz_atomic(path, x=x, y=y)
+    with np.load(path) as stored:
+        x, y = stored["x"], stored["y"]
     x_t, y_t = torch.from_numpy(x), torch.from_numpy(y)
     return ClassificationData(
         train_x=x_t[:n_train], train_y=y_t[:n_train], test_x=x_t[n_train:], test_y=y_t[n_train:],

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import torch
 
+from ..cache import cache_path
 from ..errors import BenchError
-from .base import DATASETS, LanguageData, default_root
+from .base import DATASETS, LanguageData
 
 SPLITS = {"train": "wiki.train.tokens", "valid": "wiki.valid.tokens", "test": "wiki.test.tokens"}
 LAYOUT = "ROOT/{wiki.train.tokens,wiki.valid.tokens,wiki.test.tokens} or the same under ROOT/wikitext-2/"
@@ -45,7 +46,7 @@ def encode(tokens: list[str], index: dict[str, int]) -> torch.Tensor:
 
 @DATASETS.register("wikitext2")
 def load_wikitext2(root: str | None, seed: int) -> LanguageData:
-    folder = find_token_dir(Path(root).expanduser() if root else default_root("wikitext2"))
+    folder = find_token_dir(Path(root).expanduser() if root else cache_path("wikitext2"))
     tokens = {split: read_tokens(folder / name) for split, name in SPLITS.items()}
     vocab = build_vocab(tokens["train"])
     index = {word: i for i, word in enumerate(vocab)}

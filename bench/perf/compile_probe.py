@@ -12,12 +12,14 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
 
 import torch
 
 from ..algorithms import make_algorithm
 from ..comm import SimulatedCommunicator
 from ..compressors import make_compressor
+from ..files import atomic_write_text
 from ..topology import make_topology
 from .timing import repeat
 
@@ -67,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['compiled_s'] * 1e3:8.2f} ms = {r['compiled_vs_copy']:5.2f}x copy   ({r['graphs']} graphs, "
               f"compile {r['compile_s']:.0f} s, same state: {r['same_state']})")
     if args.out:
-        with open(args.out, "w") as handle:
-            json.dump({"device": str(args.device), "torch": torch.__version__, "rows": rows}, handle, indent=2)
+        atomic_write_text(Path(args.out), json.dumps({"device": str(args.device), "torch": torch.__version__,
+                                                      "rows": rows}, indent=2))
     return 0
 
 

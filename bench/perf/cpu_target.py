@@ -54,7 +54,7 @@ def short_run(spec: dict, root: Path, out: Path, vectorize: bool, device: str) -
             "--epochs", str(spec["run_epochs"]), "--seed", "0", "--out", str(out), "--device", device, "--quiet",
             "--set", f"batch_size={spec['batch']}", "--set", f"data_root={root}",
             "--set", f"task_options.vectorize={str(vectorize).lower()}"]
-    for key in ("gamma", "lr", "momentum", "weight_decay"):
+    for key in ("gamma", "lr", "momentum", "nesterov", "weight_decay"):
         argv += ["--set", f"{key}={CIFAR_RUN[key]}"]
     code = main(argv)
     if code != 0:

@@ -3,10 +3,12 @@
 import json
 import sys
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
 
+from bench.files import atomic_write_text
 from bench.perf.suite import TASK_SETTINGS
 from bench.perf.timing import repeat
 from bench.run.config import resolve
@@ -22,8 +24,7 @@ def main() -> int:
 
     times = repeat(lambda: (_train_steps(parts, steps), dist.barrier()), repeats, torch.device("cpu"))
     if dist.get_rank() == 0:
-        with open(out, "w") as handle:
-            json.dump(times, handle)
+        atomic_write_text(Path(out), json.dumps(times))
     dist.destroy_process_group()
     return 0
 

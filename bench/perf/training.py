@@ -41,9 +41,9 @@ LSTM_TARGET = (32, 2.0)  # (n, ratio): n workers vectorised against one LSTM at 
 
 # what the paper's runs train with, so that the step does the same work (lr and γ do not change its cost)
 CIFAR_RUN = {"algorithm": "choco", "compressor": "sign", "topology": "ring", "gamma": 0.5, "lr": 0.1,
-             "momentum": 0.9, "weight_decay": 1e-4}
+             "momentum": 0.9, "nesterov": False, "weight_decay": 1e-4}
 LSTM_RUN = {"task": "wikitext2-lstm", "algorithm": "choco", "compressor": "sign", "topology": "ring",
-            "gamma": 0.5, "lr": 1.0, "grad_clip": 0.4, "data": "split"}
+            "gamma": 0.5, "lr": 1.0, "grad_clip": 0.4, "data": "split", "momentum": 0.0, "weight_decay": 0.0}
 # the reference: one model, nothing to send (an all-reduce over one worker is a copy of its row)
 ONE_MODEL = {"nodes": 1, "algorithm": "allreduce", "compressor": "none", "topology": "complete"}
 WORDS_PER_LINE = 12  # and <eos>

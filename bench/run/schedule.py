@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from pathlib import Path
 
+from ..cache import cache_path, update_json
 from ..compressors import Compressor
 from ..consensus import DEFAULT_GAMMA_GRID, best_of, tune_gamma
 from ..errors import BenchError
-from ..files import atomic_write_text
 from ..topology import Topology
 from .config import RunConfig
 
@@ -38,10 +37,6 @@ def lr_at(cfg: RunConfig, epoch: float) -> float:
     return cfg.lr * cfg.lr_decay ** passed
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("CHOCO_BENCH_CACHE", "~/.cache/choco-bench")).expanduser()
-
-
 def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) -> tuple[float | None, str]:
     """γ for Choco: given, 1 without compression (Choco is then D-PSGD), or tuned like the authors
     did — Choco-Gossip on ``logspace(-3, 0, 20)`` — once per (topology, n, compressor), cached."""
@@ -59,14 +54,18 @@ def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) ->
     if topology.digest is not None:  # a graph from a file: the path may hold other edges than last time
         graph = f"{graph}#{topology.digest}"
     key = f"{graph}|{topology.n}|{topology.weights}|{compressor.spec}|{steps}|{GAMMA_TUNE_DIM}"
-    path = cache_dir() / "gamma.json"
-    cache = read_gamma_cache(path)
-    if key not in cache:
+    path = cache_path("gamma.json")
+    gamma = read_gamma_cache(path).get(key)
+    if gamma is None:  # tuned without the lock: parallel jobs tuning other cells do not wait for each other
         traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, steps, GAMMA_TUNE_DIM, seed=0)
-        cache[key] = best_of(traces).gamma
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(cache, indent=1, sort_keys=True))
-    return float(cache[key]), f"tuned on consensus ({steps} rounds, d={GAMMA_TUNE_DIM})"
+        gamma = store_gamma(path, key, best_of(traces).gamma)
+    return float(gamma), f"tuned on consensus ({steps} rounds, d={GAMMA_TUNE_DIM})"
+
+
+def store_gamma(path: Path, key: str, gamma: float) -> float:
+    """Add a tuned γ to the cache at ``path`` under its lock, keeping what parallel jobs added meanwhile
+    (a γ another job stored for ``key`` since is kept: tuning is deterministic). The γ now stored."""
+    return update_json(path, key, gamma, read=read_gamma_cache, keep=lambda stored: True)
 
 
 def read_gamma_cache(path: Path) -> dict[str, float]:

@@ -21,9 +21,8 @@ from typing import Any, Callable
 import torch
 from torch.func import functional_call, grad_and_value, vmap
 
-from ..data.base import default_root
+from ..cache import cache_path, update_json
 from ..errors import BenchError
-from ..files import atomic_write_text
 from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -197,6 +196,10 @@ def _read_decisions(path: Path) -> dict:
     raise BenchError(f"gradient path cache {path} is damaged; remove it and the paths are measured again")
 
 
+def _usable(decision) -> bool:
+    return isinstance(decision, dict) and decision.get("path") in ("vmap", "loop")
+
+
 def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     """The gradient path of ``task`` and how it was chosen, from ``task_options.vectorize``
     (true | false | auto). ``auto`` measures once per machine and run shape and remembers the answer
@@ -211,10 +214,10 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     if setting is True or setting is False:
         path = "vmap" if setting else "loop"
         return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
-    cache = default_root("gradient-paths.json")
+    cache = cache_path("gradient-paths.json")
     key = _decision_key(task, x)
     known = _read_decisions(cache).get(key)
-    if isinstance(known, dict) and known.get("path") in ("vmap", "loop"):
+    if _usable(known):
         return known["path"], {**known, "reason": f"measured on {task.device.type} earlier, remembered in {cache}"}
     try:
         seconds = measure_paths(task, x)
@@ -225,9 +228,9 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
         return "loop", {"path": "loop", "reason": f"the vectorised path failed ({first[:200]})"}
     path = "loop" if seconds["loop"] < LOOP_MARGIN * seconds["vmap"] else "vmap"
     decision = {"path": path, "seconds_per_step": {k: round(v, 6) for k, v in seconds.items()}}
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    decisions = _read_decisions(cache)
-    decisions[key] = decision
-    atomic_write_text(cache, json.dumps(decisions, indent=1, sort_keys=True))
+    stored = update_json(cache, key, decision, read=_read_decisions, keep=_usable)
+    if stored != decision:  # a parallel run of this setting measured first: take its path, as later runs will
+        return stored["path"], {**stored, "reason": f"measured on {task.device.type} by a parallel run, "
+                                                    f"remembered in {cache}"}
     return path, {**decision, "reason": f"measured on {task.device.type} (loop taken only below "
                                         f"{LOOP_MARGIN}x the vectorised time)"}
