@@ -40,7 +40,9 @@ def lr_at(cfg: RunConfig, epoch: float) -> float:
 def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) -> tuple[float | None, str]:
     """γ for Choco: given, 1 without compression (Choco is then D-PSGD), or tuned like the authors
     did — Choco-Gossip on ``logspace(-3, 0, 20)`` — once per (topology, n, compressor), cached."""
-    if cfg.algorithm != "choco":
+    from ..algorithms import ALGORITHMS
+
+    if not ALGORITHMS.get(cfg.algorithm).consensus_step:
         return None, "unused"
     if cfg.gamma != "auto":
         return float(cfg.gamma), "given"
