@@ -58,6 +58,11 @@ class Communicator(ABC):
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Mean over all workers for measurement (consensus distance, evaluation); never accounted."""
 
+    def describe_runtime(self, rounds: int) -> dict:
+        """What this runtime measured or predicted over ``rounds`` rounds, for run.json's ``runtime``
+        (nothing for a simulation: its communication time is the model's, in the metrics)."""
+        return {}
+
     def drain(self) -> Traffic:
         """Traffic since the previous call; the algorithm returns it as what its step did."""
         done, self._pending = self._pending, Traffic()

@@ -66,6 +66,13 @@ class DistributedCommunicator(Communicator):
         self.calibrated: NetworkModel | None = None  # fitted by ping-pong on this backend, if asked
         self.predicted_calibrated_s = 0.0
 
+    def describe_runtime(self, rounds: int) -> dict:
+        rounds = max(rounds, 1)
+        return {"predicted_comm_s": self.predicted_comm_s, "predicted_comm_per_round_s": self.predicted_comm_s / rounds,
+                "calibration": self.calibrated.describe() if self.calibrated is not None else None,
+                "predicted_calibrated_comm_per_round_s": self.predicted_calibrated_s / rounds,
+                "bytes_sent_rank0": self.bytes_sent}
+
     def _predict(self, cost) -> None:
         self.predicted_comm_s += cost(self.network)
         if self.calibrated is not None:

@@ -265,14 +265,8 @@ class Loop:
             record["final"] = {**last, "best_test_acc": max(accs) if accs else math.nan}
         if c.local_all is not None and c.rows and c.local_all["step"] == c.rows[-1]["step"]:
             record["final_local"] = c.local_all  # every worker's own model at the last evaluation
-        if self.cfg.backend == "dist":
-            steps = max(c.global_step, 1)
-            calibrated = p.comm.calibrated
-            record["runtime"].update({
-                "measured_comm_s": c.time_comm_s, "predicted_comm_s": p.comm.predicted_comm_s,
-                "measured_comm_per_round_s": c.time_comm_s / steps,
-                "predicted_comm_per_round_s": p.comm.predicted_comm_s / steps,
-                "calibration": calibrated.describe() if calibrated is not None else None,
-                "predicted_calibrated_comm_per_round_s": p.comm.predicted_calibrated_s / steps,
-                "bytes_sent_rank0": p.comm.bytes_sent})
+        runtime = p.comm.describe_runtime(c.global_step)  # the communicator says what it measured
+        if runtime:
+            runtime.update(measured_comm_s=c.time_comm_s, measured_comm_per_round_s=c.time_comm_s / max(c.global_step, 1))
+            record["runtime"] = {**record["runtime"], **runtime}
         return record
