@@ -44,7 +44,9 @@ class Runs:
 _RECORD_OBJECTS = ("config", "topology", "compressor", "task", "gamma")
 _RECORD_TEXT = ("run_id", "status")
 _CONFIG_TEXT = ("task", "algorithm", "compressor", "topology", "data", "network")
-_CONFIG_WHOLE = ("nodes", "seed")
+# whole numbers of the config and their range: what bench itself accepts (bench/limits.py, not imported:
+# analysis reads files only), so a damaged run.json cannot overflow a table's int64 column
+_CONFIG_WHOLE = {"nodes": (1, 4096), "seed": (0, 2**31 - 1)}
 
 
 def record_problem(record) -> str | None:
@@ -63,11 +65,13 @@ def record_problem(record) -> str | None:
     for key in _CONFIG_TEXT:
         if cfg.get(key) is not None and not isinstance(cfg[key], str):
             return f"run.json: config.{key} is {cfg[key]!r:.40}, not a string"
-    for key in _CONFIG_WHOLE:
+    for key, (low, high) in _CONFIG_WHOLE.items():
         value = cfg.get(key)
         if key in cfg and (isinstance(value, bool) or not isinstance(value, (int, float))
                            or not math.isfinite(value) or value != int(value)):
             return f"run.json: config.{key} is {value!r:.40}, not an integer"
+        if key in cfg and not low <= value <= high:
+            return f"run.json: config.{key} is {value!r:.40}, outside {low}..{high}"
     return None
 
 

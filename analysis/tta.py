@@ -74,8 +74,9 @@ def time_to_target(points: pd.DataFrame, target: float, metric: str = "test_acc"
     if not crossing.reached:
         return {"tta_status": DIVERGED if status == "diverged" else CENSORED,
                 **{name: math.inf for name in AXES.values()}}
-    return {"tta_status": REACHED,
-            **{name: value_at(pts[col], crossing.position) for col, name in AXES.items()}}
+    return {"tta_status": REACHED,  # an axis the runs did not record (an old or damaged metrics file) is NaN
+            **{name: value_at(pts[col], crossing.position) if col in pts else math.nan
+               for col, name in AXES.items()}}
 
 
 def summarize_seeds(values, n_boot: int = 2000, level: float = 0.95, seed: int = 0):

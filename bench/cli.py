@@ -242,6 +242,13 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
+    except (MemoryError, RuntimeError) as err:  # sizes (data, model, dim) beyond this machine, from numpy or torch
+        if not isinstance(err, MemoryError) and "can't allocate memory" not in str(err):
+            raise
+        reason = next((line for line in str(err).splitlines() if "allocate" in line), type(err).__name__)
+        print(f"bench: error: not enough memory for these sizes ({reason.strip()[:200]}); use smaller ones",
+              file=sys.stderr)
+        return 2
     raise AssertionError(args.command)
 
 

@@ -465,3 +465,16 @@ def test_consensus_sizes_beyond_memory_or_patience_are_refused(command, args, wo
     extra = ["--compressor", "sign"] if command == "tune-gamma" else ["--out", str(tmp_path / "c")]
     assert_refused(*_bench([command, *args, *extra], capsys), *words)
     assert not (tmp_path / "c").exists()
+
+
+@pytest.mark.parametrize("key,value", [("nodes", -9223372036854775809), ("nodes", 0), ("seed", 2**40)])
+def test_a_run_json_with_a_whole_number_out_of_range_is_left_out_not_fatal(key, value, tmp_path, capsys):
+    """Found by the property test: an int64-overflowing nodes used to crash summarize writing the parquet."""
+    make_run(tmp_path / "good", seed=1)
+    bad = make_run(tmp_path / "bad", seed=2)
+    record = json.loads((bad / "run.json").read_text())
+    record["config"][key] = value
+    (bad / "run.json").write_text(json.dumps(record))
+    assert analysis_cli.main(["summarize", str(tmp_path), "--target-acc", "0.5"]) == 0
+    assert len(pd.read_csv(tmp_path / "summary.csv")) == 1
+    assert f"config.{key} is {value}" in capsys.readouterr().err

@@ -235,7 +235,7 @@ def _yaml(text: str, where: str) -> Any:
         raise BenchError(f"{where} is not valid YAML: {problem}{at}") from None
     except RecursionError:
         raise BenchError(f"{where} is not valid YAML here: nested too deeply") from None
-    except Exception as err:  # PyYAML's constructors raise plain errors on bad tagged values: !!float ;, !!int, !!bool x
+    except Exception as err:  # PyYAML's constructors raise plain errors on bad tags: !!float ;, !!int, !!bool x
         detail = (str(err).splitlines() or [type(err).__name__])[0]
         raise BenchError(f"{where} is not valid YAML: a tagged value cannot be read ({detail})") from None
 
@@ -350,3 +350,21 @@ def validate(cfg: RunConfig) -> None:
         raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")
     if cfg.dist_timeout <= 0:
         raise BenchError(f"dist_timeout={cfg.dist_timeout} must be > 0")
+    if _peak_lr_log10(cfg) > math.log10(FLOAT32_MAX):  # torch refused such a step with a traceback mid-run
+        grows = f" (x lr_decay={cfg.lr_decay:g} over the {cfg.lr_schedule} schedule)" if cfg.lr_decay > 1 else ""
+        raise BenchError(f"lr={cfg.lr:g}{grows} exceeds {FLOAT32_MAX:.4g}, the largest step float32 parameters take")
+
+
+FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _peak_lr_log10(cfg: RunConfig) -> float:
+    """log10 of the largest learning rate of the run's schedule (the peak, or the last under a growing one)."""
+    if cfg.lr == 0:
+        return -math.inf
+    rises = 0.0
+    if cfg.lr_decay > 1 and cfg.lr_schedule == "exp":
+        rises = float(cfg.epochs)
+    elif cfg.lr_decay > 1 and cfg.lr_schedule == "warmup-multistep":
+        rises = sum(1 for m in cfg.milestones if m <= cfg.epochs)
+    return math.log10(cfg.lr) + rises * math.log10(cfg.lr_decay)
