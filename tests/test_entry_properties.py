@@ -518,6 +518,7 @@ def _check_run(case, other, base):
     assert after["fingerprint"] == record["fingerprint"] and after["status"] != "running"
 
 
+@pytest.mark.slow
 @_profile(examples=3)
 @given(case=run_case())
 def test_bench_run_in_a_child_process_keeps_the_same_promise(case, base):

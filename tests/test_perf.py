@@ -12,6 +12,8 @@ import torch
 from bench.perf import cpu_target, sizes_for, training
 from bench.perf.timing import figure, ratio_figure
 
+pytestmark = pytest.mark.slow  # runs `bench perf` itself: `make test` runs it, `make test-fast` does not
+
 
 def test_ratio_figures_pair_repeats():
     fig = ratio_figure([2.0, 4.0, 9.0], [1.0, 2.0, 3.0], "x", False)

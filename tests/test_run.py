@@ -126,6 +126,7 @@ def test_resume_after_sigkill_gives_identical_metrics(tmp_path):
     pd.testing.assert_frame_equal(metrics(killed).drop(columns=WALL), metrics(reference).drop(columns=WALL))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path, signum):
     out = tmp_path / "run"
@@ -209,6 +210,7 @@ def test_gradient_clipping_per_worker():
     torch.testing.assert_close(g, torch.tensor([[0.6, 0.8], [0.3, 0.4]]))
 
 
+@pytest.mark.slow
 def test_progress_is_plain_lines_off_a_terminal_and_silent_when_quiet(tmp_path):
     argv = [a for a in SMALL if a != "--quiet"]
     proc = subprocess.run([sys.executable, "-m", "bench", "run", *argv, "--out", str(tmp_path / "a")],

@@ -198,7 +198,7 @@ def test_unknown_task_option_is_refused():
 
 
 @pytest.mark.parametrize("model_name,shape", [("resnet8", (3, 32, 32)), ("resnet20", (3, 32, 32)),
-                                              ("resnet50", (3, 64, 64))])
+                                              pytest.param("resnet50", (3, 64, 64), marks=pytest.mark.slow)])
 def test_batchnorm_paths_equal_in_float64(model_name, shape):
     """In float64 the vectorised BatchNorm path and the per-worker loop are the same computation:
     gradients, losses and running statistics agree to 1e-10."""
