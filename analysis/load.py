@@ -268,10 +268,3 @@ def load_runs(root) -> Runs:
         [m.assign(**{c: [r[c]] * len(m) for c in RUN_COLUMNS}) for m, r in zip(tables, rows)],
         ignore_index=True)
     return Runs(runs, points, problems)
-
-
-def points_of(runs: Runs, run_id: str) -> pd.DataFrame:
-    """The evaluation points of one run, in step order."""
-    return runs.points[runs.points["run_id"] == run_id].sort_values("step")
-
-

@@ -245,9 +245,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
-    tables = load_tables(args.dir)
-    text = build_report(args.dir, tables)
-    points, summary, _note = tables
+    points, summary, note, skipped = load_tables(args.dir, with_skipped=True)  # every run read once
+    text = build_report(args.dir, (points, summary, note), skipped)
     if summary is not None and not summary.empty:
         written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
                    write_noniid_table(args.dir, summary), write_speedup_csv(points, args.dir)]

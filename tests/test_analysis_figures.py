@@ -189,7 +189,7 @@ def test_cell_table_from_runs_and_from_cell_summary(summary):
 
 def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
-    monkeypatch.setattr(report, "load_tables", lambda d: (points, summary, ""))
+    monkeypatch.setattr(report, "load_tables", lambda d, with_skipped=False: (points, summary, "", []))
     study = tmp_path / "scaling"
     study.mkdir()
     assert figures.main([str(study)]) == 0

@@ -126,27 +126,32 @@ def one_cell_per(runs: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return runs[runs["cell"].isin(set(keep))]
 
 
-def load_tables(run_dir: Path):
+def load_tables(run_dir: Path, with_skipped: bool = False):
     """(points, summary, note) of the runs under ``run_dir``; a table that cannot be had is None
     and ``note`` says why. ``DIR/summary.csv`` (from ``python -m analysis summarize``) wins; without
-    it the summary is computed with the pipeline's default target, 0.95 × best all-reduce accuracy."""
+    it the summary is computed with the pipeline's default target, 0.95 × best all-reduce accuracy.
+    ``with_skipped``: also the run directories left out and why (Runs.skipped), from the same reading."""
     summary_csv = Path(run_dir) / "summary.csv"
     try:
         summary = pd.read_csv(summary_csv) if summary_csv.is_file() else None
     except (OSError, ValueError):  # damaged (pandas' parser errors are ValueErrors): computed again below
         summary = None
+
+    def out(points, summary, note, skipped=()):
+        return (points, summary, note, list(skipped)) if with_skipped else (points, summary, note)
+
     try:
         from analysis.load import load_runs
     except ImportError:
-        return None, summary, "analysis.load is not available"
+        return out(None, summary, "analysis.load is not available")
     runs = load_runs(run_dir)
     if not len(runs):
-        return None, summary, f"no readable runs under {run_dir}"
+        return out(None, summary, f"no readable runs under {run_dir}", runs.skipped)
     if summary is None:
         from analysis.summary import summarize
 
         summary = summarize(runs, target_rel=DEFAULT_TARGET_REL)
-    return runs.points, summary, ""
+    return out(runs.points, summary, "", runs.skipped)
 
 
 def read_index(fig_dir: Path) -> dict[str, str]:
