@@ -134,7 +134,7 @@ def test_figure_and_report_skip_runs_without_the_study(points, tmp_path):
 def test_report_has_the_speedup_section_and_csv(points, tmp_path, monkeypatch):
     summary = points.drop_duplicates("run_id").assign(cell=lambda d: d["run_id"], final_test_acc=math.nan,
                                                       network="datacenter-10g", data="shuffle", spectral_gap=0.5)
-    monkeypatch.setattr(report, "load_tables", lambda d: (points, summary, ""))
+    monkeypatch.setattr(report, "load_tables", lambda d, with_skipped=False: (points, summary, "", []))
     study = tmp_path / "speedup"
     study.mkdir()
     assert report.main([str(study)]) == 0
