@@ -228,6 +228,9 @@ def _gap_and_graph(ev: Evidence) -> Verdict:
     if s.empty or "final_gap" not in s or "spectral_gap" not in s:
         return Verdict(NOT_RUN, "no summary with gaps to all-reduce")
     choco = s[(s["algorithm"] == "choco") & pd.to_numeric(s["final_gap"], errors="coerce").notna()]
+    if "data" in choco and choco["data"].nunique() > 1:  # one partition: i.i.d. (shuffle) when the study has it
+        schemes = choco["data"].value_counts()
+        choco = choco[choco["data"] == ("shuffle" if "shuffle" in schemes.index else schemes.index[0])]
     cells = choco.groupby(["topology", "nodes"]).agg(gap=("final_gap", "mean"), rho=("spectral_gap", "first"))
     if len(cells) < 3:
         return Verdict(NOT_RUN, "fewer than 3 Choco cells with a gap to all-reduce")

@@ -118,3 +118,15 @@ def test_the_claims_command_writes_its_table_and_the_report_has_it(tmp_path, cap
     assert table.set_index("claim").loc["choco-matches-allreduce", "verdict"] == "holds"  # identical curves
     assert "| choco-matches-allreduce" in capsys.readouterr().out
     assert "## The paper's claims" in build_report(tmp_path, skipped=[])
+
+
+def test_the_gap_claim_reads_one_partition_the_iid_one():
+    rows = []
+    for data, sign in (("shuffle", 1), ("sorted", -1)):  # on sorted data the relation is reversed
+        for topology, n, rho, gap in [("ring", 16, 0.05, 0.02), ("ring", 64, 0.003, 0.08), ("torus", 16, 0.4, 0.01)]:
+            g = 0.05 + sign * (gap - 0.05)
+            rows += [{**r, "data": data, "topology": topology, "nodes": n, "spectral_gap": rho, "final_gap": g}
+                     for r in runs("choco", "sign", [0.7 - g] * 2)]
+    found, table = verdicts(rows)
+    assert found["gap-grows-as-spectral-gap-shrinks"] == "holds"
+    assert "over 3 (topology, n) cells" in table.set_index("claim").loc["gap-grows-as-spectral-gap-shrinks", "measured"]
