@@ -55,11 +55,11 @@ def local_scores(task: Task, x: torch.Tensor, workers: list[int], comm) -> tuple
     if rows:
         buffers = task.local_buffers()
         scores = task.evaluate_workers(x[rows], None if buffers is None else buffers[rows])
-        for i, r in enumerate(rows):
-            g = r + lo
-            gathered[r, g] = float(scores["test_acc"][i])
-            gathered[r, n + g] = float(scores["test_loss"][i])
-            gathered[r, 2 * n + g] = 1.0
+        r = torch.tensor(rows, device=x.device)
+        g = r + lo
+        gathered[r, g] = scores["test_acc"].to(gathered)  # one copy each, not an element at a time
+        gathered[r, n + g] = scores["test_loss"].to(gathered)
+        gathered[r, 2 * n + g] = 1.0
     total = comm.global_mean(gathered) * n  # each entry is set on one row only: the mean times n is it
     seen = total[2 * n:] > 0.5
     nan = torch.tensor(math.nan, dtype=torch.float64, device=total.device)
