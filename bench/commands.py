@@ -6,7 +6,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from .consensus import DEFAULT_GAMMA_GRID, ConsensusTrace, best_of, run_consensus
+from .consensus import DEFAULT_GAMMA_GRID, ConsensusTrace, best_of, run_consensus, tune_gamma
 from .files import atomic_write_text
 from .topology import make_topology
 
@@ -16,8 +16,8 @@ def _progress(items, desc: str, quiet: bool):
 
 
 def _tune(topo, compressor: str, grid, steps: int, dim: int, seed: int, quiet: bool) -> list[ConsensusTrace]:
-    return [run_consensus(topo, compressor, gamma=g, steps=steps, dim=dim, seed=seed, record_every=max(1, steps // 50))
-            for g in _progress(grid, f"γ for {compressor}", quiet)]
+    return tune_gamma(topo, compressor, grid, steps, dim, seed,
+                      progress=lambda items: _progress(items, f"γ for {compressor}", quiet))
 
 
 def cmd_tune_gamma(args) -> int:

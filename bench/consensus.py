@@ -85,10 +85,11 @@ def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0
 
 
 def tune_gamma(topology: Topology, compressor: str, grid=DEFAULT_GAMMA_GRID, steps: int = 1000,
-               dim: int = 2000, seed: int = 0) -> list[ConsensusTrace]:
-    """One Choco-Gossip run per γ of ``grid``; the best is the lowest final error."""
+               dim: int = 2000, seed: int = 0, progress=iter) -> list[ConsensusTrace]:
+    """One Choco-Gossip run per γ of ``grid`` (iterated through ``progress``, e.g. a bar); the best
+    is the lowest final error (``best_of``)."""
     return [run_consensus(topology, compressor, gamma=g, steps=steps, dim=dim, seed=seed,
-                          record_every=max(1, steps // 50)) for g in grid]
+                          record_every=max(1, steps // 50)) for g in progress(grid)]
 
 
 def best_of(traces: list[ConsensusTrace]) -> ConsensusTrace:

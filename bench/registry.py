@@ -12,6 +12,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str):
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self._retired: dict[str, str] = {}  # name -> where it went (one clear line instead of 'unknown')
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(obj: T) -> T:
@@ -22,10 +23,16 @@ class Registry(Generic[T]):
 
         return add
 
+    def retire(self, name: str, where: str) -> None:
+        """A name that once was registered: asking for it says ``where`` it went."""
+        self._retired[name] = where
+
     def get(self, name: str) -> T:
         try:
             return self._entries[name]
         except KeyError:
+            if name in self._retired:
+                raise BenchError(f"{self.kind} {name!r} {self._retired[name]}") from None
             raise BenchError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
 
     def names(self) -> list[str]:

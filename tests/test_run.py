@@ -192,14 +192,12 @@ def test_learning_rate_schedules():
     assert lr_at(exp, 3) == pytest.approx(0.5 * 0.9 ** 3)
 
 
-def test_consensus_task_tracks_the_error_to_the_average(tmp_path):
-    argv = ["run", "--task", "consensus", "--algorithm", "choco", "--compressor", "top:0.01", "--nodes", "25",
-            "--epochs", "40", "--set", "gamma=0.05", "--quiet", "--out", str(tmp_path)]
-    assert main(argv) == 0
-    df = metrics(tmp_path)
-    assert df["train_loss"].iloc[0] == pytest.approx(1.0)
-    assert df["train_loss"].iloc[-1] < 1e-4  # 4000 rounds, as in the consensus tests
-    assert math.isnan(df["test_acc"].iloc[-1])
+def test_the_consensus_problem_has_one_path_and_bench_run_names_it(tmp_path, capsys):
+    argv = ["run", "--task", "consensus", "--algorithm", "choco", "--nodes", "4", "--quiet", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "bench consensus" in err and "bench tune-gamma" in err
+    assert not (tmp_path / "r").exists()
 
 
 def test_gradient_clipping_per_worker():

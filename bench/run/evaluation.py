@@ -87,27 +87,21 @@ def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Co
     n = task.setup.n_workers
     distance = float(comm.global_mean(((x - xbar) ** 2).sum(dim=1, keepdim=True)))
     row = {"step": counters.global_step, "epoch": epoch}
-    if task.has_gradient:
-        buffers = task.local_buffers()
-        averaged = comm.global_mean(buffers) if buffers is not None else None
-        metrics = task.evaluate(xbar, averaged) if writer else {}
-        workers = list(range(n)) if final else local_workers
-        acc, loss = local_scores(task, x, workers, comm)
-        if len(workers) == n:
-            counters.local_all = {"step": counters.global_step, "test_acc": acc.tolist(), "test_loss": loss.tolist()}
-        row.update({
-            "train_loss": metrics.get("train_loss", math.nan),
-            "train_loss_workers": (counters.window_loss_sum / counters.window_steps
-                                   if counters.window_steps else math.nan),
-            "test_loss": metrics.get("test_loss", math.nan), "test_acc": metrics.get("test_acc", math.nan),
-            **_summary(acc, loss),
-        })
-        row.update({k: v for k, v in metrics.items() if k not in row})
-    else:
-        # consensus: the error to the exact initial average, relative to its start
-        rel = distance / counters.initial_distance if counters.initial_distance else math.nan
-        row.update({"train_loss": rel, "train_loss_workers": rel, "test_loss": rel, "test_acc": math.nan,
-                    **_summary(torch.full((1,), math.nan), torch.full((1,), math.nan))})
+    buffers = task.local_buffers()
+    averaged = comm.global_mean(buffers) if buffers is not None else None
+    metrics = task.evaluate(xbar, averaged) if writer else {}
+    workers = list(range(n)) if final else local_workers
+    acc, loss = local_scores(task, x, workers, comm)
+    if len(workers) == n:
+        counters.local_all = {"step": counters.global_step, "test_acc": acc.tolist(), "test_loss": loss.tolist()}
+    row.update({
+        "train_loss": metrics.get("train_loss", math.nan),
+        "train_loss_workers": (counters.window_loss_sum / counters.window_steps
+                               if counters.window_steps else math.nan),
+        "test_loss": metrics.get("test_loss", math.nan), "test_acc": metrics.get("test_acc", math.nan),
+        **_summary(acc, loss),
+    })
+    row.update({k: v for k, v in metrics.items() if k not in row})
     row.update({
         "consensus_distance": distance,
         "bits_per_worker": counters.bits, "bits_paper_per_worker": counters.paper_bits,

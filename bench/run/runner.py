@@ -51,7 +51,7 @@ class Loop:
         # stop_at pauses the run part-way (successive halving continues it later from its checkpoint)
         self.stop = self.total if cfg.stop_at is None else min(self.total, max(1, round(cfg.stop_at * self.spe)))
         self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
-        self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers) if task.has_gradient else []
+        self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers)
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
         self.checkpoint = out / f"checkpoint{suffix}.pt"
         self.counters = Counters()
@@ -78,7 +78,7 @@ class Loop:
         """Vectorised or loop gradients (by option or measurement); every process takes the same path."""
         task = self.p.task
         task.prepare(self.p.algo.x)
-        if self.cfg.backend == "dist" and task.has_gradient:
+        if self.cfg.backend == "dist":
             agreed = "vmap" if self._agreed(task.gradient_path == "vmap") else "loop"
             task.use_path(agreed, f"{agreed}: the path of at least one process" if agreed == "vmap"
                           else "loop: no process was faster vectorised")
@@ -141,8 +141,8 @@ class Loop:
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
         tick = time.perf_counter()
-        grads, losses = p.task.gradients(p.algo.x, batch) if p.task.has_gradient else (None, None)
-        if grads is not None and cfg.grad_clip is not None:
+        grads, losses = p.task.gradients(p.algo.x, batch)
+        if cfg.grad_clip is not None:
             clip_rows_(grads, cfg.grad_clip)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -153,8 +153,6 @@ class Loop:
         c.time_comm_s += traffic.comm_time_s
         c.bits += traffic.wire_bits
         c.paper_bits += traffic.paper_bits
-        if losses is None:
-            return math.nan
         loss = float(p.comm.global_mean(losses.reshape(-1, 1)))
         c.window_loss_sum += loss
         c.window_steps += 1
@@ -199,12 +197,10 @@ class Loop:
                 for batch in itertools.islice(p.task.batches(epoch), first, None):
                     loss = self.step(batch)
                     self.progress.step(self.epoch_now(), loss)
-                    if p.task.has_gradient and not (loss <= cfg.divergence_loss):  # NaN compares False
+                    if not (loss <= cfg.divergence_loss):  # NaN compares False
                         status = "diverged"
                     elif c.global_step % self.eval_every == 0 or c.global_step in (self.stop, self.total):
                         self.add_row(final=c.global_step == self.total)
-                        if not p.task.has_gradient and not (c.rows[-1]["train_loss"] <= cfg.divergence_loss):
-                            status = "diverged"
                     if status == "diverged":
                         if c.rows[-1]["step"] != c.global_step:
                             self.add_row(final=True)

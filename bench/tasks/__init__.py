@@ -1,13 +1,16 @@
 """Tasks (data + model + loss) by registry name: ``make_task("mnist1d-mlp", setup)``."""
 import math
 
-from . import consensus, language, supervised  # noqa: F401  (registration)
+from . import language, supervised  # noqa: F401  (registration)
 from .base import TASKS, Task, TaskSetup
 from ..errors import BenchError
 
 __all__ = ["TASKS", "Task", "TaskSetup", "check_option_values", "make_task", "task_option_names"]
 
 # options every task understands
+TASKS.retire("consensus", "is not a training task: the consensus problem runs with `bench consensus` "
+             "(and Choco's γ is tuned on it with `bench tune-gamma`)")
+
 COMMON_OPTIONS = {"vectorize"}  # true | false | auto (measured; see tasks/gradients.py)
 
 

@@ -45,7 +45,6 @@ class TaskSetup:
 
 class Task(ABC):
     name: str
-    has_gradient: bool = True
     metric_names: tuple[str, ...] = ("test_loss", "test_acc")
     # task options and their defaults; unknown keys are rejected by make_task
     default_options: dict[str, Any] = {}
@@ -76,13 +75,12 @@ class Task(ABC):
     # -- training --------------------------------------------------------------------------
     @abstractmethod
     def init_params(self) -> torch.Tensor:
-        """Initial parameters of the local workers, ``[hi - lo, d]`` (every worker the same model,
-        except for consensus)."""
+        """Initial parameters of the local workers, ``[hi - lo, d]`` (every worker the same model)."""
 
     def prepare(self, x: torch.Tensor) -> None:
         """Settle the gradient path (vectorised or loop) before training, by the ``vectorize``
         option or by measurement; a path restored from a checkpoint is kept."""
-        if not self.has_gradient or self.gradient_path is not None:
+        if self.gradient_path is not None:
             return
         from .gradients import choose_path
 
