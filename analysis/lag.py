@@ -11,7 +11,8 @@ import pandas as pd
 from scipy import stats
 
 from analysis.files import write_atomically
-from analysis.figures import as_percent, method_label, one_cell_per, usable
+from analysis.figures import as_percent, one_cell_per, usable
+from analysis.labels import method_label
 from analysis.summary import REFERENCE, spectral_fit
 
 SETTING = ["task", "data", "algorithm", "compressor", "topology", "nodes"]

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import labels
+
 # the parts every cell key names, in this order (seed is what varies inside a cell)
 CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "network"]
 # config keys that change where or how a run is executed or logged, not what it computes
@@ -255,12 +257,15 @@ def load_runs(root) -> Runs:
         seen[run_id] = str(path)
         if status in IN_PROGRESS:
             problems.append((str(path), f"in progress (status {status}); kept with {len(metrics)} points"))
+        labels.learn(row["algorithm"], record.get("algorithm"))  # its display name, from bench's own description
         rows.append(row)
         configs.append(record.get("config", {}))
         tables.append(metrics)
     for row, key in zip(rows, _cell_keys(rows, configs)):
         row["cell"] = key
     rows, configs, tables = _one_per_seed(rows, configs, tables, problems)
+    for row in rows:  # every method of the loaded runs: the figures share one colour per method
+        labels.method_label(row["algorithm"], row["compressor"])
     runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
     if not tables:
         return Runs(runs, pd.DataFrame(columns=["step"] + RUN_COLUMNS), problems)

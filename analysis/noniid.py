@@ -11,7 +11,8 @@ import pandas as pd
 from scipy import stats
 
 from analysis.files import write_atomically
-from analysis.figures import IID_SCHEMES, as_percent, method_label, method_sort_key, one_cell_per, usable
+from analysis.figures import IID_SCHEMES, as_percent, one_cell_per, usable
+from analysis.labels import method_label, method_sort_key
 from analysis.summary import REFERENCE
 
 SETTING = ["task", "topology", "nodes", "algorithm", "compressor"]

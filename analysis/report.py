@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.files import write_text_atomically
-from analysis.figures import as_percent, compressor_label, load_tables, method_label, read_index, usable
+from analysis.figures import as_percent, load_tables, read_index, usable
+from analysis.labels import compressor_label, method_label
 from analysis.lag import lag_section
 from analysis.lag import write_tables as write_lag_tables
 from analysis.load import load_runs
@@ -18,7 +19,7 @@ from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
 from analysis.speedup import speedup_section, write_speedup_csv
 from analysis.tuning import tuning_markdown
-from analysis.tables import (AVERAGED, LOCAL, TABLE1_COLUMNS, cell_table_markdown, has_local,
+from analysis.tables import (AVERAGED, LOCAL, cell_table_markdown, has_local, table1_algorithms,
                              table1_latex, table1_markdown)
 
 # Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
@@ -63,7 +64,7 @@ def table1_selection(summary: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     """Table 1 at the most-run (task, topology, n) of DCD/ECD/Choco, if it has >= 2 compressors or
     >= 2 of those algorithms; all-reduce and D-PSGD at the same task and n are the reference lines."""
     data = usable(summary)
-    compressed = data[data["algorithm"].isin(TABLE1_COLUMNS)]
+    compressed = data[data["algorithm"].isin(table1_algorithms(data)[0])]
     if compressed.empty:
         return None
     # one network preset and data scheme: runs that differ only there are the same training, not more seeds

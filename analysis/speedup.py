@@ -17,7 +17,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.files import write_atomically
-from analysis.figures import method_label, method_sort_key, usable
+from analysis.figures import usable
+from analysis.labels import method_label, method_sort_key
 from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
 
 METRIC = "train_subopt"

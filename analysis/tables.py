@@ -7,21 +7,15 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.figures import as_percent, compressor_label, method_label, method_sort_key, usable
+from analysis.figures import as_percent, usable
+from analysis.labels import algorithm_label, compresses, compressor_label, compressor_order, method_label, method_sort_key
 
-TABLE1_COLUMNS = {"dcd": "DCD-PSGD", "ecd": "ECD-PSGD", "choco": "Choco-SGD"}
-REFERENCES = {"allreduce": "All-reduce SGD", "dpsgd": "Exact decentralized (D-PSGD)"}
-
-
-def _compressor_order(spec: str) -> tuple:
-    """Paper order: none, QSGD by bits, random and top by kept fraction (descending), sign, others."""
-    name, _, arg = str(spec).partition(",")[0].partition(":")
-    rank = {"none": 0, "qsgd": 1, "rand": 2, "top": 3, "sign": 4}.get(name, 5)
-    try:
-        size = -float(arg)
-    except ValueError:
-        size = 0.0
-    return (rank, size, str(spec))
+def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(Table 1's columns: the algorithms that compress, the references: those that send exact models),
+    each in legend order, as the runs describe themselves (labels.compresses)."""
+    present = [str(a) for a in dict.fromkeys(summary["algorithm"].dropna())] if "algorithm" in summary else []
+    order = sorted(present, key=lambda a: method_sort_key(method_label(a, "none" if not compresses(a) else "sign")))
+    return [a for a in order if compresses(a)], [a for a in order if not compresses(a)]
 
 
 def accuracy_text(runs: pd.DataFrame) -> str:
@@ -71,17 +65,17 @@ def table1_frame(summary: pd.DataFrame, value: str = AVERAGED) -> tuple[pd.DataF
         shown = accuracy_text(g)
         return shown + _worker_spread(g) if value == LOCAL and shown not in ("—", "diverges", "n/a") else shown
 
-    compressed = data[data["algorithm"].isin(TABLE1_COLUMNS)]
-    columns = [a for a in TABLE1_COLUMNS if a in set(compressed["algorithm"])]
-    specs = sorted(compressed["compressor"].astype(str).unique(), key=_compressor_order)
+    columns, references = table1_algorithms(data)
+    compressed = data[data["algorithm"].isin(columns)]
+    specs = sorted(compressed["compressor"].astype(str).unique(), key=compressor_order)
     table = pd.DataFrame(index=[compressor_label(s) for s in specs],
-                         columns=[TABLE1_COLUMNS[a] for a in columns], dtype=object)
+                         columns=[algorithm_label(a) for a in columns], dtype=object)
     for spec in specs:
         for algorithm in columns:
             g = compressed[(compressed["compressor"].astype(str) == spec) & (compressed["algorithm"] == algorithm)]
-            table.loc[compressor_label(spec), TABLE1_COLUMNS[algorithm]] = text(g) if len(g) else "—"
+            table.loc[compressor_label(spec), algorithm_label(algorithm)] = text(g) if len(g) else "—"
     table.index.name = "compression"
-    refs = {name: data[data["algorithm"] == algorithm] for algorithm, name in REFERENCES.items()}
+    refs = {algorithm_label(a): data[data["algorithm"] == a] for a in references}
     lines = [f"{name}: {text(g)} ({len(g)} seed{'' if len(g) == 1 else 's'})" for name, g in refs.items() if len(g)]
     return table, lines
 

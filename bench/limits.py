@@ -12,6 +12,8 @@ MAX_NODES = 4096
 MAX_DIM = 2**24
 MAX_CONSENSUS_ENTRIES = 2**28  # nodes x dim
 MAX_ROUNDS = 10**6
+# the synthetic problems (lsq, logreg) draw (n_train + n_test) x dim float64 features: 2 GiB at the bound
+MAX_SYNTHETIC_ENTRIES = 2**28
 # numpy takes seeds below 2^32 and the suite derives seeds by adding small offsets (seed + 1, ...)
 MAX_SEED = 2**31 - 1
 # the torch device strings the suite runs on

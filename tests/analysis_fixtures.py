@@ -14,6 +14,13 @@ METRICS = ["step", "epoch", "train_loss", "train_loss_workers", "test_loss", "te
            "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr"]
 
 
+def describe_algorithm(name: str) -> dict:
+    """run.json's "algorithm" object as bench writes it (its class's own description)."""
+    from bench.algorithms import ALGORITHMS
+
+    return ALGORITHMS.get(name).describe() if name in ALGORITHMS else {"name": name, "label": name}
+
+
 def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", nodes=8, seed=0,
              status="completed", epochs_points=None, spectral_gap=0.1, network="datacenter-10g",
              task="mnist1d-mlp", data="shuffle", steps_per_epoch=10, bits_per_step=1000.0,
@@ -76,6 +83,7 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
                   "source": "unused" if algorithm == "allreduce" else "given"},
         "task": {"name": task, "n_params": 1000, "train_size": 100, "test_size": 50,
                  "steps_per_epoch": steps_per_epoch, "options": {}},
+        "algorithm": describe_algorithm(algorithm),
         "steps_per_epoch": steps_per_epoch, "total_steps": int(epochs * steps_per_epoch),
         "provenance": {"python": "test"}, "start_time": "2026-01-01T00:00:00+00:00",
         "final": final,

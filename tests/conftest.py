@@ -18,6 +18,19 @@ def one_thread():
 
 
 @pytest.fixture(autouse=True)
+def method_labels():
+    # analysis learns algorithms' names from the runs it loads; each test starts from what bench's
+    # registered algorithms say of themselves, whatever earlier tests loaded
+    from analysis import labels
+    from bench.algorithms import ALGORITHMS
+
+    labels.reset()
+    for name in ALGORITHMS.names():
+        labels.learn(name, ALGORITHMS.get(name).describe())
+    yield
+
+
+@pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch):
     # tuned γ values and generated data sets are cached; tests never touch the user's cache
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))

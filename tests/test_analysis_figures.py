@@ -101,7 +101,7 @@ def test_gap_table_is_all_reduce_minus_method(summary):
     table = gap_vs_nodes.gap_table(summary[summary["network"] == "p2p-100m"]).set_index(["topology", "method", "nodes"])
     reach = 100 * (1 - math.exp(-10 / 2.5))  # points per unit of final accuracy at epoch 10
     assert table.loc[("ring", "D-PSGD", 16), "gap"] == pytest.approx((0.92 - (0.90 - 0.2)) * reach)
-    assert table.loc[("torus", "Choco (sign)", 4), "gap"] == pytest.approx((0.92 - (0.89 - 0.02)) * reach)
+    assert table.loc[("torus", "Choco-SGD (sign)", 4), "gap"] == pytest.approx((0.92 - (0.89 - 0.02)) * reach)
     # every ECD seed diverged: no gap, but the point is kept with its count
     assert math.isnan(table.loc[("ring", "ECD-PSGD (QSGD 4-bit)", 4), "gap"])
     assert table.loc[("ring", "ECD-PSGD (QSGD 4-bit)", 4), "diverged"] == 3
@@ -152,17 +152,18 @@ TABLE1 = table1_summary({
 def test_table1_markdown_cells():
     md = table1_markdown(TABLE1)
     lines = md.splitlines()
-    assert lines[0] == "| compression | DCD-PSGD | ECD-PSGD | Choco-SGD |"
-    assert "| QSGD 4-bit | 23.19 ± 3.02 | diverges | 92.50 ± 0.50 |" in lines
-    assert "| top 50% | — | 17.03 (2 of 3 diverged) | 92.55 ± 0.25 |" in lines
-    assert "All-reduce SGD: 92.64 ± 0.05 (3 seeds)" in md
+    # the columns and reference lines are named as the runs name their algorithms (run.json)
+    assert lines[0] == "| compression | Choco-SGD | DCD-PSGD | ECD-PSGD |"
+    assert "| QSGD 4-bit | 92.50 ± 0.50 | 23.19 ± 3.02 | diverges |" in lines
+    assert "| top 50% | 92.55 ± 0.25 | — | 17.03 (2 of 3 diverged) |" in lines
+    assert "all-reduce: 92.64 ± 0.05 (3 seeds)" in md
 
 
 def test_table1_reads_fractions_as_percent_and_latex_escapes():
     tex = table1_latex(TABLE1.assign(final_test_acc=TABLE1["final_test_acc"] / 100))
-    assert r"QSGD 4-bit & 23.19 $\pm$ 3.02 & diverges & 92.50 $\pm$ 0.50 \\" in tex
-    assert r"top 50\% & -- & 17.03 (2 of 3 diverged) & 92.55 $\pm$ 0.25 \\" in tex
-    assert tex.startswith(r"\begin{tabular}{lccc}") and r"\multicolumn{4}{l}{All-reduce SGD" in tex
+    assert r"QSGD 4-bit & 92.50 $\pm$ 0.50 & 23.19 $\pm$ 3.02 & diverges \\" in tex
+    assert r"top 50\% & 92.55 $\pm$ 0.25 & -- & 17.03 (2 of 3 diverged) \\" in tex
+    assert tex.startswith(r"\begin{tabular}{lccc}") and r"\multicolumn{4}{l}{all-reduce" in tex
 
 
 def test_accuracy_text_single_seed_and_failed_runs_ignored():
@@ -200,7 +201,7 @@ def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypat
     assert report.main([str(study)]) == 0
     md = (study / "report.md").read_text()
     assert md.startswith("# scaling:")
-    assert "| compression | ECD-PSGD | Choco-SGD |" in md  # Table 1
+    assert "| compression | Choco-SGD | ECD-PSGD |" in md  # Table 1
     assert "| method" in md and "diverged (0/3)" in md  # per-cell table
     for name, caption in index.items():
         assert f"![{name}](figures/{name}.png)" in md and caption in md
@@ -237,7 +238,7 @@ def test_cli_end_to_end_on_run_directories(tmp_path):
     index = json.loads((study / "figures" / "index.json").read_text())
     assert {"accuracy_curves", "consensus", "time_to_accuracy"} <= set(index)
     md = (study / "report.md").read_text()
-    assert "| compression | DCD-PSGD | Choco-SGD |" in md and "| sign | 85.50 ± 0.71 | 90.50 ± 0.71 |" in md
+    assert "| compression | Choco-SGD | DCD-PSGD |" in md and "| sign | 90.50 ± 0.71 | 85.50 ± 0.71 |" in md
     assert "![consensus](figures/consensus.png)" in md
     tex = (study / "table1.tex").read_text()  # Table 1 in LaTeX next to the report
     assert "\\toprule" in tex and r"85.50 $\pm$ 0.71" in tex

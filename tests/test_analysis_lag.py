@@ -113,7 +113,7 @@ def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
     fits = lag_fits(table.reset_index())
     pooled = fits[fits["scope"] == "all methods"].iloc[0]
     assert pooled["slope"] == pytest.approx(0.5) and pooled["n"] == 4 and pooled["spearman"] == pytest.approx(1.0)
-    choco = fits[fits["scope"] == "Choco (sign)"].iloc[0]  # three settings: a fit of its own
+    choco = fits[fits["scope"] == "Choco-SGD (sign)"].iloc[0]  # three settings: a fit of its own
     assert choco["slope"] == pytest.approx(0.5) and choco["n"] == 3
 
 

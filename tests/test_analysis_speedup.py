@@ -39,7 +39,7 @@ def points():
 def test_curves_of_c_over_root_nt_give_speedup_exactly_n(points):
     # target 1/8: t = 64/n falls on an evaluation point for every n, so no interpolation error
     table = speedup_table(speedup_points(points), target=0.125, n_boot=200).set_index(["method", "nodes"])
-    for method in ("all-reduce", "D-PSGD", "Choco (sign)"):
+    for method in ("all-reduce", "D-PSGD", "Choco-SGD (sign)"):
         for n in (1, 4, 16, 64):
             row = table.loc[(method, n)]
             assert row["status"] == "reached" and row["reached"] == 2
@@ -78,7 +78,7 @@ def test_diverged_runs_are_diverged_not_censored():
 def test_a_method_without_n1_runs_uses_the_allreduce_baseline():
     parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("choco", "sign", 4, 0, theory(4))]
     table = speedup_table(speedup_points(pd.concat(parts)), target=0.125, n_boot=20).set_index("method")
-    assert table.loc["Choco (sign)", "speedup"] == pytest.approx(4.0)
+    assert table.loc["Choco-SGD (sign)", "speedup"] == pytest.approx(4.0)
 
 
 def test_default_target_is_twice_the_n1_allreduce_floor():

@@ -437,7 +437,7 @@ def test_a_damaged_summary_csv_is_recomputed_not_fatal(tmp_path):
     make_cell(tmp_path, "choco", (0.80, 0.81, 0.79))
     (tmp_path / "summary.csv").write_bytes(b"\x00\xff\xfe" * 50)
     assert analysis_report.main([str(tmp_path)]) == 0
-    assert "Choco (sign)" in (tmp_path / "report.md").read_text()
+    assert "Choco-SGD (sign)" in (tmp_path / "report.md").read_text()
 
 
 @pytest.mark.parametrize("name", ["config-list", "gamma-number", "run-id-list"])

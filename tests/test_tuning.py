@@ -153,7 +153,7 @@ def test_sensitivity_slices_through_the_selected_point(tmp_path):
                          "val_acc": acc, "val_loss": 1 - acc})
     rows[-1].update(status="diverged")  # lr 1, γ 1
     table = select(trials(rows))
-    from analysis.figures import with_methods
+    from analysis.labels import with_methods
 
     by_lr = sensitivity_slice(with_methods(table), "lr")
     # the slice holds γ at its selected value (1.0): three learning rates, the diverged one marked

@@ -13,49 +13,13 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.files import write_atomically, write_text_atomically
+from analysis.labels import with_methods
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
            "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup"]
-ALGORITHM_NAMES = {"allreduce": "all-reduce", "dpsgd": "D-PSGD", "dcd": "DCD-PSGD", "ecd": "ECD-PSGD",
-                   "choco": "Choco"}
-_EXACT = {"allreduce", "dpsgd"}  # never compress, so their label omits the compressor
 DEFAULT_TARGET_REL = 0.95
 _FAILED = {"failed", "running", "interrupted", "unknown"}
-
-
-def compressor_label(spec) -> str:
-    """Paper-style name of a compressor spec: ``top:0.01`` -> ``top 1%``, ``qsgd:4`` -> ``QSGD 4-bit``."""
-    head, _, options = str(spec).partition(",")
-    name, _, arg = head.partition(":")
-    if name in ("top", "rand") and arg:
-        label = f"{'top' if name == 'top' else 'random'} {float(arg) * 100:g}%"
-    elif name == "qsgd" and arg:
-        label = f"QSGD {arg}-bit"
-    else:
-        label = head
-    return f"{label}, {options.replace('=true', '').replace(',', ', ')}" if options else label
-
-
-def method_label(algorithm, compressor="none") -> str:
-    """``choco``, ``sign`` -> ``Choco (sign)``; exact methods keep their bare name."""
-    name = ALGORITHM_NAMES.get(algorithm, str(algorithm))
-    if algorithm in _EXACT and str(compressor) in ("none", "nan"):
-        return name
-    return f"{name} ({compressor_label(compressor)})"
-
-
-def method_sort_key(label: str) -> tuple:
-    """Legend order: the references (all-reduce, D-PSGD) first, then the compressed methods."""
-    order = ["all-reduce", "D-PSGD", "DCD-PSGD", "ECD-PSGD", "Choco"]
-    head = label.split(" (")[0]
-    return (order.index(head) if head in order else len(order), label)
-
-
-def with_methods(df: pd.DataFrame) -> pd.DataFrame:
-    out = df.copy()
-    out["method"] = [method_label(a, c) for a, c in zip(out["algorithm"], out["compressor"].astype(str))]
-    return out
 
 
 def as_percent(values) -> pd.Series:

@@ -13,8 +13,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure,  # noqa: E402
-                              select_setting, usable, with_methods)
+from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
+from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
@@ -32,7 +32,7 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     data["mbit"] = data[bits] / 1e6
     axes_spec = [("epoch", "epochs"), ("mbit", "Mbit sent per worker"), ("time_s", "modelled time (s)")]
     methods = sorted(data["method"].unique(), key=method_sort_key)
-    palette = dict(zip(methods, sns.color_palette("tab10" if len(methods) <= 10 else "tab20", len(methods))))
+    palette = colours(methods)
     # mean and band over the runs that finished: a diverged seed would drag the mean down at the
     # step it blew up and then vanish from it, so diverged runs are drawn one by one instead
     alive = data[data["status"] != "diverged"]

@@ -12,8 +12,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure, usable,  # noqa: E402
-                              with_methods)
+from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
 
 
 def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -37,7 +37,7 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     table = spectral_table(summary)
     methods = sorted(table["method"].unique(), key=method_sort_key)
-    colors = dict(zip(methods, sns.color_palette("tab10", len(methods))))
+    colors = colours(methods)
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
     for method in methods:
         g = table[table["method"] == method].sort_values("spectral_gap")

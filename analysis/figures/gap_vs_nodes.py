@@ -12,8 +12,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure, usable,  # noqa: E402
-                              with_methods)
+from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.labels import method_sort_key, with_methods  # noqa: E402
 
 def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (topology, method, nodes): all-reduce's mean final accuracy at that n minus the

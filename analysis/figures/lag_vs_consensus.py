@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis.figures import IID_SCHEMES, method_sort_key, save_figure  # noqa: E402
+from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
+from analysis.labels import method_sort_key  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
 
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]

@@ -12,7 +12,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis.figures import IID_SCHEMES, method_sort_key, save_figure  # noqa: E402
+from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
+from analysis.labels import method_sort_key  # noqa: E402
 from analysis.noniid import noniid_table  # noqa: E402
 
 MAX_PANELS = 4

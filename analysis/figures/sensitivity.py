@@ -14,7 +14,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import method_sort_key, save_figure, with_methods  # noqa: E402
+from analysis.figures import save_figure  # noqa: E402
+from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
 
 KNOBS = ("lr", "weight_decay", "gamma", "momentum")
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
@@ -95,7 +96,7 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
     panels = [(k, sensitivity_slice(trials, k)) for k in ("lr", "gamma")]
     panels = [(k, t) for k, t in panels if len(t)]
     methods = sorted(trials["method"].unique(), key=method_sort_key)
-    colors = dict(zip(methods, sns.color_palette("tab10", len(methods))))
+    colors = colours(methods)
     fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 5.2), squeeze=False)
     for ax, (knob, table) in zip(axes.flat, panels):
         _panel(ax, table, knob, colors)

@@ -16,7 +16,8 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import method_sort_key, save_figure  # noqa: E402
+from analysis.figures import save_figure  # noqa: E402
+from analysis.labels import colours, method_sort_key, style  # noqa: E402
 from analysis.speedup import (curves, fit_theory_constant, in_regime, regime_title, regimes,  # noqa: E402
                               speedup_points, speedup_table)
 
@@ -95,8 +96,8 @@ def plot_speedup(points: pd.DataFrame, table: pd.DataFrame, out_stem: Path, *, t
     methods = sorted(points["method"].unique(), key=method_sort_key)
     nodes = sorted(points["nodes"].unique())
     colors = dict(zip(nodes, sns.color_palette("viridis_r", len(nodes))))
-    palette = dict(zip(methods, sns.color_palette("tab10", len(methods))))
-    markers = dict(zip(methods, "osD^v<>p"))
+    palette = colours(methods)
+    markers = {m: style(m)["marker"] for m in methods}
     shared = curves(in_regime(points, rows_of[0]))
     c = theory_constant(shared[shared["step"] > 0])  # the n = 1 runs are the same in every regime
     cols = len(methods)

@@ -14,8 +14,8 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from analysis.figures import (as_percent, iid_only, method_sort_key, one_cell_per, save_figure,  # noqa: E402
-                              select_setting, usable, with_methods)
+from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
+from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
                "bits_to_target": "bits sent per worker to target"}
@@ -48,7 +48,7 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     table = bar_table(summary, value)
     networks = sorted(table["network"].unique())
     methods = sorted(table["method"].unique(), key=method_sort_key)
-    colors = dict(zip(methods, sns.color_palette("tab10" if len(methods) <= 10 else "tab20", len(methods))))
+    colors = colours(methods)
     finite = table.loc[np.isfinite(table["median"]), ["median", "high"]].to_numpy(float)
     finite = finite[np.isfinite(finite)]
     floor, ceiling = (finite.min() / 3, finite.max() * 3) if finite.size else (0.1, 1.0)

@@ -34,7 +34,7 @@ class ChocoOptions:
 @ALGORITHMS.register("choco")
 class Choco(Algorithm):
     name = "choco"
-    label = "Choco"
+    label = "Choco-SGD"
     contraction = True
     consensus_step = True
     settings = ("gamma", "order")

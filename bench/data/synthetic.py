@@ -6,10 +6,14 @@ import numpy as np
 import torch
 
 from ..errors import BenchError
+from ..limits import MAX_SYNTHETIC_ENTRIES
 from .base import DATASETS, SyntheticData, check_positive
 
 
 def _features(rng: np.random.Generator, n_train: int, n_test: int, dim: int) -> tuple[np.ndarray, np.ndarray]:
+    if (n_train + n_test) * dim > MAX_SYNTHETIC_ENTRIES:
+        raise BenchError(f"task_options: (n_train + n_test) x dim = {(n_train + n_test) * dim:.3g} features; "
+                         f"at most {MAX_SYNTHETIC_ENTRIES:.3g} (2 GiB of float64)")
     x = rng.standard_normal((n_train + n_test, dim))
     # Rounded to float32 before anything else so the optimum is exact for the tensors we hand out.
     return x.astype(np.float32).astype(np.float64), rng.standard_normal(dim) / np.sqrt(dim)

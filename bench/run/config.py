@@ -1,7 +1,8 @@
 """The resolved settings of one training run: defaults ← YAML file ← flags ← ``--set key=value``.
 
 Every key is a field of ``RunConfig`` (commented once, here); an unknown key is one clear line
-listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes).
+listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes);
+``algorithm_options.KEY=VALUE`` (or a mapping ``algorithm_options: {KEY: VALUE}``) is the setting KEY.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import functools
 import hashlib
 import json
 import math
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,8 @@ from ..errors import BenchError
 from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 
 
+# A field's annotation says what `_coerce` accepts for it (None-able, a number, a list, a mapping); its
+# metadata names the literal words a number field also takes ("words") and what an error asks for ("expects").
 @dataclass(frozen=True)
 class RunConfig:
     task: str = "mnist1d-mlp"  # registry name, see `bench run --help`
@@ -28,12 +33,13 @@ class RunConfig:
     topology: str = "ring"  # ring | torus | complete | star | exponential | social | random-regular:K | ...
     nodes: int = 8  # number of workers n
     weights: str | None = None  # mixing weights: uniform | metropolis | maxdeg (None: the paper's default)
-    epochs: float = 10  # passes over the training data (fractions allowed)
+    epochs: int | float = 10  # passes over the training data (fractions allowed; whole numbers stay ints)
     seed: int = 0  # seeds data order, initial model, compression randomness
     lr: float = 0.1  # learning rate η (peak value under warm-up)
     lr_schedule: str = "constant"  # constant | warmup-multistep | exp
     warmup_epochs: float = 0.0  # linear warm-up from lr/10 (warmup-multistep)
-    milestones: tuple[float, ...] = ()  # epochs at which lr is multiplied by lr_decay (warmup-multistep)
+    milestones: tuple[float, ...] = field(  # epochs at which lr is multiplied by lr_decay (warmup-multistep)
+        default=(), metadata={"expects": "a list of epochs, e.g. [150, 225]"})
     lr_decay: float = 0.1  # factor at each milestone; per-epoch factor under exp
     batch_size: int = 32  # per worker
     data: str = "shuffle"  # shuffle | split | sorted | dirichlet:α
@@ -43,16 +49,19 @@ class RunConfig:
     nesterov: bool = True
     weight_decay: float = 1e-4  # not applied to BatchNorm parameters
     grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
-    gamma: float | str = "auto"  # Choco consensus step; auto: tuned on the consensus problem (cached)
+    # Choco consensus step; auto: tuned on the consensus problem (cached)
+    gamma: float | str = field(default="auto", metadata={"words": ("auto",)})
     gamma_tune_steps: int = 1000  # Choco-Gossip rounds per γ of the grid when gamma=auto
     order: str = "paper"  # choco/dpsgd: paper or the authors' code order
     per_layer: bool = True  # compress each parameter tensor separately (as the paper)
     network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
-    compute_time: str | float = "measured"  # measured, or seconds per step to model a target device
+    # measured, or seconds per step to model a target device
+    compute_time: float | str = field(default="measured", metadata={"words": ("measured",)})
     eval_every: float = 1.0  # epochs between evaluations (fractions allowed)
     # local models scored at each evaluation: all (the paper's metric), or an evenly spaced sample of k
     # (0: none); the final evaluation always scores all n
-    eval_local_workers: int | str = "all"
+    eval_local_workers: int | str = field(default="all", metadata={"words": ("all",),
+                                                                   "expects": "'all' or a count >= 0"})
     checkpoint_every: float = 1.0  # epochs between checkpoints (also on SIGTERM/SIGINT)
     # pause after this many epochs (status paused, checkpoint kept); the same run with a larger stop_at,
     # or none, continues it: the run's identity is its full schedule (successive halving's rungs)
@@ -65,7 +74,8 @@ class RunConfig:
     data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
     quiet: bool = False  # no progress output
     recipe: str = "none"  # none | tuned: take lr, momentum, weight decay, γ, batch size from recipes.yaml
-    task_options: dict[str, Any] = field(default_factory=dict)  # per-task knobs, e.g. hidden=[100, 100]
+    task_options: dict[str, Any] = field(  # per-task knobs, e.g. hidden=[100, 100]
+        default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {hidden: [64, 64]}"})
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -122,61 +132,79 @@ def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
     return dict(methods[method])
 
 
+NONE_WORDS = ("none", "null", "")  # what a None-able field reads as None (any case)
+
+
+def _kinds(hint: Any) -> tuple[Any, tuple[Any, ...]]:
+    """A field's annotation as (origin, accepted types): tuple/dict with their item types, else None
+    and the members of the union (``float | None`` -> (None, (float, NoneType)))."""
+    origin = typing.get_origin(hint)
+    if origin in (tuple, dict):
+        return origin, typing.get_args(hint)
+    return None, typing.get_args(hint) if origin in (typing.Union, types.UnionType) else (hint,)
+
+
+KINDS = {name: _kinds(hint) for name, hint in typing.get_type_hints(RunConfig).items() if name in KEYS}
+
+
 def _coerce(key: str, value: Any) -> Any:
-    """Values from YAML or ``--set`` into the field's type; one line naming the key on failure."""
-    if key == "milestones":
-        if isinstance(value, (int, float)):
-            value = [value]
-        if isinstance(value, str):
-            value = [v for v in value.replace(",", " ").split()]
-        try:
-            return tuple(float(v) for v in value)
-        except (TypeError, ValueError):
-            raise BenchError(f"milestones={value!r} must be a list of epochs, e.g. [150, 225]") from None
-    default = KEYS[key].default
-    if key == "epochs":
-        # A float field with an int default: fractions are allowed, whole numbers stay ints so the
-        # fingerprints (and run directories) of existing runs do not change.
-        number = _number(key, value, float)
-        return int(number) if number.is_integer() else number
-    if key == "task_options":
-        if not isinstance(value, dict):
-            raise BenchError(f"task_options={value!r} must be a mapping of option names to values, "
-                             "e.g. {hidden: [64, 64]}")
-        named = [k for k in value if not isinstance(k, str)]
-        if named:
-            raise BenchError(f"task_options key {named[0]!r} must be an option name (a string)")
-        return dict(value)
-    if key == "eval_local_workers" and isinstance(value, str) and value == "all":
+    """Values from YAML or ``--set`` into the field's type, as its annotation says; one line naming the
+    key on failure. A None-able field takes none/null/'' as None; a number field that also takes ``str``
+    takes only the words of its metadata; ``int | float`` keeps whole numbers ints (run ids stay)."""
+    meta = KEYS[key].metadata
+    origin, kinds = KINDS[key]
+    if origin is tuple:
+        return _sequence(key, value, kinds[0], meta.get("expects", "a list of numbers"))
+    if origin is dict:
+        return _mapping(key, value, meta.get("expects", "a mapping of names to values"))
+    if type(None) in kinds and (value is None or (isinstance(value, str) and value.lower() in NONE_WORDS)):
+        return None
+    if isinstance(value, str) and value in meta.get("words", ()):
         return value
-    if key == "eval_local_workers":
-        try:
+    try:
+        if bool in kinds:
+            return _boolean(key, value)
+        if float in kinds:
+            number = _number(key, value, float)
+            return int(number) if int in kinds and number.is_integer() else number
+        if int in kinds:
             return _number(key, value, int)
-        except BenchError:
-            raise BenchError(f"eval_local_workers={value!r} must be 'all' or a count >= 0") from None
-    if key in ("gamma", "compute_time"):
-        if isinstance(value, str) and value in ("auto", "measured"):
-            return value
-        return _number(key, value, float)
-    if key in ("weights", "grad_clip", "data_root", "procs", "stop_at"):
-        if value is None or (isinstance(value, str) and value.lower() in ("none", "null", "")):
-            return None
-        if key == "procs":
-            return _number(key, value, int)
-        return _number(key, value, float) if key in ("grad_clip", "stop_at") else str(value)
-    if isinstance(default, bool):
-        if isinstance(value, bool):
-            return value
-        if str(value).lower() in ("true", "1", "yes"):
-            return True
-        if str(value).lower() in ("false", "0", "no"):
-            return False
-        raise BenchError(f"{key}={value!r} must be true or false")
-    if isinstance(default, int):
-        return _number(key, value, int)
-    if isinstance(default, float):
-        return _number(key, value, float)
+    except BenchError:
+        if "expects" not in meta:
+            raise
+        raise BenchError(f"{key}={value!r} must be {meta['expects']}") from None
     return str(value)
+
+
+def _sequence(key: str, value: Any, kind: type, expects: str) -> tuple:
+    """A number, a list, or a comma/space separated string as a tuple of ``kind``."""
+    if isinstance(value, (int, float)):
+        value = [value]
+    if isinstance(value, str):
+        value = [v for v in value.replace(",", " ").split()]
+    try:
+        return tuple(kind(v) for v in value)
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond float's range
+        raise BenchError(f"{key}={value!r} must be {expects}") from None
+
+
+def _mapping(key: str, value: Any, expects: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise BenchError(f"{key}={value!r} must be {expects}")
+    named = [k for k in value if not isinstance(k, str)]
+    if named:
+        raise BenchError(f"{key} key {named[0]!r} must be an option name (a string)")
+    return dict(value)
+
+
+def _boolean(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if str(value).lower() in ("true", "1", "yes"):
+        return True
+    if str(value).lower() in ("false", "0", "no"):
+        return False
+    raise BenchError(f"{key}={value!r} must be true or false")
 
 
 def _number(key: str, value: Any, kind):
@@ -194,7 +222,24 @@ def _number(key: str, value: Any, kind):
 
 def check_keys(values: dict[str, Any], where: str) -> None:
     """One line naming ``where`` and the first key of ``values`` that is not a setting."""
-    _check_keys(values, where)
+    _check_keys(_flatten(values), where)
+
+
+ALIAS = "algorithm_options"  # `algorithm_options: {gamma: 0.3}` / `--set algorithm_options.gamma=0.3` set gamma
+
+
+def _alias_options(value: Any) -> dict[str, Any]:
+    return _mapping(ALIAS, value, "a mapping of option names to values, e.g. {gamma: 0.3}")
+
+
+def _flatten(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with an ``algorithm_options`` mapping spread into its keys, in its place (later wins)."""
+    if ALIAS not in values:
+        return values
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        out.update(_alias_options(value) if key == ALIAS else {key: value})
+    return out
 
 
 def _check_keys(values: dict[str, Any], where: str) -> None:
@@ -271,7 +316,11 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise BenchError(f"--set {item!r} is not key=value")
         shown = item if len(item) <= 60 else item[:57] + "..."
         value = _yaml(raw, f"--set {shown!r}") if raw else ""
-        if key.startswith("task_options."):
+        if key.startswith(ALIAS + "."):  # algorithm_options.gamma=0.3 is gamma=0.3
+            key = key.split(".", 1)[1]
+        if key == ALIAS:
+            out.update(_alias_options(value))
+        elif key.startswith("task_options."):
             options = out.setdefault("task_options", {})
             if not isinstance(options, dict):  # an earlier `--set task_options=0`
                 _coerce("task_options", options)
@@ -284,6 +333,7 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
 def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values: dict[str, Any]) -> RunConfig:
     merged: dict[str, Any] = {}
     for values, where in ((file_values, "the config file"), (flag_values, "the flags"), (set_values, "--set")):
+        values = _flatten(values)
         _check_keys(values, where)
         for key, value in values.items():
             if key == "task_options":

@@ -183,55 +183,86 @@ class Loop:
         return 1
 
     def _loop(self) -> int:
-        cfg, p, c = self.cfg, self.p, self.counters
+        """Train with SIGTERM/SIGINT caught (a checkpoint, then status interrupted), then conclude."""
         caught: list[int] = []
         handlers = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
-        status = "completed"
         try:
-            if not c.rows:
-                self.add_row()
-            while c.global_step < self.stop and status == "completed":
-                epoch, first = divmod(c.global_step, self.spe)
-                if first == 0:
-                    p.task.start_epoch(epoch)
-                for batch in itertools.islice(p.task.batches(epoch), first, None):
-                    loss = self.step(batch)
-                    self.progress.step(self.epoch_now(), loss)
-                    if not (loss <= cfg.divergence_loss):  # NaN compares False
-                        status = "diverged"
-                    elif c.global_step % self.eval_every == 0 or c.global_step in (self.stop, self.total):
-                        self.add_row(final=c.global_step == self.total)
-                    if status == "diverged":
-                        if c.rows[-1]["step"] != c.global_step:
-                            self.add_row(final=True)
-                        break
-                    if c.global_step % self.ckpt_every == 0 or c.global_step in (self.stop, self.total):
-                        self.save()
-                    if self._agreed(bool(caught)):
-                        self.save()
-                        raise Interrupted(caught[0] if caught else signal.SIGTERM)
-                    if c.global_step >= self.stop:
-                        break
+            status = self._train(caught)
         except Interrupted as stop:
-            self.progress.close()
-            self._finish("interrupted", {"interrupted_at_step": c.global_step})
-            if self.writer:
-                print(f"{self.out}: interrupted at step {c.global_step}; the same command resumes it", file=sys.stderr)
-            return 128 + stop.signum
+            return self._interrupted(stop.signum)
         except RuntimeError as err:
-            if cfg.backend != "dist":
+            if self.cfg.backend != "dist":
                 raise
-            # a peer process died or timed out: stop with a clear line, keep what was measured
-            self.progress.close()
-            message = str(err).splitlines()[0] if str(err) else type(err).__name__
-            self._finish("failed", {"error": f"rank {p.rank}: {message}"})
-            print(f"bench: error: rank {p.rank} stopped at step {c.global_step}: {message}", file=sys.stderr)
-            return 1
+            return self._peer_failed(err)
         finally:
             for s, handler in handlers.items():
                 signal.signal(s, handler)
+        return self._conclude(status)
+
+    def _train(self, caught: list[int]) -> str:
+        """Epochs until stop_at or the end ("completed") or a diverged loss ("diverged")."""
+        if not self.counters.rows:
+            self.add_row()
+        while self.counters.global_step < self.stop:
+            done = self._epoch(caught)
+            if done:
+                return done
+        return "completed"
+
+    def _epoch(self, caught: list[int]) -> str | None:
+        """The rest of the current epoch's batches; the status that ends training, else None."""
+        epoch, first = divmod(self.counters.global_step, self.spe)
+        if first == 0:
+            self.p.task.start_epoch(epoch)
+        for batch in itertools.islice(self.p.task.batches(epoch), first, None):
+            done = self._after_step(self.step(batch), caught)
+            if done:
+                return done
+        return None
+
+    def _after_step(self, loss: float, caught: list[int]) -> str | None:
+        """One step's bookkeeping: divergence, evaluation and checkpoint cadence, a caught signal (raises
+        Interrupted on every process). The status that ends training ("diverged", or "completed" at
+        stop_at or the end), else None."""
+        c = self.counters
+        at_end = c.global_step in (self.stop, self.total)
+        self.progress.step(self.epoch_now(), loss)
+        if not (loss <= self.cfg.divergence_loss):  # NaN compares False
+            if c.rows[-1]["step"] != c.global_step:
+                self.add_row(final=True)
+            return "diverged"
+        if c.global_step % self.eval_every == 0 or at_end:
+            self.add_row(final=c.global_step == self.total)
+        if c.global_step % self.ckpt_every == 0 or at_end:
+            self.save()
+        if self._agreed(bool(caught)):
+            self.save()
+            raise Interrupted(caught[0] if caught else signal.SIGTERM)
+        return "completed" if c.global_step >= self.stop else None
+
+    def _interrupted(self, signum: int) -> int:
+        """A signal: the checkpoint is saved, run.json says interrupted; the same command resumes."""
+        step = self.counters.global_step
         self.progress.close()
-        if status == "completed" and c.global_step < self.total:  # paused at stop_at: the checkpoint stays
+        self._finish("interrupted", {"interrupted_at_step": step})
+        if self.writer:
+            print(f"{self.out}: interrupted at step {step}; the same command resumes it", file=sys.stderr)
+        return 128 + signum
+
+    def _peer_failed(self, err: RuntimeError) -> int:
+        """A peer process died or timed out (dist): stop with a clear line, keep what was measured."""
+        rank = self.p.rank
+        self.progress.close()
+        message = str(err).splitlines()[0] if str(err) else type(err).__name__
+        self._finish("failed", {"error": f"rank {rank}: {message}"})
+        print(f"bench: error: rank {rank} stopped at step {self.counters.global_step}: {message}", file=sys.stderr)
+        return 1
+
+    def _conclude(self, status: str) -> int:
+        """Paused at stop_at (the checkpoint stays) or completed/diverged (it goes); the closing line."""
+        c = self.counters
+        self.progress.close()
+        if status == "completed" and c.global_step < self.total:
             status = "paused"
             self._finish(status, {"paused_at_step": c.global_step})
         else:
@@ -239,7 +270,7 @@ class Loop:
             if self.checkpoint.exists():
                 self.checkpoint.unlink()
         last = c.rows[-1]
-        if not cfg.quiet and self.writer:
+        if not self.cfg.quiet and self.writer:
             print(f"{self.out}: {status} at step {c.global_step} (epoch {self.epoch_now():.2f}); "
                   f"test_acc={last['test_acc']:.4f}, consensus_distance={last['consensus_distance']:.3g}",
                   file=sys.stderr)

@@ -33,6 +33,8 @@ rule figure:
         f"logs/{STUDY}/figures/{{figure}}.log",
     params:
         out=lambda wc, output: os.path.dirname(os.path.dirname(output.png)),
+        # read when `snakemake --report` renders figure.rst: the caption drawn for these runs
+        caption=lambda wc, output: figure_caption(output.png, wc.figure),
     conda:
         "../envs/bench.yaml"
     shell:

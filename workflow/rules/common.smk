@@ -76,6 +76,14 @@ CONSENSUS = config.get("consensus", {})  # checked with the cells: its graph and
 CONSENSUS_METHODS = {safe(m): m for m in CONSENSUS.get("methods", [])}
 
 
+def figure_caption(png, figure):
+    """The caption `python -m analysis figures` wrote for this figure and these runs (figures/index.json):
+    the one text of each caption, shown by `snakemake --report` (a placeholder before it is drawn)."""
+    from analysis.figures import read_index
+
+    return read_index(Path(png).parent).get(figure, f"{figure}: not drawn yet")
+
+
 def consensus_traces():
     return [f"{OUT}/consensus/{key}/traces.csv" for key in CONSENSUS_METHODS]
 

@@ -1,0 +1,145 @@
+"""Names and looks of methods in every table and figure: one place.
+
+An algorithm's display name and whether it compresses are written by bench into each run's
+``run.json`` (``"algorithm": {"name", "label", "compresses", ...}``); the loader hands them to
+``learn`` so analysis never keeps its own list of algorithms. A run recorded before those fields
+existed shows its registry name.
+
+A method is an (algorithm, compressor) pair. Its colour and marker come from ``style``: the hue is
+the algorithm's, the shade and the marker the compressor's, assigned in a fixed order over every
+method learned from the loaded runs, so one method looks the same in every figure of a study.
+"""
+from __future__ import annotations
+
+import colorsys
+
+import pandas as pd
+
+# name -> {"label": str, "compresses": bool}, from the runs' own descriptions
+_ALGORITHMS: dict[str, dict] = {}
+# method label -> (algorithm, compressor spec), for every method seen by method_label
+_METHODS: dict[str, tuple[str, str]] = {}
+
+# hues of the compressing algorithms (colour-blind safe, after seaborn's "colorblind"), in learned order
+_HUES = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133", "#fbafe4"]
+_EXACT_COLOURS = ["#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0"]  # methods that send exact models
+_EXACT_DASHES = ["-", "--", "-.", ":"]
+# marker of each compressor family (the part of a spec before ':')
+_MARKERS = {"none": "o", "sign": "D", "top": "s", "rand": "^", "qsgd": "v"}
+_OTHER_MARKERS = ["P", "X", "h", "<", ">", "p", "*"]
+
+
+def reset() -> None:
+    """Forget every learned algorithm and method (a fresh process)."""
+    _ALGORITHMS.clear()
+    _METHODS.clear()
+
+
+def learn(name, description=None) -> None:
+    """Remember an algorithm's ``label`` and ``compresses`` from a run.json's "algorithm" object."""
+    if not isinstance(name, str) or not name:
+        return
+    known = _ALGORITHMS.setdefault(name, {"label": name, "compresses": None})
+    if isinstance(description, dict):
+        if isinstance(description.get("label"), str) and description["label"]:
+            known["label"] = description["label"]
+        if isinstance(description.get("compresses"), bool):
+            known["compresses"] = description["compresses"]
+
+
+def algorithm_label(name) -> str:
+    return _ALGORITHMS.get(str(name), {}).get("label", str(name))
+
+
+def compresses(name, compressor="none") -> bool:
+    """Whether the algorithm sends compressed messages (unknown: whether its compressor is one)."""
+    said = _ALGORITHMS.get(str(name), {}).get("compresses")
+    return said if said is not None else str(compressor) not in ("none", "nan")
+
+
+def compressor_label(spec) -> str:
+    """Paper-style name of a compressor spec: ``top:0.01`` -> ``top 1%``, ``qsgd:4`` -> ``QSGD 4-bit``."""
+    head, _, options = str(spec).partition(",")
+    name, _, arg = head.partition(":")
+    if name in ("top", "rand") and arg:
+        label = f"{'top' if name == 'top' else 'random'} {float(arg) * 100:g}%"
+    elif name == "qsgd" and arg:
+        label = f"QSGD {arg}-bit"
+    else:
+        label = head
+    return f"{label}, {options.replace('=true', '').replace(',', ', ')}" if options else label
+
+
+def compressor_order(spec) -> tuple:
+    """Paper order: none, QSGD by bits, random and top by kept fraction (descending), sign, others."""
+    name, _, arg = str(spec).partition(",")[0].partition(":")
+    rank = {"none": 0, "qsgd": 1, "rand": 2, "top": 3, "sign": 4}.get(name, 5)
+    try:
+        size = -float(arg)
+    except ValueError:
+        size = 0.0
+    return (rank, size, str(spec))
+
+
+def method_label(algorithm, compressor="none") -> str:
+    """``choco``, ``sign`` -> ``Choco-SGD (sign)``; a method that sends exact models keeps its bare name."""
+    name = algorithm_label(algorithm)
+    label = name if not compresses(algorithm, compressor) and str(compressor) in ("none", "nan") \
+        else f"{name} ({compressor_label(compressor)})"
+    _METHODS.setdefault(label, (str(algorithm), str(compressor)))
+    return label
+
+
+def method_sort_key(label: str) -> tuple:
+    """Legend order: the methods that send exact models (bare names) first, then the compressed ones,
+    each group by algorithm label and then in the paper's compressor order."""
+    algorithm, compressor = _METHODS.get(label, (label.split(" (")[0], "none"))
+    exact = " (" not in label
+    return (0 if exact else 1, algorithm_label(algorithm).lower(), compressor_order(compressor), label)
+
+
+def with_methods(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    out["method"] = [method_label(a, c) for a, c in zip(out["algorithm"], out["compressor"].astype(str))]
+    return out
+
+
+def _shade(hex_colour: str, k: int, of: int) -> tuple[float, float, float]:
+    """The k-th of ``of`` shades of a hue, from darker to lighter (k = 0 of 1: the hue itself)."""
+    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
+    h, lightness, s = colorsys.rgb_to_hls(r, g, b)
+    if of > 1:
+        lightness = min(0.8, max(0.2, lightness - 0.18 + 0.36 * k / (of - 1)))
+    return colorsys.hls_to_rgb(h, lightness, s)
+
+
+def _marker(compressor: str, others: list[str]) -> str:
+    family = compressor.partition(",")[0].partition(":")[0]
+    if family in _MARKERS:
+        return _MARKERS[family]
+    return _OTHER_MARKERS[others.index(family) % len(_OTHER_MARKERS)] if family in others else "o"
+
+
+def style(label: str) -> dict:
+    """``color``, ``marker`` and ``linestyle`` of a method label, the same in every figure: the
+    hue by algorithm (greys for exact methods), the shade and marker by compressor."""
+    methods = sorted(_METHODS, key=method_sort_key)
+    algorithm, compressor = _METHODS.get(label, (label, "none"))
+    exact = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if " (" not in m)]
+    compressing = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if " (" in m)]
+    others = sorted({_METHODS[m][1].partition(",")[0].partition(":")[0] for m in methods} - set(_MARKERS))
+    if " (" not in label and algorithm in exact:
+        k = exact.index(algorithm)
+        return {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
+                "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
+    if algorithm not in compressing:
+        return {"color": "#333333", "marker": _marker(compressor, others), "linestyle": "-"}
+    siblings = [m for m in methods if " (" in m and _METHODS[m][0] == algorithm]
+    hue = _HUES[compressing.index(algorithm) % len(_HUES)]
+    return {"color": _shade(hue, siblings.index(label), len(siblings)), "marker": _marker(compressor, others),
+            "linestyle": "-"}
+
+
+def colours(labels) -> dict:
+    """label -> colour of each method label (for seaborn's ``palette=``)."""
+    return {label: style(label)["color"] for label in labels}

@@ -1,0 +1,56 @@
+"""Names and looks of methods come from the runs (run.json), one map for every figure."""
+import json
+
+from analysis import labels
+from analysis.load import load_runs
+from analysis.summary import summarize
+from analysis.tables import table1_markdown
+from analysis_fixtures import make_run
+
+
+def test_a_new_algorithm_is_named_as_its_run_json_says(tmp_path):
+    labels.reset()  # a fresh process: nothing known but what the runs say
+    make_run(tmp_path / "a", algorithm="allreduce", compressor="none")
+    run = make_run(tmp_path / "b", algorithm="squeeze", compressor="sign")
+    record = json.loads((run / "run.json").read_text())
+    record["algorithm"] = {"name": "squeeze", "label": "DeepSqueeze", "compresses": True}
+    (run / "run.json").write_text(json.dumps(record))
+    summary = summarize(load_runs(tmp_path), target_rel=0.9)
+    assert labels.method_label("squeeze", "sign") == "DeepSqueeze (sign)"
+    assert labels.method_label("allreduce", "none") == "all-reduce"  # sends exact models: no compressor
+    md = table1_markdown(summary)
+    assert md.splitlines()[0] == "| compression | DeepSqueeze |" and "all-reduce: 70.00 (1 seed)" in md
+
+
+def test_a_run_without_a_description_shows_its_registry_name(tmp_path):
+    labels.reset()
+    run = make_run(tmp_path / "old", algorithm="choco", compressor="top:0.01")
+    record = json.loads((run / "run.json").read_text())
+    del record["algorithm"]  # recorded before bench wrote its algorithm's description
+    (run / "run.json").write_text(json.dumps(record))
+    load_runs(tmp_path)
+    assert labels.method_label("choco", "top:0.01") == "choco (top 1%)"
+
+
+def test_legend_order_puts_exact_methods_first_then_compressors_in_paper_order():
+    methods = [labels.method_label(a, c) for a, c in
+               [("choco", "sign"), ("dcd", "qsgd:4"), ("allreduce", "none"), ("choco", "qsgd:4"), ("dpsgd", "none")]]
+    assert sorted(methods, key=labels.method_sort_key) == [
+        "all-reduce", "D-PSGD", "Choco-SGD (QSGD 4-bit)", "Choco-SGD (sign)", "DCD-PSGD (QSGD 4-bit)"]
+
+
+def test_one_method_has_one_look_whatever_else_a_figure_shows():
+    study = [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign"), ("choco", "top:0.01"),
+             ("dcd", "qsgd:4"), ("ecd", "qsgd:4")]
+    names = [labels.method_label(a, c) for a, c in study]
+    looks = {m: labels.style(m) for m in names}
+    # asked again later (another figure of the study, showing fewer methods): the same look
+    assert labels.style("Choco-SGD (sign)") == looks["Choco-SGD (sign)"]
+    # every method of the study is told apart by colour or marker
+    assert len({(str(s["color"]), s["marker"], s["linestyle"]) for s in looks.values()}) == len(names)
+    # one hue per algorithm: Choco's two compressors are shades of one colour, with their own markers
+    choco = [looks["Choco-SGD (sign)"], looks["Choco-SGD (top 1%)"]]
+    assert choco[0]["color"] != choco[1]["color"] and choco[0]["marker"] != choco[1]["marker"]
+    assert looks["DCD-PSGD (QSGD 4-bit)"]["marker"] == looks["ECD-PSGD (QSGD 4-bit)"]["marker"]  # same compressor
+    assert looks["DCD-PSGD (QSGD 4-bit)"]["color"] != looks["ECD-PSGD (QSGD 4-bit)"]["color"]
+    assert looks["all-reduce"]["linestyle"] != looks["D-PSGD"]["linestyle"]
