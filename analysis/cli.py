@@ -90,7 +90,10 @@ def cmd_summarize(args) -> int:
     write_atomically(out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
     write_atomically(out / "summary.parquet", lambda tmp: table.to_parquet(tmp, index=False))
     write_atomically(out / "cells.csv", lambda tmp: cells.to_csv(tmp, index=False))
-    print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}")
+    tidy = runs.tidy()  # the study in one table: pd.read_parquet("results/<study>/points.parquet")
+    write_atomically(out / "points.parquet", lambda tmp: tidy.to_parquet(tmp, index=False))
+    print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}; "
+          f"{len(tidy)} evaluation points -> {out / 'points.parquet'}")
     return 0
 
 
@@ -177,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
                        help="target = R x best all-reduce value of the same task and data")
         p.add_argument("--metric", default="test_acc", help="metric column the target is read on")
 
-    p = sub.add_parser("summarize", help="DIR/summary.csv, summary.parquet and cells.csv")
+    p = sub.add_parser("summarize", help="DIR/summary.csv, summary.parquet, cells.csv and points.parquet")
     p.add_argument("dir")
     target_options(p)
     p.set_defaults(run=cmd_summarize)

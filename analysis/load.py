@@ -29,11 +29,29 @@ RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "t
 @dataclass
 class Runs:
     runs: pd.DataFrame                  # one row per run (RUN_COLUMNS)
-    points: pd.DataFrame                # one row per run × evaluation point: metrics + run columns
+    points: pd.DataFrame                # one row per run × evaluation point: metrics + run columns (lr: the
+                                        # schedule's value there, lr_config: the configured peak)
     problems: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    settings: pd.DataFrame | None = None  # one row per run: run_id and every key of its run.json config
 
     def __len__(self) -> int:
         return len(self.runs)
+
+    def tidy(self) -> pd.DataFrame:
+        """One row per run × evaluation: the metrics, the run's columns and, as further columns, every
+        setting of its config not already there (lists and mappings as JSON text, a column of mixed
+        types as text) — the study's ``points.parquet``."""
+        if self.settings is None or self.points.empty:
+            return self.points.copy()
+        extra = [c for c in self.settings.columns if c == "run_id" or c not in self.points.columns]
+        out = self.points.merge(self.settings[extra], on="run_id", how="left")
+        out.insert(out.columns.get_loc("algorithm"), "method",
+                   [labels.method_label(a, c) for a, c in zip(out["algorithm"], out["compressor"].astype(str))])
+        for column in extra[1:]:
+            kinds = {type(v) for v in out[column].dropna()}
+            if len(kinds) > 1 and not kinds <= {int, float}:
+                out[column] = out[column].map(lambda v: None if v is None or v != v else str(v))
+        return out
 
     @property
     def skipped(self) -> list[tuple[str, str]]:
@@ -269,7 +287,18 @@ def load_runs(root) -> Runs:
     runs = pd.DataFrame(rows, columns=RUN_COLUMNS)
     if not tables:
         return Runs(runs, pd.DataFrame(columns=["step"] + RUN_COLUMNS), problems)
-    points = pd.concat(
-        [m.assign(**{c: [r[c]] * len(m) for c in RUN_COLUMNS}) for m, r in zip(tables, rows)],
-        ignore_index=True)
-    return Runs(runs, points, problems)
+    points = pd.concat([_with_run(m, r) for m, r in zip(tables, rows)], ignore_index=True)
+    settings = pd.DataFrame([{"run_id": r["run_id"], **{k: _setting(v) for k, v in c.items()}}
+                             for r, c in zip(rows, configs)])
+    return Runs(runs, points, problems, settings)
+
+
+def _setting(value):
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
+
+
+def _with_run(metrics: pd.DataFrame, row: dict) -> pd.DataFrame:
+    """A run's evaluation points with its run columns. Where the metrics hold a column of the same name
+    (``lr``: the schedule's value at each evaluation) they keep it, and the run's value is ``<name>_config``."""
+    extra = {(f"{c}_config" if c in metrics else c): [row[c]] * len(metrics) for c in RUN_COLUMNS}
+    return metrics.assign(**extra)

@@ -40,8 +40,8 @@ def speedup_points(points: pd.DataFrame | None) -> pd.DataFrame | None:
         return None
     data = data.copy()
     data["method"] = [method_label(a, c) for a, c in zip(data["algorithm"], data["compressor"].astype(str))]
-    if "lr" not in data:
-        data["lr"] = math.nan
+    # the configured LR of each run (points' own ``lr`` is the schedule's value at each evaluation)
+    data["lr"] = data["lr_config"] if "lr_config" in data else data.get("lr", math.nan)
     data["lr_regime"] = lr_regimes(data)
     return data
 

@@ -274,3 +274,25 @@ def test_runs_that_did_not_score_every_worker_have_no_local_table(tmp_path):
     assert summary["final_local_acc"].isna().all()
     section = table1_section(summary)
     assert "Local models" not in section and "the paper's metric is not available" in section
+
+
+def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
+    """points["lr"] is the schedule's value at each evaluation (the configured LR is lr_config), and
+    summarize writes every run × evaluation with its settings to points.parquet."""
+    from analysis.cli import main as analysis_main
+
+    schedule = [0.1, 0.05, 0.025, 0.0125]
+    make_run(tmp_path / "a", lr=0.1, momentum=0.9, milestones=[1, 2, 3],
+             epochs_points=[{"epoch": e, "lr": lr, "test_acc": 0.2 + 0.1 * e} for e, lr in enumerate(schedule)])
+    make_run(tmp_path / "b", algorithm="allreduce", compressor="none", lr=0.2, compute_time=0.01)
+    runs = load_runs(tmp_path)
+    a = runs.points[runs.points["algorithm"] == "choco"]
+    assert a["lr"].tolist() == schedule and (a["lr_config"] == 0.1).all()
+    assert runs.runs.set_index("algorithm").loc["choco", "lr"] == 0.1
+    assert analysis_main(["summarize", str(tmp_path)]) == 0
+    tidy = pd.read_parquet(tmp_path / "points.parquet")
+    assert len(tidy) == 4 + 3 and tidy["lr"].head(4).tolist() == schedule
+    assert set(tidy["method"]) == {"Choco-SGD (sign)", "all-reduce"}
+    assert tidy.loc[tidy["algorithm"] == "choco", "momentum"].eq(0.9).all()  # a setting not in the run table
+    assert tidy.loc[tidy["algorithm"] == "choco", "milestones"].eq("[1, 2, 3]").all()  # a list, as JSON text
+    assert set(tidy["compute_time"]) == {"measured", "0.01"}  # mixed kinds of one setting: text

@@ -8,6 +8,7 @@ rule summarize:
     output:
         csv=f"{OUT}/summary.csv",
         parquet=f"{OUT}/summary.parquet",
+        points=f"{OUT}/points.parquet",  # the study's tidy table: one row per run × evaluation
     log:
         f"logs/{STUDY}/summarize.log",
     params:
