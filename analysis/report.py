@@ -240,7 +240,7 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis report", description="Write DIR/report.md.")
+    p = argparse.ArgumentParser(prog="python -m analysis report", description="Write DIR/report.md and DIR/report.html (the same, one self-contained page).")
     p.add_argument("dir", type=Path, help="a study's results directory")
     args = p.parse_args(argv)
     if not args.dir.is_dir():
@@ -255,5 +255,9 @@ def main(argv: list[str] | None = None) -> int:
             if path is not None:
                 print(f"wrote {path}")
     print(f"wrote {write_text_atomically(args.dir / 'report.md', text)}")
+    from analysis.report_html import render
+
+    page = render(text, args.dir, f"{args.dir.resolve().name}: Choco-SGD reproduction report")
+    print(f"wrote {write_text_atomically(args.dir / 'report.html', page)}")  # self-contained: figures inlined
     return 0
 

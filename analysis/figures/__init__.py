@@ -18,6 +18,18 @@ from analysis.labels import with_methods
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
            "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup"]
+# the question each figure answers: how `snakemake --report` groups them
+QUESTIONS = {
+    "consensus": "1. Does compressed gossip reach consensus?",
+    "accuracy_curves": "2. How fast does each method learn: epochs, bits, time?",
+    "time_to_accuracy": "2. How fast does each method learn: epochs, bits, time?",
+    "gap_vs_nodes": "3. How do the graph and n set the gap to all-reduce?",
+    "accuracy_vs_spectral_gap": "3. How do the graph and n set the gap to all-reduce?",
+    "lag_vs_consensus": "3. How do the graph and n set the gap to all-reduce?",
+    "speedup": "4. Does training speed up linearly with n?",
+    "noniid_effect": "5. What does non-i.i.d. data cost?",
+    "sensitivity": "6. How sensitive is each method to its knobs?",
+}
 DEFAULT_TARGET_REL = 0.95
 _FAILED = {"failed", "running", "interrupted", "unknown"}
 

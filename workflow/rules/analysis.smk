@@ -28,7 +28,8 @@ rule figure:
         traces=consensus_traces(),
         tuned=[f"{OUT}/tuned.csv"] if TUNED_CELLS else [],
     output:
-        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst", category="Figures"),
+        png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst",
+                   category=lambda wc: FIGURE_QUESTIONS[wc.figure]),
         pdf=f"{OUT}/figures/{{figure}}.pdf",
     log:
         f"logs/{STUDY}/figures/{{figure}}.log",
@@ -48,11 +49,13 @@ rule report:
         [f"{OUT}/tuned.csv"] if TUNED_CELLS else [],
         expand(f"{OUT}/figures/{{figure}}.png", figure=FIGURES),
     output:
-        f"{OUT}/report.md",
+        md=f"{OUT}/report.md",
+        # report.md as one page (tables, the paper's claims, figures inlined), shown first by `snakemake --report`
+        html=report(f"{OUT}/report.html", caption="../report/tables.rst", category="0. Tables and verdicts"),
     log:
         f"logs/{STUDY}/report.log",
     params:
-        out=lambda wc, output: os.path.dirname(output[0]),
+        out=lambda wc, output: os.path.dirname(output.md),
     conda:
         "../envs/bench.yaml"
     shell:

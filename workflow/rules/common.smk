@@ -6,7 +6,7 @@ from pathlib import Path
 from snakemake.logging import logger
 from snakemake.utils import validate
 
-from analysis.figures import FIGURES as KNOWN_FIGURES
+from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from bench.errors import BenchError
 from bench.pipeline import Study, safe
 from bench.plan.table import planned_runtimes
