@@ -1,4 +1,4 @@
-"""Mathematical identities of the five algorithms, in float64, on the simulated communicator."""
+"""Mathematical identities of the algorithms, in float64, on the simulated communicator."""
 import pytest
 import torch
 
@@ -141,13 +141,17 @@ def test_every_registered_algorithm_reports_traffic_and_drains_it():
     n = 8
     topo = make_topology("ring", n)
     for name in ALGORITHMS.names():
-        comp = "none" if name in ("allreduce", "dpsgd") else "sign"
-        algo = build(name, topo, start(n), comp, {"gamma": 0.5} if name == "choco" else None)
+        cls = ALGORITHMS.get(name)
+        comp = "sign" if cls.compresses else "none"
+        algo = build(name, topo, start(n), comp, cls.examples[0])
         first = algo.step(Quadratic(n, D).grad(algo.x), LR)
         second = algo.step(Quadratic(n, D).grad(algo.x), LR)
         per_message = make_compressor(comp).wire_bits([D])
         if name == "allreduce":
             assert second.paper_bits == 32 * D and second.wire_bits == pytest.approx(2 * (n - 1) / n * 32 * D)
+        elif cls.centralized:  # an all-gather of compressed messages: each worker forwards n − 1 of them
+            assert second.wire_bits == (n - 1) * per_message and second.messages == 1
+            assert second.paper_bits == make_compressor(comp).paper_bits([D])
         else:
             assert second.wire_bits == per_message and second.messages == 1
             # dcd/ecd set up neighbour replicas with one exact exchange, counted in the first round
@@ -267,7 +271,7 @@ def test_every_algorithm_says_what_the_suite_needs_to_know(name):
     cls = ALGORITHMS.get(name)
     info = cls.describe()
     assert info["name"] == name and info["label"] and set(info) == {"name", "label", "compresses", "contraction",
-                                                                   "consensus_step"}
+                                                                   "consensus_step", "centralized"}
     fields = {f.name for f in dataclasses.fields(cls.Options)}
     assert set(cls.settings) <= set(KEYS) and set(cls.settings) <= fields
     assert not cls.consensus_step or "gamma" in cls.settings

@@ -10,6 +10,7 @@ class AllReduce(Algorithm):
     name = "allreduce"
     label = "all-reduce"
     compresses = False
+    centralized = True
 
     def step(self, grad, lr: float) -> Traffic:
         if grad is not None:

@@ -5,6 +5,7 @@ takes the gradients at ``x`` and returns the traffic it caused. It never logs, t
 """
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, fields
 from typing import ClassVar, Sequence
@@ -33,6 +34,7 @@ class Algorithm(ABC):
     compresses: ClassVar[bool] = True  # False: sends exact models, only the `none` compressor makes sense
     contraction: ClassVar[bool] = False  # its analysis needs a δ-contraction (QSGD then takes its rescaled form)
     consensus_step: ClassVar[bool] = False  # has Choco's consensus step γ (tuned on the consensus problem when auto)
+    centralized: ClassVar[bool] = False  # every worker applies the same update (all models equal; no graph used)
     # the `bench run` settings that are this method's options (handed to Options by the same name)
     settings: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
@@ -46,6 +48,7 @@ class Algorithm(ABC):
         options=None,
         generator: torch.Generator | None = None,
         segments: Sequence[int] | None = None,
+        shapes: Sequence[tuple[int, ...]] | None = None,
     ):
         self.x = x0.clone()
         self.comm = comm
@@ -55,21 +58,27 @@ class Algorithm(ABC):
         self.options = options if options is not None else self.Options()
         self.generator = generator
         self.segments = list(segments) if segments is not None else None
+        # each segment's tensor shape (a layer's weight matrix, ...), for methods that compress by shape
+        # (low rank); None: one flat segment per worker, or no layer structure
+        self.shapes = [tuple(s) for s in shapes] if shapes is not None else None
+        if self.shapes is not None and (self.segments is None or [math.prod(s) for s in self.shapes] != self.segments):
+            raise BenchError("shapes must match segments: one shape per segment, of its size")
         self.setup()
 
     @classmethod
     def check_compressor(cls, compressor: Compressor) -> None:
         """One line when this algorithm cannot use ``compressor``; the pipeline asks before it submits a run."""
         if not cls.compresses and compressor.name != "none":
+            compressing = ", ".join(n for n in ALGORITHMS.names() if ALGORITHMS.get(n).compresses)
             raise BenchError(
                 f"algorithm {cls.name!r} sends exact models; use --compressor none "
-                f"(got {compressor.spec!r}) or one of choco, dcd, ecd"
+                f"(got {compressor.spec!r}) or one of {compressing}"
             )
 
     @classmethod
     def describe(cls) -> dict:
         return {"name": cls.name, "label": cls.label, "compresses": cls.compresses, "contraction": cls.contraction,
-                "consensus_step": cls.consensus_step}
+                "consensus_step": cls.consensus_step, "centralized": cls.centralized}
 
     def setup(self) -> None:
         """Allocate algorithm buffers from ``self.x``."""

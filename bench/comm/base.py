@@ -55,6 +55,13 @@ class Communicator(ABC):
         """Exact mean over all workers of ``x`` (float32 payload), broadcast to every local row."""
 
     @abstractmethod
+    def allgather_mean(self, message: Message) -> torch.Tensor:
+        """Mean over all workers of their compressed ``message`` values, broadcast to every local row: each
+        worker's encoded message reaches every other (an all-gather: compressed messages cannot be summed
+        on the way, as an all-reduce sums). Per worker it sends n − 1 messages (wire bits) of the message's
+        size (paper bits)."""
+
+    @abstractmethod
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Mean over all workers for measurement (consensus distance, evaluation); never accounted."""
 

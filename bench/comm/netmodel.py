@@ -2,7 +2,8 @@
 
 A worker sending ``b`` bits to each of its ``deg`` neighbours over one NIC pays
 ``deg·(α + b/B)``; a synchronous round lasts as long as its slowest worker. A ring
-all-reduce of ``M`` bits costs ``2(n−1)·(α + M/(n·B))``.
+all-reduce of ``M`` bits costs ``2(n−1)·(α + M/(n·B))``; a ring all-gather of one ``b``-bit message
+per worker (compressed messages cannot be summed on the way) costs ``(n−1)·(α + b/B)``.
 """
 from __future__ import annotations
 
@@ -27,6 +28,12 @@ class NetworkModel:
         if n <= 1:
             return 0.0
         return 2 * (n - 1) * (self.latency_s + bits / (n * self.bandwidth_bps))
+
+    def allgather_time(self, bits: float, n: int) -> float:
+        """Ring all-gather of one ``bits``-bit message per worker: n − 1 steps, each forwarding one message."""
+        if n <= 1:
+            return 0.0
+        return (n - 1) * (self.latency_s + bits / self.bandwidth_bps)
 
     def describe(self) -> dict:
         return {"name": self.name, "latency_s": self.latency_s, "bandwidth_bps": self.bandwidth_bps}

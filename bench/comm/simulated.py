@@ -38,5 +38,11 @@ class SimulatedCommunicator(Communicator):
         self._record(Traffic(wire, bits, self.network.allreduce_time(bits, self.n), 1))
         return x.mean(dim=0, keepdim=True).expand_as(x).clone()
 
+    def allgather_mean(self, message: Message) -> torch.Tensor:
+        bits = message.wire_bits
+        self._record(Traffic((self.n - 1) * bits, message.paper_bits, self.network.allgather_time(bits, self.n), 1))
+        values = message.values
+        return values.mean(dim=0, keepdim=True).expand_as(values).clone()
+
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:
         return x.mean(dim=0)

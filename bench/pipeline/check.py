@@ -3,7 +3,7 @@ at n = 37 or `top:2` stops the DAG build with one line instead of failing when i
 into a GPU study. Only what is cheap is built: graphs and operators, never data sets or models."""
 from __future__ import annotations
 
-from ..algorithms import ALGORITHMS
+from ..algorithms import ALGORITHMS, parse_options
 from ..comm import make_network
 from ..compressors import make_compressor
 from ..errors import BenchError
@@ -38,6 +38,7 @@ class Checks:
         check_option_values(cfg.task, cfg.task_options)
         algorithm = ALGORITHMS.get(cfg.algorithm)
         algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
+        parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         make_network(cfg.network)
         self.topology(cfg.topology, cfg.nodes, cfg.weights)
 

@@ -2,7 +2,9 @@
 
 Every key is a field of ``RunConfig`` (commented once, here); an unknown key is one clear line
 listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes);
-``algorithm_options.KEY=VALUE`` (or a mapping ``algorithm_options: {KEY: VALUE}``) is the setting KEY.
+``algorithm_options.KEY=VALUE`` (or a mapping ``algorithm_options: {KEY: VALUE}``) reaches the algorithm's
+options: a KEY that is also a setting of its own (gamma, order) is that setting, any other is kept in
+``algorithm_options`` and checked by the algorithm's class (e.g. PowerSGD's rank).
 """
 from __future__ import annotations
 
@@ -74,6 +76,9 @@ class RunConfig:
     data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
     quiet: bool = False  # no progress output
     recipe: str = "none"  # none | tuned: take lr, momentum, weight decay, γ, batch size from recipes.yaml
+    # the algorithm's own knobs that are not settings above (e.g. rank=4), checked by its Options class
+    algorithm_options: dict[str, Any] = field(
+        default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {rank: 4}"})
     task_options: dict[str, Any] = field(  # per-task knobs, e.g. hidden=[100, 100]
         default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {hidden: [64, 64]}"})
 
@@ -111,7 +116,7 @@ class RunConfig:
 
 KEYS = {f.name: f for f in fields(RunConfig)}
 # keys added after runs were first written, and the default that reproduces those runs
-_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none"}
+_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}}
 # a method whose update changed after runs of it were written: its runs get new ids, so a finished
 # directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
 ALGORITHM_REVISIONS = {"ecd": 1}
@@ -233,12 +238,20 @@ def _alias_options(value: Any) -> dict[str, Any]:
 
 
 def _flatten(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with an ``algorithm_options`` mapping spread into its keys, in its place (later wins)."""
+    """``values`` with the keys of an ``algorithm_options`` mapping that are settings (gamma, order) spread
+    into their place (later wins); the algorithm's other options stay in ``algorithm_options``."""
     if ALIAS not in values:
         return values
     out: dict[str, Any] = {}
     for key, value in values.items():
-        out.update(_alias_options(value) if key == ALIAS else {key: value})
+        if key != ALIAS:
+            out[key] = value
+            continue
+        options = _alias_options(value)
+        own = {k: v for k, v in options.items() if k not in KEYS or k in (ALIAS, "task_options")}
+        out.update({k: v for k, v in options.items() if k not in own})
+        if own:
+            out[ALIAS] = {**out.get(ALIAS, {}), **own}
     return out
 
 
@@ -316,10 +329,22 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             raise BenchError(f"--set {item!r} is not key=value")
         shown = item if len(item) <= 60 else item[:57] + "..."
         value = _yaml(raw, f"--set {shown!r}") if raw else ""
-        if key.startswith(ALIAS + "."):  # algorithm_options.gamma=0.3 is gamma=0.3
-            key = key.split(".", 1)[1]
+        if key.startswith(ALIAS + "."):  # algorithm_options.gamma=0.3 is gamma=0.3; .rank=4 stays the algorithm's
+            name = key.split(".", 1)[1]
+            if name in KEYS and name not in (ALIAS, "task_options"):
+                key = name
+            else:
+                options = out.setdefault(ALIAS, {})
+                if not isinstance(options, dict):  # an earlier `--set algorithm_options=0`
+                    _alias_options(options)
+                options[name] = value
+                continue
         if key == ALIAS:
-            out.update(_alias_options(value))
+            flat = _flatten({ALIAS: value})
+            mine = flat.pop(ALIAS, {})
+            out.update(flat)
+            if mine:
+                out[ALIAS] = {**(out.get(ALIAS) if isinstance(out.get(ALIAS), dict) else {}), **mine}
         elif key.startswith("task_options."):
             options = out.setdefault("task_options", {})
             if not isinstance(options, dict):  # an earlier `--set task_options=0`
@@ -336,9 +361,9 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
         values = _flatten(values)
         _check_keys(values, where)
         for key, value in values.items():
-            if key == "task_options":
+            if key in ("task_options", ALIAS):
                 value = _coerce(key, value)  # a mapping, before it is merged with another
-            if key == "task_options" and "task_options" in merged:
+            if key in ("task_options", ALIAS) and key in merged:
                 merged[key] = {**merged[key], **value}
             else:
                 merged[key] = value

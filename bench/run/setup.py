@@ -68,9 +68,11 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
                       decay_mask=task.decay_mask() if cfg.weight_decay else None)
     # the settings the algorithm's class names as its options; γ as resolved above
     options = {key: gamma if key == "gamma" else getattr(cfg, key) for key in ALGORITHMS.get(cfg.algorithm).settings}
+    options.update(cfg.algorithm_options)  # its other knobs (e.g. rank), checked by its Options class
     generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     # every process draws the simulation's random numbers and keeps its own rows
     stream = RowStream(generator, cfg.nodes, task.setup.lo, task.setup.hi)
     x0 = task.init_params()
-    algo = make_algorithm(cfg.algorithm, x0, comm, compressor, local, options, stream, segments=segments)
+    algo = make_algorithm(cfg.algorithm, x0, comm, compressor, local, options, stream, segments=segments,
+                          shapes=task.shapes if cfg.per_layer else None)
     return Parts(topology, compressor, task, comm, algo, generator, x0, gamma, gamma_source, rank, world)

@@ -69,6 +69,12 @@ class Task(ABC):
     test_size: int
     steps_per_epoch: int
 
+    @property
+    def shapes(self) -> list[tuple[int, ...]]:
+        """Each segment's tensor shape (a model's parameter shapes); flat by default."""
+        flat = getattr(self, "flat", None)
+        return [tuple(s) for s in flat.shapes] if flat is not None else [(s,) for s in self.segments]
+
     def decay_mask(self) -> torch.Tensor | None:
         return None
 
