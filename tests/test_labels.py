@@ -54,3 +54,10 @@ def test_one_method_has_one_look_whatever_else_a_figure_shows():
     assert looks["DCD-PSGD (QSGD 4-bit)"]["marker"] == looks["ECD-PSGD (QSGD 4-bit)"]["marker"]  # same compressor
     assert looks["DCD-PSGD (QSGD 4-bit)"]["color"] != looks["ECD-PSGD (QSGD 4-bit)"]["color"]
     assert looks["all-reduce"]["linestyle"] != looks["D-PSGD"]["linestyle"]
+
+
+def test_a_method_with_its_own_compression_is_named_bare_but_drawn_as_compressing():
+    methods = [labels.method_label(a, c) for a, c in [("allreduce", "none"), ("powersgd", "none"), ("ef", "sign")]]
+    assert methods == ["all-reduce", "PowerSGD", "EF-SGD (sign)"]
+    assert sorted(methods, key=labels.method_sort_key)[0] == "all-reduce"  # the exact method first
+    assert labels.style("PowerSGD")["color"] not in ("#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0")  # not a grey

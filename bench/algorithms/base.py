@@ -35,6 +35,8 @@ class Algorithm(ABC):
     contraction: ClassVar[bool] = False  # its analysis needs a δ-contraction (QSGD then takes its rescaled form)
     consensus_step: ClassVar[bool] = False  # has Choco's consensus step γ (tuned on the consensus problem when auto)
     centralized: ClassVar[bool] = False  # every worker applies the same update (all models equal; no graph used)
+    # compresses by its own scheme (e.g. PowerSGD's low rank): --compressor stays `none`
+    own_compression: ClassVar[bool] = False
     # the `bench run` settings that are this method's options (handed to Options by the same name)
     settings: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
@@ -68,8 +70,12 @@ class Algorithm(ABC):
     @classmethod
     def check_compressor(cls, compressor: Compressor) -> None:
         """One line when this algorithm cannot use ``compressor``; the pipeline asks before it submits a run."""
+        if cls.own_compression and compressor.name != "none":
+            raise BenchError(f"algorithm {cls.name!r} compresses by its own scheme (see its options); "
+                             f"use --compressor none (got {compressor.spec!r})")
         if not cls.compresses and compressor.name != "none":
-            compressing = ", ".join(n for n in ALGORITHMS.names() if ALGORITHMS.get(n).compresses)
+            compressing = ", ".join(n for n in ALGORITHMS.names()
+                                    if ALGORITHMS.get(n).compresses and not ALGORITHMS.get(n).own_compression)
             raise BenchError(
                 f"algorithm {cls.name!r} sends exact models; use --compressor none "
                 f"(got {compressor.spec!r}) or one of {compressing}"
@@ -78,7 +84,8 @@ class Algorithm(ABC):
     @classmethod
     def describe(cls) -> dict:
         return {"name": cls.name, "label": cls.label, "compresses": cls.compresses, "contraction": cls.contraction,
-                "consensus_step": cls.consensus_step, "centralized": cls.centralized}
+                "consensus_step": cls.consensus_step, "centralized": cls.centralized,
+                "own_compression": cls.own_compression}
 
     def setup(self) -> None:
         """Allocate algorithm buffers from ``self.x``."""

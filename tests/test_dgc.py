@@ -1,0 +1,155 @@
+"""DGC: the special cases it reduces to, the paper's per-worker bookkeeping written out by hand, where the
+average goes (nothing accumulated is lost), and the traffic of an all-gather, in float64."""
+import pytest
+import torch
+
+from bench.algorithms import LocalStepConfig, make_algorithm
+from bench.comm import SimulatedCommunicator, make_network
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.topology import make_topology
+from test_algorithms import LR, Quadratic, build, start, trajectory
+
+N, D = 8, 40
+HEAVY_BALL = LocalStepConfig(momentum=0.9, weight_decay=1e-2)
+NESTEROV = LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2)
+
+
+def dgc(compressor, options=None, local_cfg=HEAVY_BALL, **kwargs):
+    return build("dgc", make_topology("ring", N), start(N), compressor, options, local_cfg=local_cfg, **kwargs)
+
+
+@pytest.mark.parametrize("cfg", [HEAVY_BALL, NESTEROV], ids=["heavy-ball", "nesterov"])
+def test_sending_everything_without_factor_masking_is_all_reduce_momentum_sgd(cfg):
+    """Momentum correction: with every coordinate sent, v = u (+ g) each round, which is the run's own
+    momentum step on the mean gradient."""
+    problem = Quadratic(N, D)
+    ours = trajectory(dgc("top:1", {"factor_masking": False}, cfg), problem)
+    reference = trajectory(build("allreduce", make_topology("ring", N), start(N), local_cfg=cfg), problem)
+    torch.testing.assert_close(ours, reference, rtol=0, atol=1e-12)
+
+
+def test_sending_everything_with_factor_masking_is_all_reduce_sgd_without_momentum():
+    """Factor masking zeroes u wherever v was sent: sending everything resets the momentum every round."""
+    problem = Quadratic(N, D)
+    ours = trajectory(dgc("top:1"), problem)
+    plain = LocalStepConfig(weight_decay=HEAVY_BALL.weight_decay)
+    reference = trajectory(build("allreduce", make_topology("ring", N), start(N), local_cfg=plain), problem)
+    torch.testing.assert_close(ours, reference, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("cfg", [HEAVY_BALL, NESTEROV], ids=["heavy-ball", "nesterov"])
+@pytest.mark.parametrize("factor_masking", [True, False])
+def test_it_is_the_papers_bookkeeping_worker_by_worker(cfg, factor_masking):
+    """Lin et al., Algorithm with momentum correction and factor masking, per worker with torch.topk on
+    each layer: g = ∇ + wd·x; u ← μu + g, v ← v + u (Nesterov: u ← μ(u + g), v ← v + u + g); send the
+    top-k of v per layer; zero v (and u) there; x ← x − η·mean of what was sent."""
+    segments, fraction = [10, 30], 0.2
+    problem = Quadratic(N, D)
+    algo = make_algorithm("dgc", start(N), SimulatedCommunicator(make_topology("ring", N)),
+                          compressor=make_compressor(f"top:{fraction}"), local=_local(cfg),
+                          options={"factor_masking": factor_masking}, segments=segments)
+    x = start(N).clone()
+    u, v = torch.zeros(N, D, dtype=torch.float64), torch.zeros(N, D, dtype=torch.float64)
+    mu, wd = cfg.momentum, cfg.weight_decay
+    for _ in range(20):
+        grad = problem.grad(x)
+        sent = torch.zeros(N, D, dtype=torch.float64)
+        for i in range(N):
+            g = grad[i] + wd * x[i]
+            if cfg.nesterov:
+                u[i] = mu * (u[i] + g)
+                v[i] = v[i] + u[i] + g
+            else:
+                u[i] = mu * u[i] + g
+                v[i] = v[i] + u[i]
+            at = 0
+            for size in segments:
+                top = v[i, at : at + size].abs().topk(int(fraction * size)).indices + at
+                sent[i, top] = v[i, top]
+                v[i, top] = 0.0
+                if factor_masking:
+                    u[i, top] = 0.0
+                at += size
+        x = x - LR * sent.mean(0)
+        algo.step(grad, LR)
+        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
+        torch.testing.assert_close(algo.v, v, rtol=0, atol=1e-12)
+        torch.testing.assert_close(algo.u, u, rtol=0, atol=1e-12)
+    assert algo.v.abs().sum() > 0 and torch.equal(algo.x, algo.x[:1].expand_as(algo.x))
+
+
+def _local(cfg):
+    from bench.algorithms import LocalStep
+
+    return LocalStep(cfg)
+
+
+@pytest.mark.parametrize("compressor", ["top:0.1", "rand:0.2"])
+@pytest.mark.parametrize("factor_masking", [True, False])
+def test_nothing_accumulated_is_lost_only_late(compressor, factor_masking):
+    """x_T = x_0 − η Σ_t mean(s_t) + η mean(v_T), s_t what round t added to v (μ u_{t−1} + g_t, u the
+    momentum as it stood before the round). Without factor masking u is the plain heavy-ball buffer of the
+    gradients, so the models are heavy-ball SGD's steps, delayed by what v still holds."""
+    problem = Quadratic(N, D)
+    algo = dgc(compressor, {"factor_masking": factor_masking})
+    x0 = algo.x.clone()
+    mu, wd = HEAVY_BALL.momentum, HEAVY_BALL.weight_decay
+    added = torch.zeros(D, dtype=torch.float64)
+    heavy_ball, momentum = torch.zeros(D, dtype=torch.float64), torch.zeros(N, D, dtype=torch.float64)
+    for _ in range(30):
+        grad = problem.grad(algo.x)
+        g = grad + wd * algo.x
+        added += (mu * algo.u + g).mean(0)
+        momentum = mu * momentum + g
+        heavy_ball += momentum.mean(0)
+        algo.step(grad, LR)
+    assert torch.equal(algo.x, algo.x[:1].expand_as(algo.x))  # one model
+    torch.testing.assert_close(algo.x[0], x0[0] - LR * added + LR * algo.v.mean(0), rtol=0, atol=1e-12)
+    if not factor_masking:
+        torch.testing.assert_close(algo.x[0], x0[0] - LR * heavy_ball + LR * algo.v.mean(0), rtol=0, atol=1e-12)
+    assert algo.v.abs().sum() > 0  # something is still waiting
+
+
+def test_dgc_without_factor_masking_reaches_the_optimum_of_the_mean_objective():
+    """Top-10% with momentum on heterogeneous workers under a decaying step: v only delays gradients.
+    (With factor masking and μ > 0 it stalls near, not at, the optimum here: a coordinate a worker sends
+    often has its momentum reset often, so workers' gradients end up weighted unequally.)"""
+    problem = Quadratic(N, D, seed=4)
+    optimum = (problem.a * problem.c).sum(0) / problem.a.sum()
+    algo = dgc("top:0.1", {"factor_masking": False}, local_cfg=LocalStepConfig(momentum=0.5))
+    errors = {}
+    for t in range(4000):
+        algo.step(problem.grad(algo.x), 0.2 / (1 + t / 50))
+        errors[t + 1] = float((algo.x[0] - optimum).norm() / optimum.norm())
+    assert errors[4000] < 2e-2 and errors[4000] < errors[1000] / 2
+
+
+def test_the_all_gather_is_priced_by_the_alpha_beta_model():
+    """top:0.1 per layer of [10, 30]: k = 1 and 3. Wire: 1·(32 + 4) + 3·(32 + 5) = 147 bits per message,
+    forwarded to the n − 1 others; paper: 64 bits per kept entry = 256."""
+    net = make_network("p2p-100m")
+    comp = make_compressor("top:0.1")
+    algo = make_algorithm("dgc", start(N), SimulatedCommunicator(make_topology("ring", N), net), compressor=comp,
+                          local=_local(HEAVY_BALL), segments=[10, 30])
+    for _ in range(2):
+        traffic = algo.step(Quadratic(N, D).grad(algo.x), LR)
+        assert traffic.messages == 1
+        assert traffic.wire_bits == (N - 1) * 147 and traffic.paper_bits == 256
+        assert traffic.comm_time_s == pytest.approx(net.allgather_time(147, N))
+        assert traffic.comm_time_s == pytest.approx((N - 1) * (net.latency_s + 147 / net.bandwidth_bps))
+    assert algo.step(None, LR).wire_bits == 0  # no gradient, nothing to send
+
+
+@pytest.mark.parametrize("compressor", ["sign", "qsgd:4", "none", "rand:0.1,unbiased=true"])
+def test_it_refuses_operators_that_do_not_send_coordinates_of_v(compressor):
+    with pytest.raises(BenchError, match="top:0.01") as info:
+        dgc(compressor)
+    assert "\n" not in str(info.value)
+
+
+def test_bad_option_is_a_one_line_error():
+    with pytest.raises(BenchError, match="factor_masking"):
+        dgc("top:0.1", {"factor_masking": "yes"})
+    with pytest.raises(BenchError, match="masking"):
+        dgc("top:0.1", {"masking": True})
