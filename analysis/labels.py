@@ -15,7 +15,7 @@ import colorsys
 
 import pandas as pd
 
-# name -> {"label": str, "compresses": bool}, from the runs' own descriptions
+# name -> {"label": str, "compresses": bool, "own_compression": bool}, from the runs' own descriptions
 _ALGORITHMS: dict[str, dict] = {}
 # method label -> (algorithm, compressor spec), for every method seen by method_label
 _METHODS: dict[str, tuple[str, str]] = {}
@@ -45,6 +45,8 @@ def learn(name, description=None) -> None:
             known["label"] = description["label"]
         if isinstance(description.get("compresses"), bool):
             known["compresses"] = description["compresses"]
+        if isinstance(description.get("own_compression"), bool):
+            known["own_compression"] = description["own_compression"]
 
 
 def algorithm_label(name) -> str:
@@ -81,11 +83,23 @@ def compressor_order(spec) -> tuple:
     return (rank, size, str(spec))
 
 
+def own_compression(name) -> bool:
+    """Whether the algorithm compresses by its own scheme (PowerSGD's low rank): no compressor to name."""
+    return bool(_ALGORITHMS.get(str(name), {}).get("own_compression"))
+
+
+def exact(name, compressor="none") -> bool:
+    """Whether the method sends exact models (all-reduce, D-PSGD): greys, first in legends."""
+    return not compresses(name, compressor) and not own_compression(name)
+
+
 def method_label(algorithm, compressor="none") -> str:
-    """``choco``, ``sign`` -> ``Choco-SGD (sign)``; a method that sends exact models keeps its bare name."""
+    """``choco``, ``sign`` -> ``Choco-SGD (sign)``; a method that sends exact models, or compresses by
+    its own scheme, keeps its bare name."""
     name = algorithm_label(algorithm)
-    label = name if not compresses(algorithm, compressor) and str(compressor) in ("none", "nan") \
-        else f"{name} ({compressor_label(compressor)})"
+    bare = (not compresses(algorithm, compressor) or own_compression(algorithm)) \
+        and str(compressor) in ("none", "nan")
+    label = name if bare else f"{name} ({compressor_label(compressor)})"
     _METHODS.setdefault(label, (str(algorithm), str(compressor)))
     return label
 
@@ -94,8 +108,8 @@ def method_sort_key(label: str) -> tuple:
     """Legend order: the methods that send exact models (bare names) first, then the compressed ones,
     each group by algorithm label and then in the paper's compressor order."""
     algorithm, compressor = _METHODS.get(label, (label.split(" (")[0], "none"))
-    exact = " (" not in label
-    return (0 if exact else 1, algorithm_label(algorithm).lower(), compressor_order(compressor), label)
+    exact_method = exact(algorithm, compressor) if label in _METHODS else " (" not in label
+    return (0 if exact_method else 1, algorithm_label(algorithm).lower(), compressor_order(compressor), label)
 
 
 def with_methods(df: pd.DataFrame) -> pd.DataFrame:
@@ -125,16 +139,19 @@ def style(label: str) -> dict:
     hue by algorithm (greys for exact methods), the shade and marker by compressor."""
     methods = sorted(_METHODS, key=method_sort_key)
     algorithm, compressor = _METHODS.get(label, (label, "none"))
-    exact = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if " (" not in m)]
-    compressing = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if " (" in m)]
+    def is_exact(m):
+        return exact(*_METHODS[m])
+
+    exact_ones = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if is_exact(m))]
+    compressing = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if not is_exact(m))]
     others = sorted({_METHODS[m][1].partition(",")[0].partition(":")[0] for m in methods} - set(_MARKERS))
-    if " (" not in label and algorithm in exact:
-        k = exact.index(algorithm)
+    if label in _METHODS and is_exact(label) and algorithm in exact_ones:
+        k = exact_ones.index(algorithm)
         return {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
                 "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
     if algorithm not in compressing:
         return {"color": "#333333", "marker": _marker(compressor, others), "linestyle": "-"}
-    siblings = [m for m in methods if " (" in m and _METHODS[m][0] == algorithm]
+    siblings = [m for m in methods if not is_exact(m) and _METHODS[m][0] == algorithm]
     hue = _HUES[compressing.index(algorithm) % len(_HUES)]
     return {"color": _shade(hue, siblings.index(label), len(siblings)), "marker": _marker(compressor, others),
             "linestyle": "-"}
@@ -143,3 +160,76 @@ def style(label: str) -> dict:
 def colours(labels) -> dict:
     """label -> colour of each method label (for seaborn's ``palette=``)."""
     return {label: style(label)["color"] for label in labels}
+
+
+def styles_with(pairs) -> dict:
+    """(algorithm, compressor) -> style of each pair, for a figure of another experiment (the
+    consensus one: Choco-Gossip without training) that shows methods the study may not have run. A
+    method of the study keeps its own look. One it lacks is not added to the study's methods (their
+    looks stay as they are) and gets a look no method of the study has: its algorithm's hue (a hue
+    no algorithm of the study has, for a new algorithm) in the shade farthest from the shades that
+    algorithm's methods already use, and its compressor's marker."""
+    pairs = list(dict.fromkeys((str(a), str(c)) for a, c in pairs))
+    known = dict(_METHODS)
+    try:
+        labels = {pair: method_label(*pair) for pair in pairs}
+    finally:
+        _METHODS.clear()
+        _METHODS.update(known)
+    methods = sorted(known, key=method_sort_key)
+    exact = list(dict.fromkeys(known[m][0] for m in methods if " (" not in m))
+    compressing = list(dict.fromkeys(known[m][0] for m in methods if " (" in m))
+    new = {pair: label for pair, label in labels.items() if label not in known}
+    exact += [a for a in dict.fromkeys(a for (a, _), label in new.items() if " (" not in label) if a not in exact]
+    compressing += [a for a in dict.fromkeys(a for (a, _), label in new.items() if " (" in label)
+                    if a not in compressing]
+    families = {c.partition(",")[0].partition(":")[0] for _, c in list(known.values()) + list(new)}
+    others = sorted(families - set(_MARKERS))
+    taken: dict[str, list[float]] = {}  # algorithm -> the shades (0 darkest .. 1 lightest) in use
+    for algorithm in compressing:
+        siblings = [m for m in methods if " (" in m and known[m][0] == algorithm]
+        taken[algorithm] = [k / (len(siblings) - 1) if len(siblings) > 1 else 0.5 for k in range(len(siblings))]
+    looks = {}
+    for pair, label in labels.items():
+        algorithm, compressor = pair
+        if label in known:
+            looks[pair] = style(label)
+        elif " (" not in label:
+            k = exact.index(algorithm)
+            looks[pair] = {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
+                           "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
+        else:
+            used = taken[algorithm]
+            shade = max((k / 20 for k in range(21)), key=lambda f: (min((abs(f - t) for t in used), default=1.0),
+                                                                   -abs(f - 0.5)))
+            used.append(shade)
+            hue = _HUES[compressing.index(algorithm) % len(_HUES)]
+            looks[pair] = {"color": _shade(hue, shade, 2), "marker": _marker(compressor, others), "linestyle": "-"}
+    return looks
+
+
+# glyph and line of each topology family (the part of a name before ':'), from sparse to dense; the
+# figures that show topologies (gap_vs_nodes, lag_vs_consensus) draw each the same way
+_TOPOLOGY_LOOKS = {"ring": ("o", "-"), "torus": ("s", "--"), "exponential": ("^", "-."),
+                   "erdos-renyi": ("v", ":"), "complete": ("D", (0, (6, 2, 1, 2, 1, 2))),
+                   "star": ("P", (0, (1, 1)))}
+_OTHER_TOPOLOGY_LOOKS = [("X", (0, (8, 2))), ("h", (0, (3, 1, 1, 1))), ("*", (0, (2, 2))), ("<", "-"), (">", "--")]
+
+
+def topology_style(topology, topologies=()) -> dict:
+    """``marker`` and ``linestyle`` of a topology, the same in every figure that tells topologies
+    apart. A family (the name before ':') has a fixed look; a family not listed, or a second member
+    of one (``erdos-renyi:0.3`` beside ``erdos-renyi:0.5``), takes the next free look in the sorted
+    order of ``topologies``."""
+    name = str(topology)
+    names = sorted({str(t) for t in topologies} | {name})
+    first = {}
+    for n in names:
+        first.setdefault(n.partition(":")[0], n)
+    fixed = {n for f, n in first.items() if f in _TOPOLOGY_LOOKS}
+    if name in fixed:
+        marker, linestyle = _TOPOLOGY_LOOKS[name.partition(":")[0]]
+    else:
+        others = [n for n in names if n not in fixed]
+        marker, linestyle = _OTHER_TOPOLOGY_LOOKS[others.index(name) % len(_OTHER_TOPOLOGY_LOOKS)]
+    return {"marker": marker, "linestyle": linestyle}
