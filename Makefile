@@ -1,6 +1,7 @@
 # The README's two commands: `make reproduce` (the default study) and `make test`.
-# Both create .venv on first use; torch is installed first, pinned, so that pip takes the
-# CPU wheel and never a multi-GB CUDA build.
+# Both create .venv on first use, at the exact versions of constraints.txt (pyproject.toml has ranges);
+# torch is pinned there too, so that pip takes the CPU wheel and never a multi-GB CUDA build. Into an
+# environment that has its own CUDA torch, install by hand instead: docs/cluster.md.
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
@@ -8,10 +9,12 @@ CORES  ?= 2
 
 .PHONY: reproduce test test-fast setup clean-results
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "error: $(PYTHON) is older than Python 3.11; run make with PYTHON=/path/to/python3.11"; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q torch==2.13.0
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -c constraints.txt torch
+	$(PY) -m pip install -q -c constraints.txt -e '.[dev,slurm]'
 	touch $@
 
 setup: $(VENV)/.installed
@@ -23,7 +26,7 @@ test: $(VENV)/.installed
 	$(PY) -m pytest -q
 
 test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests
-	$(PY) -m pytest -q -m "not slow"
+	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow"
 
 clean-results:
 	rm -rf results/consensus .snakemake

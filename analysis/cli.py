@@ -171,7 +171,8 @@ def cmd_claims(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m analysis", description=__doc__)
+    invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    parser = _Parser(prog="choco-analysis" if invoked == "choco-analysis" else "python -m analysis", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     def target_options(p):

@@ -77,7 +77,9 @@ CONFIG_FILES = {  # name -> (bytes of the config file, words the error line must
 }
 
 
-@pytest.mark.parametrize("name", list(CONFIG_FILES))
+# one child process each (~2 s of imports): the fast set keeps the alias bomb, `make test` runs them all
+@pytest.mark.parametrize("name", [name if name == "alias-bomb" else pytest.param(name, marks=pytest.mark.slow)
+                                  for name in CONFIG_FILES])
 def test_a_bad_config_file_is_one_line_naming_it(name, tmp_path):
     content, words = CONFIG_FILES[name]
     config = tmp_path / "bad.yaml"
@@ -96,11 +98,12 @@ def test_a_config_that_is_a_directory_or_missing_is_one_line(tmp_path, capsys):
              "no.yaml", "does not exist")
 
 
+# one child process each: the fast set keeps the syntax error, `make test` runs them all
 @pytest.mark.parametrize("item,words", [
     ("lr=[1,", ["lr=[1,", "YAML"]),
-    ("task_options.hidden={a: 1", ["task_options.hidden", "YAML"]),
-    ("task_options.hidden=[&a 1, *a]", ["task_options.hidden", "alias"]),
-    (f"network={_bomb()}", ["network", "alias"]),
+    pytest.param("task_options.hidden={a: 1", ["task_options.hidden", "YAML"], marks=pytest.mark.slow),
+    pytest.param("task_options.hidden=[&a 1, *a]", ["task_options.hidden", "alias"], marks=pytest.mark.slow),
+    pytest.param(f"network={_bomb()}", ["network", "alias"], marks=pytest.mark.slow),
 ], ids=["syntax", "unclosed-mapping", "alias", "alias-bomb"])
 def test_a_bad_set_value_is_one_line_naming_it(item, words, tmp_path):
     out = tmp_path / "run"

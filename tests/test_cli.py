@@ -31,7 +31,7 @@ def test_topology_weights_flag_changes_the_matrix(capsys):
     (["topology", "--topology", "ring", "--nodes", "8", "--weights", "heat"], "heat"),
     (["topology", "--topology", "social", "--nodes", "31"], "32"),
     (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], "1.5"),
-    (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], "zip"),
+    pytest.param(["tune-gamma", "--compressor", "zip:3", "--steps", "5"], "zip", marks=pytest.mark.slow),  # ~2 s
     (["tune-gamma", "--compressor", "sign", "--nodes", "0"], "0"),
 ])
 def test_bad_input_is_one_line_and_status_two(argv, word):

@@ -144,7 +144,7 @@ def test_plan_true_targets_the_plan_alone(tmp_path):
     (["--configfile", "config/test.yaml", "--steps", "0"], "0"),
     (["--configfile", "config/test.yaml", "--steps", "many"], "many"),
     (["--configfile", "config/test.yaml", "--safety", "0.5"], "0.5"),
-    (["--configfile", "config/test.yaml", "--scale", "tpu"], "tpu"),
+    pytest.param(["--configfile", "config/test.yaml", "--scale", "tpu"], "tpu", marks=pytest.mark.slow),  # ~2 s
     (["--configfile", "config/test.yaml", "--device", "gpu"], "gpu"),
 ])
 def test_bad_input_is_one_line_and_status_two(argv, word):

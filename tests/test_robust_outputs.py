@@ -155,6 +155,7 @@ def test_gamma_is_tuned_again_for_an_edited_edge_list(tmp_path, monkeypatch):
 
 
 # ---- 2. one writer per run directory --------------------------------------------------------
+@pytest.mark.slow  # a child run to hold the lock; the fast set keeps test_a_held_lock_refuses_a_dist_run_too
 def test_a_second_run_on_a_busy_directory_is_refused_and_the_lock_dies_with_its_holder(tmp_path, capsys):
     out = tmp_path / "run"
     first = _cli(["run", *LONG, "--out", str(out)])

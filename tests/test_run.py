@@ -143,18 +143,21 @@ def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path, signum):
     assert len(final) == 21 and final["step"].tolist()[: len(partial)] == partial["step"].tolist()
 
 
+# one child process each (~2 s of imports): the fast set keeps the first, `make test` runs them all
 @pytest.mark.parametrize("extra,word", [
     (["--set", "colour=blue"], "colour"),
-    (["--lr", "-1"], "lr=-1"),
-    (["--task", "mnist2d"], "mnist2d"),
-    (["--compressor", "top:2"], "top:2"),
-    (["--topology", "torus"], "torus"),
-    (["--algorithm", "dpsgd", "--compressor", "sign"], "sign"),
-    (["--set", "task_options.depth=3"], "depth"),
-    (["--set", "lr_schedule=cosine"], "cosine"),
-    (["--data", "dirichlet:-1"], "dirichlet"),
-    (["--backend", "mpi"], "mpi"),
-    (["--backend", "dist", "--set", "procs=3"], "procs=3"),
+    *(pytest.param(extra, word, marks=pytest.mark.slow) for extra, word in [
+        (["--lr", "-1"], "lr=-1"),
+        (["--task", "mnist2d"], "mnist2d"),
+        (["--compressor", "top:2"], "top:2"),
+        (["--topology", "torus"], "torus"),
+        (["--algorithm", "dpsgd", "--compressor", "sign"], "sign"),
+        (["--set", "task_options.depth=3"], "depth"),
+        (["--set", "lr_schedule=cosine"], "cosine"),
+        (["--data", "dirichlet:-1"], "dirichlet"),
+        (["--backend", "mpi"], "mpi"),
+        (["--backend", "dist", "--set", "procs=3"], "procs=3"),
+    ]),
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, extra, word):
     out = tmp_path / "run"

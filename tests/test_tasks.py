@@ -33,7 +33,12 @@ def setup_for(name, tmp_path, n=3, batch=4, **options):
 NAMES = sorted(TASKS.names())
 
 
-@pytest.mark.parametrize("name", NAMES)
+def _resnet50_slow(names):
+    """``names`` with ImageNet's ResNet-50 marked slow (seconds a step on CPU): `make test` runs it."""
+    return [pytest.param(name, marks=pytest.mark.slow) if name == "imagenet-resnet50" else name for name in names]
+
+
+@pytest.mark.parametrize("name", _resnet50_slow(NAMES))
 def test_task_gives_gradients_and_metrics(name, tmp_path):
     task = make_task(name, setup_for(name, tmp_path))
     x = task.init_params()
@@ -73,7 +78,7 @@ def _state_tensors(task):
     return out
 
 
-@pytest.mark.parametrize("name", VECTORIZABLE)
+@pytest.mark.parametrize("name", _resnet50_slow(VECTORIZABLE))
 def test_vectorised_and_loop_paths_agree(name, tmp_path):
     """Gradients, losses and the carried state (running statistics, hidden states) of the vectorised
     path equal the per-worker loop's over two consecutive steps, to float rounding."""
@@ -103,7 +108,7 @@ def test_vectorised_and_loop_paths_agree(name, tmp_path):
         x = x - 0.01 * g_fast
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES)  # ResNet-50's quickest test: the fast set keeps it
 def test_every_local_model_is_scored_as_if_evaluated_alone(name, tmp_path, monkeypatch):
     """evaluate_workers (one vectorised pass for the tasks that have one) gives each row's test loss
     and accuracy as evaluate() of that row alone, BatchNorm statistics included."""

@@ -225,8 +225,10 @@ class Study:
         """`python -m bench run`, or torchrun with one process per worker (or `procs`) for backend: dist."""
         if self.merged(settings).get("backend") != "dist":
             return ["python", "-m", "bench", "run"]
-        return ["python", "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-                str(self.processes(settings)), "-m", "bench", "run"]
+        # one thread per rank: Snakemake sets OMP_NUM_THREADS to the job's threads (= its processes), which
+        # torchrun keeps, so N ranks would each run N threads on the job's N CPUs
+        return ["env", "OMP_NUM_THREADS=1", "python", "-m", "torch.distributed.run", "--standalone",
+                "--nproc-per-node", str(self.processes(settings)), "-m", "bench", "run"]
 
     def run_args(self, settings: dict[str, Any], tuned: Sequence[str] = ()) -> list[str]:
         """The `bench run` flags of one run: task, defaults, then the run's own settings. The ``tuned``
@@ -237,9 +239,9 @@ class Study:
             if key in merged:
                 words += [f"--{key}", str(merged.pop(key))]
         for key, value in sorted(merged.items()):
-            if isinstance(value, dict):
+            if isinstance(value, dict):  # task_options or algorithm_options: one --set per option
                 for option, option_value in sorted(value.items()):
-                    words += ["--set", f"task_options.{option}={set_value(option_value)}"]
+                    words += ["--set", f"{key}.{option}={set_value(option_value)}"]
             else:
                 words += ["--set", f"{key}={set_value(value)}"]
         return words

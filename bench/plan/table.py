@@ -36,7 +36,8 @@ class Row:
 
 
 def runtime_minutes(hours: float, safety: float, floor_minutes: float) -> int | None:
-    """None for a job the plan could not time (the pipeline keeps the task's default)."""
+    """None for a job the plan could not time (the pipeline then asks the task's runtime for one run × the
+    job's work in runs)."""
     if not math.isfinite(hours):
         return None
     return int(max(floor_minutes, math.ceil(hours * 60 * safety)))
@@ -99,7 +100,7 @@ def summary(rows: list[Row], study: str, scale: str, device: str, steps: int, wa
 def planned_runtimes(path: Path, scale: str, safety: float, floor_minutes: float) -> tuple[dict, str]:
     """{(rule, job): minutes} from a plan.csv of this ``scale``, and the one line that says where the
     training jobs' runtime comes from."""
-    default = "runtime of the training jobs: the task's default"
+    default = "runtime of the training jobs: the task's runtime per run x the job's work in runs"
     if not path.exists():
         return {}, f"{default} (no {path}: `bench plan` or `--config plan=true` makes one)"
     with open(path, newline="") as handle:
@@ -116,4 +117,4 @@ def planned_runtimes(path: Path, scale: str, safety: float, floor_minutes: float
         return {}, f"{default} ({path} holds no timed job at scale={scale})"
     devices = ", ".join(sorted({r["device"] for r in rows}))
     return out, (f"runtime of {len(out)} training jobs: planned in {path} (timed on {devices}) x {safety:g}, "
-                 f"at least {floor_minutes:g} min; any other job: the task's default")
+                 f"at least {floor_minutes:g} min; any other job: the task's runtime per run x its work in runs")

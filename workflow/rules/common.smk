@@ -1,5 +1,6 @@
 # Target logic of the pipeline, in one place: validate the study, expand it into jobs (bench/pipeline,
 # shared with `bench plan`), and name every output and every job's resources. Rules stay thin.
+import math
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUEST
 from bench.errors import BenchError
 from bench.pipeline import Study, safe
 from bench.plan.table import planned_runtimes
+from bench.run.config import RunConfig
 
 validate(config, "../schemas/config.schema.yaml")
 
@@ -26,7 +28,9 @@ if not S.has_scale_block:
     logger.info(f"study {STUDY!r} has no {SCALE}: block; scale={SCALE} runs its CPU settings")
 
 # -- resources for cluster profiles -------------------------------------------------------------------
-# Per task: memory (MB), runtime (minutes) when no plan says better, GPUs, and CPUs of a job of one process.
+# Per task: memory (MB), runtime of ONE run (minutes) when no plan says better, GPUs, and CPUs of a job of
+# one process. The runtime is a generous bound on one training run; a job is asked that many times the
+# runs' worth of work it holds (below), until `--config plan=true` has timed it.
 TASK_RESOURCES = {
     "cifar10-resnet20": dict(mem_mb=16000, runtime=24 * 60, gpus=1, cpus=8),
     "cifar10-resnet8": dict(mem_mb=16000, runtime=12 * 60, gpus=1, cpus=8),
@@ -35,20 +39,52 @@ TASK_RESOURCES = {
 }
 DEFAULT_RESOURCES = dict(mem_mb=4000, runtime=60, gpus=0, cpus=1)
 TASK = TASK_RESOURCES.get(S.task, DEFAULT_RESOURCES)
+PLAN_SAFETY, PLAN_FLOOR = float(config.get("plan_safety", 1.5)), float(config.get("plan_floor_minutes", 10))
 # A training job's runtime: its planned hours in results/<study>/plan.csv x plan_safety (at least
-# plan_floor_minutes), or the task's default above when there is no plan for it.
-PLANNED, _PLAN_LINE = planned_runtimes(Path(OUT) / "plan.csv", SCALE, float(config.get("plan_safety", 1.5)),
-                                       float(config.get("plan_floor_minutes", 10)))
+# plan_floor_minutes), or, when there is no plan for it, the task's runtime x the job's work in runs.
+PLANNED, _PLAN_LINE = planned_runtimes(Path(OUT) / "plan.csv", SCALE, PLAN_SAFETY, PLAN_FLOOR)
+
+
+def run_equivalents(job):
+    """The work of a job (bench/pipeline's Job) in full training runs: 1 for a run, the seeds of a cell with
+    grouped seeds, and for a tuning job every trial's share of the schedule (stop_at / epochs of each
+    rung, as `bench plan` counts it) plus, when the grid may be extended, one full run per tuning seed for
+    each knob of three or more values (the most the extension can add; bench/pipeline/halving.py)."""
+    work = 0.0
+    for settings in job.runs:
+        epochs = float(S.merged(settings).get("epochs", RunConfig.epochs))  # bench's default when unset
+        stop_at = settings.get("stop_at")
+        work += 1.0 if stop_at is None else min(float(stop_at), epochs) / epochs
+    may_extend = job.rule == "tune_cell" and S.tune.get("extend", True)
+    if may_extend:
+        knobs = [k for k in TUNED_CELLS[job.cell] if len(S.tune_grid.get(k, ())) >= 3]
+        work += len(knobs) * max(1, len(S.tune.get("seeds", [0])))
+    return work
+
+
+DEFAULT_RUNTIMES = {(job.rule, job.name): max(int(PLAN_FLOOR),
+                                               math.ceil(round(TASK["runtime"] * run_equivalents(job), 6)))
+                    for job in S.jobs()}
 if RUNS:
     logger.info(_PLAN_LINE)
+    _unplanned = [minutes for key, minutes in DEFAULT_RUNTIMES.items() if key not in PLANNED]
+    if _unplanned and max(_unplanned) > 72 * 60:
+        logger.info(f"{len(_unplanned)} training jobs have no plan and ask for the task's runtime x their work "
+                    f"(longest {max(_unplanned) / 60:,.0f} h); `--config plan=true` times them (docs/plan.md)")
+
+
+def job_runtime(rule, name):
+    """Minutes asked for a training job: its plan, else the task's runtime x the job's work in runs."""
+    return PLANNED.get((rule, name), DEFAULT_RUNTIMES.get((rule, name), TASK["runtime"]))
 
 
 def job_resources(rule, settings_of):
     """Resources of a training rule's job; ``settings_of(wildcards)`` -> (job name, the job's settings).
-    CPUs: one per process of a dist run, at least the task's (the profile sets no global cpus_per_task)."""
+    CPUs (cpus_per_task, which the SLURM plugin asks instead of threads): one per process of a dist run
+    (its threads), at least the task's share for a run of one process; the profiles set no global value."""
     return dict(
         mem_mb=TASK["mem_mb"],
-        runtime=lambda wc: PLANNED.get((rule, settings_of(wc)[0]), TASK["runtime"]),
+        runtime=lambda wc: job_runtime(rule, settings_of(wc)[0]),
         gpu=TASK["gpus"],
         cpus_per_task=lambda wc: max(S.processes(settings_of(wc)[1]), TASK["cpus"]),
     )
