@@ -47,6 +47,8 @@ def learn(name, description=None) -> None:
             known["compresses"] = description["compresses"]
         if isinstance(description.get("own_compression"), bool):
             known["own_compression"] = description["own_compression"]
+        if isinstance(description.get("centralized"), bool):
+            known["centralized"] = description["centralized"]
 
 
 def algorithm_label(name) -> str:
@@ -81,6 +83,11 @@ def compressor_order(spec) -> tuple:
     except ValueError:
         size = 0.0
     return (rank, size, str(spec))
+
+
+def centralized(name) -> bool:
+    """Whether every worker applies the same update (all models equal, no graph used), as the run says."""
+    return bool(_ALGORITHMS.get(str(name), {}).get("centralized"))
 
 
 def own_compression(name) -> bool:
