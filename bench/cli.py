@@ -120,27 +120,146 @@ def _gamma_grid(text: str) -> list[float]:
     return grid
 
 
+# The training tasks of bench.tasks.TASKS, written out so that `bench run --help` needs no torch
+# (tests/test_logs.py keeps them equal to the registry); the algorithms are read from their modules.
+TASK_NAMES = ("mnist1d-mlp", "mnist1d-cnn", "digits-mlp", "cifar10-resnet20", "cifar10-resnet8",
+              "imagenet-resnet50", "wikitext2-lstm", "lsq", "logreg")
+
+
+def algorithm_names() -> list[str]:
+    """The names of bench.algorithms.ALGORITHMS without importing it (and torch): every algorithm module
+    registers itself with ``@ALGORITHMS.register("NAME")`` (tests/test_logs.py checks the two agree)."""
+    import re
+
+    found = set()
+    for path in Path(__file__).with_name("algorithms").glob("*.py"):
+        found.update(re.findall(r'^@ALGORITHMS\.register\("([^"]+)"\)', path.read_text(), flags=re.M))
+    return sorted(found)
+
+
+# (flag, type, metavar, help) of the `bench run` flags that set one setting each; the default of the setting
+# of the same name (dashes as underscores) is added to the help when it is shown.
+_RUN_FLAGS = [
+    ("task", str, "NAME", f"the training task, model and data set: {', '.join(TASK_NAMES)}"),
+    ("algorithm", str, "NAME", "the training algorithm: @algorithms@"),  # listed when the help is shown
+    ("compressor", str, "SPEC", "the compression operator Q: none, sign, top:F or rand:F (a fraction F of the "
+     "coordinates, e.g. top:0.01), qsgd:B (B bits, e.g. qsgd:4); options after commas, e.g. rand:0.01,unbiased=true "
+     "or qsgd:4,biased=true"),
+    ("topology", str, "SPEC", "the communication graph: ring, torus, complete, star, exponential, social, "
+     "random-regular:K, erdos-renyi:P, expander (n prime), margulis (n a square), one-peer-exp (time-varying, "
+     "n a power of 2) or file:PATH (an edge list), e.g. random-regular:4"),
+    ("nodes", int, "N", "the number of workers n"),
+    ("epochs", float, "E", "passes over the training data (fractions allowed)"),
+    ("seed", int, "S", "seeds the data order, initial model and compression randomness"),
+    ("lr", float, "LR", "learning rate (its peak under warm-up; schedule: --set lr_schedule=...)"),
+    ("batch-size", int, "B", "minibatch size per worker"),
+    ("data", str, "SCHEME", "how the training set is dealt to the workers: shuffle (reshuffled every epoch), "
+     "split (one fixed i.i.d. deal), sorted (by label), dirichlet:ALPHA (label skew, e.g. dirichlet:0.5)"),
+    ("gamma", str, "GAMMA", "Choco's consensus step size in (0, 1], or auto: tuned on the consensus problem "
+     "over 20 values (gamma_tune_steps rounds each; cached per graph, n and compressor)"),
+    ("backend", str, "NAME", "sim (all workers in one process) or dist (torch.distributed processes; "
+     "--set procs=P)"),
+    ("device", str, "DEVICE", f"where to train: {DEVICES}"),
+    ("weights", str, "SCHEME", "the mixing weights: uniform, metropolis or maxdeg (default: the paper's choice "
+     "for the topology)"),
+    ("network", str, "PRESET", "the α–β model of the simulated communication time: datacenter-100g, "
+     "datacenter-10g, p2p-100m, edge-10m, with overrides e.g. p2p-100m,latency=0.001,bandwidth=1e8"),
+]
+_RUN_EPILOG = "@settings@"  # replaced by the list of settings when the help is shown (`_RunHelp`)
+
+
+def _setting_default(key: str) -> str:
+    from dataclasses import MISSING
+
+    from .run.config import KEYS
+
+    field = KEYS[key]
+    value = field.default_factory() if field.default is MISSING else field.default
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (tuple, list)):
+        return json.dumps(list(value))
+    if value is None:
+        return "null"
+    return str(value)
+
+
+def _settings_text() -> str:
+    """The epilog of `bench run --help`: every setting that has no flag of its own, with its default."""
+    import textwrap
+
+    from .run.config import KEYS
+
+    flagged = {flag.replace("-", "_") for flag, *_ in _RUN_FLAGS} | {"quiet"}
+    items = [f"{key}={_setting_default(key)}" for key in KEYS if key not in flagged]
+    return "\n".join([
+        "every other setting: --set KEY=VALUE (or KEY: VALUE in a --config file); with its default:",
+        textwrap.fill("  ".join(items), width=100, initial_indent="  ", subsequent_indent="  ",
+                      break_on_hyphens=False, break_long_words=False),
+        "  task_options.KEY=VALUE: the task's own (model and data sizes), e.g. task_options.n_train=800",
+        "  algorithm_options.KEY=VALUE: the algorithm's own, e.g. algorithm_options.rank=4 (powersgd)",
+        "  recipe=tuned takes lr, momentum, weight decay, gamma and batch size from bench/run/recipes.yaml",
+        "(null: unset; bench/run/config.py says what each one does)",
+    ])
+
+
+class _RunHelp(argparse.RawDescriptionHelpFormatter):
+    """`bench run --help`: each setting flag shows its default, read from RunConfig only when the help is
+    shown (building the parser stays free of it), and the epilog lists the settings without a flag."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        key = action.dest
+        if "(default" not in text and action.option_strings and key not in ("out", "sets"):
+            from .run.config import KEYS
+
+            if key in KEYS:
+                text += f" (default: {_setting_default(key)})"
+        if "@algorithms@" in text:
+            text = text.replace("@algorithms@", ", ".join(algorithm_names()))
+        return text.replace("%", "%%")
+
+    def add_text(self, text):
+        if text == _RUN_EPILOG:
+            text = _settings_text()
+        super().add_text(text)
+
+    def _fill_text(self, text, width, indent):
+        if "\n" not in text:  # the description: wrapped; the epilog keeps its lines
+            return argparse.HelpFormatter._fill_text(self, text, width, indent)
+        return super()._fill_text(text, width, indent)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="bench", description="Decentralized SGD with compressed communication: runs and measurements.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    r = sub.add_parser("run", help="one training run: writes run.json and metrics.parquet to --out")
-    r.add_argument("--out", required=True, type=_output_dir,
-                   help="run directory (created; an unfinished run there is resumed)")
-    r.add_argument("--config", default=None, help="YAML file of settings (keys as in --set)")
+    r = sub.add_parser("run", help="one training run: writes run.json and metrics.parquet to --out",
+                       description="One training run of decentralized SGD: run.json (settings, status, final "
+                       "numbers) and metrics.parquet (one row per evaluation) in --out. Settings are layered: "
+                       "defaults < --config file < the flags below < --set KEY=VALUE.",
+                       epilog=_RUN_EPILOG, formatter_class=_RunHelp)
+    r.add_argument("--out", required=True, type=_output_dir, metavar="DIR",
+                   help="run directory (created; an unfinished run of the same settings there is resumed, a "
+                   "finished one is left as it is, one of other settings is refused: see --replace-stale)")
+    r.add_argument("--config", default=None, metavar="FILE",
+                   help="YAML file of settings, keys as in --set (default: none)")
     r.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
-                   help="override any setting, e.g. --set lr=0.05 --set task_options.hidden=[64,64]")
-    for flag, kind in [("task", str), ("algorithm", str), ("compressor", str), ("topology", str), ("nodes", int),
-                       ("epochs", float), ("seed", int), ("lr", float), ("batch-size", int), ("data", str),
-                       ("gamma", str), ("backend", str), ("device", str), ("weights", str), ("network", str)]:
-        r.add_argument(f"--{flag}", type=kind, default=None)
-    r.add_argument("--quiet", action="store_true", default=None, help="no progress output")
+                   help="any setting, VALUE in YAML, repeatable: e.g. --set lr_schedule=warmup-multistep "
+                   "--set milestones=[150,225] --set task_options.hidden=[64,64] (the keys are listed below)")
+    for flag, kind, metavar, text in _RUN_FLAGS:
+        r.add_argument(f"--{flag}", type=kind, default=None, metavar=metavar, help=text)
+    r.add_argument("--quiet", action="store_true", default=None,
+                   help="no progress output: no bar on a terminal, no per-evaluation lines in a log, no closing "
+                   "line (errors are still one line on stderr) (default: off)")
     r.add_argument("--replace-stale", action="store_true", default=None,
-                   help="move a run of other settings found in --out to .stale/ beside it instead of refusing")
+                   help="when --out holds a run of other settings (or results no run.json describes), move its "
+                   "files to .stale/<name>-<fingerprint>/ beside --out (kept, never deleted) and start this run "
+                   "there, instead of refusing (default: off)")
 
     t = sub.add_parser("topology", help="describe a topology and its mixing matrix")
     t.add_argument("--topology", required=True, help="ring, torus, complete, star, exponential, social, "
-                   "random-regular:K, erdos-renyi:P, file:PATH")
+                   "random-regular:K, erdos-renyi:P, expander, margulis, one-peer-exp, file:PATH")
     t.add_argument("--nodes", type=_node_count, required=True)
     t.add_argument("--weights", default=None, help="uniform | metropolis | maxdeg (default: as in the paper)")
     t.add_argument("--seed", type=_seed, default=0, help="seed of the random graphs")

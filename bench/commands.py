@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 
 from tqdm import tqdm
@@ -12,7 +14,13 @@ from .topology import make_topology
 
 
 def _progress(items, desc: str, quiet: bool):
-    return tqdm(items, desc=desc, disable=quiet, leave=False, dynamic_ncols=True)
+    """A bar on a terminal; off one (a log file) the commands say one line per compressor instead."""
+    return tqdm(items, desc=desc, disable=quiet or not sys.stderr.isatty(), leave=False, dynamic_ncols=True)
+
+
+def _say(text: str, quiet: bool) -> None:
+    if not quiet and not sys.stderr.isatty():
+        print(text, file=sys.stderr, flush=True)
 
 
 def _tune(topo, compressor: str, grid, steps: int, dim: int, seed: int, quiet: bool) -> list[ConsensusTrace]:
@@ -23,8 +31,11 @@ def _tune(topo, compressor: str, grid, steps: int, dim: int, seed: int, quiet: b
 def cmd_tune_gamma(args) -> int:
     topo = make_topology(args.topology, args.nodes, weights=args.weights)
     grid = DEFAULT_GAMMA_GRID if args.grid is None else args.grid  # the parser refuses an empty grid
+    tick = time.perf_counter()
     traces = _tune(topo, args.compressor, grid, args.steps, args.dim, args.seed, args.quiet)
     best = best_of(traces)
+    _say(f"{args.compressor}: best γ = {best.gamma:.4g} of {len(grid)} values × {args.steps} rounds "
+         f"({time.perf_counter() - tick:.1f} s)", args.quiet)
     if args.json:
         print(json.dumps({
             "topology": topo.describe(), "compressor": best.method, "steps": args.steps, "dim": args.dim,
@@ -52,15 +63,23 @@ def cmd_consensus(args) -> int:
     tune_steps = args.tune_steps or args.steps
     every = max(1, args.steps // 200)
     traces = []
-    for spec in args.methods:
+    for k, spec in enumerate(args.methods, 1):
+        tick = time.perf_counter()
         if spec == "exact":
             traces.append(run_consensus(topo, None, steps=args.steps, dim=args.dim, seed=args.seed, record_every=every))
-            continue
-        gamma = args.gamma
-        if gamma is None:
-            gamma = best_of(_tune(topo, spec, DEFAULT_GAMMA_GRID, tune_steps, args.dim, args.seed, args.quiet)).gamma
-        traces.append(run_consensus(topo, spec, gamma=gamma, steps=args.steps, dim=args.dim,
-                                    seed=args.seed, record_every=every))
+            how = "exact gossip"
+        else:
+            gamma, how = args.gamma, f"γ = {args.gamma:.4g} (given)" if args.gamma is not None else ""
+            if gamma is None:
+                gamma = best_of(_tune(topo, spec, DEFAULT_GAMMA_GRID, tune_steps, args.dim, args.seed,
+                                      args.quiet)).gamma
+                how = f"γ = {gamma:.4g} (tuned: {len(DEFAULT_GAMMA_GRID)} values × {tune_steps} rounds)"
+            traces.append(run_consensus(topo, spec, gamma=gamma, steps=args.steps, dim=args.dim,
+                                        seed=args.seed, record_every=every))
+        last = traces[-1]
+        error = "diverged" if last.diverged else f"relative error {last.final_error:.2e}"
+        _say(f"[{k}/{len(args.methods)}] {spec}: {how}, {error} after {args.steps} rounds "
+             f"({time.perf_counter() - tick:.1f} s)", args.quiet)
 
     print(f"# consensus on {topo.name} (n={topo.n}, spectral gap {topo.spectral_gap:.4f}), d={args.dim}, "
           f"{args.steps} rounds, seed {args.seed}")

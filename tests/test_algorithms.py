@@ -164,11 +164,14 @@ def test_every_registered_algorithm_reports_traffic_and_drains_it():
         elif cls.centralized:  # an all-gather of compressed messages: each worker forwards n − 1 of them
             assert second.wire_bits == (n - 1) * per_message and second.messages == 1
             assert second.paper_bits == make_compressor(comp).paper_bits([D])
-        else:
-            assert second.wire_bits == per_message and second.messages == 1
-            # dcd/ecd set up neighbour replicas with one exact exchange, counted in the first round
-            extra = 32 * D if name in ("dcd", "ecd") else 0
-            assert first.wire_bits == per_message + extra
+        elif cls.own_compression:  # gossip of its own messages (e.g. low rank): the same size both ways
+            assert second.wire_bits == second.paper_bits > 0 and second.messages >= 1
+        else:  # gossip: every message of a round is one compressed broadcast
+            assert second.messages >= 1 and second.wire_bits == second.messages * per_message
+            if name in ("dcd", "ecd"):  # they set up neighbour replicas with one exact exchange, in round 1
+                assert first.wire_bits == per_message + 32 * D and second.messages == 1
+            elif name == "choco":
+                assert first.wire_bits == per_message and second.messages == 1
         assert second.comm_time_s > 0
 
 

@@ -1,5 +1,6 @@
-"""The Snakemake pipeline: lint, DAGs of every study, and the tiny test study end to end."""
+"""The Snakemake pipeline: lint, DAGs of every study, what the SLURM profile asks of each job, and the tiny test study end to end."""
 import json
+import math
 import os
 import signal
 import subprocess
@@ -9,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
@@ -56,6 +58,117 @@ def test_gpu_switch_and_slurm_profile_build_the_paper_sized_dag(tmp_path):
     assert "run_cell" in out.stdout  # seeds grouped per cell
     # the 64-node cells of the scaling grid are in the DAG
     assert "_ring64" in out.stdout and "_torus64" in out.stdout
+
+
+# A dry run that prints, per job, what the SLURM executor would see: whether the job is local (the
+# dry run itself runs everything locally, so Snakemake's own `localrule` mark is not printed), its threads,
+# its resources and, for a submitted job, the sbatch line the plugin builds from them.
+JOB_DUMP = r"""
+import json, sys
+import snakemake.jobs
+from snakemake.cli import main
+from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+from snakemake_executor_plugin_slurm.utils import set_gres_string
+
+log_info = snakemake.jobs.Job.log_info
+
+def dump(job, *args, **kwargs):
+    rule, workflow = job.rule, job.dag.workflow
+    local = rule.group is None and (rule.name in workflow._localrules or rule.norun)  # Workflow.is_local
+    info = {"rule": rule.name, "wildcards": dict(job.wildcards_dict), "local": local, "threads": job.threads,
+            "resources": {k: v for k, v in job.resources.items() if not k.startswith("_")}}
+    if not local:
+        params = {"run_uuid": "ID", "slurm_logfile": "LOG", "comment_str": "C", "workdir": None,
+                  "account": "", "partition": f" -p {job.resources.get('slurm_partition')}"}
+        info["sbatch"] = get_submit_command(job, params) + set_gres_string(job)
+    print("JOB " + json.dumps(info, default=str), flush=True)
+    return log_info(job, *args, **kwargs)
+
+snakemake.jobs.Job.log_info = dump
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def slurm_jobs(tmp_path, configfile, *config):
+    """The jobs of a dry run under the slurm-gpu profile. `--cores` high, as under SLURM, where no core
+    count caps a job's threads (a dry run caps them at one by default)."""
+    driver = tmp_path / "dump_jobs.py"
+    driver.write_text(JOB_DUMP)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    args = ["--snakefile", str(ROOT / "Snakefile"), "-n", "--cores", "1024", "--profile",
+            str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile", str(configfile), "--directory", str(tmp_path)]
+    if config:
+        args += ["--config", *config]
+    proc = subprocess.run([sys.executable, str(driver), *args], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("JOB ")]
+
+
+def _halving_work(points, shares, keep=1 / 3):
+    """Runs' worth of work of successive halving: every point to the first share of the schedule, then
+    ceil(points x keep) of them each rung's increment (bench/pipeline/halving.py)."""
+    work, done = 0.0, 0.0
+    for rung, share in enumerate(shares):
+        if rung:
+            points = math.ceil(points * keep)
+        work, done = work + points * (share - done), share
+    return work
+
+
+def test_slurm_profile_submits_training_sized_by_its_work_and_keeps_light_rules_local(tmp_path):
+    study = yaml.safe_load((ROOT / "config/table1.yaml").read_text())
+    tune = study["gpu"]["tune"]
+    # a plan for one tuning job: its runtime comes from there (hours x plan_safety 1.5), the others' from
+    # the task's runtime of one run x their work
+    planned = "choco-sign_ring8"
+    plan = tmp_path / "results" / "table1" / "plan.csv"
+    plan.parent.mkdir(parents=True)
+    plan.write_text("study,scale,rule,job,device,hours\n"
+                    f"table1,gpu,tune_cell,{planned},cuda:NVIDIA H200,2.0\n")
+    jobs = slurm_jobs(tmp_path, ROOT / "config/table1.yaml", "scale=gpu")
+
+    light = {"select_cell", "tuned_table", "summarize", "figure", "report", "all"}
+    by_rule = {}
+    for job in jobs:
+        by_rule.setdefault(job["rule"], []).append(job)
+    assert set(by_rule) == light | {"tune_cell", "run"}
+    assert all(job["local"] for rule in light for job in by_rule[rule])  # 54 light jobs + all: never submitted
+    assert len(by_rule["select_cell"]) == len(by_rule["tune_cell"]) == 49
+    submitted = [job for job in jobs if not job["local"]]
+    assert {job["rule"] for job in submitted} == {"tune_cell", "run"} and len(submitted) == 49 + 147
+    for job in submitted:  # one GPU, the task's CPUs and memory, the partition of the profile
+        assert job["resources"]["cpus_per_task"] == 8 and "--cpus-per-task=8" in job["sbatch"]
+        assert "--gpus=1" in job["sbatch"] and "-p gpu" in job["sbatch"] and "--mem 16000" in job["sbatch"]
+
+    runtime = {(job["rule"], *job["wildcards"].values()): job["resources"]["runtime"] for job in submitted}
+    runs = {runtime["run", f"{cell}_s{seed}"] for cell in ("choco-sign_ring8", "dcd-sign_ring8") for seed in (0, 1, 2)}
+    assert runs == {24 * 60}  # a run of cifar10-resnet20 without a plan: the task's runtime
+    budget = tune["budget"]
+    shares = [budget, 0.5, 1.0]  # rungs: the budget's share of the schedule, then half, then all of it
+    sizes = {knob: len(values) for knob, values in tune["grid"].items()}
+    for cell, knobs in (("choco-qsgd4_ring8", ["lr", "weight_decay", "gamma"]),
+                        ("dcd-qsgd4_ring8", ["lr", "weight_decay"])):
+        trials = math.prod(sizes[k] for k in knobs)  # 40 for Choco (γ tuned too), 8 for DCD
+        extension = sum(sizes[k] >= 3 for k in knobs)  # at most one full run per knob of 3+ values
+        work = _halving_work(trials, shares) + extension
+        assert runtime["tune_cell", cell] == pytest.approx(runtime["run", f"{cell}_s0"] * work, abs=1), cell
+        assert runtime["tune_cell", cell] > runtime["run", f"{cell}_s0"] * trials * budget
+    assert runtime["tune_cell", planned] == 2 * 60 * 1.5  # the plan, where it exists
+
+
+def test_a_dist_run_asks_slurm_for_one_cpu_per_process(tmp_path):
+    # 16 processes: more than the 8 CPUs the profile once gave every job
+    study = yaml.safe_load((ROOT / "config/test-dist.yaml").read_text())
+    study["study"] = "dist16"
+    study["defaults"]["procs"] = 16
+    study["blocks"]["methods"]["nodes"] = [16]
+    (tmp_path / "dist16.yaml").write_text(yaml.safe_dump(study))
+    runs = [job for job in slurm_jobs(tmp_path, tmp_path / "dist16.yaml") if job["rule"] == "run"]
+    assert len(runs) == 2
+    for job in runs:
+        assert not job["local"]
+        assert job["resources"]["cpus_per_task"] == job["threads"] == 16
+        assert "--cpus-per-task=16" in job["sbatch"] and "--gpus" not in job["sbatch"]  # lsq: a CPU task
 
 
 def test_bad_study_file_names_the_key(tmp_path):
@@ -115,6 +228,11 @@ def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(tmp_pat
     assert "accuracy_curves.png" in html
     for name in ("consensus", "accuracy_curves"):  # the caption drawn for these runs, not a fixed text
         assert captions[name][:60] in html, name
+    # every job's log says what the job did (no rule passes --quiet); a run's log is its progress lines
+    logs = sorted((tmp_path / "logs" / "test").rglob("*.log"))
+    assert logs and [str(p) for p in logs if p.stat().st_size == 0] == []
+    run_logs = [p.read_text() for p in (tmp_path / "logs" / "test" / "runs").glob("*.log")]
+    assert any("step " in text and " ETA " in text and "completed at step" in text for text in run_logs)
 
 
 def test_a_study_can_ask_for_the_distributed_backend(tmp_path):

@@ -19,6 +19,10 @@ EXAMPLES: dict[str, list[tuple[str, int]]] = {
     "complete": [("complete", 2), ("complete", 7)],
     "star": [("star", 2), ("star", 6)],
     "exponential": [("exponential", 2), ("exponential", 6), ("exponential", 16)],
+    # 3-regular with loops at 0, 1, p − 1; at p = 11 (≡ 1 mod 5) the chords 3 -- 4 and 7 -- 8 are cycle edges
+    "expander": [("expander", 3), ("expander", 7), ("expander", 11), ("expander", 13)],
+    # m = 2 is a 4-cycle (bipartite, regular) whose loops keep maxdeg valid
+    "margulis": [("margulis", 4), ("margulis", 9), ("margulis", 25)],
     "social": [("social", 32)],
     "random-regular": [("random-regular:3", 10), ("random-regular:2", 12)],
     "erdos-renyi": [("erdos-renyi:0.4", 12), ("erdos-renyi:1", 5)],
@@ -28,6 +32,8 @@ EXAMPLES: dict[str, list[tuple[str, int]]] = {
 EDGE_FILE = "# test graph\n0 1\n1 2\n2 0\n2 3   # tail\n3 4\n\n4 5\n1 5\n"
 
 CASES = [(spec, n) for name in EXAMPLES for spec, n in EXAMPLES[name]]
+# Topologies whose W changes every round: tests/test_time_varying.py checks them.
+TIME_VARYING = {"one-peer-exp"}
 
 
 def as_networkx(topology: Topology) -> nx.Graph:
@@ -42,7 +48,7 @@ def expected_weight(scheme: str, d_i: int, d_j: int, max_degree: int) -> float:
 
 
 def test_every_registered_topology_has_examples():
-    assert set(EXAMPLES) == set(TOPOLOGIES.names())
+    assert set(EXAMPLES) | TIME_VARYING == set(TOPOLOGIES.names()) and not set(EXAMPLES) & TIME_VARYING
     assert set(WEIGHT_SCHEMES.names()) == {"uniform", "metropolis", "maxdeg"}
 
 
@@ -54,7 +60,9 @@ def test_mixing_matrix_invariants(spec, n, scheme, tmp_path):
     spec = spec.format(edges=edge_file)
     graph_only = make_topology(spec, n)  # default weights always valid
     graph = as_networkx(graph_only)
-    regular_bipartite = len(set(dict(graph.degree).values())) == 1 and nx.is_bipartite(graph)
+    # a self-loop keeps a node's self-weight positive under maxdeg too (Margulis, expander)
+    regular_bipartite = (len(set(dict(graph.degree).values())) == 1 and nx.is_bipartite(graph)
+                         and not graph_only.loops.any())
     try:
         topology = make_topology(spec, n, weights=scheme)
     except BenchError as error:
@@ -75,9 +83,11 @@ def test_mixing_matrix_invariants(spec, n, scheme, tmp_path):
     off = ~np.eye(n, dtype=bool)
     assert np.array_equal((W > 0) & off, adjacency)
     assert nx.is_connected(graph)
+    seen = deg + topology.loops  # the degree the scheme sees: a self-loop counts once
+    assert topology.loops.min() >= 0 and topology.loops.max() <= 1
     for i, j in topology.edges:
         assert i < j
-        assert W[i, j] == pytest.approx(expected_weight(scheme, deg[i], deg[j], topology.max_degree), abs=1e-15)
+        assert W[i, j] == pytest.approx(expected_weight(scheme, seen[i], seen[j], seen.max()), abs=1e-15)
     assert topology.edges == sorted(set(topology.edges))
     # Degrees and neighbour lists tell the same story as the edge list.
     assert deg.sum() == 2 * m and topology.max_degree == deg.max()
@@ -230,6 +240,12 @@ def test_not_connected_custom_graph_is_rejected():
         ("random-regular:8", 8, None, "K=8"),
         ("random-regular:1", 6, None, "random-regular:1"),
         ("ring:4", 8, None, "'ring:4'"),
+        ("margulis", 50, None, r"perfect square.*n=50.*nearest squares: 49 or 64"),
+        ("margulis", 2, None, "nearest squares: 4$"),
+        ("expander", 64, None, r"prime.*n=64.*nearest primes: 61 or 67"),
+        ("expander", 2, None, "nearest primes: 3$"),
+        ("one-peer-exp", 12, None, r"power of 2.*n=12.*nearest powers of 2: 8 or 16"),
+        ("margulis:3", 9, None, "'margulis:3'"),
         ("torus,wrap=no", 9, None, "'wrap'"),
     ],
 )
@@ -286,3 +302,81 @@ def test_a_single_worker_is_the_complete_graph_on_one_node():
 def test_only_complete_takes_one_node(spec):
     with pytest.raises(BenchError, match=r"number of nodes must be >= 2; got n=1"):
         make_topology(spec, 1)
+
+
+# ---- expanders --------------------------------------------------------------------------------------------
+def authors_margulis(m: int) -> np.ndarray:
+    """The authors' MargulisExpanderGraph._define_graph (dl_code/pcode/utils/topology.py of epfml/ChocoSGD)."""
+    graph = nx.margulis_gabber_galil_graph(m)
+    W = nx.to_numpy_array(graph, nodelist=sorted(graph.nodes))
+    W[W > 1] = 1
+    degrees = W.sum(axis=1)
+    for node in np.argsort(degrees)[::-1]:
+        W[:, node][W[:, node] == 1] = 1.0 / degrees[node]
+        W[node, :][W[node, :] == 1] = 1.0 / degrees[node]
+        W[node, node] = 1 - np.sum(W[node, :]) + W[node, node]
+    return W
+
+
+def authors_expander(p: int) -> np.ndarray:
+    """The authors' ExpanderGraph._define_graph (same file): the cycle plus i -- i^-1 mod p, a loop at 0, over 3."""
+    A = nx.to_numpy_array(nx.cycle_graph(p))
+    A[0][0] = 1
+    for i in range(1, p):
+        A[i][pow(i, -1, p)] = 1
+    return A / 3
+
+
+@pytest.mark.parametrize("m", [2, 3, 4, 5, 8, 11])
+def test_margulis_is_the_networkx_multigraph_with_the_authors_weights(m):
+    topology = make_topology("margulis", m * m)
+    multigraph = nx.margulis_gabber_galil_graph(m)
+    index = {(x, y): x * m + y for x, y in multigraph.nodes}
+    simple = {tuple(sorted((index[u], index[v]))) for u, v in multigraph.edges() if u != v}
+    loops = sorted({index[u] for u, v in multigraph.edges() if u == v})
+    assert topology.edges == sorted(simple) and np.flatnonzero(topology.loops).tolist() == loops
+    assert set(dict(multigraph.degree).values()) == {8}  # 8-regular, a loop counting twice
+    assert topology.weights == "maxdeg" and topology.max_degree <= 8
+    assert np.allclose(topology.W, authors_margulis(m), rtol=0, atol=1e-15)
+
+
+def test_margulis_links_as_written():
+    m = 7
+    topology = make_topology("margulis", m * m)
+    for x, y in [(1, 2), (3, 5), (6, 0)]:
+        images = {((x + 2 * y) % m, y), ((x - 2 * y) % m, y), ((x + 2 * y + 1) % m, y), ((x - 2 * y - 1) % m, y),
+                  (x, (y + 2 * x) % m), (x, (y - 2 * x) % m), (x, (y + 2 * x + 1) % m), (x, (y - 2 * x - 1) % m)}
+        node = x * m + y
+        assert topology.neighbors(node) == sorted({a * m + b for a, b in images} - {node})
+        assert topology.loops[node] == ((x, y) in images)
+
+
+@pytest.mark.parametrize("p", [5, 7, 11, 13, 17, 19, 29, 31, 61, 67])
+def test_expander_is_the_authors_cycle_plus_inverses(p):
+    topology = make_topology("expander", p)
+    theirs = authors_expander(p)
+    off = ~np.eye(p, dtype=bool)
+    assert np.array_equal(topology.W[off] > 0, theirs[off] > 0)  # the same links
+    assert np.flatnonzero(topology.loops).tolist() == [0, 1, p - 1] and topology.max_degree == (2 if p == 5 else 3)
+    good = np.isclose(theirs.sum(axis=1), 1)
+    assert np.allclose(topology.W[good], theirs[good], rtol=0, atol=1e-15)  # every stochastic row of theirs
+    if p % 5 in (0, 1, 4):
+        # i^-1 = i ± 1 for some i (p = 5 or p ≡ ±1 mod 5): that chord is a cycle edge and the authors' row sums
+        # to 2/3 (not stochastic); here the merged link gets maxdeg's 1/max(d_i, d_j), as the authors weight
+        # Margulis, and the rest of the row stays on the diagonal
+        assert not good.all() and topology.degree.min() == 2
+        assert np.abs(theirs[~good].sum(axis=1) - 2 / 3).max() < 1e-15
+    else:
+        assert good.all() and set((topology.degree + topology.loops).tolist()) == {3}
+
+
+def test_expanders_keep_their_gap_as_n_grows_while_the_ring_loses_it():
+    ring = [make_topology("ring", n).spectral_gap for n in (64, 256)]
+    assert ring[0] < 0.004 and ring[1] < ring[0] / 10
+    # Margulis: 0.312 at 64, 0.249 at 256, 0.215 at 1024 (the 8-regular walk's bound 1 - 5√2/8 ≈ 0.116)
+    margulis = [make_topology("margulis", n).spectral_gap for n in (64, 256, 1024)]
+    assert min(margulis) > 0.2
+    # the cycle-plus-inverse graph needs a prime: those next to 64 and 256; its gap levels off near 0.025
+    expander = [make_topology("expander", p).spectral_gap for p in (61, 67, 251, 257)]
+    assert min(expander) > 0.025 and min(expander) > 5 * ring[0]
+    assert max(margulis) < 1 and max(expander) < 1

@@ -168,6 +168,31 @@ def test_sensitivity_slices_through_the_selected_point(tmp_path):
     assert all(p.stat().st_size > 0 for p in paths)
 
 
+
+def test_sensitivity_draws_each_method_in_its_look(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from analysis import labels
+    from analysis.figures import sensitivity
+
+    rows = [{"trial": f"{lr}", "lr": lr, "status": "completed", "val_acc": 0.5 + 0.1 * (lr == 0.1),
+             "val_loss": 0.5} for lr in (0.01, 0.1, 1.0)]
+    table = pd.concat([select(trials(rows)), select(trials(rows).assign(cell="d", algorithm="dpsgd",
+                                                                         compressor="none"))])
+    kept = []
+    monkeypatch.setattr(sensitivity, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    plot_sensitivity(table, tmp_path / "s")
+    ax = kept[0].axes[0]
+    for algorithm, compressor in (("choco", "sign"), ("dpsgd", "none")):
+        method = labels.method_label(algorithm, compressor)
+        look = labels.style(method)
+        line = next(line for line in ax.get_lines() if line.get_label() == method)
+        assert (to_rgba(line.get_color()), line.get_marker(), line.get_linestyle()) == \
+            (to_rgba(look["color"]), look["marker"], look["linestyle"])
+    legend = [t.get_text() for t in kept[0].legends[0].get_texts()]
+    assert legend[:2] == sorted(legend[:2], key=labels.method_sort_key) and "selected" in legend
+
+
 # -- end to end --------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(tmp_path):

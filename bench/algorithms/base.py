@@ -37,6 +37,9 @@ class Algorithm(ABC):
     centralized: ClassVar[bool] = False  # every worker applies the same update (all models equal; no graph used)
     # compresses by its own scheme (e.g. PowerSGD's low rank): --compressor stays `none`
     own_compression: ClassVar[bool] = False
+    # keeps running sums of (W − I)·(public copies), valid only while W stays the same: refused on a
+    # time-varying graph (one-peer-exp), where it would not reach consensus
+    fixed_graph: ClassVar[bool] = False
     # the `bench run` settings that are this method's options (handed to Options by the same name)
     settings: ClassVar[tuple[str, ...]] = ()
     examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
@@ -80,6 +83,14 @@ class Algorithm(ABC):
                 f"algorithm {cls.name!r} sends exact models; use --compressor none "
                 f"(got {compressor.spec!r}) or one of {compressing}"
             )
+
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool) -> None:
+        """One line when this algorithm cannot run on the graph ``name`` (a fixed-graph method on a time-varying one)."""
+        if cls.fixed_graph and time_varying:
+            usable = ", ".join(n for n in ALGORITHMS.names() if not ALGORITHMS.get(n).fixed_graph)
+            raise BenchError(f"algorithm {cls.name!r} keeps (W − I)·x̂ up to date round by round, which holds only "
+                             f"for a fixed graph; {name!r} changes W every round: use one of {usable}")
 
     @classmethod
     def describe(cls) -> dict:

@@ -35,6 +35,7 @@ class ChocoOptions:
 class Choco(Algorithm):
     name = "choco"
     label = "Choco-SGD"
+    fixed_graph = True  # running sums of (W − I)·copies
     contraction = True
     consensus_step = True
     settings = ("gamma", "order")

@@ -16,6 +16,7 @@ from .base import ALGORITHMS, Algorithm
 class DCD(Algorithm):
     name = "dcd"
     label = "DCD-PSGD"
+    fixed_graph = True  # running sums of (W − I)·copies
     buffers = ("s",)
 
     def setup(self) -> None:

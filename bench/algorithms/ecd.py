@@ -24,6 +24,7 @@ from .base import ALGORITHMS, Algorithm
 class ECD(Algorithm):
     name = "ecd"
     label = "ECD-PSGD"
+    fixed_graph = True  # running sums of (W − I)·copies
     buffers = ("s", "t", "y")
 
     def setup(self) -> None:

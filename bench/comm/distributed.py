@@ -3,12 +3,14 @@
 A gossip round sends the real encoded payload of each local worker, point to point, once to
 every other process that holds one of its graph neighbours (gloo on CPU, NCCL on GPU), decodes
 what arrives and mixes with the rows of W it needs. Time is measured, not modelled; the α–β
-model's prediction is kept beside it.
+model's prediction is kept beside it. A time-varying topology has one such plan per round of its
+period; ``round`` (advanced by ``drain``, which ends every algorithm's step) picks it.
 """
 from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -30,6 +32,37 @@ def block_of(n: int, world: int, rank: int) -> tuple[int, int]:
     return rank * k, (rank + 1) * k
 
 
+@dataclass(frozen=True)
+class _Plan:
+    """One W's exchange for this process: per peer process, which of our workers it needs
+    (``send_to``) and which of its workers we need (``recv_from``), and our rows of W over the
+    columns we then hold (ours first, then the received rows in (peer, worker) order)."""
+
+    send_to: dict[int, list[int]]
+    recv_from: dict[int, list[int]]
+    w_local: np.ndarray
+
+    @classmethod
+    def of(cls, W: np.ndarray, rank: int, world: int, lo: int, hi: int, k: int) -> "_Plan":
+        local = range(lo, hi)
+        send_to: dict[int, list[int]] = {}
+        recv_from: dict[int, list[int]] = {}
+        for p in range(world):
+            if p == rank:
+                continue
+            theirs = range(p * k, (p + 1) * k)
+            send = [j for j in local if any(W[i, j] > 0 for i in theirs)]
+            recv = [j for j in theirs if any(W[i, j] > 0 for i in local)]
+            if send:
+                send_to[p] = send
+            if recv:
+                recv_from[p] = recv
+        owner = np.arange(W.shape[0]) // k
+        assert all(owner[j] == p for p, js in recv_from.items() for j in js)
+        columns = list(local) + [j for p in sorted(recv_from) for j in recv_from[p]]
+        return cls(send_to, recv_from, np.ascontiguousarray(W[lo:hi][:, columns]))
+
+
 class DistributedCommunicator(Communicator):
     def __init__(self, topology: Topology, compressor: Compressor, segments: list[int] | None,
                  network: NetworkModel | None = None):
@@ -40,31 +73,34 @@ class DistributedCommunicator(Communicator):
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.lo, self.hi = block_of(self.n, self.world, self.rank)
         k = self.hi - self.lo
-        owner = np.arange(self.n) // k
-        W = topology.W
-        local = range(self.lo, self.hi)
-        # per peer process: which of our workers it needs, which of its workers we need
-        self.send_to: dict[int, list[int]] = {}
-        self.recv_from: dict[int, list[int]] = {}
-        for p in range(self.world):
-            if p == self.rank:
-                continue
-            theirs = range(p * k, (p + 1) * k)
-            send = [j for j in local if any(W[i, j] > 0 for i in theirs)]
-            recv = [j for j in theirs if any(W[i, j] > 0 for i in local)]
-            if send:
-                self.send_to[p] = send
-            if recv:
-                self.recv_from[p] = recv
-        assert all(owner[j] == p for p, js in self.recv_from.items() for j in js)
-        # columns of the local mixing: our rows first, then received rows in (peer, worker) order
-        columns = list(local) + [j for p in sorted(self.recv_from) for j in self.recv_from[p]]
-        self._w_local = np.ascontiguousarray(W[self.lo:self.hi][:, columns])
+        # who sends what to whom, per phase of the period (a static graph has one phase); round t uses
+        # phase t mod period, and drain() ends a round (every algorithm's step ends with it)
+        self._plans = [_Plan.of(topology.W_at(phase), self.rank, self.world, self.lo, self.hi, k)
+                       for phase in range(topology.period)]
+        self.round = 0
         self._csr: dict[tuple, torch.Tensor] = {}
         self.bytes_sent = 0
         self.predicted_comm_s = 0.0  # the α–β model of the run's network preset
         self.calibrated: NetworkModel | None = None  # fitted by ping-pong on this backend, if asked
         self.predicted_calibrated_s = 0.0
+
+    # -- this round's exchange ---------------------------------------------------------------
+    @property
+    def phase(self) -> int:
+        return self.round % len(self._plans)
+
+    @property
+    def send_to(self) -> dict[int, list[int]]:
+        return self._plans[self.phase].send_to
+
+    @property
+    def recv_from(self) -> dict[int, list[int]]:
+        return self._plans[self.phase].recv_from
+
+    def drain(self) -> Traffic:
+        done = super().drain()
+        self.round += 1
+        return done
 
     def describe_runtime(self, rounds: int) -> dict:
         rounds = max(rounds, 1)
@@ -94,28 +130,29 @@ class DistributedCommunicator(Communicator):
         return decode(codec, payloads, segments, message.values.dtype, message.values.device)
 
     def _mix(self, gathered: torch.Tensor) -> torch.Tensor:
-        key = (gathered.dtype, gathered.device)
+        key = (self.phase, gathered.dtype, gathered.device)
         if key not in self._csr:
-            self._csr[key] = csr_like(self._w_local, gathered)
+            self._csr[key] = csr_like(self._plans[self.phase].w_local, gathered)
         return torch.sparse.mm(self._csr[key], gathered)
 
     # -- the Communicator interface ------------------------------------------------------
     def gossip(self, message: Message) -> torch.Tensor:
         start = time.perf_counter()
         values = message.values
-        payloads = self._encode(message) if self.send_to else []
+        send_to, recv_from = self.send_to, self.recv_from
+        payloads = self._encode(message) if send_to else []
         size = math.ceil(message.wire_bits / 8)
         requests, inboxes = [], {}
-        for p, workers in sorted(self.recv_from.items()):
+        for p, workers in sorted(recv_from.items()):
             inboxes[p] = torch.empty(len(workers) * size, dtype=torch.uint8, device=values.device)
             requests.append(dist.irecv(inboxes[p], src=p))
-        for p, workers in sorted(self.send_to.items()):
+        for p, workers in sorted(send_to.items()):
             buffer = torch.cat([payloads[j - self.lo] for j in workers])
             self.bytes_sent += buffer.numel()
             requests.append(dist.isend(buffer, dst=p))
         for request in requests:
             request.wait()
-        received = [self._decode(inboxes[p].view(len(self.recv_from[p]), size), message) for p in sorted(inboxes)]
+        received = [self._decode(inboxes[p].view(len(recv_from[p]), size), message) for p in sorted(inboxes)]
         gathered = torch.cat([values, *received]) if received else values
         mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
         elapsed = time.perf_counter() - start

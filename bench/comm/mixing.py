@@ -1,8 +1,9 @@
 """Fast products with a mixing matrix W for all workers stacked on dimension 0.
 
 Gossip is never a dense n×n×d loop: a constant W is a mean, a circulant W (ring,
-exponential graph, uniform complete graph) is a few shifted in-place adds, a uniform torus is
-shifts along both grid axes, and anything else is a sparse CSR product.
+exponential graph, uniform complete graph, each round of the one-peer exponential graph:
+½(x + x shifted by 2^k)) is a few shifted in-place adds, a uniform torus is shifts along both
+grid axes, and anything else is a sparse CSR product.
 """
 from __future__ import annotations
 
@@ -64,6 +65,10 @@ class Mixer:
         else:
             self.shifts = _circulant_shifts(self.W)
             self.method = "circulant" if self.shifts is not None and len(self.shifts) <= 16 else "sparse"
+        if self.method != "sparse":
+            # only the sparse product reads W again: a time-varying topology's communicator holds one Mixer per
+            # round of the period, so structured ones keep their shifts, not an n×n matrix each
+            self.W = None
 
     def _is_uniform_torus(self, grid_shape: tuple[int, int]) -> bool:
         a, b = grid_shape

@@ -11,12 +11,29 @@ from .netmodel import NetworkModel, make_network
 
 
 class SimulatedCommunicator(Communicator):
+    """``round`` is the step being run: every algorithm's step ends with ``drain()``, which advances it, so
+    all gossips of one step (an algorithm may gossip two vectors a step) mix with the same W_round of a
+    time-varying topology. A resumed run sets it to the step it resumes at."""
+
     def __init__(self, topology: Topology, network: NetworkModel | None = None):
         super().__init__()
         self.topology = topology
         self.n = topology.n
         self.network = network or make_network()
-        self.mixer = Mixer(topology.W, topology.grid_shape)
+        self.round = 0
+        # one Mixer per phase of the period (a static graph has one): W_k of the one-peer graph is a circulant
+        # with two shifts, so it mixes by shifted adds
+        self._mixers = [Mixer(topology.W_at(k), topology.grid_shape) for k in range(topology.period)]
+
+    @property
+    def mixer(self) -> Mixer:
+        """The Mixer of this round's W."""
+        return self._mixers[self.round % len(self._mixers)]
+
+    def drain(self) -> Traffic:
+        done = super().drain()
+        self.round += 1
+        return done
 
     def gossip(self, message: Message) -> torch.Tensor:
         self._account(message)

@@ -1,7 +1,10 @@
 """Containers for loaded data sets and the registry of their loaders: ``load_dataset("mnist1d", seed=0)``."""
 from __future__ import annotations
 
+import contextvars
 import inspect
+import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -56,6 +59,28 @@ class LanguageData:
     test: Tensor
     vocab: list[str]
     name: str
+
+
+# Whether loaders say what a long preparation is doing (generating a data set, indexing a folder tree):
+# `bench run` turns it on (but with --quiet, and on the ranks of a distributed run other than 0); other
+# callers (tests, `bench plan`) load silently.
+_NOTES: contextvars.ContextVar[bool] = contextvars.ContextVar("bench_data_notes", default=False)
+
+
+def note(text: str) -> None:
+    """One line on stderr about data preparation (flushed: a batch job's log is read while it runs)."""
+    if _NOTES.get():
+        print(text, file=sys.stderr, flush=True)
+
+
+@contextmanager
+def notes(on: bool):
+    """Let the loaders called inside the block say what they prepare (``on``) or keep them silent."""
+    token = _NOTES.set(on)
+    try:
+        yield
+    finally:
+        _NOTES.reset(token)
 
 
 Loader = Callable[..., Any]

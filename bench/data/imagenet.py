@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +12,7 @@ from torch.utils.data import Dataset
 
 from ..cache import cache_path
 from ..errors import BenchError
-from .base import DATASETS
+from .base import DATASETS, note
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -121,7 +122,10 @@ def load_imagenet(root: str | None, seed: int, size: int = 224) -> ImageFolderDa
     extra = sorted(set(_class_dirs(val_dir)) - set(classes))
     if extra:
         raise BenchError(f"imagenet: class folder {extra[0]!r} in {val_dir} has no counterpart in {train_dir}")
+    note(f"indexing imagenet images under {base} ({len(classes)} classes)")
+    tick = time.perf_counter()
     train, test = _samples(train_dir, classes), _samples(val_dir, classes)
+    note(f"indexed {len(train)} training and {len(test)} validation images in {time.perf_counter() - tick:.1f} s")
     if not train or not test:
         empty = train_dir if not train else val_dir
         raise BenchError(f"imagenet: no images (.JPEG/.jpg/.png) in class folders of {empty}; expected {LAYOUT}")

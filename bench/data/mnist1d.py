@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,7 @@ import torch
 
 from ..cache import cache_path, locked
 from ..errors import BenchError
-from .base import DATASETS, ClassificationData, check_positive, save_npz_atomic
+from .base import DATASETS, ClassificationData, check_positive, note, save_npz_atomic
 
 
 def _generate(seed: int, total: int) -> tuple[np.ndarray, np.ndarray]:
@@ -44,8 +45,11 @@ def load_mnist1d(root: str | None, seed: int, n_train: int = 4000, n_test: int =
     if not path.exists():
         with locked(path):  # parallel jobs on one data set generate it once
             if not path.exists():  # or another job made it while this one waited
+                note(f"generating mnist1d (seed {seed}, {n_train} + {n_test} samples) into {path}")
+                tick = time.perf_counter()
                 x, y = _generate(seed, total)
                 save_npz_atomic(path, x=x, y=y)
+                note(f"generated mnist1d in {time.perf_counter() - tick:.1f} s (cached for later runs)")
     with np.load(path) as stored:
         x, y = stored["x"], stored["y"]
     x_t, y_t = torch.from_numpy(x), torch.from_numpy(y)

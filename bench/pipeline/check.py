@@ -20,17 +20,21 @@ class Checks:
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
         self._topologies: dict[tuple, str | None] = {}  # -> the error, None when it builds
+        self._varying: dict[tuple, bool] = {}  # -> whether the graph changes every round
 
-    def topology(self, spec: str, nodes: int, weights: str | None = None) -> None:
+    def topology(self, spec: str, nodes: int, weights: str | None = None) -> bool:
+        """Refuse a graph that cannot be built; whether it is time-varying."""
         key = (spec, nodes, weights)
         if key not in self._topologies:
             try:
-                make_topology(spec, nodes, weights=weights, seed=self.seed)
+                built = make_topology(spec, nodes, weights=weights, seed=self.seed)
                 self._topologies[key] = None
+                self._varying[key] = bool(getattr(built, "time_varying", False))
             except BenchError as err:
                 self._topologies[key] = str(err)
         if self._topologies[key] is not None:
             raise BenchError(self._topologies[key])
+        return self._varying[key]
 
     def run(self, cfg: RunConfig) -> None:
         """What `bench run` would refuse of ``cfg`` short of building its data and model: task option types,
@@ -40,7 +44,7 @@ class Checks:
         algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
         parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         make_network(cfg.network)
-        self.topology(cfg.topology, cfg.nodes, cfg.weights)
+        algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights))
 
     def consensus(self, consensus: dict) -> None:
         """The consensus study's graph and the compressors of its Choco-Gossip methods (`bench consensus`)."""

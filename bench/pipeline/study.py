@@ -26,7 +26,7 @@ NOT_IN_BLOCKS = {
     "seed": "seeds are the study's: every cell runs each of its `seeds:` ({seeds})",
     "algorithm": "a block names it in `method:` (algorithm/compressor)",
     "compressor": "a block names it in `method:` (algorithm/compressor)",
-    "quiet": "the pipeline runs every job quietly",
+    "quiet": "the pipeline decides it: each job's log gets its progress lines",
 }
 
 
@@ -254,7 +254,8 @@ class Study:
         words = [*self.launcher(settings), *self.run_args(settings, tuned)]
         if tuned_config is not None:
             words += ["--config", tuned_config, "--replace-stale"]
-        return shlex.join([*words, "--quiet", "--out", out])
+        # not --quiet: a job's log is its progress (one plain line per evaluation off a terminal)
+        return shlex.join([*words, "--out", out])
 
     # -- jobs ----------------------------------------------------------------------------------
     def jobs(self) -> list[Job]:

@@ -32,7 +32,7 @@ class RunConfig:
     task: str = "mnist1d-mlp"  # registry name, see `bench run --help`
     algorithm: str = "choco"  # allreduce | dpsgd | dcd | ecd | choco
     compressor: str = "none"  # none | sign | top:F | rand:F | qsgd:B (+ options)
-    topology: str = "ring"  # ring | torus | complete | star | exponential | social | random-regular:K | ...
+    topology: str = "ring"  # ring | torus | complete | star | exponential | social | expander | margulis | one-peer-exp | ...
     nodes: int = 8  # number of workers n
     weights: str | None = None  # mixing weights: uniform | metropolis | maxdeg (None: the paper's default)
     epochs: int | float = 10  # passes over the training data (fractions allowed; whole numbers stay ints)

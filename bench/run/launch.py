@@ -3,18 +3,25 @@ there, recognise a finished run, then start the runner's loop in this process or
 worker group (``--backend dist``)."""
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import torch
 
+from ..data.base import notes as data_notes
 from ..errors import BenchError
 from ..files import remove_temporaries
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
 from .runner import FINAL, OUT_OF_SPACE, Loop
 from .setup import build, device_of
+
+
+def _stale_dir(out: Path, previous: dict) -> Path:
+    """Where --replace-stale moves the files of a run of other settings found in ``out``."""
+    return out.parent / ".stale" / f"{out.name}-{previous.get('fingerprint') or 'unknown'}"
 
 
 def _set_aside(out: Path, previous: dict) -> Path:
@@ -25,7 +32,7 @@ def _set_aside(out: Path, previous: dict) -> Path:
     if under_launcher():  # every rank would race to move it
         raise BenchError(f"{out} holds a run with other settings and --replace-stale cannot move it under "
                          "torchrun; move it yourself or use another --out")
-    base = out.parent / ".stale" / f"{out.name}-{previous.get('fingerprint') or 'unknown'}"
+    base = _stale_dir(out, previous)
     target, k = base, 1
     while target.exists():
         target, k = base.with_name(f"{base.name}.{k}"), k + 1
@@ -35,6 +42,54 @@ def _set_aside(out: Path, previous: dict) -> Path:
             os.replace(entry, target / entry.name)
     print(f"{out}: held run {previous.get('run_id')!r} of other settings; moved to {target}", file=sys.stderr)
     return target
+
+
+def _shown(value) -> str:
+    """A setting's value as ``--set`` takes it."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, default=str)
+
+
+def _differences(previous: dict, cfg: RunConfig, most: int = 5) -> str:
+    """What sets the run recorded in ``previous`` (a run.json) apart from ``cfg``: ``key: old -> new``
+    for up to ``most`` settings (task_options.KEY for the task's own), else the other inputs of a run's
+    identity (a graph file's edges, the method's revision)."""
+    from .config import _LATER_KEYS, ALGORITHM_REVISIONS
+
+    old = previous.get("config") if isinstance(previous.get("config"), dict) else {}
+    new = cfg.to_dict()
+
+    def flat(config: dict) -> dict:
+        out = {}
+        for key, value in config.items():
+            if key in ("quiet", "stop_at"):  # not part of what a run is
+                continue
+            if key in ("task_options", "algorithm_options") and isinstance(value, dict):
+                out.update({f"{key}.{k}": v for k, v in value.items()})
+            else:
+                out[key] = value
+        return out
+
+    before, after = flat({**_LATER_KEYS, **old}), flat(new)
+    keys = [k for k in after if before.get(k, _MISSING) != after[k]]
+    keys += [k for k in before if k not in after]
+    changes = [f"{k}: {_shown(before.get(k)) if k in before else '(unset)'} -> "
+               f"{_shown(after[k]) if k in after else '(unset)'}" for k in keys]
+    if not changes:
+        topology = previous.get("topology")
+        digest = topology.get("digest") if isinstance(topology, dict) else None
+        if digest != cfg.graph_digest:
+            changes.append(f"edges of {cfg.topology}: {digest} -> {cfg.graph_digest}")
+        elif ALGORITHM_REVISIONS.get(cfg.algorithm):
+            changes.append(f"{cfg.algorithm}'s update revised (revision {ALGORITHM_REVISIONS[cfg.algorithm]})")
+        else:
+            changes.append(f"fingerprint {previous.get('fingerprint')} -> {cfg.fingerprint()}")
+    more = f", and {len(changes) - most} more" if len(changes) > most else ""
+    return ", ".join(changes[:most]) + more
+
+
+_MISSING = object()
 
 
 def _unrecorded(out: Path) -> list[str]:
@@ -77,7 +132,9 @@ def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool)
             _set_aside(out, {})
     if previous is not None and previous.get("fingerprint") != cfg.fingerprint():
         if not replace_stale:
-            raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings; use another --out")
+            raise BenchError(f"{out} holds run {previous.get('run_id')!r} with other settings "
+                             f"({_differences(previous, cfg)}); use another --out, or --replace-stale to move "
+                             f"that run's files to {_stale_dir(out, previous)} (kept) and start this one there")
         _set_aside(out, previous)
         previous = None
     if previous is not None and previous.get("status") in FINAL and (out / "metrics.parquet").exists():
@@ -127,7 +184,9 @@ def _record_launch_failure(out: Path, failure: str) -> None:
 def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | None, rank: int = 0,
            world: int = 1) -> int:
     try:
-        loop = Loop(cfg, out, build(cfg, device, rank, world), device, previous)
+        with data_notes(not cfg.quiet and rank == 0):  # preparing data says what it does (a log is read live)
+            parts = build(cfg, device, rank, world)
+        loop = Loop(cfg, out, parts, device, previous)
     except OSError as err:
         if err.errno not in OUT_OF_SPACE:
             raise  # a path the system refused (permissions...): the command line's bad input

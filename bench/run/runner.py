@@ -64,6 +64,7 @@ class Loop:
             task.load_state_dict(state["task"])
             parts.generator.set_state(state["generator"].cpu())
             self.counters = Counters(**state["counters"])
+            parts.comm.round = self.counters.global_step  # a time-varying graph resumes at its phase
         else:
             spread = ((parts.x0 - parts.comm.global_mean(parts.x0)) ** 2).sum(1, keepdim=True)
             self.counters.initial_distance = float(parts.comm.global_mean(spread))
@@ -90,7 +91,8 @@ class Loop:
         return {
             "run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running", "config": cfg.to_dict(),
             "topology": {k: v for k, v in p.topology.describe().items()
-                         if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges", "digest")},
+                         if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges", "digest",
+                                  "time_varying", "period", "gap_of")},
             "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
                 p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
             "gamma": {"value": p.gamma, "source": p.gamma_source},

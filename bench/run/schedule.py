@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
+import time
 from pathlib import Path
 
 from ..cache import cache_path, update_json
@@ -59,8 +62,17 @@ def resolve_gamma(cfg: RunConfig, topology: Topology, compressor: Compressor) ->
     path = cache_path("gamma.json")
     gamma = read_gamma_cache(path).get(key)
     if gamma is None:  # tuned without the lock: parallel jobs tuning other cells do not wait for each other
+        # minutes on a large graph: said before and after (rank 0 only; nothing with --quiet)
+        say = not cfg.quiet and os.environ.get("RANK", "0") == "0"
+        if say:
+            print(f"tuning γ for {compressor.spec} on {graph} n={topology.n}: {len(DEFAULT_GAMMA_GRID)} values × "
+                  f"{steps} rounds of Choco-Gossip (d={GAMMA_TUNE_DIM}; cached in {path})", file=sys.stderr, flush=True)
+        tick = time.perf_counter()
         traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, steps, GAMMA_TUNE_DIM, seed=0)
         gamma = store_gamma(path, key, best_of(traces).gamma)
+        if say:
+            print(f"tuned γ = {gamma:.4g} for {compressor.spec} on {graph} n={topology.n} in "
+                  f"{time.perf_counter() - tick:.1f} s", file=sys.stderr, flush=True)
     return float(gamma), f"tuned on consensus ({steps} rounds, d={GAMMA_TUNE_DIM})"
 
 

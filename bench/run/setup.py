@@ -43,6 +43,7 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
         raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
     compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
+    ALGORITHMS.get(cfg.algorithm).check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)))
     rows = None
     if cfg.backend == "dist":
         from ..comm.distributed import block_of

@@ -1,5 +1,8 @@
-"""Communication graphs and their gossip matrices: ``make_topology("torus", 16)`` gives W and its spectral gap."""
+"""Communication graphs and their gossip matrices: ``make_topology("torus", 16)`` gives W and its spectral gap;
+a time-varying one (``one-peer-exp``) gives ``W_at(t)`` per round and the gap of one period's product."""
 from .base import WEIGHT_SCHEMES, Graph, Topology
 from .graphs import TOPOLOGIES, graph_digest, make_topology
+from .time_varying import PeerSchedule, TimeVaryingTopology
 
-__all__ = ["Topology", "Graph", "make_topology", "graph_digest", "TOPOLOGIES", "WEIGHT_SCHEMES"]
+__all__ = ["Topology", "TimeVaryingTopology", "Graph", "PeerSchedule", "make_topology", "graph_digest", "TOPOLOGIES",
+           "WEIGHT_SCHEMES"]

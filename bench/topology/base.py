@@ -51,6 +51,9 @@ class Graph:
     edges: np.ndarray | Iterable[tuple[int, int]]  # pairs (i, j); order and duplicates do not matter
     default_weights: str  # the scheme PAPER.md pairs with this kind of graph
     grid_shape: tuple[int, int] | None = None  # (rows, cols) for grids, else None
+    # nodes that carry a self-loop in a multigraph construction (Margulis, the cycle-plus-inverse
+    # expander): each counts once more in the degree the weight scheme sees, as in the authors' code
+    loops: np.ndarray | Iterable[int] | None = None
 
 
 def check_n(n: object, minimum: int = 2) -> int:
@@ -86,6 +89,18 @@ def _edge_array(edges: np.ndarray | Iterable[tuple[int, int]], n: int, name: str
     return np.stack(np.divmod(codes, n), axis=1)
 
 
+def _loop_mask(loops: np.ndarray | Iterable[int] | None, n: int, name: str) -> np.ndarray:
+    """Per node 1 where it carries a self-loop (however many), else 0."""
+    mask = np.zeros(n, dtype=np.int64)
+    if loops is None:
+        return mask
+    nodes = np.asarray(list(loops) if not isinstance(loops, np.ndarray) else loops, dtype=np.int64).reshape(-1)
+    if ((nodes < 0) | (nodes >= n)).any():
+        raise BenchError(f"topology {name!r}: self-loop on a node outside 0..{n - 1} for n={n}")
+    mask[nodes] = 1
+    return mask
+
+
 def edge_digest(n: int, pairs: np.ndarray) -> str:
     """Short hash of n and a normalised edge list (sorted pairs i < j): equal for the same graph
     however its edges were written (order, direction, duplicates, comments)."""
@@ -106,6 +121,7 @@ class Topology:
         kind: str = "custom",
         grid_shape: tuple[int, int] | None = None,
         external: bool = False,
+        loops: np.ndarray | Iterable[int] | None = None,
     ):
         n = check_n(n, minimum=1)
         self.n = n
@@ -124,6 +140,8 @@ class Topology:
         both = np.concatenate([pairs, pairs[:, ::-1]])
         both = both[np.argsort(both[:, 0] * n + both[:, 1])]
         self._adjacency = np.split(both[:, 1], np.cumsum(self.degree)[:-1])
+        self.loops = _loop_mask(loops, n, self.name)
+        self.loops.setflags(write=False)
         self._check_connected()
 
         # A graph read from a file is named by its edges: the same path may hold another graph tomorrow.
@@ -141,7 +159,10 @@ class Topology:
     # ---- construction -------------------------------------------------------------------
     def _mixing_matrix(self, scheme: WeightScheme) -> np.ndarray:
         i, j = self._pairs[:, 0], self._pairs[:, 1]
-        w = np.asarray(scheme(self.degree[i], self.degree[j], self.max_degree), dtype=np.float64)
+        # a self-loop counts once in the degree the scheme sees (the authors' adjacency has a 1 on the
+        # diagonal there), so it keeps a share of the node's own weight; no loops: the plain degree
+        degree = self.degree + self.loops
+        w = np.asarray(scheme(degree[i], degree[j], int(degree.max(initial=0))), dtype=np.float64)
         W = np.zeros((self.n, self.n), dtype=np.float64)
         W[i, j] = w
         W[j, i] = w
@@ -188,6 +209,14 @@ class Topology:
             f"{worst:.6g}, so gossip does not converge (spectral gap {self.spectral_gap:.3g}); "
             f"use another weight scheme: {others}"
         )
+
+    # ---- time: a static graph is its own period of one round ----------------------------
+    time_varying = False
+    period = 1
+
+    def W_at(self, t: int) -> np.ndarray:
+        """The gossip matrix of round t: always W here (see TimeVaryingTopology)."""
+        return self.W
 
     # ---- graph ---------------------------------------------------------------------------
     @property
@@ -240,6 +269,9 @@ class Topology:
             "lambda2": self.lambda2,
             "grid_shape": list(self.grid_shape) if self.grid_shape is not None else None,
             "digest": self.digest,
+            "self_loops": int(self.loops.sum()),
+            "time_varying": False,
+            "period": 1,
         }
 
     def __repr__(self) -> str:

@@ -1,9 +1,20 @@
 """Graph builders behind the topology spec names (``ring``, ``torus``, ``erdos-renyi:P`` ...) and make_topology.
 
-A builder takes the parsed spec, n and a seed and returns a Graph; Topology turns it into W.
+A builder takes the parsed spec, n and a seed and returns a Graph, which Topology turns into W, or a
+PeerSchedule (one peer per worker per round), which TimeVaryingTopology turns into W_0 … W_{τ−1}.
+
+Spec syntax (none of these take an argument or options unless shown):
+  ring, torus, complete, star, exponential, social      deterministic graphs
+  expander           cycle on Z_p plus i -- i⁻¹ mod p (3-regular expander), n = p a prime
+  margulis           Margulis–Gabber–Galil expander on Z_m × Z_m (8-regular multigraph), n = m²
+  one-peer-exp       time-varying one-peer exponential graph (Ying et al. 2021), n a power of 2
+  random-regular:K   random K-regular graph (redrawn until connected)
+  erdos-renyi:P      G(n, P) (redrawn until connected)
+  file:PATH          edge list, one "i j" pair a line
 """
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Callable
@@ -17,9 +28,10 @@ from ..errors import BenchError
 from ..registry import Registry
 from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
+from .time_varying import PeerSchedule, TimeVaryingTopology
 
-Builder = Callable[[Spec, int, int], Graph]
-"""(parsed spec, n, seed) -> Graph."""
+Builder = Callable[[Spec, int, int], "Graph | PeerSchedule"]
+"""(parsed spec, n, seed) -> Graph, or PeerSchedule for a time-varying topology."""
 
 TOPOLOGIES: Registry[Builder] = Registry("topology")
 
@@ -34,8 +46,9 @@ SINGLE_NODE = ("complete",)
 EXTERNAL = ("file",)
 
 
-def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology:
-    """Build and validate the topology named by ``spec`` on n nodes (weights default per PAPER.md)."""
+def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology | TimeVaryingTopology:
+    """Build and validate the topology named by ``spec`` on n nodes (weights default per PAPER.md).
+    A time-varying one (``one-peer-exp``) is a TimeVaryingTopology: its round-t matrix is ``W_at(t)``."""
     parsed = parse_spec(spec)
     builder = TOPOLOGIES.get(parsed.name)
     n = check_n(n, minimum=1 if parsed.name in SINGLE_NODE else 2)
@@ -47,6 +60,9 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise BenchError(f"topology seed must be an integer; got {seed!r}")
     graph = builder(parsed, n, int(seed))
+    if isinstance(graph, PeerSchedule):
+        return TimeVaryingTopology(n, graph.peers, weights if weights is not None else graph.default_weights,
+                                   name=parsed.text, kind=parsed.name)
     return Topology(
         n,
         graph.edges,
@@ -55,6 +71,7 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
         kind=parsed.name,
         grid_shape=graph.grid_shape,
         external=parsed.name in EXTERNAL,
+        loops=graph.loops,
     )
 
 
@@ -83,6 +100,32 @@ def _circulant(n: int, offsets: list[int]) -> np.ndarray:
     """Edges i -- (i + o) mod n for each offset o; the minus direction is the same edge seen from the other end."""
     nodes = np.arange(n)
     return np.concatenate([np.stack([nodes, (nodes + o) % n], axis=1) for o in offsets])
+
+
+def _nearest(n: int, admissible: Callable[[int], bool], what: str, smallest: int) -> str:
+    """The admissible values just below and above n, as a refusal names them ("61 or 67")."""
+    below = next((k for k in range(n - 1, smallest - 1, -1) if admissible(k)), None)
+    above = next(k for k in itertools.count(max(n + 1, smallest)) if admissible(k))
+    return f"nearest {what}: {below} or {above}" if below is not None else f"nearest {what}: {above}"
+
+
+def _is_prime(k: int) -> bool:
+    return k >= 2 and all(k % d for d in range(2, math.isqrt(k) + 1))
+
+
+def _is_square(k: int) -> bool:
+    return k >= 0 and math.isqrt(k) ** 2 == k
+
+
+def _is_power_of_two(k: int) -> bool:
+    return k >= 1 and k & (k - 1) == 0
+
+
+def _without_loops(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges u -- v of a multigraph as a simple graph's edge array and the nodes that had a self-loop
+    (repeated edges merge in Topology, as the authors clamp their adjacency to 1)."""
+    loop = u == v
+    return np.stack([u[~loop], v[~loop]], axis=1), np.unique(u[loop])
 
 
 def _is_connected(n: int, edges: np.ndarray) -> bool:
@@ -135,6 +178,57 @@ def exponential(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     offsets = [1 << k for k in range(n.bit_length()) if (1 << k) < n]
     return Graph(_circulant(n, offsets), "uniform")
+
+
+@TOPOLOGIES.register("expander")
+def expander(spec: Spec, n: int, seed: int) -> Graph:
+    """The 3-regular expander on Z_p of the authors' code (``ExpanderGraph``): the cycle i -- i+1 plus
+    i -- i⁻¹ mod p, with a self-loop at 0 (no inverse) and at the self-inverse 1 and p − 1.
+
+    Where i⁻¹ = i ± 1 (p = 5 or p ≡ ±1 mod 5) that chord is a cycle edge already and the authors' W = A/3
+    has rows summing to 2/3 there. Here repeated links merge and W has maxdeg's 1/max(d_i, d_j) with a loop
+    counting once in the degree, as the authors weight Margulis: 1/3 on every link of a degree-3 node (their
+    W exactly, wherever theirs is stochastic), 1/2 between two merged ones."""
+    _plain(spec)
+    if n < 3 or not _is_prime(n):
+        raise BenchError(f"expander needs n = p a prime >= 3 (edges i -- i^-1 mod p); got n={n}; "
+                         f"{_nearest(n, _is_prime, 'primes', 3)}")
+    nodes = np.arange(n)
+    inverse = np.array([0] + [pow(i, -1, n) for i in range(1, n)], dtype=np.int64)  # 0 -- 0: the authors' loop
+    edges, loops = _without_loops(np.concatenate([nodes, nodes]), np.concatenate([(nodes + 1) % n, inverse]))
+    # maxdeg on the loop-counted degree 3 is the authors' 1/3 on every link
+    return Graph(edges, "maxdeg", loops=loops)
+
+
+@TOPOLOGIES.register("margulis")
+def margulis(spec: Spec, n: int, seed: int) -> Graph:
+    """Margulis–Gabber–Galil on Z_m × Z_m (node x·m + y), as networkx's ``margulis_gabber_galil_graph``
+    that the authors' ``MargulisExpanderGraph`` uses: (x, y) is linked to (x ± 2y, y), (x ± (2y + 1), y),
+    (x, y ± 2x), (x, y ± (2x + 1)) mod m, an 8-regular multigraph. As the authors do, repeated links
+    merge, a self-loop counts once in the degree, and W has the maxdeg weights 1/max(d_i, d_j)."""
+    _plain(spec)
+    m = math.isqrt(n)
+    if m * m != n:
+        raise BenchError(f"margulis needs n = m² (a perfect square, the grid Z_m × Z_m); got n={n}; "
+                         f"{_nearest(n, _is_square, 'squares', 4)}")
+    x, y = np.divmod(np.arange(n), m)
+    images = [((x + 2 * y) % m, y), ((x + 2 * y + 1) % m, y), (x, (y + 2 * x) % m), (x, (y + 2 * x + 1) % m)]
+    u = np.concatenate([np.arange(n)] * len(images))
+    v = np.concatenate([a * m + b for a, b in images])  # the four inverse maps give the same links
+    edges, loops = _without_loops(u, v)
+    return Graph(edges, "maxdeg", loops=loops)
+
+
+@TOPOLOGIES.register("one-peer-exp")
+def one_peer_exponential(spec: Spec, n: int, seed: int) -> PeerSchedule:
+    """Time-varying one-peer exponential graph (Ying et al. 2021): in round t worker i averages with
+    (i + 2^(t mod τ)) mod n, τ = log2 n, W_t = ½(I + P_t). For n a power of 2 one period averages exactly."""
+    _plain(spec)
+    if not _is_power_of_two(n):
+        raise BenchError(f"one-peer-exp needs n a power of 2 (period log2 n); got n={n}; "
+                         f"{_nearest(n, _is_power_of_two, 'powers of 2', 2)}")
+    nodes = np.arange(n)
+    return PeerSchedule([(nodes + (1 << k)) % n for k in range(n.bit_length() - 1)], "uniform")
 
 
 @TOPOLOGIES.register("social")

@@ -1,5 +1,6 @@
 # Choco-Gossip against exact gossip on the consensus problem: one job per method, then the
-# summary table (the figure is drawn by the `figure` rule like every other one).
+# summary table (the figure is drawn by the `figure` rule like every other one). Not --quiet: off a
+# terminal `bench consensus` writes one line per method into the job's log.
 import os
 
 
@@ -20,7 +21,7 @@ rule consensus_method:
         "../envs/bench.yaml"
     shell:
         "python -m bench consensus --methods {params.spec:q} --topology {params.topology:q} --nodes {params.nodes:q} "
-        "--dim {params.dim:q} --steps {params.steps:q} --seed {params.seed:q} --quiet --out {params.out:q} "
+        "--dim {params.dim:q} --steps {params.steps:q} --seed {params.seed:q} --out {params.out:q} "
         "> {log} 2>&1"
 
 

@@ -1,0 +1,103 @@
+"""BEER (Zhao, Li, Li, Richtárik, Chi 2022, "BEER: Fast O(1/T) Rate for Decentralized Nonconvex Optimization
+with Communication Compression", Algorithm 1): gradient tracking with compressed communication.
+
+Per worker i: the model ``x_i`` and its public copy ``h_i``, the gradient tracker ``v_i`` and its public copy
+``g_i`` (the copies start at 0, as in the authors' experiment code and as Choco's ``x̂``). Algorithm 1, with γ
+the mixing step and η the learning rate::
+
+    x^{t+1} = x^t + γ (W − I) h^t − η v^t        h^{t+1} = h^t + Q(x^{t+1} − h^t)
+    v^{t+1} = v^t + γ (W − I) g^t + ∇f(x^{t+1}) − ∇f(x^t)        g^{t+1} = g^t + Q(v^{t+1} − g^t)
+
+with ``v^0 = ∇f(x^0)``. Only the ``Q``'s travel: every holder of ``h_j`` applies the same ``Q_j``, so the
+consensus directions ``u_h = (W − I) h`` and ``u_g = (W − I) g`` are kept up to date from them
+(``u += Σ_j w_ij q_j − q_i``), as Choco keeps its ``u``.
+
+One gradient per step. ``step`` receives the gradient at the current model, ``∇f(x^t)``, which closes the
+tracker update the previous step could not finish; so a step is the authors' reordering of Algorithm 1
+(their torch code's "Reorder"; the iterates are those of Algorithm 1 exactly)::
+
+    t = 0:  v = d_0                                        (g stays 0: nothing sent for it)
+    t ≥ 1:  v ← v + γ u_g + d_t − d_{t−1};  q_g = Q(v − g);  g += q_g;  u_g += (W − I) q_g
+    then:   x ← x + γ u_h − η v;            q_h = Q(x − h);  h += q_h;  u_h += (W − I) q_h
+
+where ``d_t`` is the shared local step's direction at ``x^t`` (the gradient plus weight decay; with momentum the
+tracker follows the momentum direction instead) and ``d_{t−1}`` is kept from the previous step. Traffic: two
+compressed messages per step (``q_g``, ``q_h``), one in the first step (``g^0 = 0`` needs none).
+
+Special cases and the average: with the identity compressor and γ = 1, ``h = x`` and ``g = v`` after each
+update, and after a first local step ``x^1 = x^0 − η d_0`` (``h^0 = 0``) this is plain gradient tracking,
+``x ← W x − η v``, ``v ← W v + d_new − d_old`` with ``v^1 = d_1``. For any compressor ``mean(v^t) = mean(d_t)``
+(W is doubly stochastic) and so ``mean(x^{t+1}) = mean(x^t) − η mean(d_t)``: the average follows SGD on the
+average direction, and on heterogeneous data the fixed point is the optimum of the mean objective (D-PSGD with a
+constant step keeps a bias there). ``grad=None`` runs the model's gossip alone (x ← x + γ u_h; h's update).
+
+γ is Choco's ``gamma`` setting (``gamma=auto``: the γ tuned for Choco-Gossip on the run's graph and compressor).
+The running consensus directions assume one W for the whole run (a time-varying graph would need ``(W_t − I) h``
+from neighbours' copies it does not hold).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..comm import Traffic
+from ..errors import BenchError
+from .base import ALGORITHMS, Algorithm
+
+
+@dataclass(frozen=True)
+class BEEROptions:
+    gamma: float = 1.0  # mixing step γ in (0, 1] of both gossips (the paper's γ)
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.gamma) <= 1.0:
+            raise BenchError(f"beer gamma={self.gamma!r} must be in (0, 1]")
+
+
+@ALGORITHMS.register("beer")
+class BEER(Algorithm):
+    name = "beer"
+    label = "BEER"
+    fixed_graph = True  # running sums of (W − I)·copies
+    contraction = True  # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
+    consensus_step = True
+    settings = ("gamma",)
+    examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    Options = BEEROptions
+    buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
+
+    def setup(self) -> None:
+        self.h = torch.zeros_like(self.x)  # public copy of x
+        self.u_h = torch.zeros_like(self.x)  # (W − I) h
+        self.v = torch.zeros_like(self.x)  # gradient tracker
+        self.g = torch.zeros_like(self.x)  # public copy of v
+        self.u_g = torch.zeros_like(self.x)  # (W − I) g
+        self.previous = torch.zeros_like(self.x)  # d_{t−1}: the direction the tracker last took in
+        self.t = 0  # directions taken in so far
+        # reused every round: the compressor's input and output
+        self._diff = torch.empty_like(self.x)
+        self._q = torch.empty_like(self.x)
+
+    def _exchange(self, value: torch.Tensor, copy: torch.Tensor, direction: torch.Tensor) -> None:
+        """``q = Q(value − copy)``; ``copy += q``; ``direction += (W − I) q``: one message."""
+        q = self._compress(torch.sub(value, copy, out=self._diff), out=self._q)
+        copy.add_(q.values)
+        self.comm.gossip_into(q, direction, self_shift=-1.0)
+
+    def step(self, grad, lr: float) -> Traffic:
+        gamma = float(self.options.gamma)
+        d = self._direction(grad)
+        if d is not None:
+            if self.t == 0:
+                self.v.copy_(d)
+            else:
+                self.v.add_(self.u_g, alpha=gamma).add_(d).sub_(self.previous)
+                self._exchange(self.v, self.g, self.u_g)
+            self.previous.copy_(d)
+            self.t += 1
+        self.x.add_(self.u_h, alpha=gamma)
+        if d is not None:
+            self.x.sub_(self.v, alpha=lr)
+        self._exchange(self.x, self.h, self.u_h)
+        return self.comm.drain()

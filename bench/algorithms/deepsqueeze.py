@@ -1,0 +1,65 @@
+"""DeepSqueeze (Tang et al. 2019, "DeepSqueeze: Decentralization Meets Error-Compensated Compression"), in
+the form of the authors' implementation (epfml/ChocoSGD, ``dl_code/pcode/optim/deep_squeeze.py``).
+
+Per worker i, with the error ``e_i`` (starts at 0) and the consensus step γ:
+1. SGD step on the model: ``x_i ← x_i − η d_i`` (d: the shared local step's direction);
+2. error-compensated value: ``v_i = x_i + e_i``; ``c_i = Q(v_i)``; ``e_i ← v_i − c_i``;
+3. exchange ``c`` (one compressed message per worker and round);
+4. consensus on the compressed values: ``x_i ← x_i + γ (Σ_j w_ij c_j − c_i)``.
+The model itself is never replaced by ``v`` or ``c``: only the consensus term moves it past the SGD step.
+
+Without compression (``c = v``, ``e = 0``) and with γ = 1 this is ``x ← W (x − η d)``: D-PSGD in its
+step-then-gossip (``code``) order. The average moves as SGD's does for any operator: W is doubly stochastic, so
+the consensus term sums to zero over workers and ``mean(x_{t+1}) = mean(x_t) − η mean(d_t)``; the error only
+changes how fast the models agree. ``grad=None`` runs steps 2–4 alone (DeepSqueeze's gossip).
+
+γ is Choco's ``gamma`` setting; with ``gamma=auto`` it is the γ tuned for Choco-Gossip on the run's graph and
+compressor (the suite has one consensus tuner), not a γ tuned for DeepSqueeze itself.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..comm import Traffic
+from ..errors import BenchError
+from .base import ALGORITHMS, Algorithm
+
+
+@dataclass(frozen=True)
+class DeepSqueezeOptions:
+    gamma: float = 1.0  # consensus step γ in (0, 1]; the authors' consensus_stepsize
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.gamma) <= 1.0:
+            raise BenchError(f"deepsqueeze gamma={self.gamma!r} must be in (0, 1]")
+
+
+@ALGORITHMS.register("deepsqueeze")
+class DeepSqueeze(Algorithm):
+    name = "deepsqueeze"
+    label = "DeepSqueeze"
+    contraction = True  # the analysis bounds the compression error relative to its input
+    consensus_step = True
+    settings = ("gamma",)
+    examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    Options = DeepSqueezeOptions
+    buffers = ("error",)
+
+    def setup(self) -> None:
+        self.error = torch.zeros_like(self.x)  # e_i: what compression dropped from v_i last round
+        # reused every round: the compressed values and the consensus direction (W − I) c
+        self._c = torch.empty_like(self.x)
+        self._u = torch.empty_like(self.x)
+
+    def step(self, grad, lr: float) -> Traffic:
+        d = self._direction(grad)
+        if d is not None:
+            self.x.sub_(d, alpha=lr)
+        v = self.error.add_(self.x)  # v = x + e, in e's buffer
+        c = self._compress(v, out=self._c)
+        consensus = self.comm.gossip_into(c, self._u.zero_(), self_shift=-1.0)  # Σ_j w_ij c_j − c_i
+        self.error.sub_(c.values)  # e = v − c (after the send: the message may refer to v)
+        self.x.add_(consensus, alpha=float(self.options.gamma))
+        return self.comm.drain()

@@ -1,0 +1,136 @@
+"""DeepSqueeze (the authors' form, epfml/ChocoSGD): the special case it reduces to, its update written out by
+hand, where the average goes, the traffic of one compressed message a round, and the distributed runtime."""
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+import torch
+
+from bench.algorithms import LocalStepConfig, make_algorithm
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.topology import make_topology
+from test_algorithms import LR, STEPS, TOPOLOGIES, Quadratic, build, start, trajectory
+
+D = 40
+COMPRESSORS = ["none", "sign", "top:0.1", "rand:0.1", "rand:0.1,unbiased=true", "qsgd:4", "qsgd:4,biased=false"]
+
+
+@pytest.mark.parametrize("spec,n", TOPOLOGIES)
+def test_without_compression_and_gamma_one_it_is_dpsgd_step_then_gossip(spec, n):
+    """c = v = x − η d and e = 0, so x ← x + (W − I) c = W (x − η d): D-PSGD's code order, x ← W (x − η d)."""
+    topo = make_topology(spec, n)
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    ours = trajectory(build("deepsqueeze", topo, x0, "none", {"gamma": 1.0}), problem)
+    dpsgd = trajectory(build("dpsgd", topo, x0, options={"order": "code"}), problem)
+    torch.testing.assert_close(ours, dpsgd, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("compressor", ["sign", "top:0.2", "rand:0.2", "qsgd:4"])
+def test_the_update_is_the_authors_written_out(compressor):
+    """With W as a matrix: x½ = x − η d; v = x½ + e; c = Q(v); e = v − c; x = x½ + γ (W c − c)."""
+    n, d, gamma = 6, 12, 0.3
+    topo = make_topology("ring", n)
+    W = torch.tensor(topo.W, dtype=torch.float64)
+    problem, x0 = Quadratic(n, d), start(n, d, identical=False)
+    algo = build("deepsqueeze", topo, x0, compressor, {"gamma": gamma}, local_cfg=LocalStepConfig())
+    twin = make_compressor(compressor, algorithm="deepsqueeze")
+    gen = torch.Generator().manual_seed(3)  # the module's generator's seed in build
+    x, e = x0.clone(), torch.zeros_like(x0)
+    for _ in range(10):
+        half = x - LR * problem.grad(x)
+        v = half + e
+        c = twin.compress(v, gen).values
+        e = v - c
+        x = half + gamma * (W @ c - c)
+        algo.step(problem.grad(algo.x), LR)
+        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
+        torch.testing.assert_close(algo.error, e, rtol=0, atol=1e-12)
+    assert algo.error.abs().sum() > 0 or compressor == "none"
+
+
+@pytest.mark.parametrize("compressor", COMPRESSORS)
+@pytest.mark.parametrize("gradient", [True, False])
+def test_the_average_moves_as_sgd_whatever_the_compression(compressor, gradient):
+    """Σ_i (Σ_j w_ij c_j − c_i) = 0 for a doubly stochastic W, so mean(x_{t+1}) = mean(x_t) − η mean(d_t)
+    (with no gradient the average never moves); the error changes only how fast the models agree."""
+    n = 9
+    topo = make_topology("torus", n)
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    algo = build("deepsqueeze", topo, x0, compressor, {"gamma": 0.4},
+                 local_cfg=LocalStepConfig(momentum=0.5, weight_decay=1e-3))
+    directions = []
+    original = algo.local.direction
+
+    def recording(x, g):
+        out = original(x, g)
+        directions.append(out.clone())
+        return out
+
+    algo.local.direction = recording
+    for _ in range(STEPS):
+        before = algo.x.mean(0)
+        algo.step(problem.grad(algo.x) if gradient else None, LR)
+        expected = before - LR * directions[-1].mean(0) if gradient else before
+        scale = max(float(v.abs().max()) for v in algo.state_dict().values() if torch.is_tensor(v))
+        torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-13 * max(1.0, scale))
+
+
+def test_gossip_alone_brings_the_models_together():
+    """With no gradient the models contract to their (unchanged) average despite a 1-bit sign compressor."""
+    n = 8
+    topo = make_topology("ring", n)
+    algo = build("deepsqueeze", topo, start(n, identical=False), "sign", {"gamma": 0.2}, local_cfg=LocalStepConfig())
+    mean = algo.x.mean(0)
+    spread = float((algo.x - mean).norm())
+    for _ in range(300):
+        algo.step(None, LR)
+    assert float((algo.x - mean).norm()) < 0.1 * spread
+
+
+@pytest.mark.parametrize("compressor", ["none", "sign", "top:0.1", "qsgd:4"])
+def test_one_compressed_message_a_round_in_wire_and_paper_bits(compressor):
+    n, segments = 8, [10, 30]
+    topo = make_topology("ring", n)
+    comp = make_compressor(compressor, algorithm="deepsqueeze")
+    algo = make_algorithm("deepsqueeze", start(n), SimulatedCommunicator(topo), compressor=comp,
+                          options={"gamma": 0.5}, generator=torch.Generator().manual_seed(0), segments=segments)
+    problem = Quadratic(n, D)
+    for _ in range(3):
+        traffic = algo.step(problem.grad(algo.x), LR)
+        assert traffic.messages == 1
+        assert traffic.wire_bits == comp.wire_bits(segments) and traffic.paper_bits == comp.paper_bits(segments)
+        assert traffic.comm_time_s > 0
+
+
+@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"gama": 0.1}])
+def test_bad_options_are_one_line_errors(bad):
+    with pytest.raises(BenchError, match="gamma|gama"):
+        build("deepsqueeze", make_topology("ring", 4), start(4), "sign", bad)
+
+
+# -- the distributed runtime: 4 gloo processes give the simulation's metrics ---------------------------------
+DIST_CASES = [("deepsqueeze", "sign"), ("deepsqueeze", "top:0.1"), ("deepsqueeze", "qsgd:4")]
+
+
+@pytest.fixture(scope="module")
+def dist_runs(tmp_path_factory):
+    from test_dist import SETTINGS, launch
+
+    out = tmp_path_factory.mktemp("dist")
+    cases = {f"{a}-{c}": {"algorithm": a, "compressor": c, **SETTINGS} for a, c in DIST_CASES}
+    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(cases)], 4,
+                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    errors = [p.communicate(timeout=600)[1] for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("algorithm,compressor", DIST_CASES)
+def test_four_gloo_processes_reproduce_the_simulation(dist_runs, tmp_path, algorithm, compressor):
+    from test_dist import test_four_gloo_processes_reproduce_the_simulation as same_as_the_paper_methods
+
+    same_as_the_paper_methods(dist_runs, tmp_path, algorithm, compressor)

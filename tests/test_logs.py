@@ -1,0 +1,204 @@
+"""What a run says where nobody watches a terminal (a SLURM job's log, a pipeline's log file), and what
+`bench run --help` and a refused run directory tell a person."""
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+# a small, fast run; the step lines are written off a terminal (pytest's capture is not one)
+SMALL = ["--task", "mnist1d-mlp", "--algorithm", "choco", "--compressor", "top:0.1", "--topology", "ring",
+         "--nodes", "4", "--epochs", "2", "--seed", "3", "--set", "gamma=0.3", "--set", "compute_time=0.01",
+         "--set", "task_options.n_train=800", "--set", "task_options.n_test=200", "--set", "eval_every=0.5"]
+STEP_LINE = re.compile(r"^step (\d+)/(\d+) epoch \d+\.\d\d train_loss \S+ test_acc \S+ consensus \S+ "
+                       r"Mbit/worker \S+ elapsed \d+:\d\d:\d\d ETA (\d+:\d\d:\d\d|\?)$")
+
+
+def _bench(argv, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse (--help, bad flags)
+        status = stop.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+# ---- progress lines ----------------------------------------------------------------------------------
+def test_a_run_off_a_terminal_writes_a_line_per_evaluation_and_its_status_and_quiet_writes_nothing(tmp_path,
+                                                                                                 capsys):
+    data = tmp_path / "data"  # a fresh data folder: the data set is generated, and says so
+    status, out, err = _bench(["run", *SMALL, "--set", f"data_root={data}", "--out", str(tmp_path / "a")], capsys)
+    assert status == 0 and out == ""
+    lines = err.splitlines()
+    steps = [line for line in lines if line.startswith("step ")]
+    assert len(steps) == 5, err  # step 0 and every half epoch
+    matches = [STEP_LINE.match(line) for line in steps]
+    assert all(matches), steps
+    total = json.loads((tmp_path / "a" / "run.json").read_text())["total_steps"]
+    assert [int(m.group(2)) for m in matches] == [total] * 5
+    assert [int(m.group(1)) for m in matches] == [0, total // 4, total // 2, 3 * total // 4, total]
+    assert matches[0].group(3) == "?" and matches[-1].group(3) == "0:00:00"  # no pace yet; nothing left
+    assert "completed at step" in lines[-1] and "test_acc=" in lines[-1]  # the closing line, with the status
+    generating = [i for i, line in enumerate(lines) if line.startswith("generating mnist1d")]
+    assert generating and generating[0] < lines.index(steps[0]) and str(data) in lines[generating[0]]
+    assert any(line.startswith("generated mnist1d in") for line in lines)
+
+    status, out, err = _bench(["run", *SMALL, "--set", f"data_root={tmp_path / 'data2'}", "--quiet",
+                               "--out", str(tmp_path / "b")], capsys)
+    assert status == 0 and out == "" and err == ""
+    assert (tmp_path / "data2").is_dir()  # it was generated, silently
+
+
+def test_the_plain_line_counts_elapsed_time_and_an_eta_from_this_process_pace():
+    from bench.run.progress import Progress, clock
+
+    assert clock(0) == "0:00:00" and clock(3723.4) == "1:02:03" and clock(90000) == "25:00:00"
+    assert clock(None) == "?" and clock(float("nan")) == "?"
+    progress = Progress(total=100, done=40, steps_per_epoch=10)  # a resumed run: 40 steps were done before
+    progress.started -= 6.0  # six seconds spent on 20 steps: the 40 left take 12 s
+    row = {"step": 60, "epoch": 6.0, "train_loss": 0.5, "test_acc": 0.75, "consensus_distance": 1e-3,
+           "bits_per_worker": 2e6, "wall_s": 125.0}
+    line = progress.line(row)
+    assert line.startswith("step 60/100 epoch 6.00 train_loss 0.5 test_acc 0.7500 consensus 0.001 ")
+    assert line.endswith("elapsed 0:02:05 ETA 0:00:12")
+
+
+# ---- γ tuning -----------------------------------------------------------------------------------------
+GAMMA_AUTO = ["--task", "lsq", "--algorithm", "choco", "--topology", "ring", "--nodes", "4", "--epochs", "1",
+              "--set", "gamma=auto", "--set", "compute_time=0.01"]
+
+
+def test_gamma_tuning_says_what_it_does_and_how_long_it_took_unless_quiet(tmp_path, capsys):
+    from bench.cache import cache_path
+
+    argv = ["run", *GAMMA_AUTO, "--compressor", "rand:0.3", "--set", "gamma_tune_steps=7"]
+    status, _, err = _bench([*argv, "--out", str(tmp_path / "a")], capsys)
+    lines = err.splitlines()
+    assert status == 0, err
+    spec = r"rand:0\.3(,unbiased=false)?"  # the compressor as it names itself
+    before = [i for i, line in enumerate(lines) if re.match(rf"tuning γ for {spec} on ring n=4: 20 values × 7 rounds", line)]
+    after = [i for i, line in enumerate(lines) if re.match(rf"tuned γ = \S+ for {spec} on ring n=4 in \d+\.\d s$", line)]
+    assert len(before) == 1 and len(after) == 1 and before[0] < after[0] < min(
+        i for i, line in enumerate(lines) if line.startswith("step ")), err
+    # tuned once: the next run of the same graph and compressor reads the cache, and says nothing of it
+    _, _, err = _bench([*argv, "--seed", "1", "--out", str(tmp_path / "b")], capsys)
+    assert "tuning γ" not in err and "step " in err
+
+    quiet = ["run", *GAMMA_AUTO, "--compressor", "rand:0.3", "--set", "gamma_tune_steps=6", "--quiet"]
+    status, out, err = _bench([*quiet, "--out", str(tmp_path / "c")], capsys)
+    assert status == 0 and out == "" and err == ""
+    assert any("|rand:0.3" in key and key.endswith("|6|2000") for key in json.loads(cache_path("gamma.json").read_text()))  # it did tune
+
+
+def test_consensus_and_tune_gamma_off_a_terminal_say_one_line_per_compressor(capsys):
+    status, out, err = _bench(["consensus", "--nodes", "4", "--dim", "10", "--steps", "20", "--methods", "exact",
+                               "sign", "top:0.5"], capsys)
+    lines = err.splitlines()
+    assert status == 0 and len(lines) == 3, err
+    assert lines[0].startswith("[1/3] exact: exact gossip, relative error")
+    assert lines[1].startswith("[2/3] sign: γ = ") and "(tuned: 20 values × 20 rounds)" in lines[1]
+    assert "\r" not in err and "method" in out  # no progress bar off a terminal; the table on stdout
+    status, out, err = _bench(["tune-gamma", "--nodes", "4", "--dim", "10", "--steps", "20", "--compressor", "sign",
+                               "--grid", "0.1,0.5"], capsys)
+    assert status == 0 and re.fullmatch(r"sign: best γ = \S+ of 2 values × 20 rounds \(\d+\.\d s\)\n", err), err
+    status, out, err = _bench(["consensus", "--nodes", "4", "--dim", "10", "--steps", "20", "--methods", "sign",
+                               "--quiet"], capsys)
+    assert status == 0 and err == ""
+
+
+# ---- the pipeline's logs -----------------------------------------------------------------------------------
+@pytest.mark.slow
+def test_the_pipelines_run_command_writes_its_progress_into_the_log(tmp_path):
+    """The rule's shell line (as `snakemake -n -p` prints it) has no --quiet, and run as the rule runs it
+    (stdout and stderr into the log) it leaves a log of step lines and the closing status."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "-n", "-p",
+                          "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path)],
+                         env=env, capture_output=True, text=True)
+    assert dry.returncode == 0, dry.stderr[-2000:]
+    shells = [line for line in dry.stdout.splitlines() if "bench run" in line or "bench consensus" in line]
+    assert shells and not any("--quiet" in line for line in shells), shells[:2]
+    line = next(line for line in shells if "bench run" in line)
+    first = shlex.split(line[line.index("python -m bench run"):].split(" && ")[0])  # the cell's first seed
+    log = tmp_path / "run.log"
+    with open(log, "w") as handle:
+        proc = subprocess.run(first, cwd=tmp_path, env=env, stdout=handle, stderr=subprocess.STDOUT)
+    text = log.read_text()
+    assert proc.returncode == 0, text[-2000:]
+    steps = [line for line in text.splitlines() if line.startswith("step ")]
+    assert steps and all(STEP_LINE.match(line) for line in steps), text
+    assert "completed at step" in text.splitlines()[-1]
+
+
+# ---- bench run --help ----------------------------------------------------------------------------------------
+def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default(capsys):
+    status, out, _ = _bench(["run", "--help"], capsys)
+    assert status == 0
+    text = " ".join(out.split())  # argparse wraps lines
+    from bench.algorithms import ALGORITHMS
+    from bench.tasks import TASKS
+
+    for name in [*ALGORITHMS.names(), *TASKS.names()]:
+        assert name in text, name
+    for phrase in ["--lr LR learning rate", "(default: 0.1)", "(default: choco)", "(default: mnist1d-mlp)",
+                   "(default: ring)", "(default: 8)", "(default: auto)", "(default: sim)", "(default: cpu)",
+                   "(default: datacenter-10g)", "top:0.01", "random-regular:4", "dirichlet:0.5", "--set KEY=VALUE",
+                   "gamma_tune_steps=1000", "lr_schedule=constant", "task_options.KEY=VALUE", ".stale/"]:
+        assert phrase in text, phrase
+    # every flag has a help text
+    flags = re.findall(r"^  (--[a-z-]+)", out, flags=re.M)
+    assert len(flags) == 20
+    assert not re.search(r"^  --[a-z-]+( [A-Z=_]+)?\s*$", out, flags=re.M)  # no flag without a text beside or below
+
+
+def test_the_names_in_the_help_are_the_registries_and_the_help_needs_no_torch():
+    from bench.algorithms import ALGORITHMS
+    from bench.cli import TASK_NAMES, algorithm_names
+    from bench.tasks import TASKS
+
+    assert algorithm_names() == sorted(ALGORITHMS.names())
+    assert sorted(TASK_NAMES) == sorted(TASKS.names())
+    code = ("import contextlib, io, sys\nfrom bench.cli import main\n"
+            "with contextlib.redirect_stdout(io.StringIO()):\n"
+            "    try:\n        main(['run', '--help'])\n    except SystemExit:\n        pass\n"
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
+# ---- a refused run directory --------------------------------------------------------------------------------
+FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--set", "compute_time=0.01", "--quiet"]
+
+
+def test_a_refused_run_directory_names_the_settings_that_differ_and_replace_stale(tmp_path, capsys):
+    out = tmp_path / "runs" / "cell_s0"
+    assert _bench(["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    status, stdout, err = _bench(["run", *FAST, "--lr", "0.2", "--set", "task_options.dim=10",
+                                  "--out", str(out)], capsys)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and stdout == "" and len(lines) == 1, err
+    line = lines[0]
+    assert "lr: 0.05 -> 0.2" in line and "task_options.dim: (unset) -> 10" in line
+    assert "--replace-stale" in line and "another --out" in line
+    first = json.loads(before["run.json"])
+    assert str(tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}") in line  # where it would go
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing written
+    assert not (tmp_path / "runs" / ".stale").exists()
+
+
+def test_the_refusal_shows_at_most_five_settings(tmp_path, capsys):
+    out = tmp_path / "r"
+    assert _bench(["run", *FAST, "--out", str(out)], capsys)[0] == 0
+    other = ["--lr", "0.2", "--batch-size", "8", "--set", "momentum=0.5", "--set", "weight_decay=0",
+             "--set", "eval_every=0.5", "--set", "grad_clip=1.0", "--set", "lr_decay=0.5"]
+    status, _, err = _bench(["run", *FAST, *other, "--out", str(out)], capsys)
+    assert status == 2 and len(err.strip().splitlines()) == 1
+    assert err.count(" -> ") == 5 and "and 2 more" in err, err

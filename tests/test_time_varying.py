@@ -1,0 +1,398 @@
+"""Time-varying topologies: the one-peer exponential graph (Ying et al. 2021), its period product, and the
+communicators' round counter that picks W_t (advanced by drain, the end of every algorithm's step)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from bench.algorithms import make_algorithm
+from bench.cli import main
+from bench.comm import Mixer, SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.consensus import initial_vectors, run_consensus
+from bench.errors import BenchError
+from bench.topology import TimeVaryingTopology, make_topology
+
+POWERS = [2, 4, 8, 16, 64, 256]
+
+
+def dense_product(topology) -> np.ndarray:
+    """W_{τ−1} ⋯ W_0 by plain matrix products of the W_at(t), independent of TimeVaryingTopology.product."""
+    out = np.eye(topology.n)
+    for t in range(topology.period):
+        out = topology.W_at(t) @ out
+    return out
+
+
+@pytest.mark.parametrize("n", POWERS)
+def test_each_round_is_half_self_half_one_peer(n):
+    topology = make_topology("one-peer-exp", n)
+    tau = n.bit_length() - 1
+    assert isinstance(topology, TimeVaryingTopology) and topology.period == tau and topology.weights == "uniform"
+    for t in range(2 * tau + 1):
+        W, k = topology.W_at(t), t % tau
+        expected = 0.5 * np.eye(n)
+        expected[np.arange(n), (np.arange(n) + 2**k) % n] += 0.5
+        assert np.array_equal(W, expected), (n, t)
+        assert np.array_equal(W.sum(axis=0), np.ones(n)) and np.array_equal(W.sum(axis=1), np.ones(n))
+        assert np.array_equal(topology.peers_at(t), (np.arange(n) + 2**k) % n)
+        # doubly stochastic, not symmetric: i hears i + 2^k, which does not hear i (except at the shift n/2)
+        assert np.array_equal(W, W.T) == (2**k == n // 2 or n == 2)
+        with pytest.raises(ValueError):
+            W[0, 0] = 1.0
+
+
+@pytest.mark.parametrize("n", POWERS)
+def test_one_period_averages_exactly(n):
+    topology = make_topology("one-peer-exp", n)
+    J = np.full((n, n), 1.0 / n)
+    assert np.array_equal(dense_product(topology), J)
+    assert np.array_equal(topology.product(), J)
+    # so the gap of the product is exactly 1; fewer rounds than a period do not average
+    assert topology.spectral_gap == 1.0 and topology.lambda2 == 0.0
+    if topology.period > 1:
+        partial = np.eye(n)
+        for t in range(topology.period - 1):
+            partial = topology.W_at(t) @ partial
+        assert np.linalg.norm(partial - J, 2) > 0.5  # half the workers are not reached yet
+
+
+def test_describe_says_it_is_time_varying_and_what_the_gap_is_of():
+    topology = make_topology("one-peer-exp", 16)
+    info = topology.describe()
+    assert json.loads(json.dumps(info)) == info
+    assert info["time_varying"] is True and info["period"] == 4 and info["gap_of"] == "product over one period"
+    assert info["spectral_gap"] == 1.0 and info["lambda2"] == 0.0 and info["n"] == 16
+    # one peer a round is what a round costs; over the period a worker meets 2·4 − 1 = 7 others
+    assert info["max_degree"] == info["min_degree"] == 1 and info["union_max_degree"] == 7
+    # β = max_t ‖I − W_t‖₂, here ½‖I − P‖₂ = 1 (the shift by n/2 has eigenvalue −1)
+    assert info["beta"] == pytest.approx(max(np.linalg.norm(np.eye(16) - topology.W_at(t), 2) for t in range(4)))
+    assert info["beta"] == pytest.approx(1.0)
+    # a static graph says it is not
+    static = make_topology("exponential", 16).describe()
+    assert static["time_varying"] is False and static["period"] == 1
+
+
+def test_beta_matches_dense_norms_on_smaller_graphs():
+    for n in (2, 4, 8, 32):
+        topology = make_topology("one-peer-exp", n)
+        dense = max(np.linalg.norm(np.eye(n) - topology.W_at(t), 2) for t in range(topology.period))
+        assert topology.beta == pytest.approx(dense, abs=1e-12)
+
+
+def test_the_union_of_a_period_is_the_static_exponential_graph():
+    for n in (4, 8, 16, 32):
+        one_peer, exponential = make_topology("one-peer-exp", n), make_topology("exponential", n)
+        assert one_peer.edges == exponential.edges and one_peer.num_edges == exponential.num_edges
+        assert one_peer.neighbors(0) == exponential.neighbors(0)
+
+
+def test_one_matrix_is_refused_and_rounds_repeat():
+    topology = make_topology("one-peer-exp", 8)
+    with pytest.raises(BenchError, match="time-varying.*W_at"):
+        _ = topology.W
+    assert np.array_equal(topology.W_at(1), topology.W_at(1 + 3 * topology.period))
+    with pytest.raises(BenchError, match="round"):
+        topology.W_at(-1)
+    static = make_topology("exponential", 8)
+    assert static.period == 1 and static.W_at(5) is static.W
+
+
+@pytest.mark.parametrize("n, message", [(12, "power of 2.*n=12.*8 or 16"), (3, "n=3.*2 or 4"), (100, "64 or 128")])
+def test_n_that_is_not_a_power_of_two_is_refused(n, message):
+    with pytest.raises(BenchError, match=message):
+        make_topology("one-peer-exp", n)
+
+
+def test_weight_schemes():
+    assert np.array_equal(make_topology("one-peer-exp", 8, weights="metropolis").W_at(1),
+                          make_topology("one-peer-exp", 8).W_at(1))
+    # maxdeg puts weight 1 on the peer: each round is a permutation, a period never averages
+    with pytest.raises(BenchError, match="maxdeg.*another weight scheme: uniform, metropolis"):
+        make_topology("one-peer-exp", 8, weights="maxdeg")
+    with pytest.raises(BenchError, match="takes no argument"):
+        make_topology("one-peer-exp:2", 8)
+
+
+def test_a_non_permutation_round_is_refused():
+    with pytest.raises(BenchError, match="not a permutation"):
+        TimeVaryingTopology(4, [np.array([1, 1, 2, 3])], "uniform")
+
+
+# ---- the mixing and the communicators -----------------------------------------------------------------
+@pytest.mark.parametrize("n", [4, 16, 64])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_each_round_mixes_by_shifted_adds(n, dtype):
+    topology = make_topology("one-peer-exp", n)
+    x = torch.randn(n, 7, generator=torch.Generator().manual_seed(n), dtype=dtype)
+    for t in range(topology.period):
+        mixer = Mixer(topology.W_at(t), topology.grid_shape)
+        assert mixer.method == "circulant" and sorted((s.offset, s.weight) for s in mixer.shifts) == [
+            (0, 0.5), (2**t, 0.5)]
+        expected = 0.5 * (x + torch.roll(x, -(2**t), dims=0))
+        tol = 0 if dtype == torch.float64 else 1e-6
+        torch.testing.assert_close(mixer(x), expected, rtol=0, atol=tol)
+        out = torch.zeros_like(x)
+        torch.testing.assert_close(mixer.accumulate(out, x, self_shift=-1.0), expected - x, rtol=0, atol=1e-6)
+
+
+def test_the_round_advances_at_drain_so_two_gossips_of_a_step_share_w():
+    topology = make_topology("one-peer-exp", 8)
+    comm = SimulatedCommunicator(topology)
+    exact = make_compressor("none")
+    x = torch.randn(8, 5, dtype=torch.float64)
+    for t in range(7):
+        assert comm.round == t
+        first, second = comm.gossip(exact.compress(x)), comm.gossip(exact.compress(x))
+        expected = torch.tensor(np.asarray(topology.W_at(t))) @ x
+        torch.testing.assert_close(first, expected, rtol=0, atol=1e-15)
+        torch.testing.assert_close(second, expected, rtol=0, atol=1e-15)
+        assert comm.drain().messages == 2
+    # a round costs one message to one peer in the network model
+    assert comm.topology.max_degree == 1
+
+
+def test_static_graphs_ignore_the_round():
+    topology = make_topology("ring", 6)
+    comm = SimulatedCommunicator(topology)
+    x = torch.randn(6, 3, dtype=torch.float64)
+    exact = make_compressor("none")
+    before = comm.gossip(exact.compress(x))
+    comm.drain()
+    comm.round = 12345
+    torch.testing.assert_close(comm.gossip(exact.compress(x)), before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("start", [0, 1, 3])
+def test_exact_gossip_reaches_the_exact_average_after_one_period(start):
+    """D-PSGD without gradients is exact gossip x ← W_t x: from any round (the W_t commute) τ = 4 rounds on
+    16 workers give the exact average, 3 do not."""
+    topology = make_topology("one-peer-exp", 16)
+    x0 = initial_vectors(16, 50, seed=4)
+    comm = SimulatedCommunicator(topology)
+    comm.round = start
+    algo = make_algorithm("dpsgd", x0, comm)
+    target = x0.mean(dim=0)
+    for t in range(1, 5):
+        algo.step(None, 0.0)
+        error = float(((algo.x - target) ** 2).sum(dim=1).mean())
+        if t < 4:
+            assert error > 1e-3
+    assert error < 1e-28
+    assert comm.round == start + 4
+
+
+def test_the_consensus_problem_runs_on_it():
+    trace = run_consensus(make_topology("one-peer-exp", 16), None, steps=8, dim=30)
+    assert trace.rel_error[4] < 1e-28 and trace.rel_error[3] > 1e-3
+
+
+@pytest.mark.parametrize("algorithm", ["choco", "dcd"])
+def test_exact_incremental_methods_equal_exact_gossip_on_a_static_graph(algorithm):
+    """Control for the next test: on a fixed W, Choco (γ = 1) and DCD without compression are exact gossip."""
+    x0 = initial_vectors(16, 20, seed=1)
+    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology("exponential", 16)))
+    options = {"gamma": 1.0} if algorithm == "choco" else None
+    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology("exponential", 16)),
+                          compressor=make_compressor("none"), options=options)
+    for _ in range(6):
+        reference.step(None, 0.0)
+        algo.step(None, 0.0)
+    torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="Choco keeps u = (W − I) x̂ and DCD s = W x by increments "
+                   "(u += (W_t − I) q): that sum is (W_t − I) x̂ only when W is the same every round")
+@pytest.mark.parametrize("algorithm", ["choco", "dcd"])
+def test_exact_incremental_methods_equal_exact_gossip_on_a_time_varying_graph(algorithm):
+    x0 = initial_vectors(16, 20, seed=1)
+    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology("one-peer-exp", 16)))
+    options = {"gamma": 1.0} if algorithm == "choco" else None
+    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology("one-peer-exp", 16)),
+                          compressor=make_compressor("none"), options=options)
+    for _ in range(6):
+        reference.step(None, 0.0)
+        algo.step(None, 0.0)
+    torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-12)
+
+
+def test_resuming_with_the_round_restored_continues_the_same_sequence():
+    """What the runner must do on resume: comm.round = the step it resumes at (counters.global_step)."""
+    topology = make_topology("one-peer-exp", 8)
+    x0 = initial_vectors(8, 10, seed=2)
+    grads = [initial_vectors(8, 10, seed=10 + s) for s in range(6)]
+    straight = make_algorithm("dpsgd", x0, SimulatedCommunicator(topology))
+    for g in grads:
+        straight.step(g, 0.1)
+    first = make_algorithm("dpsgd", x0, SimulatedCommunicator(topology))
+    for g in grads[:2]:  # 2 is not a multiple of the period 3: a counter left at 0 is visibly wrong
+        first.step(g, 0.1)
+    state = {k: v.clone() if torch.is_tensor(v) else v for k, v in first.state_dict().items()}
+    outcomes = []
+    for restore in (True, False):
+        comm = SimulatedCommunicator(topology)
+        again = make_algorithm("dpsgd", x0, comm)
+        again.load_state_dict({k: v.clone() if torch.is_tensor(v) else v for k, v in state.items()})
+        if restore:
+            comm.round = 2
+        for g in grads[2:]:
+            again.step(g, 0.1)
+        outcomes.append(torch.equal(again.x, straight.x))
+    assert outcomes == [True, False]
+
+
+# ---- bench run and bench topology ---------------------------------------------------------------------------
+LSQ = ["--task", "lsq", "--nodes", "8", "--epochs", "2", "--seed", "5", "--set", "lr=0.05", "--set", "eval_every=0.5",
+       "--set", "batch_size=8", "--set", "compute_time=0.01", "--quiet"]
+
+
+def test_bench_run_on_the_one_peer_graph(tmp_path):
+    out = tmp_path / "deepsqueeze"  # compressed and recomputing (W_t − I)c each round: fit for a changing W
+    argv = ["run", *LSQ, "--topology", "one-peer-exp", "--algorithm", "deepsqueeze", "--compressor", "sign",
+            "--set", "gamma=0.2", "--out", str(out)]
+    assert main(argv) == 0
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "completed"
+    assert record["topology"]["name"] == "one-peer-exp" and record["topology"]["spectral_gap"] == 1.0
+    assert record["topology"]["max_degree"] == 1 and record["topology"]["time_varying"] is True
+    assert record["topology"]["period"] == 3 and "product" in record["topology"]["gap_of"]
+    metrics = pd.read_parquet(out / "metrics.parquet")
+    assert np.isfinite(metrics["train_loss"]).all()
+
+
+@pytest.mark.parametrize("spec, nodes", [("one-peer-exp", 16), ("margulis", 64), ("expander", 61)])
+def test_bench_topology_prints_the_new_graphs(capsys, spec, nodes):
+    assert main(["topology", "--topology", spec, "--nodes", str(nodes), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["n"] == nodes and 0 < info["spectral_gap"] <= 1
+    assert info["time_varying"] is (spec == "one-peer-exp")
+    assert main(["topology", "--topology", spec, "--nodes", str(nodes)]) == 0
+    assert ["n", str(nodes)] in [line.split() for line in capsys.readouterr().out.splitlines()]
+
+
+def test_bench_topology_refuses_a_bad_n_in_one_line(capsys):
+    assert main(["topology", "--topology", "one-peer-exp", "--nodes", "24"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "16 or 32" in err
+
+
+# ---- the distributed runtime --------------------------------------------------------------------------------
+DIST_SCRIPT = textwrap.dedent('''
+    import sys
+    from datetime import timedelta
+    import torch, torch.distributed as dist
+    from bench.algorithms import make_algorithm
+    from bench.comm.distributed import DistributedCommunicator, block_of
+    from bench.compressors import make_compressor
+    from bench.consensus import initial_vectors
+    from bench.topology import make_topology
+
+    out, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    lo, hi = block_of(n, world, rank)
+    topology = make_topology("one-peer-exp", n)
+    results = {}
+    for name, comp in (("dpsgd", "none"), ("choco", "sign")):
+        compressor = make_compressor(comp, algorithm=name)
+        comm = DistributedCommunicator(topology, compressor, None)
+        x0 = initial_vectors(n, 12, seed=3, dtype=torch.float32)[lo:hi]
+        options = {"gamma": 0.3} if name == "choco" else None
+        algo = make_algorithm(name, x0, comm, compressor=compressor, options=options)
+        heard = []  # the processes this one receives from, round by round
+        for t in range(rounds):
+            heard.append(sorted(comm.recv_from))
+            algo.step(initial_vectors(n, 12, seed=100 + t, dtype=torch.float32)[lo:hi], 0.05)
+        results[name] = {"x": algo.x, "round": comm.round, "heard": heard}
+    torch.save(results, f"{out}/rank{rank}.pt")
+    dist.destroy_process_group()
+''')
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_four_gloo_processes_reproduce_the_simulation_on_the_one_peer_graph(tmp_path):
+    n, world, rounds = 8, 4, 7
+    script = tmp_path / "one_peer_dist.py"
+    script.write_text(DIST_SCRIPT)
+    port = _free_port()
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
+           "MASTER_PORT": str(port)}
+    ranks = [subprocess.Popen([sys.executable, str(script), str(tmp_path), str(n), str(rounds)],
+                              env={**env, "RANK": str(r), "LOCAL_RANK": str(r)}, stderr=subprocess.PIPE, text=True,
+                              cwd=Path(__file__).parent.parent) for r in range(world)]
+    errors = [p.communicate(timeout=300)[1] for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
+    topology = make_topology("one-peer-exp", n)
+    for name, comp in (("dpsgd", "none"), ("choco", "sign")):
+        compressor = make_compressor(comp, algorithm=name)
+        comm = SimulatedCommunicator(topology)
+        options = {"gamma": 0.3} if name == "choco" else None
+        algo = make_algorithm(name, initial_vectors(n, 12, seed=3, dtype=torch.float32), comm, compressor=compressor,
+                              options=options)
+        for t in range(rounds):
+            algo.step(initial_vectors(n, 12, seed=100 + t, dtype=torch.float32), 0.05)
+        parts = [torch.load(tmp_path / f"rank{r}.pt")[name] for r in range(world)]
+        assert all(p["round"] == rounds for p in parts)
+        for rank, part in enumerate(parts):  # round t: workers 2r, 2r+1 hear 2r + 2^k, 2r + 1 + 2^k (k = t mod 3)
+            owners = [sorted({((i + 2 ** (t % 3)) % n) // 2 for i in (2 * rank, 2 * rank + 1)} - {rank})
+                      for t in range(rounds)]
+            assert part["heard"] == owners
+        # float32 models, as the wire carries them: the runtimes add in other orders, so to the last bits only
+        torch.testing.assert_close(torch.cat([p["x"] for p in parts]), algo.x, rtol=1e-5, atol=1e-6,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.slow
+def test_bench_run_dist_equals_the_simulation_on_the_one_peer_graph(tmp_path):
+    argv = ["run", *LSQ, "--topology", "one-peer-exp", "--algorithm", "dpsgd", "--compressor", "none",
+            "--set", "eval_local_workers=8"]
+    assert main([*argv, "--out", str(tmp_path / "sim")]) == 0
+    proc = subprocess.run([sys.executable, "-m", "bench", *argv, "--backend", "dist", "--set", "procs=4",
+                           "--out", str(tmp_path / "dist")], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    timing = ["wall_s", "time_compute_s", "time_comm_s", "time_s"]
+    sim = pd.read_parquet(tmp_path / "sim" / "metrics.parquet").drop(columns=timing)
+    dist = pd.read_parquet(tmp_path / "dist" / "metrics.parquet").drop(columns=timing)
+    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.parametrize("algorithm", ["choco", "dcd", "ecd", "beer"])
+def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line(algorithm, tmp_path, capsys):
+    """The xfail above is why: these methods keep running sums of (W − I)·copies. bench run and the
+    pipeline's cell check refuse them on one-peer-exp before anything is written."""
+    from bench.algorithms import ALGORITHMS
+    from bench.cli import main
+    from bench.errors import BenchError
+    from bench.pipeline.check import Checks
+    from bench.run.config import resolve
+
+    assert ALGORITHMS.get(algorithm).fixed_graph
+    argv = ["run", "--task", "lsq", "--nodes", "8", "--epochs", "1", "--algorithm", algorithm, "--compressor", "sign",
+            "--topology", "one-peer-exp", "--set", "gamma=0.5", "--quiet", "--out", str(tmp_path / "r")]
+    assert main(argv) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "fixed graph" in lines[0] and "dpsgd" in lines[0]
+    assert not (tmp_path / "r").exists()
+    cfg = resolve({}, {}, {"task": "lsq", "nodes": 8, "algorithm": algorithm, "compressor": "sign",
+                           "topology": "one-peer-exp", "gamma": 0.5})
+    with pytest.raises(BenchError, match="fixed graph"):
+        Checks().run(cfg)
+    Checks().run(resolve({}, {}, {"task": "lsq", "nodes": 8, "algorithm": algorithm, "compressor": "sign",
+                                  "topology": "exponential", "gamma": 0.5}))  # the static graph is fine
