@@ -184,25 +184,24 @@ def styles_with(pairs) -> dict:
         _METHODS.clear()
         _METHODS.update(known)
     methods = sorted(known, key=method_sort_key)
-    exact = list(dict.fromkeys(known[m][0] for m in methods if " (" not in m))
-    compressing = list(dict.fromkeys(known[m][0] for m in methods if " (" in m))
+    exact_ones = list(dict.fromkeys(known[m][0] for m in methods if exact(*known[m])))
+    compressing = list(dict.fromkeys(known[m][0] for m in methods if not exact(*known[m])))
     new = {pair: label for pair, label in labels.items() if label not in known}
-    exact += [a for a in dict.fromkeys(a for (a, _), label in new.items() if " (" not in label) if a not in exact]
-    compressing += [a for a in dict.fromkeys(a for (a, _), label in new.items() if " (" in label)
-                    if a not in compressing]
+    exact_ones += [a for a in dict.fromkeys(a for a, c in new if exact(a, c)) if a not in exact_ones]
+    compressing += [a for a in dict.fromkeys(a for a, c in new if not exact(a, c)) if a not in compressing]
     families = {c.partition(",")[0].partition(":")[0] for _, c in list(known.values()) + list(new)}
     others = sorted(families - set(_MARKERS))
     taken: dict[str, list[float]] = {}  # algorithm -> the shades (0 darkest .. 1 lightest) in use
     for algorithm in compressing:
-        siblings = [m for m in methods if " (" in m and known[m][0] == algorithm]
+        siblings = [m for m in methods if not exact(*known[m]) and known[m][0] == algorithm]
         taken[algorithm] = [k / (len(siblings) - 1) if len(siblings) > 1 else 0.5 for k in range(len(siblings))]
     looks = {}
     for pair, label in labels.items():
         algorithm, compressor = pair
         if label in known:
             looks[pair] = style(label)
-        elif " (" not in label:
-            k = exact.index(algorithm)
+        elif exact(algorithm, compressor):
+            k = exact_ones.index(algorithm)
             looks[pair] = {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
                            "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
         else:
@@ -216,7 +215,7 @@ def styles_with(pairs) -> dict:
 
 
 # glyph and line of each topology family (the part of a name before ':'), from sparse to dense; the
-# figures that show topologies (gap_vs_nodes, lag_vs_consensus) draw each the same way
+# figures that tell topologies apart (gap_vs_nodes, lag_vs_consensus, methods) draw each the same way
 _TOPOLOGY_LOOKS = {"ring": ("o", "-"), "torus": ("s", "--"), "exponential": ("^", "-."),
                    "erdos-renyi": ("v", ":"), "complete": ("D", (0, (6, 2, 1, 2, 1, 2))),
                    "star": ("P", (0, (1, 1)))}

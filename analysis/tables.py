@@ -14,7 +14,7 @@ def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(Table 1's columns: the algorithms that compress, the references: those that send exact models),
     each in legend order, as the runs describe themselves (labels.compresses)."""
     present = [str(a) for a in dict.fromkeys(summary["algorithm"].dropna())] if "algorithm" in summary else []
-    order = sorted(present, key=lambda a: method_sort_key(method_label(a, "none" if not compresses(a) else "sign")))
+    order = sorted(present, key=lambda a: algorithm_label(a).lower())  # registers no method (figures' looks stay)
     return [a for a in order if compresses(a)], [a for a in order if not compresses(a)]
 
 

@@ -8,8 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import figures, report
-from analysis.figures import accuracy_curves, accuracy_vs_spectral_gap, gap_vs_nodes, time_to_accuracy
+from matplotlib.colors import to_rgba
+
+from analysis import figures, labels, report
+from analysis.figures import accuracy_curves, accuracy_vs_spectral_gap, consensus, gap_vs_nodes, time_to_accuracy
 from analysis.tables import accuracy_text, cell_table_markdown, table1_latex, table1_markdown
 from analysis_fixtures import make_cell
 
@@ -117,6 +119,113 @@ def test_unreached_targets_are_bars_with_their_status(summary):
     assert (fast["reached"], fast["median"]) == (3, pytest.approx(50 * 0.012))
 
 
+def drawn_figure(monkeypatch, module):
+    """The figures ``module`` draws, kept open instead of saved (its plot functions return [])."""
+    kept = []
+    monkeypatch.setattr(module, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    return kept
+
+
+def by_gid(ax, prefix):
+    return [a for a in ax.get_children() if str(a.get_gid() or "").startswith(prefix)]
+
+
+def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_without_bands(points, monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, accuracy_curves)
+    ring4 = points[(points["topology"] == "ring") & (points["nodes"] == 4) & (points["network"] == "p2p-100m")]
+    accuracy_curves.plot_accuracy_curves(ring4, tmp_path / "a")
+    choco = labels.method_label("choco", "sign")
+    look = labels.style(choco)
+    for ax in kept[0].axes[:3]:
+        seeds, median = by_gid(ax, f"seed:{choco}"), by_gid(ax, f"median:{choco}")
+        assert len(seeds) == 3 and len(median) == 1  # three seeds: each drawn, and their median
+        assert all(s.get_linewidth() < median[0].get_linewidth() for s in seeds)
+        assert median[0].get_marker() == look["marker"] and median[0].get_linestyle() == look["linestyle"]
+        assert to_rgba(median[0].get_color()) == to_rgba(look["color"])
+        assert not ax.collections  # no ± SD band
+    # six seeds: the median and its interquartile band, no line per seed
+    more = pd.concat([ring4, ring4.assign(run_id=ring4["run_id"] + "b", seed=ring4["seed"] + 3)], ignore_index=True)
+    accuracy_curves.plot_accuracy_curves(more, tmp_path / "b")
+    ax = kept[1].axes[0]
+    assert not by_gid(ax, f"seed:{choco}") and len(by_gid(ax, f"median:{choco}")) == 1 and ax.collections
+
+
+def test_one_method_has_one_colour_and_marker_in_every_figure(points, summary, monkeypatch, tmp_path):
+    choco = labels.method_label("choco", "sign")
+    look = labels.style(choco)
+    seen = []
+    kept = drawn_figure(monkeypatch, accuracy_curves)
+    accuracy_curves.draw(tmp_path, points, summary, tmp_path / "a")
+    seen += [(line.get_color(), line.get_marker()) for line in by_gid(kept[0].axes[0], f"median:{choco}")]
+    kept = drawn_figure(monkeypatch, accuracy_vs_spectral_gap)
+    accuracy_vs_spectral_gap.draw(tmp_path, points, summary, tmp_path / "s")
+    lines = by_gid(kept[0].axes[0], f"accuracy:{choco}") + by_gid(kept[0].axes[1], f"consensus:{choco}")
+    seen += [(line.get_color(), line.get_marker()) for line in lines]
+    kept = drawn_figure(monkeypatch, gap_vs_nodes)
+    gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
+    panel = next(ax for ax in kept[0].axes if ax.get_title() == choco)
+    seen += [(line.get_color(), None) for line in by_gid(panel, f"gap:{choco}:")]
+    kept = drawn_figure(monkeypatch, time_to_accuracy)
+    time_to_accuracy.draw(tmp_path, points, summary, tmp_path / "t")
+    seen += [(bar.get_facecolor(), None) for bar in by_gid(kept[0].axes[0], "reached:")
+             if bar.get_gid().endswith(f":{choco}")]
+    assert len(seen) == 1 + 2 + 2 + 2  # one setting; two topologies twice; two network presets
+    assert {to_rgba(colour) for colour, _ in seen} == {to_rgba(look["color"])}
+    assert {marker for _, marker in seen if marker} == {look["marker"]}
+
+
+def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, monkeypatch):
+    kept = drawn_figure(monkeypatch, time_to_accuracy)
+    ring4 = summary[(summary["topology"] == "ring") & (summary["nodes"] == 4)].copy()
+    dpsgd = labels.method_label("dpsgd", "none")
+    # D-PSGD on p2p: every seed ran its 10 epochs (100 steps of 0.01 s compute + 0.05 s comm) and missed
+    missed = (ring4["algorithm"] == "dpsgd") & (ring4["network"] == "p2p-100m")
+    ring4.loc[missed, ["tta_status", "time_to_target_s"]] = ["censored", math.inf]
+    time_to_accuracy.plot_time_to_accuracy(ring4, Path("unused"), points=points)
+    ax = kept[0].axes[0]
+    bars = {bar.get_gid(): bar.get_height() for bar in ax.patches if bar.get_gid()}
+    ecd = labels.method_label("ecd", "qsgd:4")
+    # reached: a bar at the median time; all-reduce on datacenter reaches 0.8 at step 50 (0.012 s a step)
+    assert bars[f"reached:datacenter-10g:{labels.method_label('allreduce', 'none')}"] == pytest.approx(0.6)
+    # censored: no bar of a time, a hatched outline up to where the runs ended, ▲ on top, "> 6 s"
+    assert f"reached:p2p-100m:{dpsgd}" not in bars
+    assert bars[f"unreached:p2p-100m:{dpsgd}"] == pytest.approx(6.0)
+    outline = next(b for b in ax.patches if b.get_gid() == f"unreached:p2p-100m:{dpsgd}")
+    assert outline.get_hatch() and to_rgba(outline.get_facecolor()) == to_rgba("white")
+    mark = by_gid(ax, f"unreached-mark:p2p-100m:{dpsgd}")[0]
+    assert mark.get_marker() == "^" and mark.get_ydata()[0] == pytest.approx(6.0)
+    assert any("3 censored: > 6 s" in t.get_text() for t in ax.texts)
+    # diverged: no bar at all, × where the runs diverged (epoch 3 = step 30; QSGD sends 1/8 of the bits)
+    assert not [gid for gid in bars if gid.endswith(ecd)]
+    mark = by_gid(ax, f"unreached-mark:p2p-100m:{ecd}")[0]
+    assert mark.get_marker() == "x" and mark.get_ydata()[0] == pytest.approx(30 * (0.01 + 0.05 / 8))
+    assert not any(h == pytest.approx(1.0) for h in bars.values())
+
+
+def test_consensus_bits_axis_starts_at_the_first_bits_sent(monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, consensus)
+    make_run_traces(tmp_path / "consensus" / "traces.csv")
+    traces = pd.read_csv(tmp_path / "consensus" / "traces.csv")
+    consensus.plot_consensus(traces, tmp_path / "c")
+    rounds, bits = kept[0].axes[:2]
+    assert min(line.get_xdata().min() for line in rounds.get_lines() if len(line.get_xdata()) > 2) == 0
+    drawn = [line.get_xdata() for line in bits.get_lines() if len(line.get_xdata()) > 2]
+    assert len(drawn) == 2 and all(x.min() > 0 for x in drawn)  # round 0 (0 bits) is not on the log axis
+    first = traces.loc[traces["bits_per_worker"] > 0, "bits_per_worker"].min() / 1e6
+    assert first / 1.3 < bits.get_xlim()[0] <= first
+    # the compressor in its Choco-SGD look, exact gossip in D-PSGD's
+    sign = next(line for line in bits.get_lines() if line.get_label().startswith("sign"))
+    look = labels.styles_with([("choco", "sign")])[("choco", "sign")]
+    assert to_rgba(sign.get_color()) == to_rgba(look["color"]) and sign.get_marker() == look["marker"]
+
+
+def test_panels_across_n_share_their_y_axis(points, summary, monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, gap_vs_nodes)
+    gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
+    panels = kept[0].axes
+    assert len(panels) == 3 and all(panels[0].get_shared_y_axes().joined(panels[0], ax) for ax in panels[1:])
+
+
 def test_figures_without_data_are_skipped_with_a_reason(points, summary, tmp_path):
     one_n = summary[summary["nodes"] == 4]
     assert "node counts" in gap_vs_nodes.draw(tmp_path, None, one_n, tmp_path / "g")
@@ -195,9 +304,10 @@ def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypat
     study.mkdir()
     assert figures.main([str(study)]) == 0
     index = json.loads((study / "figures" / "index.json").read_text())
-    # no traces.csv (consensus) and one data partition (noniid_effect): the other figures are drawn
+    # no traces.csv (consensus) and one data partition (noniid_effect): the other figures are drawn (methods:
+    # the fixture has >= 4 methods at one task, n and network)
     assert set(index) == {"accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy",
-                          "lag_vs_consensus"}
+                          "lag_vs_consensus", "methods"}
     assert report.main([str(study)]) == 0
     md = (study / "report.md").read_text()
     assert md.startswith("# scaling:")
@@ -222,6 +332,7 @@ def test_missing_directory_exits_2(tmp_path, capsys):
     assert err.count("\n") == 2 and "nope" in err
 
 
+@pytest.mark.slow  # two child processes; the fast set draws the report in-process (test_report_has_tables_...)
 def test_cli_end_to_end_on_run_directories(tmp_path):
     study = tmp_path / "table1"
     for algorithm, compressor, accs in [("allreduce", "none", [0.92, 0.93]), ("choco", "sign", [0.90, 0.91]),

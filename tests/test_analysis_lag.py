@@ -138,3 +138,34 @@ def test_the_figure_says_why_when_nothing_can_be_fitted(tmp_path):
     runs = load_runs(tmp_path)
     reason = lag_vs_consensus.draw(tmp_path, runs.points, summarize(runs), tmp_path / "f")
     assert isinstance(reason, str) and "needs >= 2 settings" in reason
+
+
+def test_figure_tells_topology_and_a_gap_below_zero_apart(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+    from matplotlib.patches import Patch
+
+    kept = []
+    monkeypatch.setattr(lag_vs_consensus, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    # ring at n = 4 and 16 (both in the fit), complete at n = 16 with gap ≤ 0 (out of the log fit)
+    table = pd.DataFrame({"task": "t", "data": "shuffle", "method": "Choco-SGD (sign)",
+                          "topology": ["ring", "ring", "complete", "complete"], "nodes": [4, 16, 16, 4],
+                          "consensus": [1e-3, 1e-2, 2e-3, 5e-3], "gap": [1.0, 3.0, -0.5, 2.0]})
+    lag_vs_consensus.plot_lag_vs_consensus(table, tmp_path / "f")
+    fig = kept[0]
+    ax = fig.axes[0]
+    points = {c.get_gid(): c for c in ax.collections if c.get_gid()}
+    hollow = points["unfitted:complete:16"]
+    assert to_rgba(hollow.get_facecolor()[0]) == to_rgba("white")
+    assert all(to_rgba(points[k].get_facecolor()[0]) != to_rgba("white")
+               for k in ("fitted:ring:4", "fitted:ring:16", "fitted:complete:4"))
+    # hollow marks a state, not a topology: every topology's legend glyph is filled, and the state's
+    # entry is a shaded band (the region under 0), not a glyph a topology could have
+    legend = fig.legends[0]
+    entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
+    for topology in ("ring", "complete"):
+        glyph = entries[topology]
+        assert glyph.get_marker() not in ("", "None", None)
+        assert to_rgba(glyph.get_markerfacecolor()) not in (to_rgba("white"), (0, 0, 0, 0))
+    state = next(handle for text, handle in entries.items() if "gap ≤ 0" in text)
+    assert isinstance(state, Patch)
+    assert entries["ring"].get_marker() != entries["complete"].get_marker()

@@ -94,3 +94,28 @@ def test_figures_of_topology_and_n_keep_the_iid_partition_only():
     assert list(iid_only(no_iid)["run_id"]) == ["a", "b"]  # the most-run partition
     one = runs[runs["data"] == "sorted"]
     assert iid_only(one).equals(one)
+
+
+def test_figure_draws_methods_in_their_look_partitions_as_glyphs_on_one_accuracy_axis(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from analysis import labels
+
+    kept = []
+    monkeypatch.setattr(noniid_effect, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    methods = [labels.method_label("dpsgd", "none"), labels.method_label("choco", "sign")]
+    table = pd.DataFrame([{"topology": "ring", "nodes": n, "method": m, "data": d, "acc": acc, "acc_ci_low": acc - 1,
+                           "acc_ci_high": acc + 1, "diverged": 0, "seeds": 3}
+                          for n in (8, 16) for m in methods for d, acc in (("shuffle", 88.0), ("sorted", 70.0 - n))])
+    noniid_effect.plot_noniid_effect(table, tmp_path / "f")
+    panels = kept[0].axes
+    assert len(panels) == 2 and panels[0].get_shared_y_axes().joined(panels[0], panels[1])  # n = 8 and 16
+    for method in methods:
+        look = labels.style(method)
+        marks = {line.get_gid().split(":")[0]: line for ax in panels for line in ax.get_lines()
+                 if str(line.get_gid()).endswith(f":{method}")}
+        assert set(marks) == {"shuffle", "sorted"}
+        assert all(to_rgba(line.get_color()) == to_rgba(look["color"]) for line in marks.values())
+        assert to_rgba(marks["shuffle"].get_markerfacecolor()) == to_rgba(look["color"])  # i.i.d.: filled
+        assert to_rgba(marks["sorted"].get_markerfacecolor()) == to_rgba("white")  # non-i.i.d.: hollow
+        assert marks["shuffle"].get_marker() != marks["sorted"].get_marker()

@@ -204,3 +204,43 @@ def test_a_regime_with_its_own_n1_runs_does_not_take_the_shared_ones():
     assert other.loc[1, "lr"] == 0.5 and other.loc[1, "seeds"] == 1 and not other.loc[1, "shared"]
     # 64/16 over its own n = 1 run; with the shared one (16 steps) it would be 1
     assert other.loc[4, "speedup"] == pytest.approx(4.0)
+
+
+def test_figure_has_one_curve_panel_per_method_and_readable_titles(tmp_path, monkeypatch):
+    from matplotlib.colors import to_rgba
+
+    from analysis import labels
+
+    kept = []
+    monkeypatch.setattr(speedup_figure, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    parts = []
+    for algorithm, compressor in METHODS:
+        for s in range(2):
+            parts.append(curve_points(algorithm, compressor, 1, s, theory(1)))
+            for n in (4, 16):
+                parts.append(curve_points(algorithm, compressor, n, s, theory(1)))  # constant LR
+                parts.append(curve_points(algorithm, compressor, n, s, theory(n), lr=0.02 * math.sqrt(n)))
+    points = speedup_points(pd.concat(parts, ignore_index=True))
+    speedup_figure.plot_speedup(points, speedup_table(points, n_boot=20), tmp_path / "s")
+    panels = [ax for ax in kept[0].axes if ax.axison]
+    curves_row, ratios_row = panels[:3], panels[3:]
+    # three methods × two LR regimes: 3 curve panels and, per regime, speed-up and floor ratio (not 2 × 4)
+    assert len(panels) == 3 + 2 * 2
+    methods = sorted(points["method"].unique(), key=labels.method_sort_key)
+    assert [ax.get_title() for ax in curves_row] == methods
+    assert all(len(line) <= 24 for ax in panels for line in ax.get_title().split("\n"))
+    assert all(curves_row[0].get_shared_y_axes().joined(curves_row[0], ax) for ax in curves_row[1:])
+    assert all(ratios_row[0].get_shared_y_axes().joined(ratios_row[0], ax) for ax in ratios_row[1:])
+    # one panel holds both regimes, told apart by line style; the shared n = 1 runs once
+    choco = labels.method_label("choco", "sign")
+    panel = curves_row[methods.index(choco)]
+    styles = {regime: [line.get_linestyle() for line in panel.get_lines()
+                       if str(line.get_gid()).startswith(f"curve:{choco}:{regime}:")] for regime in (CONSTANT, SQRT_N)}
+    assert len(styles[CONSTANT]) == 3 and len(styles[SQRT_N]) == 2  # n = 1, 4, 16 and n = 4, 16
+    assert set(styles[CONSTANT]).isdisjoint(styles[SQRT_N])
+    # the ratio panels draw each method in its look
+    look = labels.style(choco)
+    floor = [line for ax in ratios_row for line in ax.get_lines() if line.get_gid() == f"floor:{choco}"]
+    assert len(floor) == 2 and all(to_rgba(line.get_color()) == to_rgba(look["color"])
+                                   and line.get_marker() == look["marker"]
+                                   and line.get_linestyle() == look["linestyle"] for line in floor)

@@ -61,3 +61,28 @@ def test_a_method_with_its_own_compression_is_named_bare_but_drawn_as_compressin
     assert methods == ["all-reduce", "PowerSGD", "EF-SGD (sign)"]
     assert sorted(methods, key=labels.method_sort_key)[0] == "all-reduce"  # the exact method first
     assert labels.style("PowerSGD")["color"] not in ("#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0")  # not a grey
+
+
+def test_looks_of_methods_from_another_experiment_leave_the_study_as_it_is():
+    labels.reset()
+    study = [("allreduce", "none"), ("dpsgd", "none"), ("choco", "sign"), ("choco", "top:0.01"), ("dcd", "qsgd:4")]
+    names = [labels.method_label(a, c) for a, c in study]
+    before = {m: labels.style(m) for m in names}
+    # the consensus figure: Choco-Gossip with compressors the study ran and some it did not, and a new algorithm
+    extra = [("choco", "sign"), ("choco", "qsgd:2"), ("choco", "rand:0.01"), ("squeeze", "sign"), ("dpsgd", "none")]
+    looks = labels.styles_with(extra)
+    assert {m: labels.style(m) for m in names} == before  # nothing added: the study keeps its looks
+    assert set(labels._METHODS) == set(names)  # the methods of the study, and only they
+    assert looks[("choco", "sign")] == before["choco (sign)"] and looks[("dpsgd", "none")] == before["dpsgd"]
+    every = [(str(s["color"]), s["marker"]) for s in list(before.values()) + list(looks.values())[1:4]]
+    assert len(set(every)) == len(every)  # the new ones look like no method of the study, nor each other
+    assert looks[("choco", "qsgd:2")]["marker"] == labels.style("dcd (QSGD 4-bit)")["marker"]  # the compressor's
+    assert looks[("squeeze", "sign")]["color"] not in {str(s["color"]) for s in before.values()}
+
+
+def test_a_topology_has_one_glyph_and_line_in_every_figure():
+    ring = labels.topology_style("ring", ["ring", "torus"])
+    assert labels.topology_style("ring", ["complete", "ring", "exponential"]) == ring
+    looks = [labels.topology_style(t, ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"])
+             for t in ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"]]
+    assert len({(s["marker"], str(s["linestyle"])) for s in looks}) == len(looks)

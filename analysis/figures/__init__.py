@@ -17,7 +17,7 @@ from analysis.labels import with_methods
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
-           "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup"]
+           "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods"]
 # the question each figure answers: how `snakemake --report` groups them
 QUESTIONS = {
     "consensus": "1. Does compressed gossip reach consensus?",
@@ -29,6 +29,7 @@ QUESTIONS = {
     "speedup": "4. Does training speed up linearly with n?",
     "noniid_effect": "5. What does non-i.i.d. data cost?",
     "sensitivity": "6. How sensitive is each method to its knobs?",
+    "methods": "7. Which method wins at matched bits and matched time?",
 }
 DEFAULT_TARGET_REL = 0.95
 _FAILED = {"failed", "running", "interrupted", "unknown"}
@@ -163,7 +164,9 @@ def draw_consensus(run_dir: Path, points, summary, out_stem: Path):
     caption = (f"Average consensus (Choco-Gossip, no gradient) on a {first['topology']} of n = {first['nodes']} "
                f"workers (spectral gap ρ = {first['spectral_gap']:.3g}), d = {first['dim']}: consensus error "
                "relative to the start against gossip rounds (left) and against Mbit sent per worker (right, "
-               "log scale), for each compressor (γ as shown) and for exact gossip. The dotted line marks 10⁻⁴. "
+               "log scale, from the first round on: round 0 sends nothing, so it has no place on that axis), for "
+               "each compressor (γ as shown) and for exact gossip, each in the colour and marker its Choco-SGD "
+               "method (exact gossip: D-PSGD's) has in the other figures. The dotted line marks 10⁻⁴. "
                "The paper expects linear convergence for every compressor, at a rate set by ρ²δ, so the "
                "compressed methods need more rounds but fewer bits.")
     return plot_consensus(traces, out_stem), caption

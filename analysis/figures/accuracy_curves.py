@@ -12,48 +12,71 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
-from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
 MAX_LINES = 12  # beyond this a legend stops being readable
+MAX_SEEDS_DRAWN = 5  # up to this many seeds each is drawn; beyond, the median and its interquartile band
+MARK_EVERY = 0.12  # a method's marker every ~12% of the axes' diagonal: its look, without hiding the line
+
+
+def seed_summary(alive: pd.DataFrame) -> pd.DataFrame:
+    """One row per (method, step): the median over seeds of x (epoch, mbit, time_s) and y, the
+    quartiles of y and how many seeds have a value there."""
+    grouped = alive.groupby(["method", "step"])
+    out = grouped.agg(epoch=("epoch", "median"), mbit=("mbit", "median"), time_s=("time_s", "median"),
+                      y=("y", "median"), seeds=("y", "count")).reset_index()
+    quartiles = grouped["y"].quantile([0.25, 0.75]).unstack()
+    out["q1"], out["q3"] = quartiles[0.25].to_numpy(), quartiles[0.75].to_numpy()
+    return out
 
 
 def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = "test_acc",
                          bits: str = "bits_per_worker", title: str | None = None) -> list[Path]:
     """``points``: one row per run × evaluation point of the methods to compare (run_id, status,
-    algorithm, compressor, step, epoch, time_s, ``bits``, ``metric``). One line per method, mean
-    over finished seeds with a ± 1 std band; each diverged run dashed, × where it stopped."""
+    algorithm, compressor, step, epoch, time_s, ``bits``, ``metric``). Each method in its look
+    (labels.style). With up to MAX_SEEDS_DRAWN finished seeds each seed is a thin line and the
+    median over seeds a thick one; with more, the median and its interquartile band. Each diverged
+    run dashed, × where it stopped."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     data = with_methods(points)
     data["y"] = as_percent(data[metric]) if metric == "test_acc" else data[metric].astype(float)
     data["mbit"] = data[bits] / 1e6
-    axes_spec = [("epoch", "epochs"), ("mbit", "Mbit sent per worker"), ("time_s", "modelled time (s)")]
+    axes_spec = [("epoch", "epochs"), ("mbit", "Mbit sent per worker (log scale)"), ("time_s", "modelled time (s)")]
     methods = sorted(data["method"].unique(), key=method_sort_key)
-    palette = colours(methods)
-    # mean and band over the runs that finished: a diverged seed would drag the mean down at the
-    # step it blew up and then vanish from it, so diverged runs are drawn one by one instead
+    looks = {m: style(m) for m in methods}
+    # the median over the runs that finished: a diverged seed would drag it down at the step it blew
+    # up and then vanish from it, so diverged runs are drawn one by one instead
     alive = data[data["status"] != "diverged"]
-    mean = alive.groupby(["method", "step"]).agg(
-        epoch=("epoch", "mean"), mbit=("mbit", "mean"), time_s=("time_s", "mean"),
-        y=("y", "mean"), sd=("y", "std"), seeds=("y", "count")).reset_index()
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.4), sharey=True)
+    centre = seed_summary(alive)
+    seeds = alive.groupby("method")["run_id"].nunique()
+    fig, axes = plt.subplots(1, 3, figsize=(13, 4.2), sharey=True)
     for ax, (x, xlabel) in zip(axes, axes_spec):
         # log x: the start (0 bits) has no place on the axis and would draw a flat line from the edge
         positive = (lambda d: d[d[x] > 0]) if x == "mbit" else (lambda d: d)
         for method in methods:
-            m = positive(mean[(mean["method"] == method) & mean["y"].notna()].sort_values("step"))
-            ax.plot(m[x], m["y"], color=palette[method], linewidth=1.6, label=method)
-            band = m["seeds"] > 1
-            ax.fill_between(m[x][band], (m["y"] - m["sd"])[band], (m["y"] + m["sd"])[band],
-                            color=palette[method], alpha=0.18, linewidth=0)
+            look = looks[method]
+            count = int(seeds.get(method, 0))
+            if 1 < count <= MAX_SEEDS_DRAWN:
+                for _, run in alive[alive["method"] == method].groupby("run_id"):
+                    run = positive(run[run["y"].notna()].sort_values("step"))
+                    ax.plot(run[x], run["y"], color=look["color"], linestyle=look["linestyle"], linewidth=0.8,
+                            alpha=0.45, gid=f"seed:{method}")
+            m = positive(centre[(centre["method"] == method) & centre["y"].notna()].sort_values("step"))
+            ax.plot(m[x], m["y"], linewidth=2.0, markersize=5, markevery=MARK_EVERY, label=method,
+                    gid=f"median:{method}", **look)
+            if count > MAX_SEEDS_DRAWN:
+                ax.fill_between(m[x], m["q1"], m["q3"], color=look["color"], alpha=0.18, linewidth=0)
         for _, run in data[data["status"] == "diverged"].groupby("run_id"):
             run = positive(run[np.isfinite(run["y"]) & np.isfinite(run[x])].sort_values("step"))
             if len(run):
-                color = palette[run["method"].iloc[0]]
-                ax.plot(run[x], run["y"], color=color, linewidth=1.0, linestyle="--", alpha=0.8)
+                color = looks[run["method"].iloc[0]]["color"]
+                ax.plot(run[x], run["y"], color=color, linewidth=1.0, linestyle="--", alpha=0.8,
+                        gid=f"diverged:{run['method'].iloc[0]}")
                 ax.plot(run[x].iloc[-1], run["y"].iloc[-1], marker="x", markersize=9, markeredgewidth=2.2,
                         color=color, zorder=5)
         ax.set_xlabel(xlabel)
@@ -61,13 +84,20 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     if metric != "test_acc":
         axes[0].set_yscale("log")
     axes[0].set_ylabel(METRIC_LABELS.get(metric, metric))
-    handles = [Line2D([], [], color=palette[m], linewidth=2, label=m) for m in methods]
+    handles = [Line2D([], [], linewidth=2, markersize=6, label=m, **looks[m]) for m in methods]
+    if ((seeds > 1) & (seeds <= MAX_SEEDS_DRAWN)).any():
+        handles += [Line2D([], [], color="0.4", linewidth=0.8, alpha=0.6, label="one seed"),
+                    Line2D([], [], color="0.4", linewidth=2.0, label="median over seeds")]
+    if (seeds > MAX_SEEDS_DRAWN).any():
+        handles.append(Patch(color="0.4", alpha=0.25, label="interquartile range over seeds"))
     if (data["status"] == "diverged").any():
-        handles.append(Line2D([], [], color="black", marker="x", linestyle="none", markersize=8,
-                              label="diverged run (dashed) stopped"))
-    fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+        handles.append(Line2D([], [], color="black", marker="x", linestyle="--", linewidth=1.0, markersize=8,
+                              label="diverged run, × where it stopped"))
     fig.suptitle(title or f"{METRIC_LABELS.get(metric, metric).capitalize()} per method")
     fig.tight_layout()
+    # below the panels, not beside them: the figure stays narrow enough to read at page width
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
+               frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
 
 
@@ -111,13 +141,25 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         notes = " Lower is better (log scale)." + notes
     title = f"{what.capitalize()} on {task}: {topology}, n = {nodes}" + (f", {network}" if network else "")
     paths = plot_accuracy_curves(sel, out_stem, metric=metric, title=title)
-    seeds = runs.groupby("method")["run_id"].nunique()
-    seeds = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    seeds = runs[runs["status"] != "diverged"].groupby("method")["run_id"].nunique()
+    if seeds.empty:
+        seeds = pd.Series([0])
+    count = f"{seeds.min()}" if seeds.min() == seeds.max() else f"{seeds.min()}–{seeds.max()}"
+    if seeds.max() <= 1:
+        spread = "One seed per method."
+    elif seeds.max() <= MAX_SEEDS_DRAWN:
+        spread = (f"Thin lines: each seed that finished ({count} per method); thick lines with markers: their "
+                  "median at each evaluation.")
+    else:
+        spread = (f"Thick lines: the median over the seeds that finished ({count} per method)"
+                  + (f", each seed drawn as a thin line where a method has at most {MAX_SEEDS_DRAWN}"
+                     if seeds.min() <= MAX_SEEDS_DRAWN else "")
+                  + "; bands: interquartile range over seeds where a method has more.")
     caption = (f"{what.capitalize()} of the averaged model on {task} with n = {nodes} workers on a {topology}"
                f"{rho_text}, against training epochs (left), Mbit sent per worker (middle, log scale; the bits "
                f"the suite's own encoding puts on the wire) and modelled time under the {network or 'default'} "
-               f"network preset (right). Lines: mean over seeds ({seeds} per method), "
-               "bands ± 1 standard deviation over the runs that finished; a diverged run is drawn on its own "
-               "(dashed) up to the × where it stopped. All-reduce SGD is the centralized reference. The "
+               f"network preset (right). Each method has one colour, marker and line style in every figure. "
+               f"{spread} A diverged run is drawn on its own (dashed) up to the × where it stopped and left "
+               "out of the median. All-reduce SGD is the centralized reference. The "
                f"setting is the most-run (task, topology, n) among those with at least three methods.{notes}")
     return paths, caption

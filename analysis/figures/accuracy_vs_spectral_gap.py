@@ -13,7 +13,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
-from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
+from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
 
 
 def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -33,51 +33,63 @@ def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``summary``: one row per run at one n (algorithm, compressor, topology, status, spectral_gap,
-    final_test_acc, final_consensus_distance); all-reduce runs, if any, give a reference line."""
+    final_test_acc, final_consensus_distance); all-reduce runs, if any, give a reference line. Each
+    method in its look (labels.style); the x ticks name each topology at its ρ."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     table = spectral_table(summary)
     methods = sorted(table["method"].unique(), key=method_sort_key)
-    colors = colours(methods)
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.4))
+    looks = {m: style(m) for m in methods}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
     for method in methods:
         g = table[table["method"] == method].sort_values("spectral_gap")
-        axes[0].errorbar(g["spectral_gap"], g["acc"], yerr=g["acc_std"], color=colors[method], marker="o",
-                         capsize=3, linewidth=1.2, label=method)
-        axes[1].plot(g["spectral_gap"], g["consensus"], color=colors[method], marker="o", linewidth=1.2)
-        for _, r in g.iterrows():
-            note = f" ({r['diverged']}/{r['seeds']} diverged)" if r["diverged"] else ""
+        look = looks[method]
+        bars = axes[0].errorbar(g["spectral_gap"], g["acc"], yerr=g["acc_std"], capsize=3, linewidth=1.4,
+                                markersize=6, label=method, **look)
+        bars.lines[0].set_gid(f"accuracy:{method}")
+        axes[1].plot(g["spectral_gap"], g["consensus"], linewidth=1.4, markersize=6, label=method,
+                     gid=f"consensus:{method}", **look)
+        for _, r in g[g["diverged"] > 0].iterrows():
             for ax, y in ((axes[0], r["acc"]), (axes[1], r["consensus"])):
                 if pd.notna(y):
-                    ax.annotate(r["topology"] + note, (r["spectral_gap"], y), textcoords="offset points",
-                                xytext=(4, 4), fontsize=8, color=colors[method])
+                    ax.annotate(f"{r['diverged']}/{r['seeds']} diverged", (r["spectral_gap"], y),
+                                textcoords="offset points", xytext=(4, 4), fontsize=8, color=look["color"])
     ref = usable(summary)
     ref = ref[(ref["algorithm"] == "allreduce") & (ref["status"] != "diverged")]
     if len(ref):
         acc = as_percent(summary["final_test_acc"])[ref.index].mean()
-        axes[0].axhline(acc, color="grey", linestyle="--", linewidth=1.2, label=f"all-reduce ({acc:.2f}%)")
-    rhos = sorted(table["spectral_gap"].dropna().unique())
+        name = method_label("allreduce", "none")
+        look = style(name)
+        axes[0].axhline(acc, color=look["color"], linestyle=look["linestyle"], linewidth=1.2, alpha=0.8,
+                        label=f"{name} ({acc:.2f}%)")
+    # ticks at the topologies' own ρ, named: a narrow log range gets unreadable automatic labels, and
+    # the names say which point is which topology without a label at every point
+    at = table.groupby("spectral_gap")["topology"].agg(lambda t: " / ".join(sorted(set(t)))).sort_index()
+    rhos = list(at.index)
     for ax in axes:
         ax.set_xscale("log")
-        # ticks at the topologies' own ρ: a narrow log range gets unreadable automatic labels
         ax.xaxis.set_major_locator(FixedLocator(rhos))
-        ax.xaxis.set_major_formatter(FixedFormatter([f"{r:.3g}" for r in rhos]))
+        ax.xaxis.set_major_formatter(FixedFormatter([f"{name} ({r:.3g})" for r, name in at.items()]))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlim(rhos[0] / 1.5, rhos[-1] * 1.5)
-        ax.set_xlabel("spectral gap ρ (log scale)")
-    lost = table[table["acc"].isna()]
-    if len(lost):
-        # every seed diverged: nothing to place on the axes, so say so under them
-        fig.text(0.01, -0.02, "All seeds diverged: " + "; ".join(
-            f"{r['method']} on {r['topology']}" for _, r in lost.iterrows()), fontsize=9, color="firebrick")
+        ax.set_xlabel("topology and its spectral gap ρ (log scale)")
+        for label in ax.get_xticklabels():
+            label.set_rotation(35)
+            label.set_horizontalalignment("right")
+            label.set_rotation_mode("anchor")
+            label.set_fontsize(9)
     axes[1].set_yscale("log")
     axes[0].set_ylabel("final test accuracy (%)")
     axes[1].set_ylabel("final consensus distance  (1/n) Σ‖xᵢ − x̄‖²")
-    fig.legend(*axes[0].get_legend_handles_labels(), loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False,
-               fontsize=9)
     axes[0].set_title("accuracy")
     axes[1].set_title("consensus distance (log–log)")
     fig.suptitle(title or "Final accuracy and consensus distance against the spectral gap")
     fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    # every seed diverged: nothing to place on the axes, so the legend says so
+    lost = table[table["acc"].isna()].groupby("method")["topology"].agg(lambda t: ", ".join(sorted(t)))
+    labels = [f"{label}: every seed diverged on {lost[label]}" if label in lost else label for label in labels]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(labels)),
+               frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
 
 
@@ -103,9 +115,10 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                            dec[(dec["task"] == task) & (dec["nodes"] == nodes)]
                            .groupby("topology")["spectral_gap"].mean().sort_values().items())
     caption = (f"Effect of the topology at a fixed n = {nodes} workers on {task}: final test accuracy of the "
-               "averaged model (left; mean ± 1 std over seeds, dashed line all-reduce SGD) and final consensus "
+               "averaged model (left; mean ± 1 std over seeds, horizontal line all-reduce SGD) and final consensus "
                "distance (1/n) Σ‖xᵢ − x̄‖² (right, log–log) against the spectral gap ρ of the mixing matrix, "
-               f"each point labelled with its topology: {topologies}. The theory's error term grows as ρ "
+               f"each tick named with its topology: {topologies}. Each method in its colour, marker and line "
+               "style of every figure. The theory's error term grows as ρ "
                "shrinks (Choco-SGD: n/(ρ⁴δ²T)), so accuracy should fall and consensus distance rise toward "
-               "small ρ. Diverged seeds are counted in the labels and left out of the means.")
+               "small ρ. Diverged seeds are counted next to their point and left out of the means.")
     return paths, caption

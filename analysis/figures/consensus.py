@@ -7,35 +7,61 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.files import write_atomically  # noqa: E402
+from analysis.figures import save_figure  # noqa: E402
+from analysis.labels import compressor_label, compressor_order, styles_with  # noqa: E402
+
+EXACT = "exact"
+MARK_EVERY = 0.1
+
+
+def consensus_looks(methods) -> dict:
+    """trace method -> style: each compressor in the look Choco-SGD with that compressor has in the
+    study's other figures (Choco-Gossip is its communication step), exact gossip in D-PSGD's."""
+    pairs = {m: ("dpsgd", "none") if m == EXACT else ("choco", m) for m in methods}
+    looks = styles_with(pairs.values())
+    return {m: looks[pair] for m, pair in pairs.items()}
 
 
 def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
-    """``traces``: columns method, gamma, step, rel_error, bits_per_worker (tidy, one row per point)."""
+    """``traces``: columns method, gamma, step, rel_error, bits_per_worker (tidy, one row per point; a
+    point recorded by several seeds is drawn at their median). On the bits axis (log) the start is
+    left out: at round 0 nothing has been sent, and 0 has no place on a log axis."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     data = traces.copy()
-    data["label"] = [m if m == "exact" else f"{m} (γ={g:.3g})" for m, g in zip(data["method"], data["gamma"])]
     data["mbit_per_worker"] = data["bits_per_worker"] / 1e6
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, x, xlabel in ((axes[0], "step", "gossip rounds"), (axes[1], "mbit_per_worker", "Mbit sent per worker")):
-        sns.lineplot(data=data, x=x, y="rel_error", hue="label", ax=ax, linewidth=1.6)
+    methods = sorted(data["method"].astype(str).unique(), key=lambda m: (m != EXACT, compressor_order(m)))
+    looks = consensus_looks(methods)
+    gammas = data.groupby("method")["gamma"].median()
+    names = {m: "exact gossip" if m == EXACT else f"{compressor_label(m)} (γ = {gammas[m]:.3g})" for m in methods}
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, x, xlabel in ((axes[0], "step", "gossip rounds"),
+                          (axes[1], "mbit_per_worker", "Mbit sent per worker (log scale)")):
+        for method in methods:
+            m = data[data["method"] == method].groupby("step")[[x, "rel_error"]].median().reset_index(drop=True)
+            if x == "mbit_per_worker":
+                m = m[m[x] > 0]
+            m = m[np.isfinite(m["rel_error"]) & (m["rel_error"] > 0)]
+            ax.plot(m[x], m["rel_error"], linewidth=1.6, markersize=5, markevery=MARK_EVERY, label=names[method],
+                    **looks[method])
         ax.set_yscale("log")
         # exact gossip hits float64 round-off (~1e-28) quickly; the interesting range is above 1e-10
         ax.set_ylim(1e-10, 3)
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("consensus error / initial")
         ax.axhline(1e-4, color="grey", linestyle=":", linewidth=1)
+    axes[0].set_ylabel("consensus error / initial")
     axes[1].set_xscale("log")
-    axes[0].get_legend().remove()
-    axes[1].legend(title=None, fontsize=8)
+    sent = data.loc[data["mbit_per_worker"] > 0, "mbit_per_worker"]
+    if len(sent):  # the axis starts at the first round's bits: no empty stretch before any was sent
+        axes[1].set_xlim(sent.min() / 1.2, sent.max() * 1.2)
+    handles = [Line2D([], [], linewidth=1.6, markersize=6, label=names[m], **looks[m]) for m in methods]
+    handles.append(Line2D([], [], color="grey", linestyle=":", linewidth=1, label="10⁻⁴"))
     fig.suptitle("Average consensus: Choco-Gossip with compression vs exact gossip")
     fig.tight_layout()
-    paths = [out_stem.with_suffix(".png"), out_stem.with_suffix(".pdf")]
-    for path in paths:
-        write_atomically(path, lambda tmp, fmt=path.suffix[1:]: fig.savefig(tmp, dpi=150, format=fmt))
-    plt.close(fig)
-    return paths
-
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(handles)),
+               frameon=False, fontsize=10)
+    return save_figure(fig, out_stem)

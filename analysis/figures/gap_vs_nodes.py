@@ -10,10 +10,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
-from analysis.labels import method_sort_key, with_methods  # noqa: E402
+from analysis.labels import method_sort_key, style, topology_style, with_methods  # noqa: E402
 
 def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (topology, method, nodes): all-reduce's mean final accuracy at that n minus the
@@ -36,46 +37,57 @@ def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``summary``: one row per run of one task (algorithm, compressor, topology, nodes, status,
-    final_test_acc, spectral_gap), all-reduce runs included as the reference."""
+    final_test_acc, spectral_gap), all-reduce runs included as the reference. One panel per method,
+    in the method's colour (labels.style), one line per topology in its marker and line style
+    (labels.topology_style); the panels share their y-axis."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     table = gap_table(summary)
     topologies = sorted(table["topology"].unique())
     methods = sorted(table["method"].unique(), key=method_sort_key)
-    colors = dict(zip(topologies, sns.color_palette("tab10", len(topologies))))
+    shapes = {t: topology_style(t, topologies) for t in topologies}
     finite = table["gap"].dropna()
     top = (finite + table.loc[finite.index, "gap_std"]).max() if len(finite) else 1.0
+    nodes = sorted(table["nodes"].unique())
     ncols = min(3, len(methods))
     nrows = -(-len(methods) // ncols)
     # one panel per method keeps "one line per topology" readable when several methods ran
-    fig, axes = plt.subplots(nrows, ncols, figsize=(4.8 * ncols, 3.8 * nrows), sharey=True, squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.4 * ncols, 3.6 * nrows + 0.4), sharey=True, squeeze=False)
     for ax, method in zip(axes.flat, methods):
+        color = style(method)["color"]
         for topology, g in table[table["method"] == method].groupby("topology"):
             g = g.sort_values("nodes")
-            ax.errorbar(g["nodes"], g["gap"], yerr=g["gap_std"], color=colors[topology], marker="o",
-                        capsize=3, linewidth=1.6, label=topology)
+            bars = ax.errorbar(g["nodes"], g["gap"], yerr=g["gap_std"], color=color, capsize=3, linewidth=1.6,
+                               markersize=7, label=topology, **shapes[topology])
+            bars.lines[0].set_gid(f"gap:{method}:{topology}")
             for _, r in g[g["diverged"] > 0].iterrows():
                 # a point whose seeds all diverged has no gap: it sits at the top, marked, not dropped
                 y = r["gap"] if pd.notna(r["gap"]) else top * 1.1 + 0.5
-                ax.plot(r["nodes"], y, marker="x", markersize=10, markeredgewidth=2, color=colors[topology])
+                ax.plot(r["nodes"], y, marker="x", markersize=10, markeredgewidth=2, color=color)
+                last = r["nodes"] == max(nodes)  # the last n's label reads leftward, inside the panel
                 ax.annotate(f"{topology}: {r['diverged']}/{r['seeds']} diverged", (r["nodes"], y),
-                            textcoords="offset points", xytext=(5, 5 - 11 * topologies.index(topology)),
-                            fontsize=8, color=colors[topology])
+                            textcoords="offset points", ha="right" if last else "left", va="top", fontsize=8,
+                            xytext=(-7 if last else 7, -6 - 11 * topologies.index(topology)), color=color)
         ax.axhline(0, color="grey", linewidth=1)
         ax.set_xscale("log")
-        nodes = sorted(table["nodes"].unique())
         ax.xaxis.set_major_locator(FixedLocator(nodes))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticklabels([str(n) for n in nodes])
         ax.set_xlim(min(nodes) / 1.3, max(nodes) * 1.6)  # room for the labels of the last points
         ax.set_xlabel("number of workers n (log scale)")
-        ax.set_title(method)
-        ax.legend(title="topology", fontsize=8)
+        ax.set_title(method, color=color if len(methods) > 1 else "black", fontsize=11)
     for ax in axes.flat[len(methods):]:
         ax.remove()
     for row in axes:
         row[0].set_ylabel("accuracy gap to all-reduce\n(percentage points)")
     fig.suptitle(title or "Final test accuracy gap to all-reduce SGD against n")
     fig.tight_layout()
+    # one legend for every panel, below them: the topologies in grey (colour is the panel's method)
+    handles = [Line2D([], [], color="0.35", linewidth=1.6, markersize=7, label=t, **shapes[t]) for t in topologies]
+    if (table["diverged"] > 0).any():
+        handles.append(Line2D([], [], color="0.35", marker="x", linestyle="none", markersize=9, markeredgewidth=2,
+                              label="seeds diverged"))
+    fig.legend(handles=handles, title="topology", loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=min(6, len(handles)), frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
 
 
@@ -109,10 +121,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     table = gap_table(sel)
     caption = (f"Accuracy gap to centralized training on {task}: all-reduce SGD's mean final test accuracy at "
                "each number of workers n minus each decentralized method's mean over seeds (percentage points; "
-               "error bars ± 1 standard deviation over seeds; log-scale n), one panel per method and one line per "
-               "topology "
+               "error bars ± 1 standard deviation over seeds; log-scale n), one panel per method in its colour "
+               "and one line per topology in its marker and line style "
                f"({', '.join(sorted(table['topology'].unique()))}). A sparser topology has a smaller spectral gap "
                "at the same n; the paper finds the gap grows as the spectral gap shrinks (ring worse than torus "
-               "at large n). × marks points with diverged seeds, which are left out of the mean. Topology and "
+               "at large n). The panels share their y-axis. × marks points with diverged seeds, which are left "
+               "out of the mean. Topology and "
                "method pairs run at a single n are not drawn; the per-cell table has them.")
     return paths, caption

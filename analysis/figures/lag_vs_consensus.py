@@ -11,12 +11,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
-from analysis.labels import method_sort_key  # noqa: E402
+from analysis.labels import method_sort_key, style, topology_style  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
 
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 MAX_PANELS = 4
 
 
@@ -30,34 +31,38 @@ def _fit_or_none(table: pd.DataFrame):
 def _fit_text(fit) -> str:
     if fit is None:
         return "no fit"
-    ci = (f" [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]" if np.isfinite(fit["ci_low"]) else "")
-    return f"gap ≈ {fit['a']:.3g}·Ξ^{fit['slope']:.2f}\nb{ci}, R² = {fit['r2']:.2f}, {fit['n']} pts"
+    ci = (f"b 95% CI [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}], " if np.isfinite(fit["ci_low"]) else "")
+    return f"gap ≈ {fit['a']:.3g}·Ξ^{fit['slope']:.2f}\n{ci}R² = {fit['r2']:.2f}, {fit['n']} pts"
 
 
 def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``table``: lag.lag_table rows of one task (one panel per data partition). Colour: n; marker:
-    topology; each point labelled with its method when several methods are present."""
+    topology (labels.topology_style), filled where the point enters the log fit, hollow (in the
+    shaded band under 0) where its gap is ≤ 0; each point labelled with its method, framed in the
+    method's colour (labels.style), when several methods are present."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     schemes = sorted(table["data"].astype(str).unique(), key=lambda s: (s not in IID_SCHEMES, s))[:MAX_PANELS]
     nodes = sorted(table["nodes"].unique())
     colours = dict(zip(nodes, sns.color_palette("viridis", len(nodes))))
     topologies = sorted(table["topology"].astype(str).unique())
-    markers = dict(zip(topologies, MARKERS * 3))
+    markers = {t: topology_style(t, topologies)["marker"] for t in topologies}
     # the most common method goes unlabelled (the caption names it); the others carry a short label
     common = table["method"].value_counts().sort_index().idxmax()
-    fig, axes = plt.subplots(1, len(schemes), figsize=(6.2 * len(schemes), 4.8), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(schemes), figsize=(6.0 * len(schemes), 4.8), squeeze=False, sharey=True)
     for ax, scheme in zip(axes.flat, schemes):
         g = table[(table["data"].astype(str) == scheme) & np.isfinite(table["consensus"]) & np.isfinite(table["gap"])]
         labelled = 0
         for _, r in g.sort_values("consensus").iterrows():
             fitted = r["gap"] > 0 and r["consensus"] > 0
             ax.scatter(r["consensus"], r["gap"], s=55, marker=markers[str(r["topology"])], zorder=3,
-                       facecolor=colours[r["nodes"]] if fitted else "none", edgecolor=colours[r["nodes"]],
-                       linewidth=1.4)
+                       facecolor=colours[r["nodes"]] if fitted else "white", edgecolor=colours[r["nodes"]],
+                       linewidth=1.6, gid=f"{'fitted' if fitted else 'unfitted'}:{r['topology']}:{r['nodes']}")
             if r["method"] != common:
                 # alternate above and below so neighbours at similar Ξ do not print over each other
-                ax.annotate(r["method"], (r["consensus"], r["gap"]), textcoords="offset points", fontsize=7,
-                            xytext=(5, 6 if labelled % 2 == 0 else -11), color="0.25")
+                ax.annotate(r["method"], (r["consensus"], r["gap"]), textcoords="offset points", fontsize=8,
+                            xytext=(7, 7 if labelled % 2 == 0 else -14), color="0.15",
+                            bbox=dict(boxstyle="round,pad=0.25", facecolor="white", alpha=0.85, linewidth=1.3,
+                                      edgecolor=style(r["method"])["color"]))
                 labelled += 1
         fit = _fit_or_none(g)
         if fit is not None:
@@ -71,19 +76,26 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
                 bbox=dict(facecolor="white", alpha=0.8, edgecolor="0.8"))
         ax.axhline(0, color="grey", linewidth=1)
         ax.set_xscale("log")
+        low_x, high_x = ax.get_xlim()
+        if high_x / low_x < 100:  # under two decades: plain numbers, not 4 × 10⁰
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}" if f"{v:g}"[0] in "25" else ""))
         ax.set_xlabel("consensus distance Ξ, mean over 2nd half of training (log)")
         ax.set_title(f"data: {scheme}")
     gaps = table["gap"][np.isfinite(table["gap"])]
+    low = high = pad = 0.0
     if len(gaps):  # the band widens fast beyond the points: the axis follows the data, the band is clipped
         low, high = min(0.0, gaps.min()), max(0.0, gaps.max())
         pad = 0.15 * (high - low) + 1.0
         axes.flat[0].set_ylim(low - pad, high + 2 * pad)
+    for ax in axes.flat:  # below 0 nothing enters the log fit: the band says so without a glyph of its own
+        ax.axhspan(min(low - pad, -1.0) * 10, 0, color="0.5", alpha=0.1, linewidth=0, zorder=0)
     axes.flat[0].set_ylabel("final accuracy gap to all-reduce (pp)")
-    handles = [plt.Line2D([], [], color=colours[n], marker="o", linestyle="none", label=f"n = {n}") for n in nodes]
-    handles += [plt.Line2D([], [], color="0.3", marker=markers[t], linestyle="none", markerfacecolor="none",
+    handles = [plt.Line2D([], [], color=colours[n], marker="o", linestyle="none", markersize=7, label=f"n = {n}")
+               for n in nodes]
+    handles += [plt.Line2D([], [], color="0.3", marker=markers[t], linestyle="none", markersize=7,
                            label=t) for t in topologies]
-    handles += [plt.Line2D([], [], color="0.3", marker="o", markerfacecolor="none", linestyle="none",
-                           label="hollow: gap ≤ 0, not in the log fit")]
+    handles += [Patch(facecolor="0.5", alpha=0.2, label="gap ≤ 0 (hollow markers):\nnot in the log fit")]
     handles += [plt.Line2D([], [], linestyle="none", label=f"unlabelled: {common}")]
     handles += axes.flat[0].get_legend_handles_labels()[0]
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False, fontsize=9)
@@ -124,9 +136,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     caption = (f"Why decentralized training lags on {task}: each point is one decentralized setting (method, "
                "topology, n), its final test accuracy gap to all-reduce SGD at the same n and data (percentage "
                "points) against Ξ, the consensus distance (1/n) Σ‖xᵢ − x̄‖² averaged over the second half of "
-               "training (log scale); medians over seeds that did not diverge. Colour: n; marker: topology; "
-               f"methods: {methods}. Line and band: least-squares fit of log gap = log a + b·log Ξ with the 95% "
-               f"confidence band of the fitted mean; hollow points (gap ≤ 0) cannot enter a log fit. "
+               "training (log scale); medians over seeds that did not diverge. Colour: n; marker: topology (the "
+               f"same glyph as in the other figures); methods: {methods}, each label framed in the method's "
+               "colour. Line and band: least-squares fit of log gap = log a + b·log Ξ with the 95% "
+               f"confidence band of the fitted mean; points with gap ≤ 0 (hollow, in the grey band under 0) cannot "
+               "enter a log fit. "
                f"Fits — {'; '.join(parts)}. Theory: the consensus distance adds to the error bound of "
                "decentralized SGD (through L²·Ξ) and grows as the spectral gap shrinks (Choco-SGD: n/(ρ⁴δ²T)), "
                "so the gap should rise with Ξ (b > 0; b ≈ 1 if the effect were linear).")

@@ -13,7 +13,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
 from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
-from analysis.labels import method_sort_key  # noqa: E402
+from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.noniid import noniid_table  # noqa: E402
 
 MAX_PANELS = 4
@@ -23,15 +23,34 @@ def _schemes(table: pd.DataFrame) -> list[str]:
     return sorted(table["data"].unique(), key=lambda s: (s not in IID_SCHEMES, s))
 
 
+# glyph of each partition: the i.i.d. one filled, the others hollow in shapes of their own
+PARTITION_MARKERS = ["s", "^", "D", "v", "P", "X"]
+
+
+def partition_looks(schemes) -> dict:
+    """scheme -> (marker, filled): the i.i.d. partition a filled circle, each other a hollow shape."""
+    looks, k = {}, 0
+    for scheme in schemes:
+        if scheme in IID_SCHEMES:
+            looks[scheme] = ("o", True)
+        else:
+            looks[scheme] = (PARTITION_MARKERS[k % len(PARTITION_MARKERS)], False)
+            k += 1
+    return looks
+
+
 def plot_noniid_effect(table: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
-    """``table``: noniid.noniid_table rows of one task."""
+    """``table``: noniid.noniid_table rows of one task. One group per method, in the method's
+    colour (labels.style); one glyph per partition (filled: i.i.d., hollow: the others); one panel
+    per (topology, n), sharing the accuracy axis."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     panels = list(table.groupby(["topology", "nodes"], sort=True))[:MAX_PANELS]
     schemes = _schemes(table)
-    colours = dict(zip(schemes, sns.color_palette("Set2", len(schemes))))
+    glyphs = partition_looks(schemes)
     width = 0.8 / len(schemes)
     most = max(g["method"].nunique() for _, g in panels)
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7.0, 1.25 * most + 2), 3.6 * len(panels)), squeeze=False)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7.0, 1.25 * most + 2), 3.4 * len(panels) + 0.4),
+                             squeeze=False, sharey=True)
     for ax, ((topology, nodes), g) in zip(axes.flat, panels):
         methods = sorted(g["method"].unique(), key=method_sort_key)
         for j, scheme in enumerate(schemes):
@@ -39,21 +58,30 @@ def plot_noniid_effect(table: pd.DataFrame, out_stem: Path, *, title: str | None
             x = np.arange(len(methods)) + (j - (len(schemes) - 1) / 2) * width
             lo = (h["acc"] - h["acc_ci_low"]).fillna(0).clip(lower=0)
             hi = (h["acc_ci_high"] - h["acc"]).fillna(0).clip(lower=0)
-            ax.errorbar(x, h["acc"], yerr=[lo, hi], fmt="o", color=colours[scheme], capsize=3, markersize=6,
-                        label=scheme)
-            for xi, (_, r) in zip(x, h.iterrows()):
+            marker, filled = glyphs[scheme]
+            for xi, method, y, l, u in zip(x, methods, h["acc"], lo, hi):
+                color = style(method)["color"]
+                bars = ax.errorbar([xi], [y], yerr=[[l], [u]], fmt=marker, color=color, capsize=3, markersize=7,
+                                   markerfacecolor=color if filled else "white", markeredgewidth=1.5)
+                bars.lines[0].set_gid(f"{scheme}:{method}")
+            for xi, method, (_, r) in zip(x, methods, h.iterrows()):
                 if pd.notna(r["diverged"]) and r["diverged"] > 0:
                     y = r["acc"] if pd.notna(r["acc"]) else ax.get_ylim()[0]
                     ax.annotate(f"{int(r['diverged'])}/{int(r['seeds'])} div.", (xi, y), textcoords="offset points",
-                                xytext=(0, -14), ha="center", fontsize=7, color=colours[scheme])
+                                xytext=(0, -15), ha="center", fontsize=8, color=style(method)["color"])
         ax.set_xticks(np.arange(len(methods)))
-        ax.set_xticklabels([m.replace(" (", "\n(") for m in methods], fontsize=8)
+        ax.set_xticklabels([m.replace(" (", "\n(") for m in methods], fontsize=9)
+        for label, method in zip(ax.get_xticklabels(), methods):
+            label.set_color(style(method)["color"])
         ax.set_xlim(-0.6, len(methods) - 0.4)
         ax.set_ylabel("final test accuracy (%)")
         ax.set_title(f"{topology}, n = {nodes}")
-    axes.flat[0].legend(title="data partition", fontsize=8, loc="best")
+    handles = [plt.Line2D([], [], color="0.3", marker=glyphs[s][0], markerfacecolor="0.3" if glyphs[s][1] else "white",
+                          markeredgewidth=1.5, markersize=7, linestyle="none", label=s) for s in schemes]
     fig.suptitle(title or "Final accuracy by data partition")
     fig.tight_layout()
+    fig.legend(handles=handles, title="data partition", loc="upper center", bbox_to_anchor=(0.5, 0.0),
+               ncol=len(handles), frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
 
 
@@ -74,8 +102,9 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     steps = table.groupby("data")["steps_per_epoch"].median()
     steps_text = ", ".join(f"{s}: {v:g}" for s, v in steps.items() if np.isfinite(v))
     caption = (f"Effect of the data partition on {task}: final test accuracy of the averaged model per method "
-               "(groups) and partition (colours), mean over the seeds that did not diverge with a 95% t-interval; "
-               "one panel per topology and n. shuffle: every worker's data redealt i.i.d. each epoch; sorted: "
+               "(groups, in the method's colour) and partition (glyphs: filled the i.i.d. one, hollow the "
+               "others), mean over the seeds that did not diverge with a 95% t-interval; one panel per topology "
+               "and n, sharing the accuracy axis. shuffle: every worker's data redealt i.i.d. each epoch; sorted: "
                "label-sorted blocks dealt once (one or two classes per worker); dirichlet:α: class shares per "
                "worker drawn from Dirichlet(α) once. Decentralized methods only see other classes through "
                "gossip, so a partition effect beyond all-reduce's own shows the cost of heterogeneity. Largest "

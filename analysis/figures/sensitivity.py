@@ -12,10 +12,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import save_figure  # noqa: E402
-from analysis.labels import colours, method_sort_key, with_methods  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 
 KNOBS = ("lr", "weight_decay", "gamma", "momentum")
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
@@ -53,19 +54,22 @@ def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
                                        "high", "trials", "diverged", "selected"])
 
 
-def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
+def _panel(ax, table: pd.DataFrame, knob: str) -> None:
     percent = table["criterion"].iloc[0] == "val_acc"
     scale = 100.0 if percent else 1.0
     floor = np.nanmin(table["low"]) * scale if table["low"].notna().any() else 0.0
-    for (cell, method), g in table.groupby(["cell", "method"], sort=False):
+    order = sorted(table["method"].unique(), key=method_sort_key)
+    for (cell, method), g in sorted(table.groupby(["cell", "method"], sort=False),
+                                    key=lambda item: (order.index(item[0][1]), str(item[0][0]))):
         g = g.sort_values("value")
-        color = colors[method]
+        look = style(method)
+        color = look["color"]
         # the line joins the points that finished the full schedule; hollow markers: stopped by halving earlier
         whole = g[g["full"]]
-        ax.plot(whole["value"], whole["mean"] * scale, marker="o", color=color, linewidth=1.6, label=method)
+        ax.plot(whole["value"], whole["mean"] * scale, linewidth=1.6, markersize=6, label=method, **look)
         early = g[~g["full"]]
-        ax.plot(early["value"], early["mean"] * scale, linestyle="none", marker="o", markerfacecolor="white",
-                color=color)
+        ax.plot(early["value"], early["mean"] * scale, linestyle="none", marker=look["marker"], markersize=6,
+                markerfacecolor="white", color=color)
         spread = whole.dropna(subset=["low"])
         if (spread["high"] > spread["low"]).any():
             ax.fill_between(spread["value"], spread["low"] * scale, spread["high"] * scale, color=color, alpha=0.15)
@@ -85,7 +89,6 @@ def _panel(ax, table: pd.DataFrame, knob: str, colors: dict) -> None:
     column = table["criterion"].iloc[0]
     ax.set_ylabel({"val_acc": "final validation accuracy (%)", "val_ppl": "final validation perplexity"}
                   .get(column, f"final {column}"))
-    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=3, frameon=False)  # off the stars
 
 
 def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
@@ -95,14 +98,30 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
     trials = with_methods(trials)
     panels = [(k, sensitivity_slice(trials, k)) for k in ("lr", "gamma")]
     panels = [(k, t) for k, t in panels if len(t)]
-    methods = sorted(trials["method"].unique(), key=method_sort_key)
-    colors = colours(methods)
-    fig, axes = plt.subplots(1, len(panels), figsize=(6.0 * len(panels), 5.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.6), squeeze=False)
     for ax, (knob, table) in zip(axes.flat, panels):
-        _panel(ax, table, knob, colors)
+        _panel(ax, table, knob)
         ax.set_title({"lr": "against the learning rate", "gamma": "against γ (Choco)"}[knob])
+    # one legend for both panels, below them (off the stars): every method drawn, in legend order
+    drawn = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            drawn.setdefault(label, handle)
+    names = sorted(drawn, key=method_sort_key)
+    handles = [drawn[m] for m in names]
+    every = pd.concat([t for _, t in panels])
+    if (~every["full"].astype(bool)).any():
+        handles.append(Line2D([], [], color="0.3", marker="o", markerfacecolor="white", linestyle="none",
+                              label="stopped early by halving"))
+    handles.append(Line2D([], [], color="0.3", marker="*", markersize=13, markeredgecolor="black", linestyle="none",
+                          label="selected"))
+    if (every["diverged"] > 0).any():
+        handles.append(Line2D([], [], color="0.3", marker="x", markersize=8, markeredgewidth=2, linestyle="none",
+                              label="diverged"))
     fig.suptitle(title or "Sensitivity to the tuned hyper-parameters")
     fig.tight_layout()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(handles)),
+               frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
 
 

@@ -1,6 +1,6 @@
-"""Linear speed-up: one row of panels per LR regime, with the sub-optimality against iterations per n (one
-panel per method) and the theory's leading term c/√(nt) dashed, then the speed-up to each target
-sub-optimality and the noise-floor ratio against n next to the ideal n."""
+"""Linear speed-up: one panel per method with the sub-optimality against iterations (one colour per n, one
+line style per LR regime) and the theory's leading term c/√(nt); under them, per LR regime, the speed-up to
+each target sub-optimality and the noise-floor ratio against n next to the ideal n."""
 from __future__ import annotations
 
 import math
@@ -17,9 +17,17 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import save_figure  # noqa: E402
-from analysis.labels import colours, method_sort_key, style  # noqa: E402
-from analysis.speedup import (curves, fit_theory_constant, in_regime, regime_title, regimes,  # noqa: E402
-                              speedup_points, speedup_table)
+from analysis.labels import method_sort_key, style  # noqa: E402
+from analysis.speedup import (CONSTANT, SQRT_N, curves, fit_theory_constant, in_regime, regime_title,  # noqa: E402
+                              regimes, speedup_points, speedup_table)
+
+REGIME_STYLES = ["-", "--", ":", "-."]  # line style of each LR regime in the curve panels, in regimes() order
+TARGET_GREYS = ["0.45", "0.7"]  # first and second target sub-optimality
+
+
+def regime_name(regime: str) -> str:
+    """A short name for titles and legends."""
+    return {CONSTANT: "constant LR", SQRT_N: "LR ∝ √n"}.get(regime, f"LR {regime}")
 
 
 def _log_n_axis(ax, nodes) -> None:
@@ -37,112 +45,160 @@ def theory_constant(curve: pd.DataFrame) -> float:
     return fit_theory_constant(ref["step"], ref["median"])
 
 
-TARGET_STYLES = ["-", "-.", (0, (5, 1.5, 1, 1.5, 1, 1.5))]  # first, second, third target
-
-
-def _curve_panel(ax, curve: pd.DataFrame, method: str, nodes, colors, c: float, targets) -> None:
-    steps = np.unique(curve["step"])
-    for n in nodes:
-        m = curve[(curve["method"] == method) & (curve["nodes"] == n)]
-        if m.empty:
-            continue
-        ax.plot(m["step"], m["median"], color=colors[n], linewidth=1.5)
-        ax.fill_between(m["step"], m["low"], m["high"], color=colors[n], alpha=0.15, linewidth=0)
-        if math.isfinite(c):
-            ax.plot(steps, c / np.sqrt(n * steps), color=colors[n], linestyle="--", linewidth=1.0, alpha=0.9)
+def _curve_panel(ax, points: pd.DataFrame, method: str, regimes_of, nodes, colors, c: float, targets) -> None:
+    """The method's median curves, one colour per n and one line style per regime; the shared n = 1
+    runs (the same in every regime) once, solid."""
+    steps = None
+    for k, regime in enumerate(regimes_of):
+        inside = in_regime(points, regime)
+        curve = curves(inside[inside["method"] == method])
+        curve = curve[curve["step"] > 0]  # log-scale iterations: the start is drawn by nothing
+        own_one = ((points["lr_regime"] == regime) & (points["nodes"] == 1) & (points["method"] == method)).any()
+        for n in nodes:
+            m = curve[curve["nodes"] == n]
+            if m.empty or (n == 1 and k > 0 and not own_one):
+                continue
+            steps = m["step"].to_numpy() if steps is None else np.union1d(steps, m["step"])
+            linestyle = REGIME_STYLES[k % len(REGIME_STYLES)] if n > 1 or own_one else "-"
+            ax.plot(m["step"], m["median"], color=colors[n], linewidth=1.6, linestyle=linestyle,
+                    gid=f"curve:{method}:{regime}:{n}")
+            ax.fill_between(m["step"], m["low"], m["high"], color=colors[n], alpha=0.1, linewidth=0)
+    if steps is not None and math.isfinite(c):
+        for n in nodes:
+            ax.plot(steps, c / np.sqrt(n * steps), color=colors[n], linestyle=(0, (1, 1.5)), linewidth=1.1,
+                    alpha=0.9)
     for k, target in enumerate(targets):
-        ax.axhline(target, color="grey", linestyle=":" if k == 0 else (0, (1, 4)), linewidth=1.2)
+        ax.axhline(target, color=TARGET_GREYS[min(k, len(TARGET_GREYS) - 1)], linestyle="-", linewidth=0.9,
+                   zorder=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
 
 
-def _speedup_panel(ax, table: pd.DataFrame, methods, nodes, palette, markers) -> None:
-    ax.plot(nodes, nodes, color="black", linestyle="--", linewidth=1.2, label="ideal (linear)")
-    ax.plot(nodes, np.sqrt(nodes), color="black", linestyle=":", linewidth=1.0, label="√n")
+def _ratio_panel(ax, table: pd.DataFrame, methods, nodes, looks, quantity: str) -> None:
+    """Per method (its look), ``quantity`` against n: "speedup" (each target: filled markers the first,
+    hollow the second, with the bootstrap interval) or "floor_ratio"; the ideal n and √n in black."""
+    ax.plot(nodes, nodes, color="black", linestyle="--", linewidth=1.1, zorder=1)
+    ax.plot(nodes, np.sqrt(nodes), color="black", linestyle=":", linewidth=1.1, zorder=1)
     offsets = dict(zip(methods, np.linspace(-0.06, 0.06, len(methods))))  # keep overlapping bars apart
     factors = list(dict.fromkeys(table["target_factor"]))
     for method in methods:
         rows = table[table["method"] == method]
+        look = looks[method]
+        if quantity == "floor_ratio":
+            f = rows.drop_duplicates("nodes")
+            f = f[f["floor_ratio"] > 0].sort_values("nodes")
+            ax.plot(f["nodes"] * 2.0 ** offsets[method], f["floor_ratio"], linewidth=1.5, markersize=6,
+                    gid=f"floor:{method}", **look)
+            continue
         for k, factor in enumerate(factors):
             g = rows[(rows["target_factor"].fillna(-1) == (-1 if pd.isna(factor) else factor))
                      & np.isfinite(rows["speedup"])].sort_values("nodes")
             if g.empty:
                 continue
             err = [g["speedup"] - g["speedup_ci_low"], g["speedup_ci_high"] - g["speedup"]]
-            ax.errorbar(g["nodes"] * 2.0 ** offsets[method], g["speedup"],
-                        yerr=np.clip(np.asarray(err, dtype=float), 0, None), color=palette[method],
-                        marker=markers[method], capsize=3, linewidth=1.5 if k == 0 else 1.1,
-                        linestyle=TARGET_STYLES[k % len(TARGET_STYLES)], label=method if k == 0 else None)
-        # the other face of the same effect: how much lower the noise floor sits than at n = 1
-        f = rows.drop_duplicates("nodes")
-        f = f[f["floor_ratio"] > 0].sort_values("nodes")
-        ax.plot(f["nodes"] * 2.0 ** offsets[method], f["floor_ratio"], color=palette[method], linestyle=":",
-                marker=markers[method], markerfacecolor="white", linewidth=1.0)
-    missed = table[~np.isfinite(table["speedup"]) & (table["nodes"] > 1)]
-    for i, (_, r) in enumerate(missed.iterrows()):
-        label = f"{r['method']}, n = {r['nodes']}, {r['target_factor']:g}×: {r['status']}"
-        ax.annotate(label, (0.98, 0.03 + 0.06 * i), xycoords="axes fraction", fontsize=7, ha="right",
-                    color=palette.get(r["method"], "grey"))
+            bars = ax.errorbar(g["nodes"] * 2.0 ** offsets[method], g["speedup"],
+                               yerr=np.clip(np.asarray(err, dtype=float), 0, None), capsize=3, markersize=6,
+                               linewidth=1.5 if k == 0 else 1.0, alpha=1.0 if k == 0 else 0.8,
+                               markerfacecolor=look["color"] if k == 0 else "white", markeredgewidth=1.3, **look)
+            bars.lines[0].set_gid(f"speedup:{method}:{k}")
+    if quantity == "speedup":
+        missed = table[~np.isfinite(table["speedup"]) & (table["nodes"] > 1)]
+        for i, (_, r) in enumerate(missed.iterrows()):
+            factor = "" if pd.isna(r["target_factor"]) else f", {r['target_factor']:g}×"
+            ax.annotate(f"{r['method']}, n = {r['nodes']}{factor}: {r['status']}", (0.98, 0.03 + 0.07 * i),
+                        xycoords="axes fraction", fontsize=8, ha="right", color="0.2")
     ax.set_yscale("log", base=2)
     _log_n_axis(ax, nodes)
 
 
 def plot_speedup(points: pd.DataFrame, table: pd.DataFrame, out_stem: Path, *, title: str | None = None):
     """``points``: evaluation points of one task (method, nodes, seed, step, train_subopt, lr_regime);
-    ``table``: its ``speedup_table``. One row of panels per LR regime. Returns the paths and the
-    fitted constant c."""
+    ``table``: its ``speedup_table``. Top row: one panel per method, the curves of every n (colour) and
+    LR regime (line style). Bottom row: per regime, the speed-up to each target and the noise-floor
+    ratio against n, each method in its look (labels.style). Returns the paths and the fitted constant c."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
-    rows_of = regimes(points)
+    regimes_of = regimes(points)
     methods = sorted(points["method"].unique(), key=method_sort_key)
     nodes = sorted(points["nodes"].unique())
     colors = dict(zip(nodes, sns.color_palette("viridis_r", len(nodes))))
-    palette = colours(methods)
-    markers = {m: style(m)["marker"] for m in methods}
-    shared = curves(in_regime(points, rows_of[0]))
+    looks = {m: style(m) for m in methods}
+    shared = curves(in_regime(points, regimes_of[0]))
     c = theory_constant(shared[shared["step"] > 0])  # the n = 1 runs are the same in every regime
-    cols = len(methods)
-    fig = plt.figure(figsize=(3.6 * cols + 5.0, 3.4 * len(rows_of) + 0.8))
-    grid = fig.add_gridspec(len(rows_of), cols + 1, width_ratios=[1] * cols + [1.35])
-    first = first_ratio = None
-    for i, regime in enumerate(rows_of):
-        curve = curves(in_regime(points, regime))
-        curve = curve[curve["step"] > 0]  # log-scale iterations: the start is drawn by nothing
-        t = table[table["lr_regime"] == regime]
-        targets = list(dict.fromkeys(t["target"]))
-        for k, method in enumerate(methods):
-            ax = fig.add_subplot(grid[i, k], sharex=first, sharey=first)
-            first = first or ax
-            _curve_panel(ax, curve, method, nodes, colors, c, targets)
-            lrs = t[(t["method"] == method) & (t["nodes"] > 1)].drop_duplicates("nodes")
-            lr_text = ", ".join(f"{v:.3g}" for v in lrs["lr"])
-            ax.set_title(f"{method}\nη (n > 1) = {lr_text}" if lr_text else method, fontsize=9)
-            if k == 0:
-                ax.set_ylabel(f"{regime} LR\nf(x̄) − f*  (median over seeds)")
-            if i == len(rows_of) - 1:
-                ax.set_xlabel("iterations t")
-        ax = fig.add_subplot(grid[i, cols], sharey=first_ratio)
-        first_ratio = first_ratio or ax
-        _speedup_panel(ax, t, methods, nodes, palette, markers)
-        ax.set_ylabel("ratio to n = 1")
-        ax.set_title(regime_title(regime, t).split(":")[0] + ": ratios against n", fontsize=9)
-        if i == len(rows_of) - 1:
+    targets = list(dict.fromkeys(table["target"])) if len(table) else []
+    columns = max(len(methods), 2 * len(regimes_of))
+    fig = plt.figure(figsize=(3.1 * columns + 2.6, 7.4))
+    outer = fig.add_gridspec(2, 2, width_ratios=[3.1 * columns, 2.6], height_ratios=[1, 1])
+    top = outer[0, 0].subgridspec(1, len(methods))
+    bottom = outer[1, 0].subgridspec(1, 2 * len(regimes_of))
+    first = None
+    for k, method in enumerate(methods):
+        ax = fig.add_subplot(top[0, k], sharex=first, sharey=first)
+        first = first or ax
+        _curve_panel(ax, points, method, regimes_of, nodes, colors, c, targets)
+        ax.set_title(method, fontsize=11, color=looks[method]["color"])
+        ax.set_xlabel("iterations t")
+        if k == 0:
+            ax.set_ylabel("f(x̄) − f*  (median over seeds)")
+        else:
+            ax.tick_params(labelleft=False)
+    ratio = None
+    for j, (quantity, name) in enumerate((("speedup", "speed-up T(1)/T(n)"), ("floor_ratio", "floor(1)/floor(n)"))):
+        for i, regime in enumerate(regimes_of):
+            ax = fig.add_subplot(bottom[0, j * len(regimes_of) + i], sharex=ratio, sharey=ratio)
+            ratio = ratio or ax
+            _ratio_panel(ax, table[table["lr_regime"] == regime], methods, nodes, looks, quantity)
+            ax.set_title(f"{name}\n{regime_name(regime)}", fontsize=11)
             ax.set_xlabel("number of workers n")
-    handles = [Line2D([], [], color=colors[n], linewidth=1.8, label=f"n = {n}") for n in nodes]
-    handles += [Line2D([], [], color="black", linestyle="--", linewidth=1.0, label="c/√(n t)"),
-                Line2D([], [], color="grey", linestyle=":", linewidth=1.2, label="targets")]
-    first.legend(handles=handles, fontsize=7, loc="lower left")
-    legend = first_ratio.legend(fontsize=7, loc="upper left")
-    first_ratio.add_artist(legend)
-    factors = list(dict.fromkeys(table["target_factor"]))
-    kinds = [Line2D([], [], color="grey", marker="o", linestyle=TARGET_STYLES[k % len(TARGET_STYLES)],
-                    label=f"T(1)/T(n) to {f:g}× floor" if not pd.isna(f) else "T(1)/T(n)")
-             for k, f in enumerate(factors)]
-    kinds.append(Line2D([], [], color="grey", marker="o", markerfacecolor="white", linestyle=":",
-                        label="floor(1)/floor(n)"))
-    first_ratio.legend(handles=kinds, fontsize=7, loc="upper left", bbox_to_anchor=(0.0, 0.62))
+            if j == 0 and i == 0:
+                ax.set_ylabel("ratio to n = 1 (log scale)")
+            else:
+                ax.tick_params(labelleft=False)
+    # the legends sit in a column of their own, beside the row they explain
+    handles = [Line2D([], [], color=colors[n], linewidth=2, label=f"n = {n}") for n in nodes]
+    handles += [Line2D([], [], color="0.3", linewidth=1.6, linestyle=REGIME_STYLES[k % len(REGIME_STYLES)],
+                       label=regime_name(r) + (" (and n = 1)" if k == 0 else "")) for k, r in enumerate(regimes_of)]
+    handles.append(Line2D([], [], color="0.3", linestyle=(0, (1, 1.5)), linewidth=1.1, label="c/√(n t), theory"))
+    factors = list(dict.fromkeys(table["target_factor"])) if len(table) else []
+    for k, (f, target) in enumerate(zip(factors, targets)):
+        handles.append(Line2D([], [], color=TARGET_GREYS[min(k, len(TARGET_GREYS) - 1)], linewidth=0.9,
+                              label=f"target {f:g}× floor" if not pd.isna(f) else f"target {target:.3g}"))
+    legend_top = fig.add_subplot(outer[0, 1])
+    legend_top.axis("off")
+    legend_top.legend(handles=handles, loc="center left", frameon=False, fontsize=10)
+    handles = [Line2D([], [], linewidth=1.5, markersize=6, label=m, **looks[m]) for m in methods]
+    for k, f in enumerate(factors[:2]):
+        handles.append(Line2D([], [], color="0.3", marker="o", markerfacecolor="0.3" if k == 0 else "white",
+                              linestyle="none", markersize=6,
+                              label=(f"speed-up to {f:g}× floor" if not pd.isna(f) else "speed-up to the target")))
+    handles += [Line2D([], [], color="black", linestyle="--", linewidth=1.1, label="ideal: n"),
+                Line2D([], [], color="black", linestyle=":", linewidth=1.1, label="√n")]
+    legend_bottom = fig.add_subplot(outer[1, 1])
+    legend_bottom.axis("off")
+    legend_bottom.legend(handles=handles, loc="center left", frameon=False, fontsize=10)
     fig.suptitle(title or "Sub-optimality against iterations and speed-up against n")
     fig.tight_layout()
     return save_figure(fig, out_stem), c
+
+
+_STYLE_NAMES = ["solid", "dashed", "dotted", "dash-dotted"]  # REGIME_STYLES in words
+
+
+def _lr_text(table: pd.DataFrame, regimes_of) -> str:
+    """The LR of every method at each n > 1, per regime; once per regime when every method has the same."""
+    parts = []
+    for regime in regimes_of:
+        t = table[(table["lr_regime"] == regime) & (table["nodes"] > 1)].drop_duplicates(["method", "nodes"])
+        if t.empty:
+            continue
+        by_method = {m: ", ".join(f"{v:.3g}" for v in g.sort_values("nodes")["lr"])
+                     for m, g in t.groupby("method", sort=False)}
+        at = ", ".join(str(n) for n in sorted(t["nodes"].unique()))
+        if len(set(by_method.values())) == 1:
+            parts.append(f"{regime_name(regime)}: η = {next(iter(by_method.values()))} at n = {at} for every method")
+        else:
+            listed = "; ".join(f"{m} {v}" for m, v in sorted(by_method.items(), key=lambda kv: method_sort_key(kv[0])))
+            parts.append(f"{regime_name(regime)} (η at n = {at}): {listed}")
+    return ("Learning rates: " + "; ".join(parts) + ".") if parts else ""
 
 
 def draw(run_dir: Path, points, summary, out_stem: Path):
@@ -161,20 +217,22 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     targets = "; ".join(f"{v:.3g} ({src})" for v, src in
                         table[["target", "target_source"]].drop_duplicates().itertuples(index=False))
     nodes = ", ".join(str(n) for n in sorted(sel["nodes"].unique()))
-    rows = "; ".join(f"row {i + 1}: {regime_title(r, table[table['lr_regime'] == r])}"
-                     for i, r in enumerate(regimes(sel)))
-    caption = (f"Linear speed-up on {task} with a fixed per-worker batch, one row of panels per LR regime ({rows}); "
-               "the n = 1 runs are the same in every row. Left: sub-optimality f(x̄) − f* of the averaged model "
-               "against iterations (log-log), median over seeds with the seed range shaded, one colour per number "
-               f"of workers n ({nodes}) and one panel per method, titled with its LR at n > 1. Dashed: the "
-               f"theory's leading term c/√(nt) for each n, with the single constant c = {c:.3g} fitted (slope "
-               "fixed at −1/2) on the last half of the n = 1 all-reduce curve. Dotted: the target "
-               f"sub-optimalities ({targets}). Right: speed-up T(n = 1)/T(n) in iterations to reach each target "
-               "(interpolated crossings, median over seeds, 95% bootstrap interval over seeds; solid: first "
-               "target, dash-dotted: second), against the ideal linear speed-up n (dashed) and √n (dotted); "
-               "dotted with hollow markers: how many times lower the noise floor (median sub-optimality over "
-               "the last quarter of the run) sits than at n = 1. Targets missed by the median seed are named "
-               "in the panel, not drawn. The theory's η ∝ √(n/T) and its O(1/√(nT)) rate are about the error "
+    regimes_of = regimes(sel)
+    styles = "; ".join(f"{_STYLE_NAMES[k % len(_STYLE_NAMES)]}: {regime_title(r, table[table['lr_regime'] == r])}"
+                       for k, r in enumerate(regimes_of))
+    caption = (f"Linear speed-up on {task} with a fixed per-worker batch. Top: one panel per method, the "
+               "sub-optimality f(x̄) − f* of the averaged model against iterations (log-log), median over seeds "
+               f"with the seed range shaded, one colour per number of workers n ({nodes}) and one line style per "
+               f"LR regime ({styles}); the n = 1 runs are shared by every regime and drawn once, solid. "
+               f"{_lr_text(table, regimes_of)} Dotted: the theory's leading term c/√(nt) for each n, with the single "
+               f"constant c = {c:.3g} fitted (slope fixed at −1/2) on the last half of the n = 1 all-reduce curve. "
+               f"Grey horizontal lines: the target sub-optimalities ({targets}). Bottom, for each regime: the "
+               "speed-up T(n = 1)/T(n) in iterations to reach each target (interpolated crossings, median over "
+               "seeds, 95% bootstrap interval over seeds; filled markers: first target, hollow: second), then how "
+               "many times lower the noise floor (median sub-optimality over the last quarter of the run) sits "
+               "than at n = 1; each method in its colour, marker and line style of every figure, against the "
+               "ideal linear speed-up n (dashed) and √n (dotted). Targets missed by the median seed are named in "
+               "the panel, not drawn. The theory's η ∝ √(n/T) and its O(1/√(nT)) rate are about the error "
                "at a horizon T: with a constant LR the transient (the linear-rate phase, its length ∝ 1/η) takes "
                "the same iterations at every n and only the floor falls with n; η ∝ √n is expected to shorten "
                "it by about √n, and at a larger η a decentralized method also carries a consensus error that "
