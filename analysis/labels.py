@@ -126,11 +126,17 @@ def with_methods(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _shade(hex_colour: str, k: int, of: int) -> tuple[float, float, float]:
-    """The k-th of ``of`` shades of a hue, from darker to lighter (k = 0 of 1: the hue itself)."""
+    """The k-th of ``of`` shades of a hue, from darker to lighter (k = 0 of 1: the hue itself). Past three
+    shades (one algorithm with many compressors, as in Table 1) the hue also turns a little from the
+    first shade to the last, so that neighbours in the order stay apart."""
     r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
     h, lightness, s = colorsys.rgb_to_hls(r, g, b)
     if of > 1:
-        lightness = min(0.8, max(0.2, lightness - 0.18 + 0.36 * k / (of - 1)))
+        t = k / (of - 1)
+        spread = 0.18 if of <= 3 else 0.26
+        lightness = min(0.82, max(0.18, lightness - spread + 2 * spread * t))
+        if of > 3:
+            h = (h + 0.16 * (t - 0.5)) % 1.0
     return colorsys.hls_to_rgb(h, lightness, s)
 
 
