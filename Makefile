@@ -7,7 +7,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 CORES  ?= 2
 
-.PHONY: reproduce test test-fast setup clean-results
+.PHONY: reproduce test test-fast track setup clean-results
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -27,6 +27,8 @@ test: $(VENV)/.installed
 
 test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests
 	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow"
+
+track: $(VENV)/.installed ; $(PY) -m bench track $(TRACK_ARGS)
 
 clean-results:
 	rm -rf results/consensus .snakemake

@@ -1,4 +1,5 @@
-"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune``.
+"""Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune|
+history|bisect``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, com
                               perf_problem)
 from analysis.summary import cell_summary, summarize
 
-DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning"}
+DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning",
+             "history": "analysis.history", "bisect": "analysis.bisect"}
 
 
 class UsageError(Exception):

@@ -78,6 +78,16 @@ def _output_dir(text: str) -> str:
     return text
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"{text} must be a finite number > 0")
+    return value
+
+
 def _safety(text: str) -> float:
     try:
         value = float(text)
@@ -304,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--out", default=None, help="CSV to write (default results/<study>/plan.csv)")
     n.add_argument("--quiet", action="store_true")
 
+    k = sub.add_parser("track", help="the quick set (perf --quick and config/track.yaml) of one commit, appended to "
+                       "results/history/<machine>/<commit>/ (docs/tracking.md)")
+    from .track import add_arguments as track_arguments  # no torch at import
+
+    track_arguments(k, _output_dir, _positive_float, _device())
+
     b = sub.add_parser("bits", help="MiB per iteration of each compressor for a model's per-layer shapes")
     b.add_argument("--model", default="resnet20", help="resnet20, resnet8, ... (CIFAR ResNet-(6k+2))")
     b.add_argument("--compressors", nargs="+", default=["none", "qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "top:0.5",
@@ -345,6 +361,10 @@ def main(argv: list[str] | None = None) -> int:
             from .plan import cmd_plan
 
             return cmd_plan(args)
+        if args.command == "track":
+            from .track import cmd_track
+
+            return cmd_track(args)
         if args.command == "bits":
             from .commands import cmd_bits
 

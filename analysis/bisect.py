@@ -1,0 +1,286 @@
+"""`python -m analysis bisect GOOD BAD --metric NAME`: the commit that introduced a step in a tracked quantity.
+
+A binary search over the first-parent commits from GOOD to BAD, as `git bisect` does: each probe checks the
+commit out in a temporary worktree and runs the part of the quick set that measures NAME there (`bench
+track --repo WORKTREE` of this checkout, which appends its record to --history like any other); a commit is
+bad when NAME's median is worse than GOOD's by more than the tolerance of its kind (analysis.history). A
+commit whose probe fails (does not build, the run crashes, the figure is missing) is skipped, as `git bisect
+skip` does. Records already in --history for this machine are reused (--fresh measures again).
+
+NAME is a quantity of `python -m analysis history`: perf.<figure> (e.g. perf.b.round_vs_copy_sign) or
+study.<cell>.<field> (e.g. study.choco-sign_ring8.final_test_acc). Exit 0 with the first bad commit named;
+2 on bad input, including a BAD that is not worse than GOOD."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+from analysis.cli import UsageError, _Parser
+from analysis.history.changepoint import _median, change, verdict
+from analysis.history.records import STUDY_FIELDS, TOLERANCES, load_records, observations, point_key
+
+TRACKER = Path(__file__).resolve().parents[1]  # the checkout whose bench track probes every commit
+
+
+class BisectError(UsageError):
+    """A bisection that cannot proceed: one line, exit status 2."""
+
+
+def bisect(commits: list[str], measure: Callable[[str], "list[float] | None"], higher_is_better: bool,
+           tol: float, mode: str = "rel", say: Callable[[str], None] = lambda _: None) -> dict:
+    """The first bad commit of ``commits`` (GOOD first, BAD last, in order), ``measure(commit)`` giving the
+    values of the metric at a commit (None when it cannot be measured: the commit is skipped). A commit is
+    bad when the median of its values is worse than GOOD's by more than ``tol`` (``mode`` rel or abs).
+    Returns {"first_bad", "candidates" (more than one when skipped commits hide it), "probes", "reference"}."""
+    if len(commits) < 2:
+        raise BisectError("GOOD and BAD are the same commit")
+    probes: dict[str, dict] = {}
+
+    def probe(commit: str) -> str:
+        values = measure(commit)
+        if values is None or not len(values) or math.isnan(_median(values)):
+            probes[commit] = {"values": [], "median": math.nan, "change": math.nan, "state": "skip"}
+        else:
+            m = _median(values)
+            size = change(reference, m, mode) if commit != commits[0] else 0.0
+            state = "bad" if verdict(size, higher_is_better, tol) == "regression" else "good"
+            probes[commit] = {"values": [float(v) for v in values], "median": m, "change": size, "state": state}
+        p = probes[commit]
+        say(f"bisect: {commit[:12]}: {p['state']}" + (f" (median {p['median']:.4g}, {_text(p['change'], mode)})"
+                                                         if p["state"] != "skip" else " (not measured)"))
+        return p["state"]
+
+    reference = math.nan
+    if probe(commits[0]) == "skip":
+        raise BisectError(f"GOOD {commits[0][:12]} could not be measured")
+    reference = probes[commits[0]]["median"]
+    state = probe(commits[-1])
+    if state == "skip":
+        raise BisectError(f"BAD {commits[-1][:12]} could not be measured")
+    if state != "bad":
+        last = probes[commits[-1]]
+        raise BisectError(f"BAD {commits[-1][:12]} is not worse than GOOD {commits[0][:12]} beyond the tolerance "
+                          f"({last['median']:.4g} vs {reference:.4g}, {_text(last['change'], mode)}; "
+                          f"tolerance {_text(tol, mode).lstrip('+')}): nothing to bisect")
+    lo, hi = 0, len(commits) - 1  # lo is good, hi is bad
+    skipped: set[int] = set()
+    while True:
+        untested = [i for i in range(lo + 1, hi) if i not in skipped]
+        if not untested:
+            break
+        middle = (lo + hi) / 2
+        i = min(untested, key=lambda j: (abs(j - middle), j))  # the middle, or the nearest untested commit
+        state = probe(commits[i])
+        if state == "skip":
+            skipped.add(i)
+        elif state == "bad":
+            hi = i
+        else:
+            lo = i
+    candidates = [commits[i] for i in range(lo + 1, hi + 1)]  # skipped ones, then the first known bad
+    return {"first_bad": commits[hi] if len(candidates) == 1 else None, "candidates": candidates,
+            "probes": probes, "reference": reference}
+
+
+def _text(size: float, mode: str) -> str:
+    if math.isnan(size):
+        return "n/a"
+    return f"{size:+.1%}" if mode == "rel" else f"{size:+.4g}"
+
+
+# -- git and the probes -----------------------------------------------------------------------------------
+def _git(repo: str, *args: str) -> str:
+    try:
+        proc = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=120)
+    except OSError as err:
+        raise BisectError(f"git cannot run: {err}") from None
+    if proc.returncode != 0:
+        raise BisectError(f"git {' '.join(args[:2])}: {(proc.stderr.strip().splitlines() or ['failed'])[-1][:200]}")
+    return proc.stdout.strip()
+
+
+def commit_range(repo: str, good: str, bad: str) -> list[str]:
+    """GOOD, then the first-parent commits after it up to BAD, oldest first."""
+    try:
+        good_sha = _git(repo, "rev-parse", "--verify", f"{good}^{{commit}}")
+        bad_sha = _git(repo, "rev-parse", "--verify", f"{bad}^{{commit}}")
+    except BisectError as err:
+        raise BisectError(f"{repo}: {err} (GOOD and BAD must be commits of this repository)") from None
+    if subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", good_sha, bad_sha]).returncode != 0:
+        raise BisectError(f"GOOD {good} is not an ancestor of BAD {bad}")
+    between = _git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good_sha}..{bad_sha}").split()
+    return [good_sha, *between]
+
+
+def parse_metric(name: str) -> dict:
+    """What of the quick set measures ``name``: the bench track flags of its part."""
+    if name.startswith("perf.") and len(name.split(".")) >= 3:
+        group = name.split(".")[1]
+        return {"parts": ["--parts", "perf", "--perf-only", group]}
+    match = re.fullmatch(r"study\.(.+)\.([a-z_]+)", name)
+    if match and match.group(2) in STUDY_FIELDS:
+        return {"parts": ["--parts", "study", "--cells", match.group(1)]}
+    raise BisectError(f"--metric {name!r} is not perf.<figure> (e.g. perf.b.round_vs_copy_sign) nor "
+                      f"study.<cell>.<{'|'.join(STUDY_FIELDS)}>")
+
+
+def metric_values(records: list[dict], metric: str) -> tuple[list[float], dict | None]:
+    """The values of ``metric`` in ``records`` (perf repeats pooled, a seed's re-runs by their median) and
+    its meta (kind, direction), or ([], None)."""
+    table = observations(records)
+    name = metric.split("@")[0]
+    rows = table[table["quantity"].str.split("@").str[0] == name]
+    if rows.empty:
+        return [], None
+    first = rows.iloc[0]
+    if first["kind"] in ("accuracy", "to_target"):
+        values = rows.groupby("sample")["value"].median().to_numpy(float)
+    else:
+        values = rows["value"].to_numpy(float)
+    return [float(v) for v in values], {"kind": first["kind"], "higher_is_better": bool(first["higher_is_better"]),
+                                        "bound": first["bound"], "unit": first["unit"]}
+
+
+class TrackProbe:
+    """measure(commit): the metric at ``commit``, from --history when this machine has a clean record of it
+    (unless ``fresh``), else by `bench track` of this checkout on a temporary worktree of the commit."""
+
+    def __init__(self, repo: str, history: Path, metric: str, fresh: bool, keep: bool, say, device: str = "cpu"):
+        self.repo, self.history, self.metric, self.fresh, self.keep, self.say = repo, history, metric, fresh, keep, say
+        self.flags = [*parse_metric(metric)["parts"], "--device", device]
+        self.meta: dict | None = None
+        self.machine = self._track("--print-machine", "--device", device).splitlines()[0].strip()
+
+    def _track(self, *args: str, cwd: Path = TRACKER) -> str:
+        path = [str(TRACKER), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+        proc = subprocess.run([sys.executable, "-m", "bench", "track", *args], cwd=cwd, env=env,
+                              capture_output=True, text=True)
+        if proc.returncode not in (0, 1) or ("--print-machine" not in args and "wrote " not in proc.stdout):
+            line = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1][:300]
+            raise RuntimeError(line if line.startswith("bench") else f"bench track: {line}")
+        return proc.stdout
+
+    def _stored(self, commit: str) -> list[dict]:
+        folder = self.history / self.machine / commit
+        if not folder.is_dir():
+            return []
+        records, _ = load_records([folder])
+        return [r for r in records if not r.get("dirty") and point_key(r) == commit[:12]]
+
+    def __call__(self, commit: str):
+        records = [] if self.fresh else self._stored(commit)
+        values, meta = metric_values(records, self.metric) if records else ([], None)
+        if values:
+            self.say(f"bisect: {commit[:12]}: {len(values)} values from {len(records)} stored records")
+        else:
+            values, meta = self._measure(commit)
+        if meta is not None and self.meta is None:
+            self.meta = meta
+        return values or None
+
+    def _measure(self, commit: str):
+        scratch = Path(tempfile.mkdtemp(prefix="choco-bisect-"))
+        tree = scratch / commit[:12]
+        self.say(f"bisect: {commit[:12]}: bench track in a worktree ({' '.join(self.flags)})")
+        try:
+            _git(self.repo, "worktree", "add", "--detach", str(tree), commit)
+            try:
+                out = self._track("--repo", str(tree), "--out", str(self.history), "--quiet", *self.flags)
+            except RuntimeError as err:
+                self.say(f"bisect: {commit[:12]}: bench track failed: {err}")
+                return [], None
+            path = next(line.split()[1] for line in out.splitlines() if line.startswith("wrote "))
+            records, _ = load_records([Path(path).parent])
+            records = [r for r in records if r["_path"] == str(Path(path))]
+            return metric_values(records, self.metric)
+        finally:
+            if not self.keep:
+                subprocess.run(["git", "-C", self.repo, "worktree", "remove", "--force", str(tree)],
+                               capture_output=True)
+                shutil.rmtree(scratch, ignore_errors=True)
+
+
+# -- the command ------------------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m analysis bisect", description=__doc__.split("\n\n")[0])
+    p.add_argument("good", metavar="GOOD", help="a commit where the metric was as it should be")
+    p.add_argument("bad", metavar="BAD", help="a later commit where it had regressed")
+    p.add_argument("--metric", required=True, help="a quantity of analysis history, e.g. perf.b.round_vs_copy_sign")
+    p.add_argument("--repo", default=".", help="the git repository (default: the working folder)")
+    p.add_argument("--history", default="results/history", help="history root the probes append to (default: "
+                   "results/history)")
+    p.add_argument("--tol", type=float, default=None, help="tolerance in place of the kind's (0.15 = 15%% for "
+                   "relative kinds; accuracy points for accuracy)")
+    p.add_argument("--device", default="cpu", help="bench track --device of every probe (default cpu)")
+    p.add_argument("--fresh", action="store_true", help="measure every probe, even with records in --history")
+    p.add_argument("--keep-worktrees", action="store_true", help="leave the probes' worktrees in place")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    return p
+
+
+def run(args) -> int:
+    if not Path(args.repo).is_dir():
+        raise BisectError(f"--repo {args.repo}: not a directory")
+    if args.tol is not None and not (math.isfinite(args.tol) and args.tol > 0):
+        raise BisectError(f"--tol {args.tol}: must be finite and > 0")
+    parse_metric(args.metric)
+    commits = commit_range(args.repo, args.good, args.bad)
+    say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
+    probe = TrackProbe(args.repo, Path(args.history).resolve(), args.metric, args.fresh, args.keep_worktrees, say,
+                       args.device)
+    say(f"bisect: {args.metric} over {len(commits)} commits ({commits[0][:12]}..{commits[-1][:12]}), "
+        f"about {math.ceil(math.log2(max(2, len(commits) - 1)))} probes after GOOD and BAD, on {probe.machine}")
+    # the metric's kind decides the tolerance and the direction: known once GOOD is measured
+    first = probe(commits[0])
+    if first is None or probe.meta is None:
+        raise BisectError(f"GOOD {commits[0][:12]}: {args.metric} could not be measured there (is the name right? "
+                          "python -m analysis history lists the quantities in history.csv)")
+    mode, tol = TOLERANCES[probe.meta["kind"]]
+    if probe.meta["kind"] == "agreement" and isinstance(probe.meta.get("bound"), (int, float)):
+        tol = float(probe.meta["bound"])
+    tol = args.tol if args.tol is not None else tol
+    cache = {commits[0]: first}
+    result = bisect(commits, lambda c: cache[c] if c in cache else probe(c), probe.meta["higher_is_better"], tol,
+                    mode, say)
+    subjects = {c: _git(args.repo, "show", "-s", "--format=%h %s", c) for c in result["candidates"]}
+    if args.json:
+        print(json.dumps({"metric": args.metric, "mode": mode, "tolerance": tol, **result,
+                          "subjects": subjects}, default=float))
+        return 0
+    if result["first_bad"]:
+        bad = result["probes"][result["first_bad"]]
+        print(f"first bad commit: {result['first_bad']} {subjects[result['first_bad']]}\n"
+              f"  {args.metric}: median {bad['median']:.4g} vs {result['reference']:.4g} at GOOD "
+              f"({_text(bad['change'], mode)}; tolerance {_text(tol, mode).lstrip('+')})")
+    else:
+        print("the first bad commit is one of (skipped commits could not be measured):")
+        for c in result["candidates"]:
+            print(f"  {c} {subjects[c]} ({result['probes'].get(c, {}).get('state', 'untested')})")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return run(build_parser().parse_args(argv))
+    except UsageError as err:
+        print(f"analysis bisect: error: {err}", file=sys.stderr)
+        return 2
+    except RuntimeError as err:  # bench track itself failed (not a probe: those are skipped)
+        print(f"analysis bisect: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

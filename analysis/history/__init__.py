@@ -1,0 +1,38 @@
+"""`python -m analysis history DIR...`: the suite's speed and results over its commits, from the records of
+`bench track` (DIR/<commit>/<time>.json of one machine, or a history root holding several machines).
+
+Every number of a record is a tracked quantity: each `bench perf --quick` figure (its repeats) and each
+study cell's final accuracy and epochs, bits and modelled seconds to the target (one value per seed).
+Quantities are put in commit order (committer date, or `--order git`), and for each:
+
+* a figure against commit order (every repeat or seed a point, the median a line, detected steps marked);
+* a change-point test: binary segmentation, each split of a segment with >= --min-side commits on either
+  side tested by a two-sided Mann-Whitney U test of the values before against those after, the best split
+  kept when its p-value times the number of splits tried (Bonferroni) is below --alpha, then each side
+  searched again. A step is reported with its first commit, its size (between the medians of the segments
+  around it) and both p-values; its verdict weighs the size against the quantity's tolerance;
+* the newest commit against the commits since the last step (at most --window): a one-sided Mann-Whitney
+  test in the worse direction and the tolerance. A regression there, beyond tolerance, makes the exit
+  status 1 (when the values are too few for the test to reach --alpha, the tolerance alone decides).
+
+Ratio figures and the study's numbers (modelled time) are pooled across machines; absolute times are
+compared within one machine only (`NAME@<machine>` when several are read). Re-runs of a commit are repeats:
+perf values are pooled, a seed's values are reduced to their median (the study is deterministic).
+Writes OUT/history.csv, steps.csv, newest.csv, noise.csv, history.md and figures/<quantity>.png.
+Exit 0, 1 when the newest commit starts a regression, 2 on bad input (one line).
+
+The package: records.py reads the records and builds the series, changepoint.py holds the statistics,
+figures.py draws, cli.py parses the arguments and writes the outputs (main)."""
+from __future__ import annotations
+
+from analysis.history.changepoint import (ALPHA, MIN_SIDE, WINDOW, _median, _noise_row, analyse, change,
+                                          find_steps, mann_whitney, smallest_p, tolerance, verdict)
+from analysis.history.cli import build_parser, main, run
+from analysis.history.figures import draw
+from analysis.history.records import (KIND, KINDS, MACHINE_BOUND, STUDY_FIELDS, TOLERANCES, load_records,
+                                      observations, order_points, point_key, record_problem, series_of)
+
+__all__ = ["ALPHA", "KIND", "KINDS", "MACHINE_BOUND", "MIN_SIDE", "STUDY_FIELDS", "TOLERANCES", "WINDOW",
+           "_median", "_noise_row", "analyse", "build_parser", "change", "draw", "find_steps", "load_records",
+           "main", "mann_whitney", "observations", "order_points", "point_key", "record_problem", "run",
+           "series_of", "smallest_p", "tolerance", "verdict"]

@@ -1,0 +1,236 @@
+"""The command `python -m analysis history DIR...`: its arguments (build_parser), the run from records to
+outputs (run: filtering by kind, pattern, dirtiness and load, ordering, analysing, then writing
+history.csv, steps.csv, newest.csv, noise.csv, the figures and history.md, and the summary lines on
+stdout and stderr), and main with the exit status: 0, 1 when the newest commit starts a regression, 2 on
+bad input (one line)."""
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import math
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.cli import UsageError, _Parser
+from analysis.files import write_atomically, write_text_atomically
+from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
+from analysis.history.figures import _safe, draw
+from analysis.history.records import (_NOTES, KINDS, TOLERANCES, load_records, observations, order_points,
+                                      series_of)
+
+
+def _tolerance_override(text: str) -> tuple[str, float]:
+    kind, eq, value = text.partition("=")
+    if not eq or kind not in KINDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KIND=VALUE with KIND one of {', '.join(KINDS)}")
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: {value!r} is not a number") from None
+    if not (math.isfinite(number) and number > 0):
+        raise argparse.ArgumentTypeError(f"{text!r}: the tolerance must be finite and > 0")
+    return kind, number
+
+
+def _between(kind, low, high=None):
+    def parse(text):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (low <= value and (high is None or value <= high)) or (kind is float and not math.isfinite(value)):
+            raise argparse.ArgumentTypeError(f"{text!r} must be >= {low}" + (f" and <= {high}" if high else ""))
+        return value
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from analysis import history  # the package's docstring describes the command
+
+    p = _Parser(prog="python -m analysis history", description=history.__doc__.split("\n\n")[0],
+                epilog="Tolerances: " + ", ".join(f"{k} {'%d%%' % (v * 100) if m == 'rel' else v}"
+                                                   for k, (m, v) in TOLERANCES.items()) + " (docs/tracking.md).")
+    p.add_argument("dirs", nargs="+", metavar="DIR",
+                   help="results/history/<machine>, or results/history for every machine")
+    p.add_argument("--out", default=None, help="figures and tables (default: DIR.report beside the first DIR)")
+    p.add_argument("--kinds", default=None,
+                   help=f"comma list of the kinds to analyse: {', '.join(KINDS)} (default: all)")
+    p.add_argument("--only", default=None, metavar="GLOBS", help="comma list of quantity patterns, e.g. 'perf.b.*'")
+    p.add_argument("--tol", action="append", type=_tolerance_override, default=[], metavar="KIND=VALUE",
+                   help="a tolerance in place of the default, repeatable: e.g. ratio=0.5 (50%%), accuracy=0.03")
+    p.add_argument("--alpha", type=_between(float, 1e-12, 0.5), default=ALPHA, help=f"test level (default {ALPHA})")
+    p.add_argument("--min-side", type=_between(int, 1), default=MIN_SIDE,
+                   help=f"commits a step needs on each side (default {MIN_SIDE})")
+    p.add_argument("--window", type=_between(int, 1), default=WINDOW,
+                   help=f"earlier commits the newest one is compared with, since the last step (default {WINDOW})")
+    p.add_argument("--order", choices=("date", "git"), default="date",
+                   help="commit order: committer date (default) or git rev-list --first-parent HEAD of --repo")
+    p.add_argument("--repo", default=None, help="checkout for --order git (default: the working folder)")
+    p.add_argument("--clean-only", action="store_true", help="leave out records of dirty trees")
+    p.add_argument("--max-load", type=_between(float, 0.0), default=None, metavar="PER_CORE",
+                   help="leave out the perf figures of records whose bench perf started with a 1-minute load average "
+                   "above PER_CORE x cores (a busy shared machine; the study's numbers are kept)")
+    p.add_argument("--no-figures", action="store_true", help="tables only")
+    return p
+
+
+def run(args) -> int:
+    dirs = [Path(d) for d in args.dirs]
+    for d in dirs:
+        if not d.is_dir():
+            raise UsageError(f"history directory not found: {d}")
+    kinds = set(KINDS)
+    if args.kinds:
+        kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
+        if not kinds or kinds - set(KINDS):
+            raise UsageError(f"--kinds {args.kinds!r}: allowed: {', '.join(KINDS)}")
+    tolerances = dict(TOLERANCES)
+    for kind, value in args.tol:
+        tolerances[kind] = (TOLERANCES[kind][0], value)
+    overridden = frozenset(kind for kind, _ in args.tol)
+    records, problems = load_records(dirs)
+    _NOTES.extend(f"analysis history: note: {where}: {why}" for where, why in problems)
+    if args.clean_only:
+        records = [r for r in records if not r.get("dirty")]
+    if not records:
+        why = f"; {len(problems)} left out, e.g. {problems[0][0]}: {problems[0][1]}" if problems else ""
+        raise UsageError(f"no bench track records (<machine>/<commit>/<time>.json) under "
+                         f"{', '.join(map(str, dirs))}{why}")
+    table = observations(records)
+    table = table[table["kind"].isin(kinds)]
+    if args.max_load is not None:
+        busy = table["quantity"].str.startswith("perf.") & (table["load"] > args.max_load)
+        if busy.any():
+            _NOTES.append(f"analysis history: note: perf figures of {table.loc[busy, 'record'].nunique()} records left "
+                          f"out: load average above {args.max_load:g} per core when bench perf started")
+        table = table[~busy]
+    if args.only:
+        globs = [g.strip() for g in args.only.split(",") if g.strip()]
+        table = table[table["quantity"].map(lambda q: any(fnmatch.fnmatchcase(q, g) for g in globs))]
+    if table.empty:
+        raise UsageError(f"no tracked values left after --kinds/--only in {len(records)} records")
+    points = order_points(table, args.order, args.repo)
+    if not points:
+        raise UsageError("no records left in commit order (see --order)")
+    table = table[table["point"].isin(points)]
+    first = table.groupby("point").first()
+    info = {p: {"describe": first.loc[p, "describe"], "subject": first.loc[p, "subject"]} for p in points}
+    series = series_of(table, points)
+    steps, newest, noise = analyse(series, points, info, tolerances, args.alpha, args.min_side, args.window, overridden)
+    out = Path(args.out) if args.out else dirs[0].parent / f"{dirs[0].resolve().name}.report"
+    rank = {p: i for i, p in enumerate(points)}
+    tidy = table.assign(order=table["point"].map(rank)).sort_values(["quantity", "order", "sample"])
+    write_atomically(out / "history.csv", lambda tmp: tidy.drop(columns=["bound"]).to_csv(tmp, index=False))
+    write_atomically(out / "steps.csv", lambda tmp: steps.to_csv(tmp, index=False))
+    write_atomically(out / "newest.csv", lambda tmp: newest.to_csv(tmp, index=False))
+    write_atomically(out / "noise.csv", lambda tmp: noise.to_csv(tmp, index=False))
+    drawn = []
+    if not args.no_figures:
+        labels = {p: (info[p]["describe"] if len(info[p]["describe"]) <= 24 else p[:7]) for p in points}
+        by_quantity = {r["quantity"]: r for r in newest.to_dict("records")}
+        for quantity, s in series.items():
+            drawn.append(draw(quantity, s, steps, by_quantity.get(quantity), labels,
+                              out / "figures" / f"{_safe(quantity)}.png"))
+    machines = sorted(table["machine"].unique())
+    regressions = newest[newest["verdict"] == "regression"]
+    write_text_atomically(out / "history.md", _markdown(records, points, info, machines, series, steps, newest, noise,
+                                                         tolerances, args, drawn, out))
+    print(f"history: {len(records)} records, {len(points)} commits ({info[points[0]]['describe']} .. "
+          f"{info[points[-1]]['describe']}), {len(machines)} machine{'s' * (len(machines) != 1)}, "
+          f"{len(series)} quantities -> {out}/")
+    with pd.option_context("display.width", 200, "display.max_rows", None, "display.max_colwidth", 50):
+        if len(steps):
+            cols = ["quantity", "first_commit", "describe", "change", "p_adj", "verdict"]
+            print(f"steps ({len(steps)}):\n" + steps[cols].to_string(index=False))
+        else:
+            print("steps: none detected")
+    counts = newest["verdict"].value_counts()
+    print(f"newest commit {info[points[-1]]['describe']}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    print(_noise_line(noise, tolerances))
+    for _, r in regressions.iterrows():
+        size = f"{r['change']:+.1%}" if r["mode"] == "rel" else f"{r['change']:+.4g}"
+        tol = f"{r['tolerance']:.0%}" if r["mode"] == "rel" else f"{r['tolerance']:g}"
+        print(f"REGRESSION {r['quantity']}: {r['before_median']:.4g} -> {r['newest_median']:.4g} ({size}, tolerance "
+              f"{tol}; {r['test']}) at {info[points[-1]]['describe']}", file=sys.stderr)
+    return 1 if len(regressions) else 0
+
+
+def _noise_line(noise: pd.DataFrame, tolerances: dict) -> str:
+    """The spread of the perf figures without a change of code, beside the tolerance in force."""
+    parts = []
+    for kind in ("ratio", "absolute"):
+        rows = noise[noise["kind"] == kind]
+        spread = rows["repeat_spread"].dropna()
+        deviation = rows["record_deviation_p90"].dropna()
+        if not len(spread) and not len(deviation):
+            continue
+        text = f"{kind} (tolerance {tolerances[kind][1]:.0%}):"
+        if len(spread):
+            text += (f" the repeats of a commit span {spread.median():.0%} of their median (median over {len(spread)} "
+                     f"figures; 90th percentile {spread.quantile(0.9):.0%}, max {spread.max():.0%})")
+        if len(deviation):
+            text += (f"{',' if len(spread) else ''} one record's median strays from its segment's by "
+                     f"{deviation.median():.0%} (90th percentile {deviation.quantile(0.9):.0%}, max "
+                     f"{rows['record_deviation_max'].max():.0%})")
+        parts.append(text)
+    return "noise: " + ("; ".join(parts) if parts else "no repeated perf figures yet")
+
+
+def _fmt(value, mode) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return f"{value:+.1%}" if mode == "rel" else f"{value:+.4g}"
+
+
+def _markdown(records, points, info, machines, series, steps, newest, noise, tolerances, args, drawn, out) -> str:
+    lines = ["# Tracking history", "",
+             f"{len(records)} records of {len(points)} commits ({info[points[0]]['describe']} .. "
+             f"{info[points[-1]]['describe']}) on {', '.join(machines)}; {len(series)} quantities. Steps: binary "
+             f"segmentation, two-sided Mann-Whitney, Bonferroni over the splits of a segment, alpha {args.alpha:g}, "
+             f"at least {args.min_side} commits a side. Tolerances: "
+             + ", ".join(f"{k} {v:.0%}" if m == "rel" else f"{k} {v:g}" for k, (m, v) in tolerances.items()) + ".", "",
+             "## Commits", "", "| # | commit | describe | subject |", "|---|---|---|---|"]
+    lines += [f"| {i} | {p} | {info[p]['describe']} | {info[p]['subject'][:70]} |" for i, p in enumerate(points)]
+    lines += ["", f"## Steps ({len(steps)})", ""]
+    if len(steps):
+        lines += ["| quantity | first commit | before | after | change | p (adjusted) | verdict |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.quantity} | {r.first_commit} {r.describe} | {r.before_median:.4g} | {r.after_median:.4g} | "
+                  f"{_fmt(r.change, r.mode)} | {r.p_adj:.2g} | {r.verdict} |" for r in steps.itertuples()]
+    else:
+        lines.append("None detected.")
+    flagged = newest[newest["verdict"].isin(["regression", "improvement", "within noise",
+                                             "continues an earlier change"])]
+    lines += ["", f"## Newest commit ({info[points[-1]]['describe']})", "",
+              ", ".join(f"{n} {v}" for v, n in newest["verdict"].value_counts().items()) + ".", ""]
+    if len(flagged):
+        lines += ["| quantity | before | newest | change | test | verdict |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r.quantity} | {r.before_median:.4g} | {r.newest_median:.4g} | {_fmt(r.change, r.mode)} | "
+                  f"{r.test} | {r.verdict} |" for r in flagged.itertuples()]
+    lines += ["", "## Noise", "", _noise_line(noise, tolerances), "",
+              "noise.csv: per quantity the median spread of a commit's values (repeats or seeds) and how far one "
+              "record's median strays from its segment's median (90th percentile, maximum).", ""]
+    if drawn:
+        lines += ["## Figures", ""] + [f"- [{p.stem}](figures/{p.name})" for p in drawn]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    _NOTES.clear()
+    try:
+        status = run(build_parser().parse_args(argv))
+    except UsageError as err:
+        print(f"analysis history: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:
+        if err.filename is None:
+            raise
+        print(f"analysis history: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 2
+    for line in _NOTES:
+        print(line, file=sys.stderr)
+    return status
+

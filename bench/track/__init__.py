@@ -1,0 +1,112 @@
+"""`bench track`: the fixed quick set of one commit, appended to the history of this machine.
+
+The quick set is `bench perf --quick` and the small study of config/track.yaml (a slice of `smoke`, 3 seeds,
+modelled compute time). Each invocation writes one record, never replacing one:
+
+    results/history/<machine>/<commit>/<UTC time>.json
+
+so that running a commit again adds repeats. ``<machine>`` is a fingerprint of what the timings depend on
+(CPU model, cores, architecture, Python and torch versions, device), not the host name: two identical
+machines share a history, an upgraded torch starts a new one.
+
+The code under test is that of ``--repo`` (default: this checkout; a worktree of another commit for a
+history or a bisection): every `bench perf` and `bench run` starts there, with it first on PYTHONPATH. The
+instrument is this checkout's: its config/track.yaml, its study expansion and its `python -m analysis
+summarize` reading the runs, so that older commits are measured by the same rules. Study runs get one
+thread (OMP_NUM_THREADS=1: results then do not depend on the core count or on load) and a private cache
+(the code under test tunes γ and generates the data itself). docs/tracking.md has the record format.
+
+The package: record.py holds the commit, the machine's fingerprint and the never-overwriting writer;
+quickset.py runs bench perf --quick and the study and writes the record (track_one); commits.py measures
+each commit of --commits in a worktree of its own; this file has the flags and the command (cmd_track).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import BenchError
+from .commits import commit_list, measured, track_commits
+from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, track_one
+from .record import (CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id,
+                     write_new)
+
+DEFAULT_CONFIG = ROOT / "config" / "track.yaml"
+DEFAULT_OUT = "results/history"
+DEFAULT_TARGET_ACC = 0.5  # absolute test accuracy of the study's targets (config/track.yaml says why)
+PARTS = ("perf", "study")
+__all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_OUT", "DEFAULT_TARGET_ACC", "KIND", "PARTS", "ROOT",
+           "STUDY_FIELDS", "VERSION", "add_arguments", "cmd_track", "commit_info", "commit_list", "fingerprint",
+           "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "track_commits",
+           "track_one", "write_new", "_git"]
+
+
+def add_arguments(p, output_dir, positive_float, device) -> None:
+    """The flags of `bench track` (bench/cli.py builds the parser; its own type checks are passed in)."""
+    p.add_argument("--repo", default=None, metavar="DIR",
+                   help="checkout whose code is measured: a worktree of another commit (default: this checkout)")
+    p.add_argument("--out", type=output_dir, default=DEFAULT_OUT, metavar="DIR",
+                   help=f"history root; the record goes to DIR/<machine>/<commit>/<time>.json (default: {DEFAULT_OUT})")
+    p.add_argument("--parts", default=",".join(PARTS), metavar="LIST",
+                   help="comma list of perf, study (default: both)")
+    p.add_argument("--cells", default=None, metavar="GLOBS",
+                   help="comma list of the study's cells to run, shell patterns, e.g. 'choco-*' (default: all)")
+    p.add_argument("--perf-only", default=None, metavar="GROUPS",
+                   help="bench perf --only GROUPS (default: bench perf's own set)")
+    p.add_argument("--config", default=str(DEFAULT_CONFIG), metavar="FILE",
+                   help="the tracking study (default: config/track.yaml of this checkout)")
+    p.add_argument("--target-acc", type=positive_float, default=DEFAULT_TARGET_ACC, metavar="ACC",
+                   help="absolute test accuracy the study's *_to_target figures are read at "
+                   f"(default {DEFAULT_TARGET_ACC})")
+    p.add_argument("--device", type=device, default="cpu",
+                   help="bench perf --device (the study runs on the CPU; default cpu)")
+    p.add_argument("--keep", type=output_dir, default=None, metavar="DIR",
+                   help="keep the runs, perf JSON and logs in DIR (default: a temporary folder, removed)")
+    p.add_argument("--commits", default=None, metavar="RANGE",
+                   help="measure each commit of RANGE (A..B, first-parent, oldest first; or a comma list) in a "
+                   "temporary worktree of --repo, one record each: a history of the suite")
+    p.add_argument("--skip-measured", action="store_true",
+                   help="with --commits: skip commits that already have a clean record without errors here")
+    p.add_argument("--print-machine", action="store_true",
+                   help="print this machine's history folder name and its fingerprint, and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress lines (the closing line stays)")
+
+
+
+# -- the command ------------------------------------------------------------------------------------------
+def _checked(args) -> list[str]:
+    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown or not parts:
+        raise BenchError(f"--parts {args.parts!r}: {', '.join(unknown) or 'empty'}; allowed: {', '.join(PARTS)}")
+    if args.perf_only and "perf" not in parts:
+        raise BenchError("--perf-only needs the perf part (--parts perf,...)")
+    if args.cells and "study" not in parts:
+        raise BenchError("--cells needs the study part (--parts study,...)")
+    if not 0 < args.target_acc <= 1:
+        raise BenchError(f"--target-acc {args.target_acc:g} must be in (0, 1] (a test accuracy)")
+    if args.skip_measured and not args.commits:
+        raise BenchError("--skip-measured goes with --commits")
+    return parts
+
+
+def cmd_track(args) -> int:
+    say = (lambda *_: None) if args.quiet else (lambda line: print(line, flush=True))
+    info = fingerprint(args.device)
+    machine = machine_id(info)
+    if args.print_machine:
+        print(machine)
+        print(json.dumps(info, sort_keys=True))
+        return 0
+    parts = _checked(args)
+    repo = Path(args.repo or ROOT).resolve()
+    if not (repo / "bench" / "__init__.py").is_file():
+        raise BenchError(f"--repo {args.repo or repo}: no bench package there (give a checkout of this suite)")
+    study = digest = cells = None
+    if "study" in parts:
+        study, digest = load_study(args.config)
+        cells = select_cells(study, args.cells)
+    plan = dict(parts=parts, study=study, digest=digest, cells=cells, machine=machine, info=info, say=say)
+    if not args.commits:
+        return track_one(repo, args, commit_info(repo), **plan)
+    return track_commits(repo, args, plan)

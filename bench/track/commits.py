@@ -1,0 +1,75 @@
+"""`bench track --commits RANGE`: a history of the suite, each commit of the range (commit_list: A..B on the
+first-parent chain, oldest first, or a comma list of revisions) measured in a temporary worktree of its
+own and removed after, one record each; with --skip-measured, commits that already have a clean record
+without errors on this machine (measured) are skipped."""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from ..errors import BenchError
+from .quickset import track_one
+from .record import KIND, _git, commit_info
+
+
+def track_commits(repo: Path, args, plan: dict) -> int:
+    """Every commit of ``args.commits`` in a worktree of ``repo``, one after the other: 1 when one failed."""
+    say, machine = plan["say"], plan["machine"]
+    commits = commit_list(repo, args.commits)
+    say(f"track: {len(commits)} commits of {args.commits}, oldest first")
+    status = 0
+    for i, sha in enumerate(commits, 1):
+        if args.skip_measured and measured(Path(args.out) / machine / sha):
+            say(f"track: {i}/{len(commits)} {sha[:12]}: already measured on {machine}, skipped (--skip-measured)")
+            continue
+        scratch = Path(tempfile.mkdtemp(prefix="choco-track-tree-"))
+        tree = scratch / sha[:12]
+        try:
+            if _git(repo, "worktree", "add", "--detach", str(tree), sha) is None:
+                print(f"track: error: {sha[:12]}: git worktree add failed", file=sys.stderr)
+                status = 1
+                continue
+            if not (tree / "bench" / "__init__.py").is_file():
+                print(f"track: error: {sha[:12]}: no bench package at this commit", file=sys.stderr)
+                status = 1
+                continue
+            say(f"track: {i}/{len(commits)} {sha[:12]}")
+            status = max(status, track_one(tree, args, commit_info(tree), keep_as=sha[:12], **plan))
+        finally:
+            _git(repo, "worktree", "remove", "--force", str(tree))
+            shutil.rmtree(scratch, ignore_errors=True)
+    return status
+
+
+def commit_list(repo: Path, spec: str) -> list[str]:
+    """The commits of a range (A..B: first-parent, oldest first) or a comma list of revisions."""
+    if ".." in spec:
+        listed = _git(repo, "rev-list", "--reverse", "--first-parent", spec)
+        if listed is None:
+            raise BenchError(f"--commits {spec!r}: not a range of {repo} (e.g. main~10..main)")
+        commits = listed.split()
+    else:
+        commits = []
+        for rev in filter(None, (r.strip() for r in spec.split(","))):
+            sha = _git(repo, "rev-parse", "--verify", f"{rev}^{{commit}}")
+            if sha is None:
+                raise BenchError(f"--commits: {rev!r} is not a commit of {repo}")
+            commits.append(sha)
+    if not commits:
+        raise BenchError(f"--commits {spec!r} holds no commits")
+    return commits
+
+
+def measured(folder: Path) -> bool:
+    """Whether ``folder`` (a commit's on one machine) holds a record of a clean tree without errors."""
+    for path in folder.glob("*.json") if folder.is_dir() else ():
+        try:
+            rec = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if rec.get("kind") == KIND and not rec.get("dirty") and not rec.get("errors"):
+            return True
+    return False

@@ -1,0 +1,359 @@
+"""analysis history and analysis bisect on synthetic histories: planted steps are found at their commit, flat
+noise is not, the newest commit's regression is exit status 1, bisect names the commit that introduced a step."""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import history
+from analysis.bisect import BisectError, bisect, metric_values, parse_metric
+from analysis.cli import main as analysis_main
+
+START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def sha(i: int) -> str:
+    return hashlib.sha1(str(i).encode()).hexdigest()
+
+
+def make_record(i: int, perf: dict[str, list[float]] | None = None, study: dict[str, dict[str, list]] | None = None,
+                machine: str = "cpu-2c-test", dirty: bool = False, started: int = 0, kinds: dict | None = None) -> dict:
+    """A record of commit i (committed i hours after START): perf figures name -> values (ratio unless
+    ``kinds`` says otherwise), study cells -> field -> per-seed values."""
+    kinds = kinds or {}
+    rec = {"kind": "choco-track", "version": 1, "commit": sha(i), "describe": f"c{i:02d}", "subject": f"commit {i}",
+           "commit_date": (START + timedelta(hours=i)).isoformat(), "dirty": dirty,
+           "started": (START + timedelta(days=30, minutes=started)).isoformat(),
+           "machine": {"id": machine, "cpu": "test", "cores": 2}, "errors": []}
+    if perf is not None:
+        rec["perf"] = {"figures": {name: {"values": list(values), "median": float(np.median(values)), "unit": "x",
+                                          "kind": kinds.get(name, "ratio"), "higher_is_better": False}
+                                   for name, values in perf.items()}}
+    if study is not None:
+        rec["study"] = {"cells": {cell: {"seeds": list(range(len(next(iter(fields.values()))))), **fields}
+                                  for cell, fields in study.items()}}
+    return rec
+
+
+def write(root: Path, rec: dict, name: str = "20260101T000000Z") -> Path:
+    folder = root / rec["machine"]["id"] / rec["commit"]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.json"
+    while path.exists():
+        path = folder / f"{path.stem}-x.json"
+    path.write_text(json.dumps(rec))
+    return path
+
+
+def accuracy_history(root: Path, n: int, step_at: int | None, drop: float, newest_drop: float = 0.0, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    for i in range(n):
+        level = 0.60 - (drop if step_at is not None and i >= step_at else 0.0) - (newest_drop if i == n - 1 else 0.0)
+        acc = list(np.round(level + rng.normal(0, 0.005, 3), 4))
+        write(root, make_record(i, study={"choco-sign_ring8": {"final_test_acc": acc, "epochs_to_target": [4, 4.5, 5],
+                                                               "bits_to_target": [1e6, 1.1e6, 1.2e6],
+                                                               "time_to_target_s": [1.0, 1.1, 1.2]}}))
+
+
+def run_history(*args) -> int:
+    return analysis_main(["history", *map(str, args)])
+
+
+def test_a_planted_step_is_found_at_its_commit_with_a_small_p(tmp_path, capsys):
+    root = tmp_path / "history"
+    accuracy_history(root, 12, step_at=7, drop=0.05)
+    assert run_history(root / "cpu-2c-test", "--out", tmp_path / "out", "--no-figures") == 0  # newest is no new step
+    steps = pd.read_csv(tmp_path / "out" / "steps.csv")
+    acc = steps[steps["quantity"] == "study.choco-sign_ring8.final_test_acc"]
+    assert len(acc) == 1
+    step = acc.iloc[0]
+    assert step["first_commit"] == sha(7)[:12] and step["previous_commit"] == sha(6)[:12]
+    assert step["p_adj"] < 0.05 and step["verdict"] == "regression"
+    assert step["change"] == pytest.approx(-0.05, abs=0.01)
+    # the constant quantities have no step
+    assert set(steps["quantity"]) == {"study.choco-sign_ring8.final_test_acc"}
+    out = capsys.readouterr().out
+    assert "steps (1)" in out and sha(7)[:12] in out
+
+
+def test_two_steps_are_both_found():
+    values = [np.full(3, 1.0) + 0.01 * np.arange(3)] * 5 + [np.full(3, 2.0) + 0.01 * np.arange(3)] * 5 \
+        + [np.full(3, 3.0) + 0.01 * np.arange(3)] * 5
+    steps = history.find_steps(values, alpha=0.05, min_side=3)
+    assert [s["index"] for s in steps] == [5, 10]
+
+
+def test_flat_noise_gives_few_false_steps():
+    # 40 flat series of 12 commits x 3 noisy values: Bonferroni over the splits keeps false steps rare
+    false = 0
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        values = [rng.normal(1.0, 0.1, 3) for _ in range(12)]
+        false += bool(history.find_steps(values, alpha=0.05, min_side=3))
+    assert false <= 3  # the level is 0.05 per series; Bonferroni makes it conservative
+
+
+def test_a_series_too_short_for_min_side_has_no_step():
+    values = [np.array([1.0, 1.1])] * 2 + [np.array([5.0, 5.1])] * 2
+    assert history.find_steps(values, min_side=3) == []
+
+
+def test_newest_commit_regression_is_exit_1(tmp_path, capsys):
+    root = tmp_path / "history"
+    accuracy_history(root, 8, step_at=None, drop=0, newest_drop=0.06)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    row = newest.loc["study.choco-sign_ring8.final_test_acc"]
+    assert row["verdict"] == "regression" and row["commit"] == sha(7)[:12] and row["p"] <= 0.05
+    err = capsys.readouterr().err
+    assert "REGRESSION study.choco-sign_ring8.final_test_acc" in err
+
+
+def test_newest_commit_improvement_is_exit_0(tmp_path):
+    root = tmp_path / "history"
+    accuracy_history(root, 8, step_at=None, drop=0, newest_drop=-0.06)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    assert newest.loc["study.choco-sign_ring8.final_test_acc", "verdict"] == "improvement"
+
+
+def test_a_small_change_within_tolerance_is_exit_0(tmp_path):
+    root = tmp_path / "history"
+    accuracy_history(root, 8, step_at=None, drop=0, newest_drop=0.01)  # 1 point < 2 points
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+
+
+def test_a_wider_tolerance_on_the_command_line_is_used(tmp_path):
+    root = tmp_path / "history"
+    accuracy_history(root, 8, step_at=None, drop=0, newest_drop=0.06)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--tol", "accuracy=0.1") == 0
+
+
+def test_perf_ratio_regression_and_repeats_of_a_commit_are_pooled(tmp_path):
+    root = tmp_path / "history"
+    rng = np.random.default_rng(1)
+    for i in range(6):
+        level = 2.0 if i == 5 else 1.0  # the newest commit doubles a lower-is-better ratio
+        for repeat in range(2):  # two records per commit: repeats
+            write(root, make_record(i, perf={"b.round_vs_copy_sign": list(level + rng.normal(0, 0.02, 2))},
+                                    started=repeat), name=f"2026010{repeat}T000000Z")
+    assert run_history(root, "--out", tmp_path / "out") == 1
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.b.round_vs_copy_sign"]
+    assert newest["verdict"] == "regression" and newest["change"] == pytest.approx(1.0, abs=0.1)
+    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    assert (table[table["point"] == sha(5)[:12]]["value"].size) == 4  # 2 records x 2 repeats
+    assert (tmp_path / "out" / "figures" / "perf.b.round_vs_copy_sign.png").stat().st_size > 1000
+    assert "Newest commit" in (tmp_path / "out" / "history.md").read_text()
+
+
+def test_too_few_values_for_the_test_fall_back_to_the_tolerance(tmp_path):
+    root = tmp_path / "history"
+    write(root, make_record(0, perf={"c.overhead": [1.0, 1.02]}))
+    write(root, make_record(1, perf={"c.overhead": [1.5, 1.52]}))  # 2 vs 2 values: smallest p 1/6
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
+    row = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    assert row["verdict"] == "regression" and row["test"].startswith("tolerance only")
+
+
+def test_ratios_are_pooled_across_machines_absolute_times_are_not(tmp_path):
+    root = tmp_path / "history"
+    for i in range(5):
+        for machine, scale in (("cpu-2c-aaaa", 1.0), ("cuda-8c-bbbb", 10.0)):
+            write(root, make_record(i, machine=machine, perf={"b.round_vs_copy_sign": [1.0, 1.01],
+                                                               "b.round_seconds_sign": [0.1 * scale, 0.1 * scale]},
+                                    kinds={"b.round_seconds_sign": "absolute"}))
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+    quantities = set(pd.read_csv(tmp_path / "out" / "history.csv")["quantity"])
+    assert quantities == {"perf.b.round_vs_copy_sign", "perf.b.round_seconds_sign@cpu-2c-aaaa",
+                          "perf.b.round_seconds_sign@cuda-8c-bbbb"}
+    # the newest commit's absolute times (10x apart between machines) are no regression: never compared
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv")
+    assert set(newest["verdict"]) == {"within tolerance"}
+
+
+def test_a_dirty_tree_is_its_own_point_after_its_commit(tmp_path):
+    root = tmp_path / "history"
+    accuracy_history(root, 4, step_at=None, drop=0)
+    write(root, make_record(3, dirty=True, study={"choco-sign_ring8": {"final_test_acc": [0.5, 0.5, 0.5]}}),
+          name="dirty")
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1  # the dirty tree lost 10 points
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    assert newest.loc["study.choco-sign_ring8.final_test_acc", "commit"] == sha(3)[:12] + "+dirty"
+    assert run_history(root, "--out", tmp_path / "out2", "--no-figures", "--clean-only") == 0
+
+
+def test_default_out_is_beside_the_history(tmp_path):
+    root = tmp_path / "history"
+    accuracy_history(root, 3, step_at=None, drop=0)
+    assert run_history(root / "cpu-2c-test", "--no-figures") == 0
+    assert (root / "cpu-2c-test.report" / "steps.csv").is_file()
+    assert run_history(root, "--no-figures") == 0  # the report folder beside a machine's is not read as records
+
+
+@pytest.mark.parametrize("args, message", [
+    (["/nonexistent/history"], "history directory not found"),
+    (["{empty}"], "no bench track records"),
+    (["{hist}", "--tol", "speed=0.1"], "KIND=VALUE"),
+    (["{hist}", "--tol", "ratio=-1"], "finite and > 0"),
+    (["{hist}", "--kinds", "ratio,bogus"], "--kinds"),
+    (["{hist}", "--alpha", "2"], "--alpha"),
+    (["{hist}", "--only", "nothing.*"], "no tracked values left"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "junk.json").write_text("{not json")
+    root = tmp_path / "hist"
+    accuracy_history(root, 3, step_at=None, drop=0)
+    args = [a.format(empty=tmp_path / "empty", hist=root) for a in args]
+    assert run_history(*args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err and err.startswith("analysis history: error:")
+
+
+def test_unreadable_records_are_left_out_with_a_note(tmp_path, capsys):
+    root = tmp_path / "history"
+    accuracy_history(root, 3, step_at=None, drop=0)
+    (root / "cpu-2c-test" / sha(0) / "broken.json").write_text(json.dumps({"kind": "choco-track", "commit": "zz"}))
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+    assert "broken.json: commit is 'zz'" in capsys.readouterr().err
+
+
+def test_order_by_git(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    commits = []
+    for i in range(3):
+        subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", f"c{i}"], check=True)
+        commits.append(subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip())
+    root = tmp_path / "history"
+    for i, commit in enumerate(commits):  # committer dates in the opposite order of the git history
+        rec = make_record(10 - i, study={"c": {"final_test_acc": [0.6, 0.6, 0.6]}})
+        rec["commit"] = commit
+        write(root, rec)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--order", "git", "--repo", repo) == 0
+    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    order = table.drop_duplicates("point").sort_values("order")["commit"].tolist()
+    assert order == commits
+
+
+# -- bisect -------------------------------------------------------------------------------------------------
+def fake_measure(values_of: dict[str, list[float] | None], calls: list[str]):
+    def measure(commit):
+        calls.append(commit)
+        return values_of[commit]
+    return measure
+
+
+def test_bisect_names_the_commit_that_introduced_a_step():
+    commits = [f"c{i:02d}" + "0" * 37 for i in range(17)]
+    values = {c: ([1.0, 1.01, 0.99] if i < 11 else [1.5, 1.51, 1.49]) for i, c in enumerate(commits)}
+    calls: list[str] = []
+    result = bisect(commits, fake_measure(values, calls), higher_is_better=False, tol=0.15)
+    assert result["first_bad"] == commits[11]
+    assert len(calls) <= 2 + math.ceil(math.log2(15)) + 1  # GOOD, BAD, then a binary search
+
+
+def test_bisect_skips_commits_that_cannot_be_measured():
+    commits = [f"c{i}" for i in range(9)]
+    values = {c: ([0.6] * 3 if i < 5 else [0.5] * 3) for i, c in enumerate(commits)}
+    values["c5"] = None  # the first bad commit does not build: it and c6 are the candidates
+    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    assert result["first_bad"] is None and result["candidates"] == ["c5", "c6"]
+    values["c5"] = [0.5] * 3
+    values["c4"] = None  # the last good commit cannot be measured: it may be the first bad one
+    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    assert result["first_bad"] is None and result["candidates"] == ["c4", "c5"]
+    values["c4"] = [0.6] * 3
+    values["c2"] = values["c6"] = None  # skipped commits away from the step: the search goes round them
+    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    assert result["first_bad"] == "c5"
+
+
+def test_bisect_refuses_a_bad_that_is_not_worse():
+    commits = ["g", "m", "b"]
+    values = {"g": [1.0, 1.0], "m": [1.0, 1.0], "b": [1.05, 1.05]}  # 5 % < 15 %
+    with pytest.raises(BisectError, match="not worse than GOOD"):
+        bisect(commits, fake_measure(values, []), higher_is_better=False, tol=0.15)
+
+
+def test_bisect_metric_names():
+    assert parse_metric("perf.b.round_vs_copy_sign")["parts"] == ["--parts", "perf", "--perf-only", "b"]
+    assert parse_metric("study.choco-sign_ring8.final_test_acc")["parts"] == ["--parts", "study", "--cells",
+                                                                             "choco-sign_ring8"]
+    with pytest.raises(BisectError):
+        parse_metric("study.choco-sign_ring8.speed")
+
+
+def test_metric_values_read_from_records(tmp_path):
+    rec = make_record(0, perf={"b.round_vs_copy_sign": [1.0, 2.0]},
+                      study={"cell": {"final_test_acc": [0.5, 0.6, 0.7]}})
+    rec["_path"] = str(tmp_path / "r.json")
+    values, meta = metric_values([rec, {**rec, "_path": "other"}], "study.cell.final_test_acc")
+    assert values == [0.5, 0.6, 0.7] and meta["kind"] == "accuracy" and meta["higher_is_better"]
+    values, meta = metric_values([rec], "perf.b.round_vs_copy_sign")
+    assert values == [1.0, 2.0] and meta["kind"] == "ratio"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["HEAD~1", "HEAD", "--metric", "speed"], "is not perf.<figure>"),
+    (["nope", "HEAD", "--metric", "perf.b.round_vs_copy_sign"], "must be commits of this repository"),
+    (["HEAD", "HEAD~1", "--metric", "perf.b.round_vs_copy_sign"], "is not an ancestor"),
+    (["HEAD~1", "HEAD", "--metric", "perf.b.x", "--tol", "nan"], "--tol"),
+])
+def test_bisect_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message):
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    for i in range(2):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", f"c{i}"], check=True)
+    assert analysis_main(["bisect", *args, "--repo", str(repo)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err
+
+
+def test_commits_of_the_same_second_are_ordered_by_their_place_on_the_chain(tmp_path):
+    root = tmp_path / "history"
+    for i, generation in enumerate([12, 10, 11]):
+        rec = make_record(i, study={"c": {"final_test_acc": [0.6, 0.6, 0.6]}}, started=-i)
+        rec["commit_date"], rec["generation"] = START.isoformat(), generation
+        write(root, rec)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    assert table.drop_duplicates("point").sort_values("order")["commit"].tolist() == [sha(1), sha(2), sha(0)]
+
+
+def test_a_regression_that_started_one_commit_earlier_is_not_the_newest_commits(tmp_path):
+    # too recent for a step (fewer than --min-side commits after it): reported, not exit status 1
+    root = tmp_path / "history"
+    for i in range(6):
+        acc = [0.6, 0.61, 0.59] if i < 4 else [0.5, 0.51, 0.49]
+        write(root, make_record(i, study={"c": {"final_test_acc": acc}}))
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    assert newest["verdict"] == "continues an earlier change"
+
+
+def test_max_load_leaves_out_the_perf_figures_of_a_busy_machine(tmp_path, capsys):
+    root = tmp_path / "history"
+    for i in range(4):
+        rec = make_record(i, perf={"a.speedup_n4": [5.0, 5.1] if i < 3 else [0.05, 0.06]},
+                          study={"c": {"final_test_acc": [0.6, 0.6, 0.6]}})
+        rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
+        rec["perf"]["load_average_1m"] = {"start": 10.0 if i == 3 else 0.5, "end": 11.0}
+        write(root, rec)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1  # 100x slower under load
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--max-load", "1") == 0
+    assert "perf figures of 1 records left out" in capsys.readouterr().err
+    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    assert newest.loc["perf.a.speedup_n4", "verdict"] == "not measured"  # the study's numbers stay
+    assert newest.loc["study.c.final_test_acc", "verdict"] == "within tolerance"

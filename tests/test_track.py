@@ -1,0 +1,180 @@
+"""bench track: one record per invocation under <out>/<machine>/<commit>/, never overwritten (a re-run adds
+repeats); the commit, its date and dirty flag, a host-independent machine fingerprint; bad input is one line."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from bench import track
+from bench.cli import main as bench_main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    """A git checkout with a bench package (what bench track measures is faked in these tests)."""
+    repo = tmp_path / "repo"
+    (repo / "bench").mkdir(parents=True)
+    (repo / "bench" / "__init__.py").write_text("")
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git(repo, "add", ".")
+    git(repo, "commit", "-q", "-m", "first commit")
+    return repo
+
+
+@pytest.fixture
+def fake_perf(monkeypatch):
+    calls = []
+
+    def run_perf(repo, work, device, only, say):
+        calls.append((repo, only))
+        return {"wall_s": 1.0, "figures": {"b.round_vs_copy_sign": {"values": [2.0, 2.2], "median": 2.1, "unit": "x",
+                                                                    "kind": "ratio", "higher_is_better": False}}}, []
+    monkeypatch.setattr(track.quickset, "run_perf", run_perf)  # track_one looks it up there
+    return calls
+
+
+def records(out: Path) -> list[Path]:
+    return sorted(p for p in out.rglob("*.json") if p.name != "machine.json")
+
+
+def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf, capsys):
+    out = tmp_path / "history"
+    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf", "--quiet"]
+    assert bench_main(argv) == 0
+    assert bench_main(argv) == 0  # the same second, possibly: a second file all the same
+    found = records(out)
+    assert len(found) == 2 and found[0] != found[1]
+    commit = git(checkout, "rev-parse", "HEAD")
+    machine = track.machine_id(track.fingerprint())
+    assert all(p.parent == out / machine / commit for p in found)
+    rec = json.loads(found[0].read_text())
+    assert rec["kind"] == "choco-track" and rec["commit"] == commit and rec["subject"] == "first commit"
+    assert rec["commit_date"] == git(checkout, "show", "-s", "--format=%cI", "HEAD") and rec["dirty"] is False
+    assert rec["machine"]["id"] == machine and {"cpu", "cores", "torch", "device"} <= set(rec["machine"])
+    assert rec["perf"]["figures"]["b.round_vs_copy_sign"]["values"] == [2.0, 2.2] and rec["errors"] == []
+    assert json.loads((out / machine / "machine.json").read_text())["id"] == machine
+    assert fake_perf[0][0] == checkout.resolve()  # the code under test is --repo's
+    assert capsys.readouterr().out.count("wrote ") == 2
+
+
+def test_write_new_never_replaces_a_file(tmp_path):
+    paths = [track.write_new(tmp_path, "20260101T000000Z", f"{i}\n") for i in range(3)]
+    assert [p.name for p in paths] == ["20260101T000000Z.json", "20260101T000000Z-1.json", "20260101T000000Z-2.json"]
+    assert [p.read_text() for p in paths] == ["0\n", "1\n", "2\n"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary left
+
+
+def test_dirty_means_uncommitted_code(checkout):
+    assert track.commit_info(checkout)["dirty"] is False
+    (checkout / "notes.txt").write_text("not code")
+    assert track.commit_info(checkout)["dirty"] is False
+    (checkout / "bench" / "__init__.py").write_text("x = 1\n")
+    info = track.commit_info(checkout)
+    assert info["dirty"] is True and info["dirty_files"] == ["bench/__init__.py"]
+    assert info["describe"].endswith("-dirty")
+
+
+def test_machine_fingerprint_does_not_name_the_host(monkeypatch):
+    before = track.machine_id(track.fingerprint())
+    monkeypatch.setattr("platform.node", lambda: "another-host")
+    monkeypatch.setattr("socket.gethostname", lambda: "another-host")
+    assert track.machine_id(track.fingerprint()) == before
+    assert before.startswith(f"cpu-{track.fingerprint()['cores']}c-")
+
+
+def test_the_tracking_study_is_a_small_slice_with_three_seeds():
+    study, _ = track.load_study(str(track.DEFAULT_CONFIG))
+    assert len(study.seeds) == 3 and len(study.cells) <= 4 and not study.tuned_cells
+    settings = study.merged(next(iter(study.cells.values())))
+    assert settings["compute_time"] > 0  # modelled compute time: time to target is machine-independent
+    assert track.select_cells(study, "choco-*") == [c for c in study.cells if c.startswith("choco-")]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--parts", "perf,speed"], "--parts 'perf,speed': speed; allowed: perf, study"),
+    (["--parts", "perf", "--cells", "choco-*"], "--cells needs the study part"),
+    (["--parts", "study", "--perf-only", "b"], "--perf-only needs the perf part"),
+    (["--cells", "nothing-*"], "matches none of the study's cells"),
+    (["--target-acc", "1.5"], "must be in (0, 1]"),
+    (["--target-acc", "nan"], "finite number > 0"),
+    (["--repo", "{tmp}"], "no bench package there"),
+    (["--repo", "{nogit}"], "not a git checkout"),
+    (["--config", "{tmp}/missing.yaml"], "missing.yaml"),
+    (["--device", "tpu"], "allowed: cpu"),
+    (["--skip-measured"], "goes with --commits"),
+    (["--commits", "nope..HEAD"], "not a range of"),
+    (["--commits", "HEAD,nope"], "'nope' is not a commit"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, checkout, args, message):
+    nogit = tmp_path / "nogit"
+    (nogit / "bench").mkdir(parents=True)
+    (nogit / "bench" / "__init__.py").write_text("")
+    args = [a.format(tmp=tmp_path, nogit=nogit) for a in args]
+    if "--repo" not in args:
+        args += ["--repo", str(checkout)]
+    try:
+        status = bench_main(["track", "--out", str(tmp_path / "history"), *args])
+    except SystemExit as stop:  # refused by the argument parser
+        status = stop.code
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not (tmp_path / "history").exists()  # nothing ran, nothing written
+
+
+@pytest.mark.slow
+def test_bench_track_runs_the_study_and_perf_of_this_checkout(tmp_path):
+    # a slice of the quick set (one cell, perf group b), as `analysis bisect` probes it
+    out = tmp_path / "history"
+    proc = subprocess.run([*_python(), "-m", "bench", "track", "--out", str(out), "--parts", "perf,study",
+                           "--perf-only", "b", "--cells", "choco-sign_ring8", "--quiet"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    (path,) = records(out)
+    rec = json.loads(path.read_text())
+    assert rec["errors"] == [] and set(rec["perf"]["figures"]) >= {"b.round_vs_copy_sign", "b.round_seconds_sign"}
+    assert all(len(f["values"]) >= 2 for f in rec["perf"]["figures"].values())
+    cell = rec["study"]["cells"]["choco-sign_ring8"]
+    assert cell["seeds"] == [0, 1, 2] and cell["status"] == ["completed"] * 3
+    assert all(0.3 < acc < 1 for acc in cell["final_test_acc"])
+    assert all(isinstance(e, float) or e == "inf" for e in cell["epochs_to_target"])
+    # the study is deterministic: the same commit gives the same numbers again (re-runs are repeats)
+    proc = subprocess.run([*_python(), "-m", "bench", "track", "--out", str(out), "--parts", "study",
+                           "--cells", "choco-sign_ring8", "--quiet"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    again = [json.loads(p.read_text()) for p in records(out) if p != path]
+    assert again[0]["study"]["cells"]["choco-sign_ring8"]["final_test_acc"] == cell["final_test_acc"]
+
+
+def _python() -> list[str]:
+    import sys
+
+    return [sys.executable]
+
+
+def test_commits_are_measured_each_in_a_worktree_of_its_own(tmp_path, checkout, fake_perf, capsys):
+    (checkout / "bench" / "__init__.py").write_text("x = 2\n")
+    git(checkout, "commit", "-q", "-am", "second commit")
+    out = tmp_path / "history"
+    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf", "--quiet",
+            "--commits", "HEAD~1,HEAD"]
+    assert bench_main(argv) == 0
+    found = [json.loads(p.read_text()) for p in records(out)]
+    assert sorted(r["subject"] for r in found) == ["first commit", "second commit"]
+    assert all(r["dirty"] is False for r in found)
+    assert len({repo for repo, _ in fake_perf}) == 2 and checkout.resolve() not in {repo for repo, _ in fake_perf}
+    assert git(checkout, "worktree", "list").count("\n") == 0  # the worktrees are gone
+    # a range, resumed: what is measured is skipped
+    assert bench_main([*argv[:-1], "HEAD~1..HEAD", "--skip-measured"]) == 0
+    assert len(records(out)) == 2 and "already measured" not in capsys.readouterr().err
