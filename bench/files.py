@@ -11,6 +11,8 @@ import secrets
 from pathlib import Path
 from typing import Callable
 
+from .errors import BenchError
+
 # .NAME.PID.TOKEN.tmp now; .NAME.tmp-PID and .NAME.tmp were written by earlier versions
 _TEMPORARY = re.compile(r"^\..+(\.tmp|\.tmp-\d+)$")
 
@@ -58,3 +60,29 @@ def remove_temporaries(folder: Path) -> list[str]:
             entry.unlink(missing_ok=True)
             removed.append(entry.name)
     return removed
+
+
+def write_new(folder: Path, stem: str, text: str, only_name: bool = False) -> Path | None:
+    """Write ``text`` to folder/stem.json, or stem-1.json, ... whichever does not exist yet: whole (a
+    temporary file, flushed, then hard-linked, which fails rather than replace a file) and never over
+    another record, even one written at the same moment by another process. ``only_name``: stem.json or
+    nothing (None when it exists)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f".{stem}.json.{os.getpid()}.{secrets.token_hex(4)}.tmp"  # is_temporary's form
+    try:
+        with open(tmp, "w") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        for i in range(10000):
+            path = folder / (f"{stem}.json" if i == 0 else f"{stem}-{i}.json")
+            try:
+                os.link(tmp, path)
+                return path
+            except FileExistsError:
+                if only_name:
+                    return None
+                continue
+        raise BenchError(f"{folder}: 10000 records named {stem}*; remove some")
+    finally:
+        tmp.unlink(missing_ok=True)

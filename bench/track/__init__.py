@@ -28,8 +28,8 @@ from pathlib import Path
 from ..errors import BenchError
 from .commits import commit_list, measured, track_commits
 from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, track_one
-from .record import (CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id,
-                     write_new)
+from ..files import write_new
+from .record import CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id
 
 DEFAULT_CONFIG = ROOT / "config" / "track.yaml"
 DEFAULT_OUT = "results/history"

@@ -20,7 +20,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import BenchError
-from .record import KIND, ROOT, VERSION, _git, write_new
+from ..cache import ENV as CACHE_ENV
+from ..files import write_new
+from .record import KIND, ROOT, VERSION, _git
 
 STUDY_FIELDS = ("final_test_acc", "epochs_to_target", "bits_to_target", "time_to_target_s")
 
@@ -119,7 +121,7 @@ def run_study(repo: Path, work: Path, study, digest: str, cells: list[str], targ
     checkout: (the study's part of the record, errors)."""
     runs_dir, logs = work / "study" / "runs", work / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    env = _code_env(repo, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", CHOCO_BENCH_CACHE=str(work / "cache"))
+    env = _code_env(repo, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **{CACHE_ENV: str(work / "cache")})
     runs = [(run, settings) for run, settings in study.runs.items() if study.run_cell[run] in cells]
     errors: list[str] = []
     start = time.monotonic()

@@ -1,7 +1,7 @@
 """The identity of a `bench track` record and its safe writing: the commit measured (commit_info, with the
 dirty flag for uncommitted changes under CODE_PATHS; _git runs git quietly), the machine's fingerprint
 (fingerprint: CPU, cores, architecture, Python, torch, device; never the host name) and its history folder
-name (machine_id), and write_new, which writes a record whole under a name no other record has, never
+name (machine_id); records are written by bench.files.write_new (whole, under a name no other record has, never
 replacing one, even against a concurrent writer."""
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import json
 import os
 import platform
 import re
-import secrets
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -92,31 +91,3 @@ def machine_id(info: dict[str, Any]) -> str:
     digest = hashlib.sha1(json.dumps(info, sort_keys=True).encode()).hexdigest()[:8]
     kind = "cpu" if info["device"] == "cpu" else re.sub(r"[^a-z0-9]+", "-", info["device"].lower()).strip("-")[:24]
     return f"{kind}-{info['cores']}c-{digest}"
-
-
-# -- writing without replacing ----------------------------------------------------------------------------
-def write_new(folder: Path, stem: str, text: str, only_name: bool = False) -> Path | None:
-    """Write ``text`` to folder/stem.json, or stem-1.json, ... whichever does not exist yet: whole (a
-    temporary file, flushed, then hard-linked, which fails rather than replace a file) and never over
-    another record, even one written at the same moment by another process. ``only_name``: stem.json or
-    nothing (None when it exists)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{stem}.json.{os.getpid()}.{secrets.token_hex(4)}.tmp"  # bench.files.is_temporary's form
-    try:
-        with open(tmp, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        for i in range(10000):
-            path = folder / (f"{stem}.json" if i == 0 else f"{stem}-{i}.json")
-            try:
-                os.link(tmp, path)
-                return path
-            except FileExistsError:
-                if only_name:
-                    return None
-                continue
-        raise BenchError(f"{folder}: 10000 records named {stem}*; remove some")
-    finally:
-        tmp.unlink(missing_ok=True)
-
