@@ -2,9 +2,6 @@
 gradient tracking, its average follows SGD on the average direction, it removes the bias D-PSGD keeps on
 heterogeneous data, it sends two compressed messages a round, and the distributed runtime agrees with the
 simulation."""
-import json
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -156,28 +153,3 @@ def test_two_compressed_messages_a_round_one_in_the_first(compressor):
 def test_bad_options_are_one_line_errors(bad):
     with pytest.raises(BenchError, match="gamma|gama"):
         build("beer", make_topology("ring", 4), start(4), "sign", bad)
-
-
-# -- the distributed runtime: 4 gloo processes give the simulation's metrics ---------------------------------
-DIST_CASES = [("beer", "none"), ("beer", "sign"), ("beer", "top:0.1"), ("beer", "qsgd:4")]
-
-
-@pytest.fixture(scope="module")
-def dist_runs(tmp_path_factory):
-    from test_dist import SETTINGS, launch
-
-    out = tmp_path_factory.mktemp("dist")
-    cases = {f"{a}-{c}": {"algorithm": a, "compressor": c, **SETTINGS} for a, c in DIST_CASES}
-    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(cases)], 4,
-                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
-    errors = [p.communicate(timeout=600)[1] for p in ranks]
-    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("algorithm,compressor", DIST_CASES)
-def test_four_gloo_processes_reproduce_the_simulation(dist_runs, tmp_path, algorithm, compressor):
-    from test_dist import test_four_gloo_processes_reproduce_the_simulation as same_as_the_paper_methods
-
-    same_as_the_paper_methods(dist_runs, tmp_path, algorithm, compressor)

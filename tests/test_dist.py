@@ -22,7 +22,9 @@ SETTINGS = {"task": "lsq", "topology": "ring", "nodes": 4, "epochs": 2, "seed": 
             "momentum": 0.5, "gamma": 0.4, "batch_size": 8, "eval_local_workers": 4}
 BASE = [arg for key, value in SETTINGS.items() for arg in ("--set", f"{key}={value}")] + ["--quiet"]
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
-CASES = [("allreduce", "none"), ("dpsgd", "none"), ("ef", "sign"), ("ef", "top:0.1")] + [
+CASES = [("allreduce", "none"), ("dpsgd", "none"), ("ef", "sign"), ("ef", "top:0.1"), ("powergossip", "none"),
+         ("deepsqueeze", "sign"), ("deepsqueeze", "top:0.1"), ("deepsqueeze", "qsgd:4")] + [
+    ("beer", c) for c in ("none", "sign", "top:0.1", "qsgd:4")] + [
     (a, c) for a in ("choco", "dcd", "ecd") for c in ("none", "sign", "top:0.1", "qsgd:4")] + [("choco", "rand:0.1")]
 
 

@@ -1,9 +1,6 @@
 """PowerGossip with shared randomness and no warm start (the configuration the broadcast gossip seam can
 express): the per-edge update of the authors' code written out, the special case it reduces to, where the
 average goes, the traffic of its low-rank messages, and the distributed runtime."""
-import json
-import subprocess
-from pathlib import Path
 
 import pytest
 import torch
@@ -156,28 +153,3 @@ def test_it_compresses_by_itself_and_checks_its_options():
     for bad in ({"rank": 0}, {"rank": 1.5}, {"rank": True}, {"gamma": 0.0}, {"gamma": 2.0}, {"rnak": 2}):
         with pytest.raises(BenchError, match="rank|gamma|rnak"):
             build("powergossip", topo, start(4), "none", bad)
-
-
-# -- the distributed runtime: 4 gloo processes give the simulation's metrics ---------------------------------
-DIST_CASES = [("powergossip", "none")]
-
-
-@pytest.fixture(scope="module")
-def dist_runs(tmp_path_factory):
-    from test_dist import SETTINGS, launch
-
-    out = tmp_path_factory.mktemp("dist")
-    cases = {f"{a}-{c}": {"algorithm": a, "compressor": c, **SETTINGS} for a, c in DIST_CASES}
-    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(cases)], 4,
-                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
-    errors = [p.communicate(timeout=600)[1] for p in ranks]
-    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("algorithm,compressor", DIST_CASES)
-def test_four_gloo_processes_reproduce_the_simulation(dist_runs, tmp_path, algorithm, compressor):
-    from test_dist import test_four_gloo_processes_reproduce_the_simulation as same_as_the_paper_methods
-
-    same_as_the_paper_methods(dist_runs, tmp_path, algorithm, compressor)
