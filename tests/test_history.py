@@ -357,3 +357,40 @@ def test_max_load_leaves_out_the_perf_figures_of_a_busy_machine(tmp_path, capsys
     newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["perf.a.speedup_n4", "verdict"] == "not measured"  # the study's numbers stay
     assert newest.loc["study.c.final_test_acc", "verdict"] == "within tolerance"
+
+
+def test_expect_refuses_a_check_that_measured_nothing_of_the_commit(tmp_path, capsys):
+    root = tmp_path / "history"
+    for i in range(3):
+        rec = make_record(i, perf={"a.speedup_n4": [5.0, 5.1]})
+        rec["perf"]["load_average_1m"] = {"start": 10.0 if i == 2 else 0.5, "end": 11.0}
+        write(root, rec)
+    write(root, make_record(3, perf={"a.speedup_n4": [5.0, 5.1]}, dirty=True))
+    out = ["--out", tmp_path / "out", "--no-figures"]
+    assert run_history(root, *out, "--expect", sha(2), "--clean-only") == 0  # the newest clean commit, measured
+    assert run_history(root, *out, "--expect", sha(2)) == 2  # a dirty tree of a later commit is newer
+    cases = [(["--expect", sha(2), "--max-load", "1"], f"the records of {sha(2)[:12]} have no values left"),
+             (["--expect", sha(3), "--clean-only"], f"no clean record of {sha(3)[:12]}"),
+             (["--expect", sha(1)], f"{sha(1)[:12]} is not the newest commit read"),
+             (["--expect", sha(9)], f"no record of {sha(9)[:12]}"),
+             (["--expect", "no-such-rev", "--repo", tmp_path], "--expect no-such-rev: not a commit of")]
+    capsys.readouterr()
+    for args, message in cases:
+        assert run_history(root, *out, *args) == 2, args
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, (args, err)
+
+
+def test_expect_resolves_a_revision_of_the_repository(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "one"], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    root = tmp_path / "history"
+    write(root, make_record(0, perf={"x": [1.0, 1.1]}))
+    rec = make_record(1, perf={"x": [1.0, 1.05]})
+    rec["commit"] = head
+    write(root, rec)
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--expect", "HEAD", "--repo", repo) == 0

@@ -45,6 +45,22 @@ def test_jobs_group_into_shapes_by_task_options_n_batch_and_backend():
     assert Shape.of(dist.run_config(dist.runs["dpsgd-none_ring4_lr=0.1_s0"])).label() == "cifar10-resnet8 n=4 b=4 dist/2"
 
 
+@pytest.mark.parametrize("extend", [True, False])
+def test_a_tuning_jobs_work_holds_the_most_its_grid_extension_can_add(extend):
+    # three learning rates (a grid that can be extended at its edge), two tuning seeds, rungs at 1 and 2 epochs
+    tune = {**TINY["tune"], "grid": {"lr": [0.05, 0.1, 0.2]}, "seeds": [0, 1], "extend": extend}
+    study = Study({**TINY, "tune": tune, "scale": "cpu"})
+    work = study.tuning_work("choco-sign_ring3")
+    staged = [w for w in work if "stop_at" in w]
+    assert len(staged) == 3 * 2 + 1 * 2  # every point to the first rung, the best third of them on, all seeds
+    assert [w["stop_at"] for w in staged] == [1.0] * 6 + [1.0] * 2  # increments: 0 -> 1 -> 2 epochs
+    extension = [w for w in work if "stop_at" not in w]  # the full schedule, for each of the point's seeds
+    assert len(extension) == (2 if extend else 0)
+    assert sorted(w["seed"] for w in extension) == ([0, 1] if extend else [])
+    job = next(j for j in study.jobs() if (j.rule, j.name) == ("tune_cell", "choco-sign_ring3"))
+    assert job.runs == work  # what bench plan times and what the pipeline sizes a job by without a plan
+
+
 def test_steps_per_epoch_come_from_the_real_data_sizes():
     cifar = DataModel("memory", REAL["cifar10"], train_eval=5000)
     assert cifar.steps_per_epoch(8, 128, 0.0) == 50_000 // 8 // 128 == 48

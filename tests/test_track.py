@@ -178,3 +178,16 @@ def test_commits_are_measured_each_in_a_worktree_of_its_own(tmp_path, checkout, 
     # a range, resumed: what is measured is skipped
     assert bench_main([*argv[:-1], "HEAD~1..HEAD", "--skip-measured"]) == 0
     assert len(records(out)) == 2 and "already measured" not in capsys.readouterr().err
+
+
+def test_settle_waits_for_the_load_to_fall_to_one_per_core_and_no_longer_than_asked(monkeypatch):
+    monkeypatch.setattr(track.quickset.os, "cpu_count", lambda: 2)
+    said = []
+    falling = iter([3.5, 2.6, 1.9, 1.0])
+    assert track.settle(60, said.append, poll=0, load=lambda: (next(falling),)) == 1.9  # stops at 2 = 1 x 2 cores
+    assert len(said) == 1 and "load average 3.50 above 2" in said[0]
+    calls = []
+    busy = lambda: (calls.append(1), 8.0)[1:]  # noqa: E731 - never settles
+    assert track.settle(0.05, said.append, poll=0.01, load=busy) == 8.0 and len(calls) >= 2
+    quiet = []
+    assert track.settle(60, quiet.append, load=lambda: (0.3,)) == 0.3 and not quiet  # nothing to wait for

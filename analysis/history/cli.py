@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -73,7 +74,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave out the perf figures of records whose bench perf started with a 1-minute load average "
                    "above PER_CORE x cores (a busy shared machine; the study's numbers are kept)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
+    p.add_argument("--expect", default=None, metavar="REV",
+                   help="refuse (exit 2) unless REV (a commit of --repo, e.g. HEAD) is the newest commit read and has "
+                   "values left after --clean-only, --max-load, --kinds and --only: a check that cannot pass by "
+                   "measuring nothing (CI)")
     return p
+
+
+def _commit_of(rev: str, repo: str | None) -> str:
+    """The full hash of ``rev``: as given when it is one, else `git rev-parse` in ``repo``."""
+    if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
+        return rev
+    try:
+        proc = subprocess.run(["git", "-C", repo or ".", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                              capture_output=True, text=True, timeout=60)
+    except OSError as err:
+        raise UsageError(f"--expect {rev}: git cannot run ({err})") from None
+    if proc.returncode != 0:
+        raise UsageError(f"--expect {rev}: not a commit of {repo or '.'}")
+    return proc.stdout.strip()
 
 
 def run(args) -> int:
@@ -114,6 +133,16 @@ def run(args) -> int:
     points = order_points(table, args.order, args.repo)
     if not points:
         raise UsageError("no records left in commit order (see --order)")
+    if args.expect:
+        expected = _commit_of(args.expect, args.repo)
+        if points[-1] != expected[:12]:
+            if expected[:12] in points:
+                why = f"{expected[:12]} is not the newest commit read"
+            elif expected[:12] in set(observations(records)["point"]):
+                why = f"the records of {expected[:12]} have no values left after --max-load, --kinds and --only"
+            else:
+                why = f"no{' clean' if args.clean_only else ''} record of {expected[:12]} in {', '.join(map(str, dirs))}"
+            raise UsageError(f"--expect {args.expect}: {why} (newest read: {points[-1]})")
     table = table[table["point"].isin(points)]
     first = table.groupby("point").first()
     info = {p: {"describe": first.loc[p, "describe"], "subject": first.loc[p, "subject"]} for p in points}

@@ -80,9 +80,12 @@ def halve(plan: dict, run: Runner = _run, rank: Ranker = _rank) -> dict:
     failures = []
 
     def train(names: list[str], stop_at: float | None) -> None:
-        for name in names:
+        for i, name in enumerate(names, 1):
+            # not --quiet: the job's log gets each trial's progress lines (one per evaluation off a terminal)
             argv = [*trials[name], *(["--set", f"stop_at={stop_at!r}"] if stop_at is not None else []),
-                    "--quiet", "--replace-stale", "--out", str(cell_dir / name)]  # trials of an earlier grid: set aside
+                    "--replace-stale", "--out", str(cell_dir / name)]  # trials of an earlier grid: set aside
+            print(f"{plan['cell']}: trial {i}/{len(names)} {name}"
+                  f"{f' to {stop_at:g} epochs' if stop_at is not None else ' on the full schedule'}", flush=True)
             status = run(argv)
             if status != 0:  # a failed trial is ranked out, not fatal to the cell
                 failures.append({"trial": name, "status": status, "stop_at": stop_at})

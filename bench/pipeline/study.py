@@ -203,8 +203,10 @@ class Study:
 
     def tuning_work(self, cell: str) -> tuple[dict[str, Any], ...]:
         """The `bench run`s a cell's halving makes, each as the settings of a run of the same cost: every
-        trial to the first rung, then a third of the points (all their seeds) each rung's increment. The
-        extension of a grid at its edge (at most one point per knob) comes on top."""
+        trial to the first rung, then a third of the points (all their seeds) each rung's increment; when
+        the grid may be extended at its edge, the most that can add: one point (all its seeds) on the full
+        schedule per knob of three or more values (bench/pipeline/halving.py). `bench plan` times these, and
+        the pipeline's runtime without a plan counts them."""
         trials = list(self.trials(cell).values())
         seeds = max(1, len(self.tune.get("seeds", [0])))
         keep = float(self.tune.get("keep", 1 / 3))
@@ -214,6 +216,9 @@ class Study:
                 points = max(1, math.ceil(points * keep))
             work += [{**t, "stop_at": epochs - done} for t in trials[: points * seeds]]
             done = epochs
+        if self.tune.get("extend", True):
+            edges = sum(len(self.tune_grid.get(k, ())) >= 3 for k in self.tuned_cells[cell])
+            work += [dict(t) for t in trials[:seeds]] * edges
         return tuple(work)
 
     # -- command lines -----------------------------------------------------------------------

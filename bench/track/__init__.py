@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ..errors import BenchError
 from .commits import commit_list, measured, track_commits
-from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, track_one
+from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, settle, track_one
 from ..files import write_new
 from .record import CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id
 
@@ -37,7 +37,7 @@ DEFAULT_TARGET_ACC = 0.5  # absolute test accuracy of the study's targets (confi
 PARTS = ("perf", "study")
 __all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_OUT", "DEFAULT_TARGET_ACC", "KIND", "PARTS", "ROOT",
            "STUDY_FIELDS", "VERSION", "add_arguments", "cmd_track", "commit_info", "commit_list", "fingerprint",
-           "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "track_commits",
+           "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "settle", "track_commits",
            "track_one", "write_new", "_git"]
 
 
@@ -67,6 +67,9 @@ def add_arguments(p, output_dir, positive_float, device) -> None:
                    "temporary worktree of --repo, one record each: a history of the suite")
     p.add_argument("--skip-measured", action="store_true",
                    help="with --commits: skip commits that already have a clean record without errors here")
+    p.add_argument("--settle", type=positive_float, default=0, metavar="SECONDS",
+                   help="before bench perf, wait at most SECONDS for the 1-minute load average to fall to one per "
+                   "core (after a test suite or build; default 0: no wait)")
     p.add_argument("--print-machine", action="store_true",
                    help="print this machine's history folder name and its fingerprint, and exit")
     p.add_argument("--quiet", action="store_true", help="no progress lines (the closing line stays)")

@@ -163,6 +163,20 @@ def run_study(repo: Path, work: Path, study, digest: str, cells: list[str], targ
 
 
 
+def settle(seconds: float, say, per_core: float = 1.0, poll: float = 5.0, load=os.getloadavg) -> float:
+    """Wait at most ``seconds`` for the 1-minute load average to fall to ``per_core`` x cores: a test suite
+    or build that just ended still weighs on it for a minute or two, and bench perf's timings (and the
+    load it records, which `analysis history --max-load` reads) are the machine's then. The load seen last."""
+    limit, deadline = per_core * (os.cpu_count() or 1), time.monotonic() + seconds
+    current = load()[0]
+    if current > limit and seconds > 0:
+        say(f"track: load average {current:.2f} above {limit:g}: waiting for it to settle (at most {seconds:g} s)")
+    while current > limit and time.monotonic() < deadline:
+        time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+        current = load()[0]
+    return current
+
+
 def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machine, info, say,
               keep_as: str | None = None) -> int:
     """The quick set of the checkout ``repo``: one record written; 1 when a part failed, else 0."""
@@ -183,6 +197,8 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
                               "parts": parts, "errors": []}
     try:
         if "perf" in parts:
+            if getattr(args, "settle", 0):
+                settle(args.settle, say)
             record["perf"], errors = run_perf(repo, work, args.device, args.perf_only, say)
             record["errors"] += errors
         if "study" in parts:

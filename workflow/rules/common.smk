@@ -48,17 +48,12 @@ PLANNED, _PLAN_LINE = planned_runtimes(Path(OUT) / "plan.csv", SCALE, PLAN_SAFET
 def run_equivalents(job):
     """The work of a job (bench/pipeline's Job) in full training runs: 1 for a run, the seeds of a cell with
     grouped seeds, and for a tuning job every trial's share of the schedule (stop_at / epochs of each
-    rung, as `bench plan` counts it) plus, when the grid may be extended, one full run per tuning seed for
-    each knob of three or more values (the most the extension can add; bench/pipeline/halving.py)."""
+    rung) and the most the grid's extension can add (Study.tuning_work, which `bench plan` times too)."""
     work = 0.0
     for settings in job.runs:
         epochs = float(S.merged(settings).get("epochs", RunConfig.epochs))  # bench's default when unset
         stop_at = settings.get("stop_at")
         work += 1.0 if stop_at is None else min(float(stop_at), epochs) / epochs
-    may_extend = job.rule == "tune_cell" and S.tune.get("extend", True)
-    if may_extend:
-        knobs = [k for k in TUNED_CELLS[job.cell] if len(S.tune_grid.get(k, ())) >= 3]
-        work += len(knobs) * max(1, len(S.tune.get("seeds", [0])))
     return work
 
 
