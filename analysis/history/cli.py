@@ -19,7 +19,7 @@ from analysis.files import write_atomically, write_text_atomically
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
 from analysis.history.figures import _safe, draw
 from analysis.history.records import (_NOTES, KINDS, TOLERANCES, load_records, observations, order_points,
-                                      series_of)
+                                      point_key, series_of)
 
 
 def _tolerance_override(text: str) -> tuple[str, float]:
@@ -76,8 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-figures", action="store_true", help="tables only")
     p.add_argument("--expect", default=None, metavar="REV",
                    help="refuse (exit 2) unless REV (a commit of --repo, e.g. HEAD) is the newest commit read and has "
-                   "values left after --clean-only, --max-load, --kinds and --only: a check that cannot pass by "
-                   "measuring nothing (CI)")
+                   "values left after --clean-only, --max-load, --kinds and --only, so that a check which measured "
+                   "nothing of REV fails instead of passing (CI)")
     return p
 
 
@@ -138,7 +138,7 @@ def run(args) -> int:
         if points[-1] != expected[:12]:
             if expected[:12] in points:
                 why = f"{expected[:12]} is not the newest commit read"
-            elif expected[:12] in set(observations(records)["point"]):
+            elif expected[:12] in {point_key(r) for r in records}:
                 why = f"the records of {expected[:12]} have no values left after --max-load, --kinds and --only"
             else:
                 why = f"no{' clean' if args.clean_only else ''} record of {expected[:12]} in {', '.join(map(str, dirs))}"
