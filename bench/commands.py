@@ -83,7 +83,7 @@ def cmd_consensus(args) -> int:
 
     print(f"# consensus on {topo.name} (n={topo.n}, spectral gap {topo.spectral_gap:.4f}), d={args.dim}, "
           f"{args.steps} rounds, seed {args.seed}")
-    print(f"{'method':<28}{'gamma':>9}{'delta':>9}{'rel. error':>12}{'Mbit/worker':>13}")
+    print(f"{'method':<28}{'gamma':>9}{'delta':>9}{'rel. error':>12}{'Mbit/worker':>13}  (bits a worker put on its links)")
     for tr in traces:
         delta = "-" if tr.delta_measured is None else f"{tr.delta_measured:.3f}"
         err = "diverged" if tr.diverged else f"{tr.final_error:.2e}"
@@ -95,7 +95,8 @@ def cmd_consensus(args) -> int:
             "method": tr.method, "gamma": tr.gamma, "delta_measured": tr.delta_measured, "diverged": tr.diverged,
             "topology": topo.name, "nodes": topo.n, "spectral_gap": topo.spectral_gap, "dim": args.dim,
             "seed": args.seed, "step": tr.steps, "rel_error": tr.rel_error,
-            "bits_per_worker": tr.bits_per_worker, "bits_paper_per_worker": tr.paper_bits_per_worker,
+            "bits_per_worker": tr.bits_per_worker, "bits_per_worker_max": tr.bits_per_worker_max,
+            "bits_paper_per_worker": tr.paper_bits_per_worker,
         }) for tr in traces], ignore_index=True)
         atomic_write_text(out / "traces.csv", tidy.to_csv(index=False))
         print(f"wrote {out / 'traces.csv'}")

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from .algorithms import make_algorithm
-from .comm import SimulatedCommunicator
+from .comm import SimulatedCommunicator, Traffic
 from .compressors import make_compressor, measure_delta
 from .errors import BenchError
 from .topology import Topology
@@ -27,7 +27,8 @@ class ConsensusTrace:
     gamma: float
     steps: list[int] = field(default_factory=list)
     rel_error: list[float] = field(default_factory=list)  # (1/n)Σ‖x_i − x̄⁰‖² over its value at step 0
-    bits_per_worker: list[float] = field(default_factory=list)  # cumulative wire bits
+    bits_per_worker: list[float] = field(default_factory=list)  # cumulative bits on a worker's links (mean)
+    bits_per_worker_max: list[float] = field(default_factory=list)  # the most any worker sent
     paper_bits_per_worker: list[float] = field(default_factory=list)
     delta_measured: float | None = None
     diverged: bool = False
@@ -61,22 +62,22 @@ def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0
         trace.delta_measured = measure_delta(comp, x0, torch.Generator().manual_seed(seed + 2))
 
     e0 = float(((x0 - target) ** 2).sum(dim=1).mean())
-    wire = paper = 0.0
+    sent = Traffic()
 
     def record(t: int) -> None:
         err = float(((algo.x - target) ** 2).sum(dim=1).mean()) / e0
         trace.steps.append(t)
         trace.rel_error.append(err)
-        trace.bits_per_worker.append(wire)
-        trace.paper_bits_per_worker.append(paper)
+        trace.bits_per_worker.append(sent.wire_bits)
+        trace.bits_per_worker_max.append(sent.wire_bits_max)
+        trace.paper_bits_per_worker.append(sent.paper_bits)
         if not math.isfinite(err) or err > DIVERGED_FACTOR:
             trace.diverged = True
 
     record(0)
     for t in range(1, steps + 1):
         traffic = algo.step(None, 0.0)
-        wire += traffic.wire_bits
-        paper += traffic.paper_bits
+        sent.add(traffic)
         if t % record_every == 0 or t == steps:
             record(t)
             if trace.diverged:

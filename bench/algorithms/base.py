@@ -93,6 +93,15 @@ class Algorithm(ABC):
                              f"for a fixed graph; {name!r} changes W every round: use one of {usable}")
 
     @classmethod
+    def check_network(cls, network) -> None:
+        """One line when this algorithm cannot run on ``network``: a collective on a broadcast medium (a ring
+        all-reduce forwards a different chunk on each hop, which one shared transmission cannot carry)."""
+        if cls.centralized and network.broadcast:
+            gossiping = ", ".join(n for n in ALGORITHMS.names() if not ALGORITHMS.get(n).centralized)
+            raise BenchError(f"network medium=broadcast (in {network.name!r}) carries gossip, not the collectives "
+                             f"algorithm {cls.name!r} uses; use medium=links or one of {gossiping}")
+
+    @classmethod
     def describe(cls) -> dict:
         return {"name": cls.name, "label": cls.label, "compresses": cls.compresses, "contraction": cls.contraction,
                 "consensus_step": cls.consensus_step, "centralized": cls.centralized,

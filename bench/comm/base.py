@@ -6,31 +6,97 @@ algorithms are written once against this interface and never learn which one run
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from ..compressors import Message
+from ..compressors.rows import RandomSource, RowStream
+from ..topology.links import Links
 
 
 @dataclass
 class Traffic:
-    """What the communicator carried since the last ``drain``: per worker, summed over messages.
+    """What the communicator carried since the last ``drain``, summed over messages.
 
-    ``wire_bits``/``paper_bits`` count each broadcast message once (the payload size, as the
-    paper's MB/iteration does); the cost of sending it to every neighbour is in ``comm_time_s``.
+    ``worker_bits[i]`` is what worker i put on its links: a gossip to k neighbours is k copies of its
+    message (one on a broadcast medium), a collective what it sends on its ring links. ``wire_bits`` is their
+    mean over workers and ``wire_bits_max`` the most one worker sent. ``paper_bits`` is the paper's accounting,
+    one payload per message whatever the degree (its MB/iteration).
     """
 
     wire_bits: float = 0.0
     paper_bits: float = 0.0
     comm_time_s: float = 0.0
     messages: int = 0
+    worker_bits: np.ndarray | None = field(default=None, repr=False)
+
+    @classmethod
+    def sent(cls, worker_bits: np.ndarray, paper_bits: float, time_s: float, messages: int = 1) -> "Traffic":
+        worker_bits = np.asarray(worker_bits, dtype=np.float64)
+        return cls(float(worker_bits.mean()), paper_bits, time_s, messages, worker_bits)
+
+    @property
+    def wire_bits_max(self) -> float:
+        return float(self.worker_bits.max()) if self.worker_bits is not None else self.wire_bits
 
     def add(self, other: "Traffic") -> None:
         self.wire_bits += other.wire_bits
         self.paper_bits += other.paper_bits
         self.comm_time_s += other.comm_time_s
         self.messages += other.messages
+        if other.worker_bits is not None:
+            self.worker_bits = other.worker_bits.copy() if self.worker_bits is None else self.worker_bits + other.worker_bits
+
+
+@dataclass(frozen=True, eq=False)
+class LocalLinks:
+    """One round's links as a process sees them: it sends on ``out`` (a contiguous range of link ids: its
+    workers' outgoing links) and receives on ``into`` (ids of its workers' incoming links, in link order).
+    In one process holding every worker both are all links."""
+
+    links: Links
+    lo: int
+    hi: int
+    out: slice
+    into: np.ndarray
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def of(cls, links: Links, lo: int, hi: int) -> "LocalLinks":
+        a, b = links.out_range(lo, hi)
+        return cls(links, lo, hi, slice(a, b), links.into(lo, hi))
+
+    @property
+    def send_rows(self) -> np.ndarray:
+        """For each link sent on, the local row (worker − lo) that sends it."""
+        return self.links.src[self.out] - self.lo
+
+    @property
+    def recv_rows(self) -> np.ndarray:
+        """For each link received on, the local row that receives it."""
+        return self.links.dst[self.into] - self.lo
+
+    def tensor(self, name: str, device, dtype=None) -> torch.Tensor:
+        """``send_rows``, ``recv_rows`` (int64) or ``send_weight``/``recv_weight`` (the links' w_ij, ``dtype``)
+        as a torch tensor on ``device``, made once."""
+        key = (name, str(device), dtype)
+        if key not in self._cache:
+            if name in ("send_weight", "recv_weight"):
+                ids = self.out if name == "send_weight" else self.into
+                value = torch.tensor(self.links.weight[ids], dtype=dtype or torch.float64, device=device)
+            else:
+                value = torch.as_tensor(np.ascontiguousarray(getattr(self, name)), dtype=torch.int64, device=device)
+            self._cache[key] = value
+        return self._cache[key]
+
+    def stream(self, source: RandomSource) -> RandomSource:
+        """Compression randomness for one row per link: the same draws however the workers are split over
+        processes (a process's rows are its range of outgoing links)."""
+        if isinstance(source, RowStream):
+            return RowStream(source.generator, self.links.E, self.out.start, self.out.stop)
+        return source
 
 
 class Communicator(ABC):
@@ -49,6 +115,35 @@ class Communicator(ABC):
         if self_shift:
             out.add_(message.values, alpha=self_shift)
         return out
+
+    @abstractmethod
+    def links(self) -> LocalLinks:
+        """This round's directed links, as this process sends and receives on them."""
+
+    @property
+    def time_varying(self) -> bool:
+        """Whether the links change from round to round (W_t of a topology with a period > 1)."""
+        return self.topology.period > 1
+
+    def union_links(self) -> LocalLinks:
+        """Every link some round of the period uses, as this process sends and receives on them: what per-link
+        state (a copy per link, a basis per edge) is kept for. ``links().links.ids_in(union.links)`` maps a
+        round's links into it."""
+        cached = getattr(self, "_union", None)
+        if cached is None:
+            cached = self._union = LocalLinks.of(self.topology.link_union(), *self.rows)
+        return cached
+
+    @property
+    def rows(self) -> tuple[int, int]:
+        """The workers this process holds: lo..hi-1."""
+        return getattr(self, "lo", 0), getattr(self, "hi", self.topology.n)
+
+    @abstractmethod
+    def exchange(self, message: Message) -> torch.Tensor:
+        """A different message on every link: row k of ``message`` travels on link ``links().out.start + k``.
+        Returns, for each link in ``links().into``, what its receiver decoded (``[len(into), ...]``). Each copy
+        is counted on its link; a broadcast medium sends each such message on its own as well."""
 
     @abstractmethod
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:

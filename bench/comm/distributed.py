@@ -1,10 +1,13 @@
 """torch.distributed runtime: each process holds a contiguous block of workers (rows lo..hi-1).
 
-A gossip round sends the real encoded payload of each local worker, point to point, once to
-every other process that holds one of its graph neighbours (gloo on CPU, NCCL on GPU), decodes
-what arrives and mixes with the rows of W it needs. Time is measured, not modelled; the α–β
-model's prediction is kept beside it. A time-varying topology has one such plan per round of its
-period; ``round`` (advanced by ``drain``, which ends every algorithm's step) picks it.
+Every message travels on its directed link j → i, as in the simulator's count: a gossip sends the real
+encoded payload of worker j once on every link to a worker held by another process, an edge exchange sends
+each link's own message, both point to point (gloo on CPU, NCCL on GPU), one send per link; links between two
+workers of one process are copied in memory (and counted all the same). The all-reduce and the all-gather are
+rings of point-to-point sends over the processes, so the bytes handed to torch.distributed are what those
+collectives put on each link. Time is measured, per round and per incoming link; the α–β model's prediction is
+kept beside it. A time-varying topology has one plan per round of its period; ``round`` (advanced by
+``drain``, which ends every algorithm's step) picks it.
 """
 from __future__ import annotations
 
@@ -20,7 +23,9 @@ from ..compressors import Compressor, Message
 from ..compressors.wire import decode, encode
 from ..errors import BenchError
 from ..topology import Topology
-from .base import Communicator, Traffic
+from ..topology.links import Links
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
+from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
 
@@ -32,35 +37,32 @@ def block_of(n: int, world: int, rank: int) -> tuple[int, int]:
     return rank * k, (rank + 1) * k
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Plan:
-    """One W's exchange for this process: per peer process, which of our workers it needs
-    (``send_to``) and which of its workers we need (``recv_from``), and our rows of W over the
-    columns we then hold (ours first, then the received rows in (peer, worker) order)."""
+    """One round's links for this process: per peer process, the ids of the links we send to it
+    (``send_to``) and receive from it (``recv_from``), in link order; and our rows of W over the columns a
+    gossip then holds (our workers first, then one per received link in (peer, link) order)."""
 
-    send_to: dict[int, list[int]]
-    recv_from: dict[int, list[int]]
+    local: LocalLinks
+    send_to: dict[int, np.ndarray]
+    recv_from: dict[int, np.ndarray]
     w_local: np.ndarray
 
     @classmethod
-    def of(cls, W: np.ndarray, rank: int, world: int, lo: int, hi: int, k: int) -> "_Plan":
-        local = range(lo, hi)
-        send_to: dict[int, list[int]] = {}
-        recv_from: dict[int, list[int]] = {}
-        for p in range(world):
-            if p == rank:
-                continue
-            theirs = range(p * k, (p + 1) * k)
-            send = [j for j in local if any(W[i, j] > 0 for i in theirs)]
-            recv = [j for j in theirs if any(W[i, j] > 0 for i in local)]
-            if send:
-                send_to[p] = send
-            if recv:
-                recv_from[p] = recv
-        owner = np.arange(W.shape[0]) // k
-        assert all(owner[j] == p for p, js in recv_from.items() for j in js)
-        columns = list(local) + [j for p in sorted(recv_from) for j in recv_from[p]]
-        return cls(send_to, recv_from, np.ascontiguousarray(W[lo:hi][:, columns]))
+    def of(cls, W: np.ndarray, links: Links, lo: int, hi: int, k: int) -> "_Plan":
+        local = LocalLinks.of(links, lo, hi)
+        owner_src, owner_dst = links.src // k, links.dst // k
+        rank = lo // k
+        outgoing = np.arange(local.out.start, local.out.stop)
+        send_to = {int(p): outgoing[owner_dst[outgoing] == p] for p in np.unique(owner_dst[outgoing]) if p != rank}
+        incoming = local.into
+        recv_from = {int(p): incoming[owner_src[incoming] == p] for p in np.unique(owner_src[incoming]) if p != rank}
+        received = [e for p in sorted(recv_from) for e in recv_from[p]]
+        w_local = np.zeros((hi - lo, (hi - lo) + len(received)))
+        w_local[:, : hi - lo] = W[lo:hi, lo:hi]  # the diagonal and the links inside this process
+        for column, e in enumerate(received):
+            w_local[links.dst[e] - lo, hi - lo + column] = links.weight[e]
+        return cls(local, send_to, recv_from, np.ascontiguousarray(w_local))
 
 
 class DistributedCommunicator(Communicator):
@@ -75,27 +77,29 @@ class DistributedCommunicator(Communicator):
         k = self.hi - self.lo
         # who sends what to whom, per phase of the period (a static graph has one phase); round t uses
         # phase t mod period, and drain() ends a round (every algorithm's step ends with it)
-        self._plans = [_Plan.of(topology.W_at(phase), self.rank, self.world, self.lo, self.hi, k)
+        self._plans = [_Plan.of(topology.W_at(phase), topology.links_at(phase), self.lo, self.hi, k)
                        for phase in range(topology.period)]
         self.round = 0
         self._csr: dict[tuple, torch.Tensor] = {}
-        self.bytes_sent = 0
+        self.bytes_sent = 0  # handed to torch.distributed by this process
+        self.link_bytes: dict[tuple[int, int], int] = {}  # per directed link this process sends on (in-memory too)
+        # per link this process receives on: [messages, measured seconds to arrival, modelled seconds]
+        self.link_times: dict[tuple[int, int], list[float]] = {}
         self.predicted_comm_s = 0.0  # the α–β model of the run's network preset
         self.calibrated: NetworkModel | None = None  # fitted by ping-pong on this backend, if asked
         self.predicted_calibrated_s = 0.0
 
-    # -- this round's exchange ---------------------------------------------------------------
+    # -- this round's links ----------------------------------------------------------------------
     @property
     def phase(self) -> int:
         return self.round % len(self._plans)
 
     @property
-    def send_to(self) -> dict[int, list[int]]:
-        return self._plans[self.phase].send_to
+    def plan(self) -> _Plan:
+        return self._plans[self.phase]
 
-    @property
-    def recv_from(self) -> dict[int, list[int]]:
-        return self._plans[self.phase].recv_from
+    def links(self) -> LocalLinks:
+        return self.plan.local
 
     def drain(self) -> Traffic:
         done = super().drain()
@@ -104,13 +108,17 @@ class DistributedCommunicator(Communicator):
 
     def describe_runtime(self, rounds: int) -> dict:
         rounds = max(rounds, 1)
+        per_link = [{"src": s, "dst": d, "messages": int(m), "measured_arrival_s": t / max(m, 1),
+                     "model_arrival_s": model / max(m, 1)} for (s, d), (m, t, model) in sorted(self.link_times.items())]
         return {"predicted_comm_s": self.predicted_comm_s, "predicted_comm_per_round_s": self.predicted_comm_s / rounds,
                 "calibration": self.calibrated.describe() if self.calibrated is not None else None,
                 "predicted_calibrated_comm_per_round_s": self.predicted_calibrated_s / rounds,
-                "bytes_sent_rank0": self.bytes_sent}
+                "bytes_sent_rank0": self.bytes_sent,
+                "link_bytes_rank0": [{"src": s, "dst": d, "bytes": b} for (s, d), b in sorted(self.link_bytes.items())],
+                "link_times_rank0": per_link}
 
-    def _predict(self, cost) -> None:
-        self.predicted_comm_s += cost(self.network)
+    def _predict(self, traffic: Traffic, cost) -> None:
+        self.predicted_comm_s += traffic.comm_time_s
         if self.calibrated is not None:
             self.predicted_calibrated_s += cost(self.calibrated)
 
@@ -118,7 +126,7 @@ class DistributedCommunicator(Communicator):
     @staticmethod
     def _codec(message: Message):
         if message.codec is None or message.parts is None:
-            raise ValueError("a distributed gossip needs a Message made by Compressor.compress")
+            raise ValueError("a distributed exchange needs a Message made by Compressor.compress")
         return message.codec, list(message.segments)
 
     def _encode(self, message: Message) -> list[torch.Tensor]:
@@ -132,42 +140,124 @@ class DistributedCommunicator(Communicator):
     def _mix(self, gathered: torch.Tensor) -> torch.Tensor:
         key = (self.phase, gathered.dtype, gathered.device)
         if key not in self._csr:
-            self._csr[key] = csr_like(self._plans[self.phase].w_local, gathered)
+            self._csr[key] = csr_like(self.plan.w_local, gathered)
         return torch.sparse.mm(self._csr[key], gathered)
+
+    # -- point to point, one message per link ----------------------------------------------------
+    def _links_exchange(self, payload_of, size: int, device) -> dict[int, torch.Tensor]:
+        """Send ``payload_of(link)`` on every link to another process and receive on every link from one;
+        returns the received bytes per link id. Records bytes per link and arrival times per incoming link."""
+        plan, links = self.plan, self.plan.local.links
+        start = time.perf_counter()
+        receives = []
+        for p in sorted(plan.recv_from):
+            for e in plan.recv_from[p]:
+                inbox = torch.empty(size, dtype=torch.uint8, device=device)
+                receives.append((int(e), inbox, dist.irecv(inbox, src=p, tag=int(e))))
+        sends = []
+        for p in sorted(plan.send_to):
+            for e in plan.send_to[p]:
+                buffer = payload_of(int(e))
+                self.bytes_sent += buffer.numel()
+                sends.append(dist.isend(buffer, dst=p, tag=int(e)))
+        for e in range(plan.local.out.start, plan.local.out.stop):
+            key = (int(links.src[e]), int(links.dst[e]))
+            self.link_bytes[key] = self.link_bytes.get(key, 0) + size
+        arrived = {}
+        for e, inbox, request in receives:
+            request.wait()
+            arrived[e] = (inbox, time.perf_counter() - start)
+        for request in sends:
+            request.wait()
+        return arrived
+
+    def _note_arrivals(self, arrived: dict, bits: float, same_payload: bool) -> None:
+        links = self.plan.local.links
+        model = self.network.link_arrivals(links.src, np.full(links.E, bits), same_payload)
+        for e, (_, seconds) in arrived.items():
+            entry = self.link_times.setdefault((int(links.src[e]), int(links.dst[e])), [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
+            entry[2] += float(model[e])
 
     # -- the Communicator interface ------------------------------------------------------
     def gossip(self, message: Message) -> torch.Tensor:
         start = time.perf_counter()
-        values = message.values
-        send_to, recv_from = self.send_to, self.recv_from
-        payloads = self._encode(message) if send_to else []
+        values, plan = message.values, self.plan
+        links = plan.local.links
+        payloads = self._encode(message) if plan.send_to else []
         size = math.ceil(message.wire_bits / 8)
-        requests, inboxes = [], {}
-        for p, workers in sorted(recv_from.items()):
-            inboxes[p] = torch.empty(len(workers) * size, dtype=torch.uint8, device=values.device)
-            requests.append(dist.irecv(inboxes[p], src=p))
-        for p, workers in sorted(send_to.items()):
-            buffer = torch.cat([payloads[j - self.lo] for j in workers])
-            self.bytes_sent += buffer.numel()
-            requests.append(dist.isend(buffer, dst=p))
-        for request in requests:
-            request.wait()
-        received = [self._decode(inboxes[p].view(len(recv_from[p]), size), message) for p in sorted(inboxes)]
+        arrived = self._links_exchange(lambda e: payloads[links.src[e] - self.lo], size, values.device)
+        received = [self._decode(torch.stack([arrived[int(e)][0] for e in plan.recv_from[p]]), message)
+                    for p in sorted(plan.recv_from)]
         gathered = torch.cat([values, *received]) if received else values
         mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
-        elapsed = time.perf_counter() - start
-        self._predict(lambda net: net.gossip_time(message.wire_bits, self.topology.max_degree))
-        self._record(Traffic(message.wire_bits, message.paper_bits, elapsed, 1))
+        modelled = account_gossip(self.network, links, message)
+        self._note_arrivals(arrived, 8.0 * size, same_payload=True)
+        self._predict(modelled, lambda net: account_gossip(net, links, message).comm_time_s)
+        modelled.comm_time_s = time.perf_counter() - start
+        self._record(modelled)
         return mixed
+
+    def exchange(self, message: Message) -> torch.Tensor:
+        start = time.perf_counter()
+        values, plan = message.values, self.plan
+        local, links = plan.local, plan.local.links
+        out = local.out
+        if values.shape[0] != out.stop - out.start:
+            raise ValueError(f"an exchange sends one row per outgoing link: {out.stop - out.start} here, "
+                             f"got {values.shape[0]}")
+        payloads = self._encode(message) if plan.send_to else []
+        size = math.ceil(message.wire_bits / 8)
+        arrived = self._links_exchange(lambda e: payloads[e - out.start], size, values.device)
+        result = torch.empty((len(local.into), *values.shape[1:]), dtype=values.dtype, device=values.device)
+        position = {int(e): k for k, e in enumerate(local.into)}
+        inside = [e for e in local.into if out.start <= e < out.stop]  # links between two of our workers
+        if inside:
+            result[[position[int(e)] for e in inside]] = values[[int(e) - out.start for e in inside]]
+        if arrived:
+            ids = sorted(arrived)
+            result[[position[e] for e in ids]] = self._decode(torch.stack([arrived[e][0] for e in ids]), message)
+        modelled = account_exchange(self.network, links, message)
+        self._note_arrivals(arrived, 8.0 * size, same_payload=False)
+        self._predict(modelled, lambda net: account_exchange(net, links, message).comm_time_s)
+        modelled.comm_time_s = time.perf_counter() - start
+        self._record(modelled)
+        return result
+
+    def _ring(self, chunks: list[torch.Tensor], reduce: bool) -> None:
+        """In place over ``chunks`` (one per process): a reduce-scatter ring (each ends holding the sum of chunk
+        rank + 1) when ``reduce``, else an all-gather ring (chunk r starts at rank r, or at r − 1 after a
+        reduce-scatter)."""
+        world, rank = self.world, self.rank
+        right, left = (rank + 1) % world, (rank - 1) % world
+        shift = 0 if reduce else 1
+        for step in range(world - 1):
+            send_index, recv_index = (rank - step + shift) % world, (rank - step - 1 + shift) % world
+            outgoing = chunks[send_index].contiguous()
+            incoming = torch.empty_like(chunks[recv_index])
+            self.bytes_sent += outgoing.numel() * outgoing.element_size()
+            requests = [dist.isend(outgoing, dst=right), dist.irecv(incoming, src=left)]
+            for request in requests:
+                request.wait()
+            if reduce:
+                chunks[recv_index].add_(incoming)
+            else:
+                chunks[recv_index].copy_(incoming)
 
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
         start = time.perf_counter()
-        total = x.sum(dim=0)
-        dist.all_reduce(total)
-        mean = (total / self.n).expand_as(x).clone()
-        bits = 32.0 * x[0].numel()
-        self._predict(lambda net: net.allreduce_time(bits, self.n))
-        self._record(Traffic(2.0 * (self.n - 1) / self.n * bits, bits, time.perf_counter() - start, 1))
+        total = x.sum(dim=0).reshape(-1).clone()
+        if self.world > 1:
+            chunks = list(torch.tensor_split(total, self.world))
+            self._ring(chunks, reduce=True)
+            self._ring(chunks, reduce=False)
+        mean = (total / self.n).reshape(x.shape[1:]).expand_as(x).clone()
+        d = x[0].numel()
+        modelled = account_allreduce(self.network, d, self.n)
+        self._predict(modelled, lambda net: net.allreduce_time(32.0 * d, self.n))
+        modelled.comm_time_s = time.perf_counter() - start
+        self._record(modelled)
         return mean
 
     def allgather_mean(self, message: Message) -> torch.Tensor:
@@ -176,13 +266,22 @@ class DistributedCommunicator(Communicator):
         size = math.ceil(message.wire_bits / 8)
         mine = torch.cat(self._encode(message))  # this process's workers' encoded messages, one after another
         blocks = [torch.empty_like(mine) for _ in range(self.world)]
-        dist.all_gather(blocks, mine)
-        self.bytes_sent += (self.world - 1) * mine.numel()  # a ring all-gather forwards every other block once
+        blocks[self.rank].copy_(mine)
+        # an all-gather ring: at step s, rank r forwards block r − s to r + 1
+        world, rank = self.world, self.rank
+        for step in range(world - 1):
+            send_index, recv_index = (rank - step) % world, (rank - step - 1) % world
+            self.bytes_sent += blocks[send_index].numel()
+            requests = [dist.isend(blocks[send_index], dst=(rank + 1) % world),
+                        dist.irecv(blocks[recv_index], src=(rank - 1) % world)]
+            for request in requests:
+                request.wait()
         decoded = self._decode(torch.cat(blocks).view(self.n, size), message)  # [n, d], every worker's message
         mean = decoded.mean(dim=0, keepdim=True).expand_as(values).clone()
-        bits = message.wire_bits
-        self._predict(lambda net: net.allgather_time(bits, self.n))
-        self._record(Traffic((self.n - 1) * bits, message.paper_bits, time.perf_counter() - start, 1))
+        modelled = account_allgather(self.network, message, self.n)
+        self._predict(modelled, lambda net: net.allgather_time(8.0 * size, self.n))
+        modelled.comm_time_s = time.perf_counter() - start
+        self._record(modelled)
         return mean
 
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:

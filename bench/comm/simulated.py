@@ -1,11 +1,12 @@
-"""All n workers in one process, stacked on dimension 0; time from the α–β network model."""
+"""All n workers in one process, stacked on dimension 0; time from the α–β network model, per link."""
 from __future__ import annotations
 
 import torch
 
 from ..compressors import Message
 from ..topology import Topology
-from .base import Communicator, Traffic
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
+from .base import Communicator, LocalLinks, Traffic
 from .mixing import Mixer
 from .netmodel import NetworkModel, make_network
 
@@ -24,11 +25,15 @@ class SimulatedCommunicator(Communicator):
         # one Mixer per phase of the period (a static graph has one): W_k of the one-peer graph is a circulant
         # with two shifts, so it mixes by shifted adds
         self._mixers = [Mixer(topology.W_at(k), topology.grid_shape) for k in range(topology.period)]
+        self._links = [LocalLinks.of(topology.links_at(k), 0, self.n) for k in range(topology.period)]
 
     @property
     def mixer(self) -> Mixer:
         """The Mixer of this round's W."""
         return self._mixers[self.round % len(self._mixers)]
+
+    def links(self) -> LocalLinks:
+        return self._links[self.round % len(self._links)]
 
     def drain(self) -> Traffic:
         done = super().drain()
@@ -36,28 +41,29 @@ class SimulatedCommunicator(Communicator):
         return done
 
     def gossip(self, message: Message) -> torch.Tensor:
-        self._account(message)
+        self._account_gossip(message)
         return self.mixer(message.values)
 
     def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
-        self._account(message)
+        self._account_gossip(message)
         return self.mixer.accumulate(out, message.values, self_shift)
 
-    def _account(self, message: Message) -> None:
-        time_s = self.network.gossip_time(message.wire_bits, self.topology.max_degree)
-        self._record(Traffic(message.wire_bits, message.paper_bits, time_s, 1))
+    def exchange(self, message: Message) -> torch.Tensor:
+        links = self.links().links
+        if message.values.shape[0] != links.E:
+            raise ValueError(f"an exchange sends one row per link: {links.E} this round, got {message.values.shape[0]}")
+        self._record(account_exchange(self.network, links, message))
+        return message.values  # every link delivers what was sent on it
+
+    def _account_gossip(self, message: Message) -> None:
+        self._record(account_gossip(self.network, self.links().links, message))
 
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
-        d = x[0].numel()
-        bits = 32.0 * d
-        # a ring all-reduce makes every worker send 2(n−1)/n of the vector
-        wire = 2.0 * (self.n - 1) / self.n * bits
-        self._record(Traffic(wire, bits, self.network.allreduce_time(bits, self.n), 1))
+        self._record(account_allreduce(self.network, x[0].numel(), self.n))
         return x.mean(dim=0, keepdim=True).expand_as(x).clone()
 
     def allgather_mean(self, message: Message) -> torch.Tensor:
-        bits = message.wire_bits
-        self._record(Traffic((self.n - 1) * bits, message.paper_bits, self.network.allgather_time(bits, self.n), 1))
+        self._record(account_allgather(self.network, message, self.n))
         values = message.values
         return values.mean(dim=0, keepdim=True).expand_as(values).clone()
 

@@ -43,7 +43,7 @@ class Checks:
         algorithm = ALGORITHMS.get(cfg.algorithm)
         algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
         parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
-        make_network(cfg.network)
+        algorithm.check_network(make_network(cfg.network))
         algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights))
 
     def consensus(self, consensus: dict) -> None:

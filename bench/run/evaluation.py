@@ -19,7 +19,8 @@ class Counters:
     """Everything cumulative the runner tracks between evaluations (and checkpoints)."""
 
     global_step: int = 0
-    bits: float = 0.0  # wire bits per worker
+    bits: float = 0.0  # bits a worker put on its links, mean over workers
+    worker_bits: list[float] | None = None  # per worker (its max is bits_per_worker_max)
     paper_bits: float = 0.0  # paper's accounting per worker
     time_compute_s: float = 0.0
     time_comm_s: float = 0.0
@@ -33,6 +34,18 @@ class Counters:
 
     def state(self) -> dict:
         return dict(self.__dict__)
+
+    def add_bits(self, traffic) -> None:
+        self.bits += traffic.wire_bits
+        self.paper_bits += traffic.paper_bits
+        if traffic.worker_bits is not None:
+            sent = traffic.worker_bits.tolist()
+            self.worker_bits = sent if self.worker_bits is None else [a + b for a, b in zip(self.worker_bits, sent)]
+
+    @property
+    def bits_max(self) -> float:
+        """The most bits any one worker has put on its links so far."""
+        return max(self.worker_bits) if self.worker_bits else self.bits
 
 
 def local_sample(n: int, k: int | str) -> list[int]:
@@ -104,7 +117,8 @@ def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Co
     row.update({k: v for k, v in metrics.items() if k not in row})
     row.update({
         "consensus_distance": distance,
-        "bits_per_worker": counters.bits, "bits_paper_per_worker": counters.paper_bits,
+        "bits_per_worker": counters.bits, "bits_per_worker_max": counters.bits_max,
+        "bits_paper_per_worker": counters.paper_bits,
         "time_compute_s": counters.time_compute_s, "time_comm_s": counters.time_comm_s,
         "time_s": counters.time_compute_s + counters.time_comm_s, "wall_s": wall_s, "lr": lr,
     })

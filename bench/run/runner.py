@@ -153,8 +153,7 @@ class Loop:
         c.global_step += 1
         c.time_compute_s += computed if cfg.compute_time == "measured" else float(cfg.compute_time)
         c.time_comm_s += traffic.comm_time_s
-        c.bits += traffic.wire_bits
-        c.paper_bits += traffic.paper_bits
+        c.add_bits(traffic)
         loss = float(p.comm.global_mean(losses.reshape(-1, 1)))
         c.window_loss_sum += loss
         c.window_steps += 1

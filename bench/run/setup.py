@@ -56,6 +56,7 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     gamma, gamma_source = resolve_gamma(cfg, topology, compressor)
     segments = task.segments if cfg.per_layer else None
     network = make_network(cfg.network)
+    ALGORITHMS.get(cfg.algorithm).check_network(network)
     if cfg.backend == "dist":
         from ..comm.distributed import DistributedCommunicator
 

@@ -14,6 +14,7 @@ from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
 from ..registry import Registry
+from .links import Links, link_union, links_of_phases
 
 # Entries of W are sums of at most n terms of size <= 1, so rounding stays far below this.
 TOL = 1e-12
@@ -217,6 +218,14 @@ class Topology:
     def W_at(self, t: int) -> np.ndarray:
         """The gossip matrix of round t: always W here (see TimeVaryingTopology)."""
         return self.W
+
+    def links_at(self, t: int) -> Links:
+        """The directed links j → i of round t (``W_t[i, j] > 0``), by sender then receiver."""
+        return links_of_phases(self)[int(t) % self.period]
+
+    def link_union(self) -> Links:
+        """Every directed link some round of the period uses; ``weight`` is the share of rounds it is used in."""
+        return link_union(self)
 
     # ---- graph ---------------------------------------------------------------------------
     @property

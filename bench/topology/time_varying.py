@@ -22,6 +22,7 @@ from scipy.sparse import csr_matrix
 
 from ..errors import BenchError
 from .base import GAP_TOL, WEIGHT_SCHEMES, check_n
+from .links import Links, link_union, links_of_phases
 
 
 @dataclass(frozen=True)
@@ -98,6 +99,14 @@ class TimeVaryingTopology:
         W = self._phases[int(t) % self.period].toarray()
         W.setflags(write=False)
         return W
+
+    def links_at(self, t: int) -> Links:
+        """The directed links j → i of round t (worker i receives from j), by sender then receiver."""
+        return links_of_phases(self)[int(t) % self.period]
+
+    def link_union(self) -> Links:
+        """Every directed link some round of the period uses; ``weight`` is the share of rounds it is used in."""
+        return link_union(self)
 
     def peers_at(self, t: int) -> np.ndarray:
         """peers_at(t)[i]: the worker that worker i receives from in round t."""

@@ -1,0 +1,64 @@
+"""What a message costs on the links: the per-link bit count and the α–β model's time, one owner for both
+runtimes (the distributed one also counts the bytes it hands to torch.distributed; its tests compare the two).
+
+A worker's count is what it puts on its links: a gossip to k out-neighbours is k copies of its message (one on
+a broadcast medium), an edge exchange one message per link, a ring collective what it sends on its ring link.
+A copy occupies its encoding framed in whole bytes.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..compressors import Message
+from ..topology.links import Links
+from .base import Traffic
+from .netmodel import NetworkModel
+
+
+def link_bits(message: Message) -> float:
+    """What one copy of ``message`` occupies on a link: its encoding framed in whole bytes, as it is sent."""
+    return 8.0 * math.ceil(message.wire_bits / 8)
+
+
+def ring_allreduce_elements(d: int, n: int) -> np.ndarray:
+    """[n] entries each worker sends in a ring all-reduce of a d-entry vector cut in n chunks (torch.tensor_split's
+    sizes): reduce-scatter, then all-gather; worker r never sends chunk r + 1 in the first and r + 2 in the second."""
+    if n <= 1:
+        return np.zeros(max(n, 1))
+    r = np.arange(n)
+    whole, extra = divmod(int(d), n)
+    chunks = (whole + (r < extra)).astype(np.float64)  # tensor_split gives the first d mod n chunks one more
+    return 2.0 * d - chunks[(r + 1) % n] - chunks[(r + 2) % n]
+
+
+def account_gossip(network: NetworkModel, links: Links, message: Message) -> Traffic:
+    """One message per worker to each of its out-neighbours: a copy per link, or one transmission on a
+    broadcast medium (a worker without links this round sends nothing)."""
+    bits = link_bits(message)
+    degree = links.out_degree
+    copies = (degree > 0).astype(np.float64) if network.broadcast else degree.astype(np.float64)
+    time_s = network.exchange_time(links.src, np.full(links.E, bits), same_payload=True)
+    return Traffic.sent(copies * bits, message.paper_bits, time_s)
+
+
+def account_exchange(network: NetworkModel, links: Links, message: Message) -> Traffic:
+    """A different message on every link: each one its own transmission; the paper's accounting counts each
+    distinct message's payload once."""
+    bits = link_bits(message)
+    degree = links.out_degree.astype(np.float64)
+    time_s = network.exchange_time(links.src, np.full(links.E, bits))
+    return Traffic.sent(degree * bits, float(degree.mean()) * message.paper_bits, time_s)
+
+
+def account_allreduce(network: NetworkModel, d: int, n: int) -> Traffic:
+    """A ring all-reduce of a float32 vector of d entries: what each worker sends on its ring link."""
+    bits = 32.0 * d
+    return Traffic.sent(32.0 * ring_allreduce_elements(d, n), bits, network.allreduce_time(bits, n))
+
+
+def account_allgather(network: NetworkModel, message: Message, n: int) -> Traffic:
+    """A ring all-gather of one encoded message per worker: each forwards n − 1 messages on its ring link."""
+    bits = link_bits(message)
+    return Traffic.sent(np.full(n, (n - 1) * bits), message.paper_bits, network.allgather_time(bits, n))
