@@ -245,3 +245,37 @@ def topology_style(topology, topologies=()) -> dict:
         others = [n for n in names if n not in fixed]
         marker, linestyle = _OTHER_TOPOLOGY_LOOKS[others.index(name) % len(_OTHER_TOPOLOGY_LOOKS)]
     return {"marker": marker, "linestyle": linestyle}
+
+
+# -- which count of bits a table or figure shows (run.json's bits_count) ----------------------------------------
+BITS_COUNTS = {
+    "links": "Mbit a worker put on its links",
+    "broadcast": "Mbit a worker transmitted (broadcast medium: one transmission per gossip message)",
+    "message": "Mbit per worker, one per message whatever the degree (runs recorded before the per-link count)",
+}
+
+
+BITS_SHORT = {"links": "on links", "broadcast": "transmitted, broadcast medium", "message": "per message"}
+
+
+def bits_counts(frame) -> list[str]:
+    """The ``bits_count`` values of a table of runs or points (``links`` where the column is absent)."""
+    if frame is None or "bits_count" not in frame:
+        return ["links"]
+    return sorted({str(c) for c in frame["bits_count"].dropna()}) or ["links"]
+
+
+def bits_short(counts=("links",)) -> str:
+    """A table header's note of the count: ``on links``, or the mix."""
+    found = sorted(set(counts)) or ["links"]
+    return " + ".join(BITS_SHORT.get(c, c) for c in found) + (" (MIXED)" if len(found) > 1 else "")
+
+
+def bits_label(counts=("links",), unit: str = "Mbit") -> str:
+    """What the bits axis of runs with these ``bits_count`` values shows; a mix is named as one."""
+    found = sorted({str(c) for c in counts if isinstance(c, str)}) or ["links"]
+    if len(found) > 1:
+        return f"{unit} per worker (MIXED counts: {', '.join(found)}; compare within one count only)"
+    text = BITS_COUNTS.get(found[0], f"{unit} per worker ({found[0]})")
+    return text.replace("Mbit", unit, 1)
+

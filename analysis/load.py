@@ -23,7 +23,7 @@ RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "t
                "epochs", "n_params", "steps_per_epoch", "delta_measured", "cell", "n_points",
                "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
                "final_local_acc", "final_local_acc_std", "final_local_acc_min",
-               "final_consensus_distance", "bits_per_step", "paper_bits_per_step"]
+               "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "max_bits_per_step", "bits_count"]
 
 
 @dataclass
@@ -97,7 +97,7 @@ def record_problem(record) -> str | None:
 
 # columns of metrics.parquet (Contract 2 and the task-specific ones) the analysis reads as numbers
 METRIC_COLUMNS = ("step", "epoch", "train_loss", "train_loss_workers", "test_loss", "test_acc", "test_ppl",
-                  "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_paper_per_worker",
+                  "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_per_worker_max", "bits_paper_per_worker",
                   "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr", "train_subopt", "val_acc", "val_loss",
                   "val_ppl")
 
@@ -197,6 +197,9 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         "final_consensus_distance": _last(metrics, "consensus_distance"),
         "bits_per_step": _per_step(metrics, "bits_per_worker"),
         "paper_bits_per_step": _per_step(metrics, "bits_paper_per_worker"),
+        "max_bits_per_step": _per_step(metrics, "bits_per_worker_max"),
+        # runs recorded before the per-link count counted a gossip message once whatever the degree
+        "bits_count": record.get("bits_count", "message"),
     }
 
 

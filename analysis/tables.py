@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 
 from analysis.figures import as_percent, usable
-from analysis.labels import algorithm_label, compresses, compressor_label, compressor_order, method_label, method_sort_key
+from analysis.labels import (algorithm_label, bits_counts, bits_short, compresses, compressor_label, compressor_order,
+                             method_label, method_sort_key)
 
 def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(Table 1's columns: the algorithms that compress, the references: those that send exact models),
@@ -142,6 +143,7 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
     if cell_key and data.groupby(keys, dropna=False)[cell_key].nunique().max() > 1:
         keys.append(cell_key)  # cells differing in other settings (e.g. LR) need their key to be told apart
     rows = []
+    mbit_header = f"Mbit to target ({bits_short(bits_counts(data))})"
     if per_run:
         data["acc"] = as_percent(data["final_test_acc"])
         for key, g in data.groupby(keys, dropna=False, sort=False):
@@ -156,7 +158,7 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
                          "averaged model acc. (%)" if local else "final acc. (%)": accuracy_text(usable(g)),
                          "time to target (s)": _to_target_text(cost["time_to_target_s"], status),
                          "epochs to target": _to_target_text(cost["epochs_to_target"], status),
-                         "Mbit to target": _to_target_text(cost["bits_to_target"], status, 1e-6)})
+                         mbit_header: _to_target_text(cost["bits_to_target"], status, 1e-6)})
     else:
         acc = as_percent(data["final_acc_median"])
         for i, r in data.iterrows():
@@ -165,7 +167,7 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
                          **{label: _median_text(r, col, scale) for label, col, scale in [
                              ("time to target (s)", "time_to_target_s", 1.0),
                              ("epochs to target", "epochs_to_target", 1.0),
-                             ("Mbit to target", "bits_to_target", 1e-6)]},
+                             (mbit_header, "bits_to_target", 1e-6)]},
                          "reached": f"{r.get('n_reached', 0)}/{r['n_seeds']}"})
     out = pd.DataFrame(rows).rename(columns={"nodes": "n"})
     out = out.sort_values(["method", "n"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)

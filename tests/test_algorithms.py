@@ -1,4 +1,6 @@
 """Mathematical identities of the algorithms, in float64, on the simulated communicator."""
+import math
+
 import pytest
 import torch
 
@@ -157,21 +159,24 @@ def test_every_registered_algorithm_reports_traffic_and_drains_it():
         first = algo.step(Quadratic(n, D).grad(algo.x), LR)
         second = algo.step(Quadratic(n, D).grad(algo.x), LR)
         per_message = make_compressor(comp).wire_bits([D])
+        on_link = 8 * math.ceil(per_message / 8)  # a copy on a link is framed in whole bytes
         if name == "allreduce":
             assert second.paper_bits == 32 * D and second.wire_bits == pytest.approx(2 * (n - 1) / n * 32 * D)
         elif cls.centralized and comp == "none":  # all-reduces of float32 vectors (its own compression)
             assert second.wire_bits == pytest.approx(2 * (n - 1) / n * second.paper_bits) and second.paper_bits > 0
         elif cls.centralized:  # an all-gather of compressed messages: each worker forwards n − 1 of them
-            assert second.wire_bits == (n - 1) * per_message and second.messages == 1
+            assert second.wire_bits == (n - 1) * on_link and second.messages == 1
             assert second.paper_bits == make_compressor(comp).paper_bits([D])
-        elif cls.own_compression:  # gossip of its own messages (e.g. low rank): the same size both ways
-            assert second.wire_bits == second.paper_bits > 0 and second.messages >= 1
-        else:  # gossip: every message of a round is one compressed broadcast
-            assert second.messages >= 1 and second.wire_bits == second.messages * per_message
+        elif cls.own_compression:  # its own messages (e.g. low rank), float32: on each of the 2 links of a ring
+            assert second.wire_bits >= second.paper_bits > 0 and second.messages >= 1
+            assert second.wire_bits % 2 == 0 and second.wire_bits_max == second.wire_bits
+        else:  # gossip: every message of a round goes to both ring neighbours, a copy on each link
+            assert second.messages >= 1 and second.wire_bits == second.messages * 2 * on_link
+            assert second.paper_bits == second.messages * make_compressor(comp).paper_bits([D])
             if name in ("dcd", "ecd"):  # they set up neighbour replicas with one exact exchange, in round 1
-                assert first.wire_bits == per_message + 32 * D and second.messages == 1
+                assert first.wire_bits == 2 * (on_link + 32 * D) and second.messages == 1
             elif name == "choco":
-                assert first.wire_bits == per_message and second.messages == 1
+                assert first.wire_bits == 2 * on_link and second.messages == 1
         assert second.comm_time_s > 0
 
 
@@ -182,7 +187,7 @@ def test_traffic_time_follows_the_network_model():
     algo = make_algorithm("choco", start(n), SimulatedCommunicator(topo, net), compressor=comp,
                           options={"gamma": 0.5}, generator=torch.Generator().manual_seed(0))
     traffic = algo.step(Quadratic(n, D).grad(algo.x), LR)
-    bits = comp.wire_bits([D])
+    bits = 8 * math.ceil(comp.wire_bits([D]) / 8)  # whole bytes on a link
     assert traffic.comm_time_s == pytest.approx(2 * (net.latency_s + bits / net.bandwidth_bps))
 
 

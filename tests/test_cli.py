@@ -64,9 +64,11 @@ def test_consensus_command_writes_tidy_traces(tmp_path, capsys):
     for _, group in traces.groupby("method"):
         assert group["rel_error"].iloc[0] == pytest.approx(1.0)
         assert group["bits_per_worker"].is_monotonic_increasing
-    # exact gossip sends 32 bits per coordinate per round
+    # exact gossip sends 32 bits per coordinate per round, a copy to each of a ring worker's 2 neighbours
     exact = traces[traces["method"] == "exact"]
-    assert exact["bits_per_worker"].iloc[-1] == 32 * 100 * exact["step"].iloc[-1]
+    assert exact["bits_per_worker"].iloc[-1] == 2 * 32 * 100 * exact["step"].iloc[-1]
+    assert (exact["bits_per_worker_max"] == exact["bits_per_worker"]).all()  # a ring is regular
+    assert exact["bits_paper_per_worker"].iloc[-1] == 32 * 100 * exact["step"].iloc[-1]
     assert "exact" in capsys.readouterr().out
 
 

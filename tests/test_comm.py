@@ -1,4 +1,6 @@
 """The simulated communicator: structured gossip equals W @ x, accounting, the network model."""
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -49,9 +51,10 @@ def test_gossip_accounts_bits_and_model_time_then_drains():
     comm.gossip(comp.compress(x))
     traffic = comm.drain()
     bits = comp.wire_bits([100])
-    assert traffic.messages == 2 and traffic.wire_bits == 2 * bits
+    assert bits == 132 and traffic.messages == 2  # 100 signs and one float32 scale, sent as 17 bytes
+    assert traffic.wire_bits == 2 * 2 * 136  # two messages, each to both neighbours
     assert traffic.paper_bits == 2 * comp.paper_bits([100])
-    assert traffic.comm_time_s == pytest.approx(2 * 2 * (net.latency_s + bits / net.bandwidth_bps))
+    assert traffic.comm_time_s == pytest.approx(2 * 2 * (net.latency_s + 136 / net.bandwidth_bps))
     assert comm.drain().messages == 0
 
 
@@ -73,9 +76,12 @@ def test_network_presets_and_overrides():
     custom = make_network("p2p-100m,latency=0.001,bandwidth=5e6")
     assert custom.latency_s == 0.001 and custom.bandwidth_bps == 5e6
     # slower links make the same round strictly slower
-    assert make_network("edge-10m").gossip_time(1e6, 2) > make_network("datacenter-100g").gossip_time(1e6, 2)
+    src = np.array([0, 0, 1, 1])
+    assert make_network("edge-10m").exchange_time(src, 1e6) > make_network("datacenter-100g").exchange_time(src, 1e6)
+    assert make_network("edge-10m,medium=broadcast,sends=parallel").describe()["medium"] == "broadcast"
     for bad, word in [("infiniband", "infiniband"), ("p2p-100m,bandwidth=-1", "bandwidth"),
-                      ("p2p-100m,speed=3", "speed"), ("edge-10m,latency=abc", "latency")]:
+                      ("p2p-100m,speed=3", "speed"), ("edge-10m,latency=abc", "latency"),
+                      ("edge-10m,medium=radio", "medium"), ("edge-10m,sends=some", "sends")]:
         with pytest.raises(BenchError, match=word):
             make_network(bad)
 
@@ -97,3 +103,104 @@ def test_accumulating_gossip_adds_the_shifted_product_in_place(spec, n, method, 
     result = mixer.accumulate(out, x, self_shift=shift)
     assert result.data_ptr() == out.data_ptr()  # in place
     torch.testing.assert_close(out, expected, rtol=0, atol=1e-13)
+
+
+# -- what a worker puts on its links: hand counts -----------------------------------------------------------------
+# (spec, n, out-degree of every worker): each neighbour gets its own copy of a gossip message
+DEGREES = [
+    ("ring", 8, [2] * 8), ("torus", 16, [4] * 16), ("exponential", 16, [7] * 16),  # 1, 2, 4 and 8 ahead: 8 ≡ −8
+    ("complete", 6, [5] * 6), ("star", 6, [5, 1, 1, 1, 1, 1]),
+    ("one-peer-exp", 16, [1] * 16),  # every round: one peer, i − 2^k
+]
+
+
+@pytest.mark.parametrize("spec,n,degrees", DEGREES)
+def test_a_gossip_puts_one_copy_on_every_link(spec, n, degrees):
+    comm = SimulatedCommunicator(make_topology(spec, n), make_network("p2p-100m"))
+    message = make_compressor("none").compress(torch.randn(n, 10))  # 320 bits
+    for _ in range(3):  # the one-peer graph changes its links every round, never their number
+        comm.gossip(message)
+        traffic = comm.drain()
+        assert traffic.worker_bits.tolist() == [320.0 * k for k in degrees]
+        assert traffic.wire_bits == pytest.approx(320.0 * np.mean(degrees))
+        assert traffic.wire_bits_max == 320.0 * max(degrees) and traffic.paper_bits == 320.0
+
+
+def test_the_social_graph_counts_each_workers_own_degree():
+    topo = make_topology("social", 32)
+    degrees = [len(topo.neighbors(i)) for i in range(32)]
+    comm = SimulatedCommunicator(topo)
+    comm.gossip(make_compressor("none").compress(torch.randn(32, 4)))  # 128 bits
+    traffic = comm.drain()
+    assert traffic.worker_bits.tolist() == [128.0 * k for k in degrees]
+    assert traffic.wire_bits == pytest.approx(128.0 * 2 * topo.num_edges / 32)
+    assert traffic.wire_bits_max == 128.0 * max(degrees) > traffic.wire_bits
+
+
+def test_a_broadcast_medium_sends_a_gossip_once_and_prices_one_transmission():
+    net = make_network("p2p-100m,medium=broadcast")
+    comm = SimulatedCommunicator(make_topology("star", 6), net)
+    comm.gossip(make_compressor("none").compress(torch.randn(6, 10)))
+    traffic = comm.drain()
+    assert traffic.worker_bits.tolist() == [320.0] * 6 and traffic.paper_bits == 320.0
+    assert traffic.comm_time_s == pytest.approx(net.latency_s + 320 / net.bandwidth_bps)
+
+
+@pytest.mark.parametrize("sends,factor", [("serial", 5), ("parallel", 1)])
+def test_a_round_ends_when_the_last_message_has_arrived(sends, factor):
+    """The star's hub sends 5 messages: one after another they arrive at 1·c … 5·c, on 5 lines at once all at c."""
+    net = make_network(f"p2p-100m,sends={sends}")
+    links = make_topology("star", 6).links_at(0)
+    cost = net.latency_s + 320 / net.bandwidth_bps
+    arrivals = net.link_arrivals(links.src, np.full(links.E, 320.0))
+    hub = links.src == 0
+    expected = np.arange(1, 6) * cost if sends == "serial" else np.full(5, cost)
+    np.testing.assert_allclose(arrivals[hub], expected)
+    np.testing.assert_allclose(arrivals[~hub], cost)  # each leaf sends one message
+    assert net.exchange_time(links.src, 320.0) == pytest.approx(factor * cost)
+
+
+def test_an_exchange_sends_each_link_its_own_message_and_counts_it_there():
+    topo = make_topology("star", 5)
+    comm = SimulatedCommunicator(topo, make_network("edge-10m,medium=broadcast"))
+    links = comm.links()
+    assert links.links.E == 8 and links.out == slice(0, 8) and list(links.into) == list(range(8))
+    values = torch.arange(8 * 3, dtype=torch.float32).reshape(8, 3)
+    arrived = comm.exchange(make_compressor("none").compress(values))
+    assert torch.equal(arrived, values)
+    traffic = comm.drain()
+    # different messages: one transmission each even on a shared medium
+    assert traffic.worker_bits.tolist() == [4 * 96.0, 96.0, 96.0, 96.0, 96.0]
+    assert traffic.paper_bits == pytest.approx(96.0 * 8 / 5)  # each distinct message's payload once
+    with pytest.raises(ValueError, match="one row per link"):
+        comm.exchange(make_compressor("none").compress(values[:3]))
+
+
+@pytest.mark.parametrize("n,d", [(4, 12), (5, 12), (8, 3), (2, 7), (1, 9)])
+def test_collectives_count_what_each_worker_sends_on_its_ring_link(n, d):
+    """Ring all-reduce in n chunks (tensor_split): worker r sends every chunk but r + 1 in the reduce-scatter and
+    every chunk but r + 2 in the all-gather; an all-gather forwards n − 1 messages."""
+    comm = SimulatedCommunicator(make_topology("ring", n) if n > 2 else make_topology("complete", max(n, 1)))
+    comm.allreduce_mean(torch.randn(n, d))
+    traffic = comm.drain()
+    chunks = [len(c) for c in torch.tensor_split(torch.arange(d), n)]
+    expected = [32.0 * (2 * d - chunks[(r + 1) % n] - chunks[(r + 2) % n]) if n > 1 else 0.0 for r in range(n)]
+    assert traffic.worker_bits.tolist() == expected
+    assert traffic.wire_bits == pytest.approx(2 * (n - 1) / n * 32 * d) and traffic.paper_bits == 32 * d
+    comm.allgather_mean(make_compressor("top:0.5").compress(torch.randn(n, 8)))
+    traffic = comm.drain()
+    bits = 8 * math.ceil(make_compressor("top:0.5").wire_bits([8]) / 8)
+    assert traffic.worker_bits.tolist() == [(n - 1) * bits] * n
+
+
+def test_collectives_are_refused_on_a_broadcast_medium():
+    from bench.algorithms import ALGORITHMS
+
+    net = make_network("edge-10m,medium=broadcast")
+    for name in ALGORITHMS.names():
+        cls = ALGORITHMS.get(name)
+        if cls.centralized:
+            with pytest.raises(BenchError, match="medium=broadcast"):
+                cls.check_network(net)
+        else:
+            cls.check_network(net)

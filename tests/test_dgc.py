@@ -126,8 +126,8 @@ def test_dgc_without_factor_masking_reaches_the_optimum_of_the_mean_objective():
 
 
 def test_the_all_gather_is_priced_by_the_alpha_beta_model():
-    """top:0.1 per layer of [10, 30]: k = 1 and 3. Wire: 1·(32 + 4) + 3·(32 + 5) = 147 bits per message,
-    forwarded to the n − 1 others; paper: 64 bits per kept entry = 256."""
+    """top:0.1 per layer of [10, 30]: k = 1 and 3. Wire: 1·(32 + 4) + 3·(32 + 5) = 147 bits per message, sent
+    as 19 bytes (152 bits) and forwarded to the n − 1 others; paper: 64 bits per kept entry = 256."""
     net = make_network("p2p-100m")
     comp = make_compressor("top:0.1")
     algo = make_algorithm("dgc", start(N), SimulatedCommunicator(make_topology("ring", N), net), compressor=comp,
@@ -135,9 +135,9 @@ def test_the_all_gather_is_priced_by_the_alpha_beta_model():
     for _ in range(2):
         traffic = algo.step(Quadratic(N, D).grad(algo.x), LR)
         assert traffic.messages == 1
-        assert traffic.wire_bits == (N - 1) * 147 and traffic.paper_bits == 256
-        assert traffic.comm_time_s == pytest.approx(net.allgather_time(147, N))
-        assert traffic.comm_time_s == pytest.approx((N - 1) * (net.latency_s + 147 / net.bandwidth_bps))
+        assert traffic.wire_bits == (N - 1) * 152 and traffic.paper_bits == 256
+        assert traffic.comm_time_s == pytest.approx(net.allgather_time(152, N))
+        assert traffic.comm_time_s == pytest.approx((N - 1) * (net.latency_s + 152 / net.bandwidth_bps))
     assert algo.step(None, LR).wire_bits == 0  # no gradient, nothing to send
 
 

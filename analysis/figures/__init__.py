@@ -163,7 +163,7 @@ def draw_consensus(run_dir: Path, points, summary, out_stem: Path):
     first = traces.iloc[0]
     caption = (f"Average consensus (Choco-Gossip, no gradient) on a {first['topology']} of n = {first['nodes']} "
                f"workers (spectral gap ρ = {first['spectral_gap']:.3g}), d = {first['dim']}: consensus error "
-               "relative to the start against gossip rounds (left) and against Mbit sent per worker (right, "
+               "relative to the start against gossip rounds (left) and against Mbit a worker put on its links (right, "
                "log scale, from the first round on: round 0 sends nothing, so it has no place on that axis), for "
                "each compressor (γ as shown) and for exact gossip, each in the colour and marker its Choco-SGD "
                "method (exact gossip: D-PSGD's) has in the other figures. The dotted line marks 10⁻⁴. "

@@ -15,7 +15,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
-from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.labels import bits_counts, bits_label, method_sort_key, style, with_methods  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
@@ -46,7 +46,8 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     data = with_methods(points)
     data["y"] = as_percent(data[metric]) if metric == "test_acc" else data[metric].astype(float)
     data["mbit"] = data[bits] / 1e6
-    axes_spec = [("epoch", "epochs"), ("mbit", "Mbit sent per worker (log scale)"), ("time_s", "modelled time (s)")]
+    axes_spec = [("epoch", "epochs"), ("mbit", bits_label(bits_counts(data)) + " (log scale)"),
+                 ("time_s", "modelled time (s)")]
     methods = sorted(data["method"].unique(), key=method_sort_key)
     looks = {m: style(m) for m in methods}
     # the median over the runs that finished: a diverged seed would drag it down at the step it blew
@@ -156,8 +157,8 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                      if seeds.min() <= MAX_SEEDS_DRAWN else "")
                   + "; bands: interquartile range over seeds where a method has more.")
     caption = (f"{what.capitalize()} of the averaged model on {task} with n = {nodes} workers on a {topology}"
-               f"{rho_text}, against training epochs (left), Mbit sent per worker (middle, log scale; the bits "
-               f"the suite's own encoding puts on the wire) and modelled time under the {network or 'default'} "
+               f"{rho_text}, against training epochs (left), {bits_label(bits_counts(points)).lower()} (middle, log "
+               f"scale; the suite's own encoding, a copy on every link a message travels) and modelled time under the {network or 'default'} "
                f"network preset (right). Each method has one colour, marker and line style in every figure. "
                f"{spread} A diverged run is drawn on its own (dashed) up to the × where it stopped and left "
                "out of the median. All-reduce SGD is the centralized reference. The "

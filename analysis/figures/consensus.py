@@ -13,7 +13,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.figures import save_figure  # noqa: E402
-from analysis.labels import compressor_label, compressor_order, styles_with  # noqa: E402
+from analysis.labels import bits_label, compressor_label, compressor_order, styles_with  # noqa: E402
 
 EXACT = "exact"
 MARK_EVERY = 0.1
@@ -40,7 +40,7 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     names = {m: "exact gossip" if m == EXACT else f"{compressor_label(m)} (γ = {gammas[m]:.3g})" for m in methods}
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     for ax, x, xlabel in ((axes[0], "step", "gossip rounds"),
-                          (axes[1], "mbit_per_worker", "Mbit sent per worker (log scale)")):
+                          (axes[1], "mbit_per_worker", bits_label() + " (log scale)")):
         for method in methods:
             m = data[data["method"] == method].groupby("step")[[x, "rel_error"]].median().reset_index(drop=True)
             if x == "mbit_per_worker":

@@ -14,7 +14,8 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.figures import IID_SCHEMES, as_percent, save_figure, usable  # noqa: E402
-from analysis.labels import centralized, method_sort_key, style, topology_style, with_methods  # noqa: E402
+from analysis.labels import (bits_counts, bits_label, centralized, method_sort_key, style, topology_style,  # noqa: E402
+                             with_methods)
 
 MIN_METHODS = 4  # fewer is another figure's job (accuracy_curves)
 
@@ -40,7 +41,7 @@ def curves(points: pd.DataFrame) -> pd.DataFrame:
     return med[~(med["method"].isin(graphless) & (med["topology"] != first))]
 
 
-def plot_methods(table: pd.DataFrame, out_stem: Path, title: str) -> list[Path]:
+def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str | None = None) -> list[Path]:
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     schemes = _partition_order(table["data"].dropna().unique())
     methods = sorted(table["method"].unique(), key=method_sort_key)
@@ -56,7 +57,7 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str) -> list[Path]:
                 ax.plot(shown[x], shown["acc"], color=look["color"], linestyle=lines["linestyle"], linewidth=1.5,
                         marker=look["marker"], markevery=max(1, len(shown) // 6), markersize=5)
         row[0].set_xscale("log")
-        row[0].set_xlabel("Mbit sent per worker (log scale)")
+        row[0].set_xlabel((bits_axis or bits_label()) + " (log scale)")
         row[1].set_xlabel("modelled time (s)")
         row[0].set_ylabel(f"test accuracy (%)\n{scheme}")
         for ax in row:
@@ -86,9 +87,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     chosen = runs[(runs["task"] == task) & (runs["nodes"] == nodes) & (runs["network"] == network)]
     table = curves(chosen)
     seeds = table.groupby(["method", "topology", "data"])["seeds"].max()
-    paths = plot_methods(table, out_stem, f"Every method at matched cost: {task}, n = {nodes}, {network}")
-    caption = (f"Test accuracy of the averaged model on {task} with n = {nodes} workers against Mbit sent per worker "
-               f"(left, log scale: the bits each method's messages take on the wire) and against modelled time "
+    bits_axis = bits_label(bits_counts(chosen))
+    paths = plot_methods(table, out_stem, f"Every method at matched cost: {task}, n = {nodes}, {network}", bits_axis)
+    caption = (f"Test accuracy of the averaged model on {task} with n = {nodes} workers against {bits_axis.lower()} "
+               f"(left, log scale: a copy of a message on every link it travels, a collective what it sends on "
+               f"each ring link) and against modelled time "
                f"(right: compute plus the α–β model of {network}), one row per data partition. Each line is a "
                f"method (colour and marker, the same in every figure) on a graph (line style); a centralized "
                f"method (all models equal, no graph used) is drawn once. Medians over "

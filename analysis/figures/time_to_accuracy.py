@@ -19,7 +19,7 @@ from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, se
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
-               "bits_to_target": "bits sent per worker to target"}
+               "bits_to_target": "bits a worker put on its links to target"}
 
 
 # each value's column in the evaluation points: where a run stood when it ended (its censoring point)

@@ -30,7 +30,7 @@ class Traffic:
     paper_bits: float = 0.0
     comm_time_s: float = 0.0
     messages: int = 0
-    worker_bits: np.ndarray | None = field(default=None, repr=False)
+    worker_bits: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def sent(cls, worker_bits: np.ndarray, paper_bits: float, time_s: float, messages: int = 1) -> "Traffic":

@@ -106,6 +106,9 @@ class Loop:
                            "train_loss": "averaged model on a fixed training subset; train_loss_workers: "
                                          "mean minibatch loss of the workers since the previous evaluation"},
             "steps_per_epoch": self.spe, "total_steps": self.total, "network": p.comm.network.describe(),
+            # how bits_per_worker counts: what a worker put on its links (one copy per link; on a broadcast medium
+            # one transmission per gossip message); bits_paper_per_worker: the paper's one payload per message
+            "bits_count": "broadcast" if p.comm.network.broadcast else "links",
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
             "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
         }
