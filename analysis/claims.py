@@ -21,6 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.labels import bits_counts, bits_short
+
 HOLDS, FAILS, NOT_RUN = "holds", "fails", "not run"
 # a method "fails" where the paper has it diverge or collapse: diverged, or this far below all-reduce (points)
 COLLAPSE = 10.0
@@ -268,7 +270,8 @@ def _bits_saving(ev: Evidence) -> Verdict:
                        f"{int(np.isfinite(exact_bits).sum())}")
     saving = float(np.median(exact_bits[both] / sign_bits[both]))
     text = (f"median saving {saving:.1f}× over {int(both.sum())} paired runs "
-            f"({np.median(sign_bits[both]) / 1e6:.3g} vs {np.median(exact_bits[both]) / 1e6:.3g} Mbit)")
+            f"({np.median(sign_bits[both]) / 1e6:.3g} vs {np.median(exact_bits[both]) / 1e6:.3g} Mbit "
+            f"{bits_short(bits_counts(pairs.rename(columns={'bits_count_sign': 'bits_count'})))})")
     return Verdict(HOLDS if saving >= BITS_SAVING else FAILS, text)
 
 

@@ -216,8 +216,8 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
         traces = read_traces(run_dir)
         sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
                     ("The paper's claims", lambda s: claims_markdown(check_claims(s, traces))),
-                    ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit per worker "
-                     "to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
+                    ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
+                     "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + cell_table_markdown(s)),
                     ("Epoch gap to centralized training", epoch_gap_section),
                     ("Spectral-gap effects", spectral_section),

@@ -103,6 +103,8 @@ def cell_summary(summary: pd.DataFrame) -> pd.DataFrame:
         row.update({"cell": cell, "n_seeds": len(g), "target": first.get("target", math.nan),
                     "gamma": float(g["gamma"].median()), "delta_measured": float(g["delta_measured"].median()),
                     "bits_per_step": float(g["bits_per_step"].median()),
+                    # the count bits_per_step and bits_to_target use (one per cell: the medium is in its network)
+                    "bits_count": ",".join(sorted({str(c) for c in g.get("bits_count", pd.Series(["links"]))})),
                     "final_consensus_distance": float(g["final_consensus_distance"].median())})
         for col, name in [("final_test_acc", "final_acc"), ("best_test_acc", "best_acc"),
                           ("final_gap", "final_gap"), *[(c, c) for c in AXES.values()]]:

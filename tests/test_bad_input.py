@@ -140,6 +140,13 @@ BAD_SETTINGS = [  # (arguments added to FAST, words the error line must hold)
     (["--set", "lr=nan"], ["lr=nan", "finite"]),
     (["--lr", "inf"], ["lr=inf", "finite"]),
     (["--set", "gamma=.nan"], ["gamma=nan"]),
+    # the network: a collective cannot ride a broadcast medium; unknown media and send orders
+    (["--algorithm", "allreduce", "--compressor", "none", "--set", "network=edge-10m,medium=broadcast"],
+     ["medium=broadcast", "allreduce", "medium=links"]),
+    (["--algorithm", "ef", "--compressor", "sign", "--set", "network=edge-10m,medium=broadcast"],
+     ["medium=broadcast", "'ef'"]),
+    (["--set", "network=edge-10m,medium=wifi"], ["medium='wifi'", "links, broadcast"]),
+    (["--set", "network=edge-10m,sends=burst"], ["sends='burst'", "serial, parallel"]),
 ]
 
 

@@ -8,6 +8,7 @@ A copy occupies its encoding framed in whole bytes.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 import numpy as np
 
@@ -33,13 +34,19 @@ def ring_allreduce_elements(d: int, n: int) -> np.ndarray:
     return 2.0 * d - chunks[(r + 1) % n] - chunks[(r + 2) % n]
 
 
+@lru_cache(maxsize=4096)
+def _round_time(network: NetworkModel, links: Links, bits: float, same_payload: bool) -> float:
+    """The model's time for a round in which every link carries ``bits`` (a run repeats a few such rounds)."""
+    return network.exchange_time(links.src, np.full(links.E, bits), same_payload)
+
+
 def account_gossip(network: NetworkModel, links: Links, message: Message) -> Traffic:
     """One message per worker to each of its out-neighbours: a copy per link, or one transmission on a
     broadcast medium (a worker without links this round sends nothing)."""
     bits = link_bits(message)
     degree = links.out_degree
     copies = (degree > 0).astype(np.float64) if network.broadcast else degree.astype(np.float64)
-    time_s = network.exchange_time(links.src, np.full(links.E, bits), same_payload=True)
+    time_s = _round_time(network, links, bits, True)
     return Traffic.sent(copies * bits, message.paper_bits, time_s)
 
 
@@ -48,7 +55,7 @@ def account_exchange(network: NetworkModel, links: Links, message: Message) -> T
     distinct message's payload once."""
     bits = link_bits(message)
     degree = links.out_degree.astype(np.float64)
-    time_s = network.exchange_time(links.src, np.full(links.E, bits))
+    time_s = _round_time(network, links, bits, False)
     return Traffic.sent(degree * bits, float(degree.mean()) * message.paper_bits, time_s)
 
 

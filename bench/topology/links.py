@@ -7,6 +7,7 @@ so that a process holding a contiguous block of workers owns a contiguous range 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -35,12 +36,12 @@ class Links:
     def E(self) -> int:
         return int(self.src.shape[0])
 
-    @property
+    @cached_property
     def out_degree(self) -> np.ndarray:
         """[n] links each worker sends on this round."""
         return np.bincount(self.src, minlength=self.n)
 
-    @property
+    @cached_property
     def in_degree(self) -> np.ndarray:
         """[n] links each worker receives on this round."""
         return np.bincount(self.dst, minlength=self.n)
