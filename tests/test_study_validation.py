@@ -146,6 +146,11 @@ BAD_CELLS = [
     ({"weights": ["optimal"]}, "choco-sign_ring4_weights=optimal", "'optimal'"),
     ({"network": ["lan-1g"]}, "choco-sign_ring4_network=lan-1g", "'lan-1g'"),
     ({"lr": [-1]}, "choco-sign_ring4_lr=-1", "lr=-1"),
+    # a collective on a shared medium; the published PowerGossip on links that go one way
+    ({"method": ["allreduce/none"], "network": ["edge-10m,medium=broadcast"]},
+     "allreduce-none_ring4_network=edge-10m_medium=broadcast", "medium=broadcast"),
+    ({"method": ["powergossip/none"], "topology": ["one-peer-exp"]}, "powergossip-none_one-peer-exp4",
+     "warm_start=false"),
 ]
 
 

@@ -85,8 +85,9 @@ class Algorithm(ABC):
             )
 
     @classmethod
-    def check_topology(cls, name: str, time_varying: bool) -> None:
-        """One line when this algorithm cannot run on the graph ``name`` (a fixed-graph method on a time-varying one)."""
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        """One line when this algorithm (with its parsed ``options``, when known) cannot run on the graph ``name``
+        (a fixed-graph method on a time-varying one)."""
         if cls.fixed_graph and time_varying:
             usable = ", ".join(n for n in ALGORITHMS.names() if not ALGORITHMS.get(n).fixed_graph)
             raise BenchError(f"algorithm {cls.name!r} keeps (W − I)·x̂ up to date round by round, which holds only "

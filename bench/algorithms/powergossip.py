@@ -177,12 +177,17 @@ class PowerGossip(Algorithm):
         if self.options.warm_start:
             self._setup_edges()
 
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        super().check_topology(name, time_varying, options)
+        if time_varying and (options is None or options.warm_start):
+            raise BenchError(f"powergossip warm_start=true steps each edge's basis at both ends every round; "
+                             f"topology {name!r} changes its links every round (one way): "
+                             f"use algorithm_options.warm_start=false (a shared basis per round) or a static graph")
+
     # -- warm start: a basis per edge ----------------------------------------------------------
     def _setup_edges(self) -> None:
-        if self.comm.time_varying:
-            raise BenchError(f"powergossip warm_start=true steps each edge's basis at both ends every round; "
-                             f"topology {self.comm.topology.name!r} changes its links every round (one way): "
-                             f"use algorithm_options.warm_start=false (a shared basis per round) or a static graph")
+        self.check_topology(self.comm.topology.name, self.comm.time_varying, self.options)
         local = self.comm.links()
         self.edges = EdgeSlots(local, self.x.device, self.x.dtype)
         self._sides = []  # per block: the columns of edge_bases holding its P, then its Q

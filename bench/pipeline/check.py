@@ -42,9 +42,9 @@ class Checks:
         check_option_values(cfg.task, cfg.task_options)
         algorithm = ALGORITHMS.get(cfg.algorithm)
         algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
-        parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
+        options = parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         algorithm.check_network(make_network(cfg.network))
-        algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights))
+        algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights), options)
 
     def consensus(self, consensus: dict) -> None:
         """The consensus study's graph and the compressors of its Choco-Gossip methods (`bench consensus`)."""

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, make_algorithm
+from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, make_algorithm, parse_options
 from ..comm import Communicator, SimulatedCommunicator, make_network
 from ..compressors import Compressor, make_compressor
 from ..compressors.rows import RowStream
@@ -43,7 +43,9 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
         raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
     compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
-    ALGORITHMS.get(cfg.algorithm).check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)))
+    algorithm = ALGORITHMS.get(cfg.algorithm)
+    algorithm.check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)),
+                             parse_options(algorithm, cfg.algorithm_options))
     rows = None
     if cfg.backend == "dist":
         from ..comm.distributed import block_of
