@@ -197,29 +197,18 @@ def test_the_consensus_problem_runs_on_it():
     assert trace.rel_error[4] < 1e-28 and trace.rel_error[3] > 1e-3
 
 
-@pytest.mark.parametrize("algorithm", ["choco", "dcd"])
-def test_exact_incremental_methods_equal_exact_gossip_on_a_static_graph(algorithm):
-    """Control for the next test: on a fixed W, Choco (γ = 1) and DCD without compression are exact gossip."""
+@pytest.mark.parametrize("topology", ["exponential", "one-peer-exp"])
+@pytest.mark.parametrize("algorithm", ["choco", "dcd", "ecd", "beer"])
+def test_methods_with_copies_equal_exact_gossip_without_compression(algorithm, topology):
+    """On a fixed W Choco (γ = 1), DCD, ECD and BEER (γ = 1, gossip alone) without compression are exact gossip;
+    on one-peer-exp too, with their copies kept per link (tests/test_time_varying_methods.py: the rest)."""
     x0 = initial_vectors(16, 20, seed=1)
-    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology("exponential", 16)))
-    options = {"gamma": 1.0} if algorithm == "choco" else None
-    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology("exponential", 16)),
+    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology(topology, 16)))
+    options = {"gamma": 1.0} if algorithm in ("choco", "beer") else None
+    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology(topology, 16)),
                           compressor=make_compressor("none"), options=options)
-    for _ in range(6):
-        reference.step(None, 0.0)
+    if algorithm == "beer":  # its consensus step applies the copies of the previous step: one round behind
         algo.step(None, 0.0)
-    torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-12)
-
-
-@pytest.mark.xfail(strict=True, reason="Choco keeps u = (W − I) x̂ and DCD s = W x by increments "
-                   "(u += (W_t − I) q): that sum is (W_t − I) x̂ only when W is the same every round")
-@pytest.mark.parametrize("algorithm", ["choco", "dcd"])
-def test_exact_incremental_methods_equal_exact_gossip_on_a_time_varying_graph(algorithm):
-    x0 = initial_vectors(16, 20, seed=1)
-    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology("one-peer-exp", 16)))
-    options = {"gamma": 1.0} if algorithm == "choco" else None
-    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology("one-peer-exp", 16)),
-                          compressor=make_compressor("none"), options=options)
     for _ in range(6):
         reference.step(None, 0.0)
         algo.step(None, 0.0)
@@ -298,25 +287,28 @@ DIST_SCRIPT = textwrap.dedent('''
     from bench.topology import make_topology
 
     out, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    METHODS = %r
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
     rank, world = dist.get_rank(), dist.get_world_size()
     lo, hi = block_of(n, world, rank)
     topology = make_topology("one-peer-exp", n)
     results = {}
-    for name, comp in (("dpsgd", "none"), ("choco", "sign")):
+    for name, comp in METHODS:
         compressor = make_compressor(comp, algorithm=name)
         comm = DistributedCommunicator(topology, compressor, None)
         x0 = initial_vectors(n, 12, seed=3, dtype=torch.float32)[lo:hi]
-        options = {"gamma": 0.3} if name == "choco" else None
+        options = {"gamma": 0.3} if name in ("choco", "beer") else None
         algo = make_algorithm(name, x0, comm, compressor=compressor, options=options)
         heard = []  # the processes this one receives from, round by round
         for t in range(rounds):
-            heard.append(sorted(comm.recv_from))
+            heard.append(sorted(comm.plan.recv_from))
             algo.step(initial_vectors(n, 12, seed=100 + t, dtype=torch.float32)[lo:hi], 0.05)
         results[name] = {"x": algo.x, "round": comm.round, "heard": heard}
     torch.save(results, f"{out}/rank{rank}.pt")
     dist.destroy_process_group()
 ''')
+# the methods with per-link copies have links inside a process (both ends, two copies) and across processes
+METHODS = (("dpsgd", "none"), ("choco", "sign"), ("dcd", "top:0.1"), ("ecd", "sign"), ("beer", "sign"))
 
 
 def _free_port() -> int:
@@ -329,7 +321,7 @@ def _free_port() -> int:
 def test_four_gloo_processes_reproduce_the_simulation_on_the_one_peer_graph(tmp_path):
     n, world, rounds = 8, 4, 7
     script = tmp_path / "one_peer_dist.py"
-    script.write_text(DIST_SCRIPT)
+    script.write_text(DIST_SCRIPT % (METHODS,))
     port = _free_port()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1",
            "MASTER_PORT": str(port)}
@@ -339,10 +331,10 @@ def test_four_gloo_processes_reproduce_the_simulation_on_the_one_peer_graph(tmp_
     errors = [p.communicate(timeout=300)[1] for p in ranks]
     assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
     topology = make_topology("one-peer-exp", n)
-    for name, comp in (("dpsgd", "none"), ("choco", "sign")):
+    for name, comp in METHODS:
         compressor = make_compressor(comp, algorithm=name)
         comm = SimulatedCommunicator(topology)
-        options = {"gamma": 0.3} if name == "choco" else None
+        options = {"gamma": 0.3} if name in ("choco", "beer") else None
         algo = make_algorithm(name, initial_vectors(n, 12, seed=3, dtype=torch.float32), comm, compressor=compressor,
                               options=options)
         for t in range(rounds):
@@ -373,26 +365,19 @@ def test_bench_run_dist_equals_the_simulation_on_the_one_peer_graph(tmp_path):
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
 
 
-@pytest.mark.parametrize("algorithm", ["choco", "dcd", "ecd", "beer"])
-def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line(algorithm, tmp_path, capsys):
-    """The xfail above is why: these methods keep running sums of (W − I)·copies. bench run and the
-    pipeline's cell check refuse them on one-peer-exp before anything is written."""
+def test_a_fixed_graph_method_would_be_refused_on_a_time_varying_graph_in_one_line():
+    """Choco, DCD, ECD and BEER keep their copies per link there now (tests/test_time_varying_methods.py), so no
+    registered method declares ``fixed_graph``; the refusal stays for one that would."""
     from bench.algorithms import ALGORITHMS
-    from bench.cli import main
-    from bench.errors import BenchError
-    from bench.pipeline.check import Checks
-    from bench.run.config import resolve
+    from bench.algorithms.choco import Choco
 
-    assert ALGORITHMS.get(algorithm).fixed_graph
-    argv = ["run", "--task", "lsq", "--nodes", "8", "--epochs", "1", "--algorithm", algorithm, "--compressor", "sign",
-            "--topology", "one-peer-exp", "--set", "gamma=0.5", "--quiet", "--out", str(tmp_path / "r")]
-    assert main(argv) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "fixed graph" in lines[0] and "dpsgd" in lines[0]
-    assert not (tmp_path / "r").exists()
-    cfg = resolve({}, {}, {"task": "lsq", "nodes": 8, "algorithm": algorithm, "compressor": "sign",
-                           "topology": "one-peer-exp", "gamma": 0.5})
-    with pytest.raises(BenchError, match="fixed graph"):
-        Checks().run(cfg)
-    Checks().run(resolve({}, {}, {"task": "lsq", "nodes": 8, "algorithm": algorithm, "compressor": "sign",
-                                  "topology": "exponential", "gamma": 0.5}))  # the static graph is fine
+    assert not any(ALGORITHMS.get(name).fixed_graph for name in ALGORITHMS.names())
+
+    class Fixed(Choco):
+        fixed_graph = True
+
+    with pytest.raises(BenchError) as refused:
+        Fixed.check_topology("one-peer-exp", True)
+    assert len(str(refused.value).splitlines()) == 1 and "fixed graph" in str(refused.value)
+    assert "choco" in str(refused.value) and "dpsgd" in str(refused.value)
+    Fixed.check_topology("exponential", False)  # a static graph is fine

@@ -32,8 +32,18 @@ average direction, and on heterogeneous data the fixed point is the optimum of t
 constant step keeps a bias there). ``grad=None`` runs the model's gossip alone (x ← x + γ u_h; h's update).
 
 γ is Choco's ``gamma`` setting (``gamma=auto``: the γ tuned for Choco-Gossip on the run's graph and compressor).
-The running consensus directions assume one W for the whole run (a time-varying graph would need ``(W_t − I) h``
-from neighbours' copies it does not hold).
+
+On a time-varying graph (one-peer-exp) a worker hears a neighbour only in the rounds that use their link, so both
+public copies are kept per directed link e = j → i, held alike by j and i (``h_e`` of x_j, ``g_e`` of v_j, from 0),
+and refreshed on the round's links as Choco's: ``q_e = Q(x_j − h_e)`` travels on e and ``h_e += q_e`` at both
+ends (the same for g with v). The consensus directions are then recomputed over the round's links,
+``u_i = Σ_{e = j→i} w_e c_e − Σ_{e = i→k} w_e c_e`` (c = h, g): (W_t − I)·copy where a worker's copies agree,
+and zero summed over the workers whatever they are, so the tracker keeps ``mean(v^t) = mean(d_t)`` and the average
+still moves as SGD's. As on a static graph a direction is applied in the step after the one that refreshed its
+copies, so the iterates are those of Algorithm 1 with W_{t−1} in step t; with the identity and γ = 1 it is
+gradient tracking on that sequence. Memory per worker: per union out-link and per union in-link a copy of x and a
+copy of v (4 log₂ n copies on one-peer-exp), with u_h and u_g. Bits per round: two messages per active
+out-link (one in the first step).
 """
 from __future__ import annotations
 
@@ -44,6 +54,7 @@ import torch
 from ..comm import Traffic
 from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
+from .link_copies import LinkCopies
 
 
 @dataclass(frozen=True)
@@ -59,7 +70,6 @@ class BEEROptions:
 class BEER(Algorithm):
     name = "beer"
     label = "BEER"
-    fixed_graph = True  # running sums of (W − I)·copies
     contraction = True  # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
     consensus_step = True
     settings = ("gamma",)
@@ -75,12 +85,25 @@ class BEER(Algorithm):
         self.u_g = torch.zeros_like(self.x)  # (W − I) g
         self.previous = torch.zeros_like(self.x)  # d_{t−1}: the direction the tracker last took in
         self.t = 0  # directions taken in so far
+        if self.comm.time_varying:
+            self.links = LinkCopies(self)
+            # per union out-link and per union in-link (h_in, g_in: None where they are the same rows)
+            (self.h, self.h_in), (self.g, self.g_in) = self.links.zeros(), self.links.zeros()
+            self.buffers = type(self).buffers + ("h_in", "g_in")
+            return
         # reused every round: the compressor's input and output
         self._diff = torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
-    def _exchange(self, value: torch.Tensor, copy: torch.Tensor, direction: torch.Tensor) -> None:
-        """``q = Q(value − copy)``; ``copy += q``; ``direction += (W − I) q``: one message."""
+    def _exchange(self, value: torch.Tensor, copy: str, direction: torch.Tensor) -> None:
+        """``q = Q(value − copy)``; ``copy += q``; ``direction += (W − I) q``: one message (on a time-varying
+        graph one per link, and the direction recomputed over the round's links)."""
+        if self.comm.time_varying:
+            copies = getattr(self, copy), getattr(self, copy + "_in")
+            self.links.refresh(value, *copies)
+            self.links.consensus(*copies, out=direction)
+            return
+        copy = getattr(self, copy)
         q = self._compress(torch.sub(value, copy, out=self._diff), out=self._q)
         copy.add_(q.values)
         self.comm.gossip_into(q, direction, self_shift=-1.0)
@@ -93,11 +116,11 @@ class BEER(Algorithm):
                 self.v.copy_(d)
             else:
                 self.v.add_(self.u_g, alpha=gamma).add_(d).sub_(self.previous)
-                self._exchange(self.v, self.g, self.u_g)
+                self._exchange(self.v, "g", self.u_g)
             self.previous.copy_(d)
             self.t += 1
         self.x.add_(self.u_h, alpha=gamma)
         if d is not None:
             self.x.sub_(self.v, alpha=lr)
-        self._exchange(self.x, self.h, self.u_h)
+        self._exchange(self.x, "h", self.u_h)
         return self.comm.drain()

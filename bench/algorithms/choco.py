@@ -6,6 +6,21 @@ updates it in place: ``u += Σ_j w_ij q_j − q_i``). ``paper`` order: SGD step,
 exchange, ``x̂ += q``, ``u += (W − I) q``, then ``x += γ u``. ``code`` order (the authors'
 implementation, so that sending overlaps the next gradient): SGD step, consensus step with the
 previous round's ``s, x̂``, then compress and exchange. With ``grad=None`` this is Choco-Gossip.
+
+On a time-varying graph (one-peer-exp) a worker hears a neighbour only in the rounds that use their link, so
+the public copy is kept per directed link e = j → i: ``x̂_e``, a copy of x_j held alike by j and i, from 0. In
+a round, on each of its links, ``q_e = Q(x_j − x̂_e)`` travels on e and ``x̂_e += q_e`` at both ends; then
+
+    u_i = Σ_{e = j→i} w_e x̂_e − Σ_{e = i→k} w_e x̂_e        (over the round's links)
+
+and ``x += γ u``. Each link adds w_e x̂_e at its receiver and takes it from its sender, so u sums to zero over
+the workers and the average never moves; with the identity and γ = 1, x̂_e = x_j and u = (W_t − I) x (the
+columns of W_t sum to 1), so x ← W_t x; where a worker's copies agree (every link used every round, a
+deterministic operator) u is the static (W − I) x̂ and the iterates are the static method's.
+The orders keep their meaning: ``paper`` applies u of the round's own links, just refreshed; ``code`` applies
+u of the previous round's links (refreshed then), before this round's messages. Memory per worker: a copy per
+union out-link and one per union in-link (log₂ n of each on one-peer-exp), and u. Bits per round: one
+message per active out-link (one on one-peer-exp).
 """
 from __future__ import annotations
 
@@ -17,6 +32,7 @@ import torch
 from ..comm import Traffic
 from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
+from .link_copies import LinkCopies
 
 
 @dataclass(frozen=True)
@@ -35,7 +51,6 @@ class ChocoOptions:
 class Choco(Algorithm):
     name = "choco"
     label = "Choco-SGD"
-    fixed_graph = True  # running sums of (W − I)·copies
     contraction = True
     consensus_step = True
     settings = ("gamma", "order")
@@ -44,13 +59,22 @@ class Choco(Algorithm):
     buffers = ("x_hat", "u")
 
     def setup(self) -> None:
-        self.x_hat = torch.zeros_like(self.x)
         self.u = torch.zeros_like(self.x)
+        if self.comm.time_varying:
+            self.links = LinkCopies(self)
+            self.x_hat, self.x_hat_in = self.links.zeros()  # per union link: [out-links, d], [in-links, d]
+            self.buffers = ("x_hat", "x_hat_in", "u")
+            return
+        self.x_hat = torch.zeros_like(self.x)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
         self._diff = torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
     def _exchange(self) -> None:
+        if self.comm.time_varying:
+            self.links.refresh(self.x, self.x_hat, self.x_hat_in)
+            self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
+            return
         q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q)
         self.x_hat.add_(q.values)
         self.comm.gossip_into(q, self.u, self_shift=-1.0)
