@@ -104,6 +104,7 @@ class Communicator(ABC):
 
     def __init__(self) -> None:
         self._pending = Traffic()
+        self._union: LocalLinks | None = None
 
     @abstractmethod
     def gossip(self, message: Message) -> torch.Tensor:
@@ -129,15 +130,10 @@ class Communicator(ABC):
         """Every link some round of the period uses, as this process sends and receives on them: what per-link
         state (a copy per link, a basis per edge) is kept for. ``links().links.ids_in(union.links)`` maps a
         round's links into it."""
-        cached = getattr(self, "_union", None)
-        if cached is None:
-            cached = self._union = LocalLinks.of(self.topology.link_union(), *self.rows)
-        return cached
-
-    @property
-    def rows(self) -> tuple[int, int]:
-        """The workers this process holds: lo..hi-1."""
-        return getattr(self, "lo", 0), getattr(self, "hi", self.topology.n)
+        if self._union is None:
+            mine = self.links()  # the rows this process holds are every round's
+            self._union = LocalLinks.of(self.topology.link_union(), mine.lo, mine.hi)
+        return self._union
 
     @abstractmethod
     def exchange(self, message: Message) -> torch.Tensor:

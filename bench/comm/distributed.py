@@ -24,7 +24,7 @@ from ..compressors.wire import decode, encode
 from ..errors import BenchError
 from ..topology import Topology
 from ..topology.links import Links
-from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
@@ -117,10 +117,26 @@ class DistributedCommunicator(Communicator):
                 "link_bytes_rank0": [{"src": s, "dst": d, "bytes": b} for (s, d), b in sorted(self.link_bytes.items())],
                 "link_times_rank0": per_link}
 
-    def _predict(self, traffic: Traffic, cost) -> None:
-        self.predicted_comm_s += traffic.comm_time_s
+    def _settle(self, modelled: Traffic, calibrated_cost, start: float) -> None:
+        """Record ``modelled`` (the count and the model's time under the run's network) with the measured time
+        since ``start``; the model's time and, if calibrated, ``calibrated_cost(network)`` go beside it."""
+        self.predicted_comm_s += modelled.comm_time_s
         if self.calibrated is not None:
-            self.predicted_calibrated_s += cost(self.calibrated)
+            self.predicted_calibrated_s += calibrated_cost(self.calibrated)
+        modelled.comm_time_s = time.perf_counter() - start
+        self._record(modelled)
+
+    def _settle_links(self, account, message: Message, arrived: dict, same_payload: bool, start: float) -> None:
+        """``_settle`` for a round on the links (a gossip or an exchange), noting each incoming link's arrival."""
+        links = self.plan.local.links
+        model = link_arrivals(self.network, links, 8.0 * math.ceil(message.wire_bits / 8), same_payload)
+        for e, (_, seconds) in arrived.items():
+            entry = self.link_times.setdefault((int(links.src[e]), int(links.dst[e])), [0, 0.0, 0.0])
+            entry[0] += 1
+            entry[1] += seconds
+            entry[2] += float(model[e])
+        self._settle(account(self.network, links, message), lambda net: account(net, links, message).comm_time_s,
+                     start)
 
     # -- encoding: the message says which operator made it and over which segments ----------
     @staticmethod
@@ -171,15 +187,6 @@ class DistributedCommunicator(Communicator):
             request.wait()
         return arrived
 
-    def _note_arrivals(self, arrived: dict, bits: float, same_payload: bool) -> None:
-        links = self.plan.local.links
-        model = self.network.link_arrivals(links.src, np.full(links.E, bits), same_payload)
-        for e, (_, seconds) in arrived.items():
-            entry = self.link_times.setdefault((int(links.src[e]), int(links.dst[e])), [0, 0.0, 0.0])
-            entry[0] += 1
-            entry[1] += seconds
-            entry[2] += float(model[e])
-
     # -- the Communicator interface ------------------------------------------------------
     def gossip(self, message: Message) -> torch.Tensor:
         start = time.perf_counter()
@@ -192,17 +199,13 @@ class DistributedCommunicator(Communicator):
                     for p in sorted(plan.recv_from)]
         gathered = torch.cat([values, *received]) if received else values
         mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
-        modelled = account_gossip(self.network, links, message)
-        self._note_arrivals(arrived, 8.0 * size, same_payload=True)
-        self._predict(modelled, lambda net: account_gossip(net, links, message).comm_time_s)
-        modelled.comm_time_s = time.perf_counter() - start
-        self._record(modelled)
+        self._settle_links(account_gossip, message, arrived, True, start)
         return mixed
 
     def exchange(self, message: Message) -> torch.Tensor:
         start = time.perf_counter()
         values, plan = message.values, self.plan
-        local, links = plan.local, plan.local.links
+        local = plan.local
         out = local.out
         if values.shape[0] != out.stop - out.start:
             raise ValueError(f"an exchange sends one row per outgoing link: {out.stop - out.start} here, "
@@ -218,11 +221,7 @@ class DistributedCommunicator(Communicator):
         if arrived:
             ids = sorted(arrived)
             result[[position[e] for e in ids]] = self._decode(torch.stack([arrived[e][0] for e in ids]), message)
-        modelled = account_exchange(self.network, links, message)
-        self._note_arrivals(arrived, 8.0 * size, same_payload=False)
-        self._predict(modelled, lambda net: account_exchange(net, links, message).comm_time_s)
-        modelled.comm_time_s = time.perf_counter() - start
-        self._record(modelled)
+        self._settle_links(account_exchange, message, arrived, False, start)
         return result
 
     def _ring(self, chunks: list[torch.Tensor], reduce: bool) -> None:
@@ -254,10 +253,7 @@ class DistributedCommunicator(Communicator):
             self._ring(chunks, reduce=False)
         mean = (total / self.n).reshape(x.shape[1:]).expand_as(x).clone()
         d = x[0].numel()
-        modelled = account_allreduce(self.network, d, self.n)
-        self._predict(modelled, lambda net: net.allreduce_time(32.0 * d, self.n))
-        modelled.comm_time_s = time.perf_counter() - start
-        self._record(modelled)
+        self._settle(account_allreduce(self.network, d, self.n), lambda net: net.allreduce_time(32.0 * d, self.n), start)
         return mean
 
     def allgather_mean(self, message: Message) -> torch.Tensor:
@@ -278,10 +274,8 @@ class DistributedCommunicator(Communicator):
                 request.wait()
         decoded = self._decode(torch.cat(blocks).view(self.n, size), message)  # [n, d], every worker's message
         mean = decoded.mean(dim=0, keepdim=True).expand_as(values).clone()
-        modelled = account_allgather(self.network, message, self.n)
-        self._predict(modelled, lambda net: net.allgather_time(8.0 * size, self.n))
-        modelled.comm_time_s = time.perf_counter() - start
-        self._record(modelled)
+        self._settle(account_allgather(self.network, message, self.n), lambda net: net.allgather_time(8.0 * size, self.n),
+                     start)
         return mean
 
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:

@@ -41,11 +41,6 @@ class Links:
         """[n] links each worker sends on this round."""
         return np.bincount(self.src, minlength=self.n)
 
-    @cached_property
-    def in_degree(self) -> np.ndarray:
-        """[n] links each worker receives on this round."""
-        return np.bincount(self.dst, minlength=self.n)
-
     def out_range(self, lo: int, hi: int) -> tuple[int, int]:
         """The links sent by workers lo..hi-1: one contiguous range [a, b) of the link order."""
         return int(np.searchsorted(self.src, lo, "left")), int(np.searchsorted(self.src, hi, "left"))
@@ -64,9 +59,6 @@ class Links:
         index = {(int(s), int(d)): e for e, (s, d) in enumerate(zip(other.src, other.dst))}
         return np.array([index.get((int(s), int(d)), -1) for s, d in zip(self.src, self.dst)], dtype=np.int64)
 
-    def describe(self) -> dict:
-        deg = self.out_degree
-        return {"links": self.E, "max_out_degree": int(deg.max(initial=0)), "mean_out_degree": float(deg.mean())}
 
 
 def links_of_phases(topology) -> list[Links]:
