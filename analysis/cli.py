@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.claims import check_claims, claims_markdown, read_traces
+from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
 from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
@@ -165,10 +165,10 @@ def cmd_claims(args) -> int:
             summary = None
     if summary is None:
         summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or 0.95})
-    table = check_claims(summary, read_traces(Path(args.dir)))
+    table = check_claims(summary, read_traces(Path(args.dir)), min_seeds=args.min_seeds)
     out = Path(args.dir) / "claims.csv"
     write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
-    print(claims_markdown(table) + f"\n-> {out}")
+    print(claims_markdown(table, args.min_seeds) + f"\n-> {out}")
     return 0
 
 
@@ -206,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("claims", help="the paper's claims checked on a study's results: DIR/claims.csv")
     p.add_argument("dir")
     target_options(p)
+    p.add_argument("--min-seeds", type=_number(int, 1), default=MIN_SEEDS,
+                   help=f"seeds each cell a claim needs before it decides (default {MIN_SEEDS}, as the paper's "
+                        "mean of 3 runs; at least 2)")
     p.set_defaults(run=cmd_claims)
     for name in DELEGATED:
         sub.add_parser(name, help=f"see python -m analysis {name} --help")

@@ -73,9 +73,12 @@ def baseline_problem(baseline) -> str | None:
                             ("metric", str, "a string"), ("claims", dict, "an object")):
         if baseline.get(key) is not None and not isinstance(baseline[key], kind):
             return f"{key} is {baseline[key]!r:.40}, not {what}"
-    bad = [(k, v) for k, v in (baseline.get("claims") or {}).items() if v not in ("holds", "fails", "not run")]
+    from analysis.claims.base import LEGACY_VERDICTS, VERDICTS
+
+    known = (*VERDICTS, *LEGACY_VERDICTS)
+    bad = [(k, v) for k, v in (baseline.get("claims") or {}).items() if v not in known]
     if bad:
-        return f"claim {bad[0][0]}={bad[0][1]!r:.40} is not holds, fails or not run"
+        return f"claim {bad[0][0]}={bad[0][1]!r:.40} is not one of {', '.join(known)}"
     bad = [(k, v) for k, v in (baseline.get("tolerances") or {}).items() if not _is_number(v)]
     if bad:
         return f"tolerance {bad[0][0]}={bad[0][1]!r} is not a number"
@@ -219,9 +222,13 @@ def compare(baseline: dict, current_summary: pd.DataFrame, tolerances: dict | No
         if name not in now:
             continue
         verdict, measured = now[name]
+        # only a decided verdict can lose a claim: one the current results cannot decide (incomplete,
+        # inconclusive) is shown as such, not counted
         lost = before == "holds" and verdict == "fails"
+        state = "regression" if lost else ("ok" if verdict in ("holds", "fails") or before != "holds"
+                                           else f"undecided now ({verdict})")
         rows.append({"cell": "(paper claim)", "check": name, "baseline": before, "current": verdict,
-                     "change": math.nan, "test": "claim", "verdict": "regression" if lost else "ok"})
+                     "change": math.nan, "test": "claim", "verdict": state})
         if lost:
             regressions.append(f"paper claim {name} held in the baseline and fails now: {measured}")
     return pd.DataFrame(rows, columns=["cell", "check", "baseline", "current", "change", "test", "verdict"]), regressions
