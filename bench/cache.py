@@ -1,8 +1,8 @@
 """The suite's cache: where it lives (computed here only) and how parallel jobs update one file of it.
 
-The tuned γ values (``gamma.json``), the measured gradient paths (``gradient-paths.json``) and the
-generated data sets (``mnist1d/``) live here. Pipeline jobs run in parallel, so a file is changed only
-under its lock (an flock on ``.NAME.lock`` beside it) and written whole through ``bench.files``.
+The tuned γ values (``gamma.json``) and the generated data sets (``mnist1d/``) live here (a run's
+gradient path does not: it follows a rule, see tasks/gradients.py). Pipeline jobs run in parallel, so
+a file is changed only under its lock (an flock on ``.NAME.lock`` beside it) and written whole through ``bench.files``.
 """
 from __future__ import annotations
 

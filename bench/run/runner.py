@@ -76,13 +76,16 @@ class Loop:
         self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
 
     def _settle_gradient_path(self) -> None:
-        """Vectorised or loop gradients (by option or measurement); every process takes the same path."""
+        """The gradient path (by option and rule, never timing; vectorised only where it runs on every
+        process), then one untimed, undone step on it: no one-off set-up in the first timed step."""
         task = self.p.task
         task.prepare(self.p.algo.x)
         if self.cfg.backend == "dist":
-            agreed = "vmap" if self._agreed(task.gradient_path == "vmap") else "loop"
-            task.use_path(agreed, f"{agreed}: the path of at least one process" if agreed == "vmap"
-                          else "loop: no process was faster vectorised")
+            agreed = "loop" if self._agreed(task.gradient_path != "vmap") else "vmap"
+            task.use_path(agreed, "loop: the path of at least one process" if agreed == "loop"
+                          else "vmap: the path of every process")
+        if self.counters.global_step < self.stop:
+            task.warm_up(self.p.algo.x, self.counters.global_step // self.spe)
 
     def _record(self, previous: dict | None) -> dict:
         cfg, p = self.cfg, self.p

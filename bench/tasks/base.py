@@ -85,12 +85,21 @@ class Task(ABC):
 
     def prepare(self, x: torch.Tensor) -> None:
         """Settle the gradient path (vectorised or loop) before training, by the ``vectorize``
-        option or by measurement; a path restored from a checkpoint is kept."""
+        option and a rule that reads no timing (gradients.choose_path); a path restored from a
+        checkpoint is kept."""
         if self.gradient_path is not None:
             return
         from .gradients import choose_path
 
         self.gradient_path, self.gradient_path_info = choose_path(self, x)
+
+    def warm_up(self, x: torch.Tensor, epoch: int = 0) -> None:
+        """One untimed gradient step on the settled path, undone (state and generators), so that the
+        first timed step carries no one-off set-up; the runner calls it before its first step."""
+        from .gradients import warm_up
+
+        self.prepare(x)
+        warm_up(self, x, epoch)
 
     def use_path(self, path: str, reason: str) -> None:
         """Impose a path (e.g. the one every process of a distributed run agreed on)."""

@@ -5,32 +5,25 @@ batches (one call for all workers). Per-worker state travels as stacked tensors:
 statistics are passed batched into the call and come back updated (the module's own buffers are
 never touched), recurrent hidden states are inputs and outputs of the task's loss. The loop loads
 each worker's row into the module in turn; it is the reference the vectorised path is tested
-against, and the fallback (``task_options.vectorize=false``).
+against, and the fallback (``task_options.vectorize=false``, or where the vectorised path fails).
 """
 from __future__ import annotations
 
 import copy
-import json
-import os
-import platform
 import statistics
 import time
-from pathlib import Path
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 import torch
 from torch.func import functional_call, grad_and_value, vmap
 
-from ..cache import cache_path, update_json
 from ..errors import BenchError
 from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
-# `vectorize: auto` takes the loop only when it is clearly faster, so that runs on one machine do
-# not flip between two paths (equal up to float rounding) on timing noise
-LOOP_MARGIN = 0.8
-TIMED_STEPS = 3
+TIMED_STEPS = 3  # measure_paths: the median of this many steps after one untimed
 
 
 def _split(flat_rows: torch.Tensor, names: list[str], shapes: list[torch.Size], sizes: list[int]) -> dict:
@@ -135,76 +128,73 @@ def loop_gradients(flat: FlatModel, x: torch.Tensor, worker_loss: Callable[[int]
     return grads, losses
 
 
-def _seconds_per_step(run: Callable[[], Any], device: torch.device) -> float:
-    def sync():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
+@contextmanager
+def _state_kept(task) -> Iterator[None]:
+    """Gradient calls inside change nothing that training sees: the task's state (BatchNorm statistics,
+    hidden states, its path) is put back afterwards and the global generators are forked. Batches,
+    augmentation and dropout masks are functions of (seed, epoch, step), so dealing one draws nothing."""
+    saved = copy.deepcopy(task.state_dict())
+    try:
+        with torch.random.fork_rng(devices=[task.device] if task.device.type == "cuda" else []):
+            yield
+    finally:
+        task.load_state_dict(saved)
 
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _untimed_step(task, x: torch.Tensor, batch: Any, path: str | None = None) -> None:
+    """One gradient step of ``task`` (on ``path``, else the one it took) whose effects are undone."""
+    with _state_kept(task):
+        if path is not None:
+            task.gradient_path = path
+        task.gradients(x.detach().clone(), batch)
+        _sync(task.device)
+
+
+def warm_up(task, x: torch.Tensor, epoch: int = 0) -> None:
+    """An untimed gradient step on the task's chosen path, on the first batch of ``epoch``, before
+    the first timed one: torch.func's first-call set-up, kernel selection and first allocations are
+    paid here, not in the first step's ``time_compute_s``. Changes no result (see ``_state_kept``)."""
+    _untimed_step(task, x, next(iter(task.batches(epoch))))
+
+
+def _seconds_per_step(run: Callable[[], Any], device: torch.device) -> float:
     run()  # warm-up: allocations, kernel selection
-    sync()
+    _sync(device)
     times = []
     for _ in range(TIMED_STEPS):
         tick = time.perf_counter()
         run()
-        sync()
+        _sync(device)
         times.append(time.perf_counter() - tick)
     return statistics.median(times)
 
 
 def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
-    """Seconds per gradient step of each path on the task's first batch; the task's state (BatchNorm
-    statistics, hidden states) is restored afterwards, so measuring changes no result."""
-    saved = copy.deepcopy(task.state_dict())
+    """Seconds per gradient step of each path on the task's first batch, for benchmarks; the task's
+    state is restored afterwards, so measuring changes no result. No run's path is chosen by it."""
     batch = next(iter(task.batches(0)))
     x = x.detach().clone()
     seconds = {}
-    try:
+    with _state_kept(task):
+        saved = copy.deepcopy(task.state_dict())
         for path in ("vmap", "loop"):
             task.gradient_path = path
             seconds[path] = _seconds_per_step(lambda: task.gradients(x, batch), task.device)
             task.load_state_dict(copy.deepcopy(saved))
-    finally:
-        task.load_state_dict(saved)
     return seconds
 
 
-def _machine(device: torch.device) -> str:
-    if device.type == "cuda":
-        return f"cuda:{torch.cuda.get_device_name(device)}"
-    # not the thread count: processes of one machine (a launcher and its workers, a test and the runs it
-    # starts) may set it differently, and must still take the same path for the same run
-    return f"cpu:{platform.machine()}:{os.cpu_count()}cores"
-
-
-def _decision_key(task, x: torch.Tensor) -> str:
-    """What the faster path depends on: the task and its model, the workers held, the batch, the
-    machine and the torch build."""
-    options = {k: v for k, v in sorted(task.options.items()) if k != "vectorize"}
-    return json.dumps([task.name, options, int(x.shape[0]), task.setup.batch_size, str(x.dtype),
-                       _machine(task.device), torch.__version__], default=str)
-
-
-def _read_decisions(path: Path) -> dict:
-    if not path.exists():
-        return {}
-    try:
-        decisions = json.loads(path.read_text())
-        if isinstance(decisions, dict):
-            return decisions
-    except (OSError, ValueError):
-        pass
-    raise BenchError(f"gradient path cache {path} is damaged; remove it and the paths are measured again")
-
-
-def _usable(decision) -> bool:
-    return isinstance(decision, dict) and decision.get("path") in ("vmap", "loop")
-
-
 def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
-    """The gradient path of ``task`` and how it was chosen, from ``task_options.vectorize``
-    (true | false | auto). ``auto`` measures once per machine and run shape and remembers the answer
-    in the suite's cache, so that two runs of one setting on one machine take the same path (and
-    so give the same numbers) however busy the machine was when each started."""
+    """The gradient path of ``task`` and why, from ``task_options.vectorize`` (true | false | auto).
+    ``auto`` is a rule that reads no clock and no cache: the vectorised path whenever the task has one
+    and one trial step of it (untimed, undone) runs on this model; the loop where it fails (an
+    operation without a batching rule: the same failure on every try). So a rerun and a resume of one
+    setting take the same path however busy the machine is."""
     setting = task.options.get("vectorize", "auto")
     if not task.vectorizable:
         if setting is True:
@@ -214,23 +204,13 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     if setting is True or setting is False:
         path = "vmap" if setting else "loop"
         return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
-    cache = cache_path("gradient-paths.json")
-    key = _decision_key(task, x)
-    known = _read_decisions(cache).get(key)
-    if _usable(known):
-        return known["path"], {**known, "reason": f"measured on {task.device.type} earlier, remembered in {cache}"}
     try:
-        seconds = measure_paths(task, x)
-    except (RuntimeError, NotImplementedError) as err:  # an operation without a batching rule
+        _untimed_step(task, x, next(iter(task.batches(0))), "vmap")
+    except (RuntimeError, NotImplementedError) as err:
         if "out of memory" in str(err):
             raise
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        return "loop", {"path": "loop", "reason": f"the vectorised path failed ({first[:200]})"}
-    path = "loop" if seconds["loop"] < LOOP_MARGIN * seconds["vmap"] else "vmap"
-    decision = {"path": path, "seconds_per_step": {k: round(v, 6) for k, v in seconds.items()}}
-    stored = update_json(cache, key, decision, read=_read_decisions, keep=_usable)
-    if stored != decision:  # a parallel run of this setting measured first: take its path, as later runs will
-        return stored["path"], {**stored, "reason": f"measured on {task.device.type} by a parallel run, "
-                                                    f"remembered in {cache}"}
-    return path, {**decision, "reason": f"measured on {task.device.type} (loop taken only below "
-                                        f"{LOOP_MARGIN}x the vectorised time)"}
+        return "loop", {"path": "loop", "reason": f"task_options.vectorize=auto: the vectorised path "
+                                                  f"fails on this model ({first[:200]})"}
+    return "vmap", {"path": "vmap", "reason": "task_options.vectorize=auto: the task's vectorised path, "
+                                              "which runs on this model (chosen by rule, not by timing)"}
