@@ -131,20 +131,17 @@ def _gamma_grid(text: str) -> list[float]:
 
 
 # The training tasks of bench.tasks.TASKS, written out so that `bench run --help` needs no torch
-# (tests/test_logs.py keeps them equal to the registry); the algorithms are read from their modules.
+# (tests/test_logs.py keeps them equal to the registry); the algorithms are the catalog's.
 TASK_NAMES = ("mnist1d-mlp", "mnist1d-cnn", "digits-mlp", "cifar10-resnet20", "cifar10-resnet8",
               "imagenet-resnet50", "wikitext2-lstm", "lsq", "logreg")
 
 
 def algorithm_names() -> list[str]:
-    """The names of bench.algorithms.ALGORITHMS without importing it (and torch): every algorithm module
-    registers itself with ``@ALGORITHMS.register("NAME")`` (tests/test_logs.py checks the two agree)."""
-    import re
+    """The names of bench.algorithms.ALGORITHMS without importing it (and torch): the catalog's
+    (bench/catalog/algorithms.py), which every algorithm class builds on."""
+    from .catalog.algorithms import METHODS
 
-    found = set()
-    for path in Path(__file__).with_name("algorithms").glob("*.py"):
-        found.update(re.findall(r'^@ALGORITHMS\.register\("([^"]+)"\)', path.read_text(), flags=re.M))
-    return sorted(found)
+    return sorted(METHODS.names())
 
 
 # (flag, type, metavar, help) of the `bench run` flags that set one setting each; the default of the setting
@@ -310,7 +307,7 @@ def build_parser() -> argparse.ArgumentParser:
     n.add_argument("--max-workers", type=_positive_int, default=None,
                    help="time at most this many workers and scale s/step by n (an extrapolation, said so)")
     n.add_argument("--vectorize", type=_vectorize, default=None,
-                   help="true | false: impose the gradient path instead of measuring both (slow CPUs)")
+                   help="true | false: impose the gradient path (default: the run's rule, vectorised where it runs)")
     n.add_argument("--out", default=None, help="CSV to write (default results/<study>/plan.csv)")
     n.add_argument("--quiet", action="store_true")
 

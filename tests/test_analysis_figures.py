@@ -231,8 +231,6 @@ def test_figures_without_data_are_skipped_with_a_reason(points, summary, tmp_pat
     assert "node counts" in gap_vs_nodes.draw(tmp_path, None, one_n, tmp_path / "g")
     one_topology = summary[summary["topology"] == "ring"]
     assert "topologies" in accuracy_vs_spectral_gap.draw(tmp_path, None, one_topology, tmp_path / "s")
-    two_methods = points[points["algorithm"].isin(["allreduce", "dpsgd"])]
-    assert "3 methods" in accuracy_curves.draw(tmp_path, two_methods, None, tmp_path / "a")
     assert "metrics" in accuracy_curves.draw(tmp_path, None, summary, tmp_path / "a")
     assert "target" in time_to_accuracy.draw(tmp_path, None, summary.assign(tta_status="no_target"), tmp_path / "t")
     assert not list(tmp_path.iterdir())
@@ -320,9 +318,10 @@ def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypat
 def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, monkeypatch):
     monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
     assert figures.main([str(tmp_path), "--only", "gap_vs_nodes"]) == 0
-    assert figures.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 0
+    # no traces.csv: consensus is not drawn, which, asked for by name, is an error (the figure's pipeline job fails)
+    assert figures.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
     index = json.loads((tmp_path / "figures" / "index.json").read_text())
-    assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}  # no traces.csv: consensus skipped
+    assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}
 
 
 def test_missing_directory_exits_2(tmp_path, capsys):

@@ -40,7 +40,8 @@ def test_centralized_methods_are_drawn_once_and_every_partition_has_its_row(tmp_
     assert row["acc"].iloc[0] == 100 * (0.1 + 0.3 + 0.005)
 
 
-def test_too_few_methods_is_a_reason_not_a_figure(tmp_path):
+def test_two_methods_are_a_figure(tmp_path):
     make_run(tmp_path / "a", algorithm="allreduce", compressor="none")
     make_run(tmp_path / "b", algorithm="choco", compressor="sign")
-    assert "methods" in figure.draw(tmp_path, load_runs(tmp_path).points, None, tmp_path / "m")
+    paths, caption = figure.draw(tmp_path, load_runs(tmp_path).points, None, tmp_path / "m")
+    assert [p.suffix for p in paths] == [".png", ".pdf"] and "mnist1d-mlp" in caption

@@ -1,6 +1,7 @@
 """One module per figure: a function from a tidy DataFrame to PNG and PDF files.
 
-``python -m analysis figures DIR [--only NAME ...]`` draws every figure the runs in DIR support.
+``python -m analysis figures DIR [--only NAME ...]`` draws every figure the runs in DIR support; a figure
+named with ``--only`` that cannot be drawn is an error (exit status 1, the reason on stderr).
 """
 from __future__ import annotations
 
@@ -190,13 +191,20 @@ def main(argv: list[str] | None = None) -> int:
     fig_dir = args.dir / "figures"
     wanted = args.only or FIGURES
     drawn: dict[str, str] = {}
+    missed = []
     for name in wanted:
         result = _drawer(name)(args.dir, points, summary, fig_dir / name)
         if isinstance(result, str):
-            print(f"skipped {name}: {result}" + (f" ({note})" if note and name != "consensus" else ""))
+            why = result + (f" ({note})" if note and name != "consensus" else "")
+            print(f"skipped {name}: {why}")
+            missed.append(f"{name}: {why}")
             continue
         paths, drawn[name] = result
         for path in paths:
             print(f"wrote {path}")
     print(f"wrote {_update_index(fig_dir, drawn, set(wanted))}")
+    if args.only and missed:  # asked for by name (a pipeline job): not drawing it is the job's failure, said here
+        for line in missed:
+            print(f"error: figure {line}", file=sys.stderr)
+        return 1
     return 0

@@ -22,6 +22,7 @@ METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity",
 MAX_LINES = 12  # beyond this a legend stops being readable
 MAX_SEEDS_DRAWN = 5  # up to this many seeds each is drawn; beyond, the median and its interquartile band
 MARK_EVERY = 0.12  # a method's marker every ~12% of the axes' diagonal: its look, without hiding the line
+COMPARED = 3  # a setting with this many methods is preferred to a more-run one with fewer
 
 
 def seed_summary(alive: pd.DataFrame) -> pd.DataFrame:
@@ -112,14 +113,15 @@ def pick_metric(points: pd.DataFrame) -> str | None:
 
 
 def draw(run_dir: Path, points, summary, out_stem: Path):
-    """The setting shown: the (task, topology, n) with the most runs among those with >= 3 methods
-    (algorithm + compressor); at its most common network preset, one cell per method."""
+    """The setting shown: the (task, topology, n) with the most runs among those with the most methods
+    (algorithm + compressor), up to COMPARED (a single method is drawn too); at its most common network
+    preset, one cell per method."""
     if points is None or points.empty:
         return "no run metrics (metrics.parquet) to draw"
     points = iid_only(usable(points))
-    chosen = select_setting(points, min_methods=3)
+    chosen = next(filter(None, (select_setting(points, min_methods=k) for k in range(COMPARED, 0, -1))), None)
     if chosen is None:
-        return "no (task, topology, n) setting with at least 3 methods"
+        return "no finished runs"
     (task, topology, nodes), runs = chosen
     network = runs["network"].mode().iloc[0] if runs["network"].notna().any() else None
     if network is not None:
@@ -162,5 +164,6 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                f"network preset (right). Each method has one colour, marker and line style in every figure. "
                f"{spread} A diverged run is drawn on its own (dashed) up to the × where it stopped and left "
                "out of the median. All-reduce SGD is the centralized reference. The "
-               f"setting is the most-run (task, topology, n) among those with at least three methods.{notes}")
+               f"setting is the most-run (task, topology, n) among those with the most methods (up to "
+               f"{COMPARED}).{notes}")
     return paths, caption

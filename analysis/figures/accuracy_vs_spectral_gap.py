@@ -13,6 +13,7 @@ import seaborn as sns  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
 
 
@@ -98,11 +99,13 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     if summary is None or summary.empty or "spectral_gap" not in summary:
         return "no summary with spectral gaps"
     data = iid_only(usable(summary))
+    # the check a study's cells pass when its DAG is built, here on the runs
+    why = requirements.accuracy_vs_spectral_gap(requirements.Grid(data))
+    if why:
+        return why
     dec = data[(data["algorithm"] != "allreduce") & data["spectral_gap"].notna()]
     counts = dec.groupby(["task", "nodes"]).agg(topologies=("topology", "nunique"), runs=("run_id", "size"))
     counts = counts[counts["topologies"] >= 2]
-    if counts.empty:
-        return "needs decentralized runs on >= 2 topologies at one number of workers"
     task, nodes = counts.sort_values("runs", ascending=False).index[0]
     sel = with_methods(data[(data["task"] == task) & (data["nodes"] == nodes)])
     if "network" in sel and sel["network"].notna().any():

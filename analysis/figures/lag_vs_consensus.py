@@ -15,6 +15,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
+from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style, topology_style  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
 
@@ -108,6 +109,10 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most decentralized settings; one panel per data partition."""
     if points is None or summary is None or summary.empty or "consensus_distance" not in points:
         return "no runs with a recorded consensus distance"
+    # the check a study's cells pass when its DAG is built, here on the runs
+    why = requirements.lag_vs_consensus(requirements.Grid(summary))
+    if why:
+        return why
     table = lag_table(points, summary)
     table = table[np.isfinite(table["gap"]) & np.isfinite(table["consensus"])]
     if table.empty:

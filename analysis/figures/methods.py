@@ -17,8 +17,6 @@ from analysis.figures import IID_SCHEMES, as_percent, save_figure, usable  # noq
 from analysis.labels import (bits_counts, bits_label, centralized, method_sort_key, style, topology_style,  # noqa: E402
                              with_methods)
 
-MIN_METHODS = 4  # fewer is another figure's job (accuracy_curves)
-
 
 def _partition_order(schemes) -> list[str]:
     return sorted(schemes, key=lambda s: (s not in IID_SCHEMES, str(s)))
@@ -74,16 +72,14 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
 
 
 def draw(run_dir: Path, points, summary, out_stem: Path):
-    """The task, n and network with the most methods; needs >= 4 methods."""
+    """The task, n and network with the most methods (one is enough)."""
     if points is None or points.empty:
         return "no run metrics (metrics.parquet) to draw"
     runs = with_methods(usable(points))
     if runs.empty:
         return "no finished runs"
     counts = runs.groupby(["task", "nodes", "network"])["method"].nunique()
-    (task, nodes, network), n_methods = counts.idxmax(), counts.max()
-    if n_methods < MIN_METHODS:
-        return f"at most {n_methods} methods at one (task, n, network); this figure compares >= {MIN_METHODS}"
+    task, nodes, network = counts.idxmax()
     chosen = runs[(runs["task"] == task) & (runs["nodes"] == nodes) & (runs["network"] == network)]
     table = curves(chosen)
     seeds = table.groupby(["method", "topology", "data"])["seeds"].max()

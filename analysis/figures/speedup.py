@@ -17,6 +17,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import save_figure  # noqa: E402
+from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.speedup import (CONSTANT, SQRT_N, curves, fit_theory_constant, in_regime, regime_title,  # noqa: E402
                               regimes, speedup_points, speedup_table)
@@ -205,11 +206,13 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with sub-optimality curves at n = 1 and the most other node counts."""
     data = speedup_points(points)
     if data is None:
-        return "no runs with train_subopt (the lsq and logreg tasks record it)"
+        return requirements.NO_SUBOPTIMALITY
+    # the check a study's cells pass when its DAG is built, here on the runs
+    why = requirements.speedup(requirements.Grid(data))
+    if why:
+        return why
     tasks = [(task, g["nodes"].nunique()) for task, g in data.groupby("task") if (g["nodes"] == 1).any()]
     tasks = [t for t in tasks if t[1] >= 2]
-    if not tasks:
-        return "needs runs at n = 1 (the baseline) and at another n of one task"
     task = max(tasks, key=lambda t: (t[1], t[0]))[0]
     sel = data[data["task"] == task]
     table = speedup_table(sel)

@@ -1,5 +1,6 @@
 """The algorithms, each a module of this package registered by name (``@ALGORITHMS.register``) and written
-once against a Communicator. Every module here is imported, so a new method is its module and its tests."""
+once against a Communicator, on top of its entry in bench/catalog/algorithms.py (name, label, flags, options).
+Every module here is imported, so a new method is its catalog entry, its module and its tests."""
 import importlib
 import pkgutil
 

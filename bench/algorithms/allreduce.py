@@ -1,17 +1,13 @@
 """Centralized (all-reduce) SGD: every worker applies the exact mean gradient."""
 from __future__ import annotations
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from .base import ALGORITHMS, Algorithm
 
 
 @ALGORITHMS.register("allreduce")
-class AllReduce(Algorithm):
-    name = "allreduce"
-    label = "all-reduce"
-    compresses = False
-    centralized = True
-
+class AllReduce(catalog.AllReduce, Algorithm):
     def step(self, grad, lr: float) -> Traffic:
         if grad is not None:
             mean_grad = self.comm.allreduce_mean(grad)

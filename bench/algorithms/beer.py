@@ -47,34 +47,17 @@ out-link (one in the first step).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 from .link_copies import LinkCopies
 
 
-@dataclass(frozen=True)
-class BEEROptions:
-    gamma: float = 1.0  # mixing step γ in (0, 1] of both gossips (the paper's γ)
-
-    def __post_init__(self) -> None:
-        if not 0.0 < float(self.gamma) <= 1.0:
-            raise BenchError(f"beer gamma={self.gamma!r} must be in (0, 1]")
-
-
 @ALGORITHMS.register("beer")
-class BEER(Algorithm):
-    name = "beer"
-    label = "BEER"
-    contraction = True  # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
-    consensus_step = True
-    settings = ("gamma",)
+class BEER(catalog.BEER, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
-    Options = BEEROptions
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
 
     def setup(self) -> None:

@@ -24,38 +24,17 @@ message per active out-link (one on one-peer-exp).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 from .link_copies import LinkCopies
 
 
-@dataclass(frozen=True)
-class ChocoOptions:
-    gamma: float = 1.0  # consensus step size γ in (0, 1]; tune it (bench tune-gamma) for compression
-    order: Literal["paper", "code"] = "paper"  # see the module docstring
-
-    def __post_init__(self) -> None:
-        if not 0.0 < float(self.gamma) <= 1.0:
-            raise BenchError(f"choco gamma={self.gamma} must be in (0, 1]")
-        if self.order not in ("paper", "code"):
-            raise BenchError(f"choco order={self.order!r}; allowed: paper, code")
-
-
 @ALGORITHMS.register("choco")
-class Choco(Algorithm):
-    name = "choco"
-    label = "Choco-SGD"
-    contraction = True
-    consensus_step = True
-    settings = ("gamma", "order")
+class Choco(catalog.Choco, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"})
-    Options = ChocoOptions
     buffers = ("x_hat", "u")
 
     def setup(self) -> None:

@@ -21,6 +21,7 @@ per active out-link (``Q``'s, exact float32 in the rounds that first use a link:
 """
 from __future__ import annotations
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors import make_compressor
 from .base import ALGORITHMS, Algorithm
@@ -28,9 +29,7 @@ from .link_copies import LinkCopies
 
 
 @ALGORITHMS.register("dcd")
-class DCD(Algorithm):
-    name = "dcd"
-    label = "DCD-PSGD"
+class DCD(catalog.DCD, Algorithm):
     buffers = ("s",)
 
     def setup(self) -> None:

@@ -18,33 +18,16 @@ compressor (the suite has one consensus tuner), not a γ tuned for DeepSqueeze i
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 
 
-@dataclass(frozen=True)
-class DeepSqueezeOptions:
-    gamma: float = 1.0  # consensus step γ in (0, 1]; the authors' consensus_stepsize
-
-    def __post_init__(self) -> None:
-        if not 0.0 < float(self.gamma) <= 1.0:
-            raise BenchError(f"deepsqueeze gamma={self.gamma!r} must be in (0, 1]")
-
-
 @ALGORITHMS.register("deepsqueeze")
-class DeepSqueeze(Algorithm):
-    name = "deepsqueeze"
-    label = "DeepSqueeze"
-    contraction = True  # the analysis bounds the compression error relative to its input
-    consensus_step = True
-    settings = ("gamma",)
+class DeepSqueeze(catalog.DeepSqueeze, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
-    Options = DeepSqueezeOptions
     buffers = ("error",)
 
     def setup(self) -> None:

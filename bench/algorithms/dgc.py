@@ -17,41 +17,18 @@ schedule and local gradient clipping.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from ..compressors import Compressor
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 from .local import LocalStep, LocalStepConfig
 
 
-@dataclass(frozen=True)
-class DGCOptions:
-    factor_masking: bool = True  # zero the momentum u where v was sent (the paper's momentum factor masking)
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.factor_masking, bool):
-            raise BenchError(f"dgc factor_masking={self.factor_masking!r} must be true or false")
-
-
 @ALGORITHMS.register("dgc")
-class DGC(Algorithm):
-    name = "dgc"
-    label = "DGC"
-    centralized = True
-    Options = DGCOptions
+class DGC(catalog.DGC, Algorithm):
     examples = ({}, {"factor_masking": False})
     buffers = ("u", "v")
-
-    @classmethod
-    def check_compressor(cls, compressor: Compressor) -> None:
-        # the accumulation v is zeroed where sent: the operator must send coordinates of v as they are
-        if not compressor.sparse or compressor.unbiased:
-            raise BenchError(f"algorithm 'dgc' sends the largest coordinates of its accumulated step; use a "
-                             f"biased sparsifier such as top:0.01 or rand:0.01 (got {compressor.spec!r})")
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)  # momentum (corrected: kept before sparsification)

@@ -5,32 +5,14 @@ authors' implementation) steps then gossips, ``x ← W (x − η d)``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors import make_compressor
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 
 
-@dataclass(frozen=True)
-class DPSGDOptions:
-    order: Literal["paper", "code"] = "paper"  # gossip-then-step (paper) or step-then-gossip (code)
-
-    def __post_init__(self) -> None:
-        if self.order not in ("paper", "code"):
-            raise BenchError(f"dpsgd order={self.order!r}; allowed: paper, code")
-
-
 @ALGORITHMS.register("dpsgd")
-class DPSGD(Algorithm):
-    name = "dpsgd"
-    label = "D-PSGD"
-    settings = ("order",)
-    Options = DPSGDOptions
-    compresses = False
-
+class DPSGD(catalog.DPSGD, Algorithm):
     def setup(self) -> None:
         self._exact = make_compressor("none")
 

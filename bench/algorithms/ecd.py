@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors import make_compressor
 from .base import ALGORITHMS, Algorithm
@@ -42,9 +43,7 @@ from .link_copies import LinkCopies
 
 
 @ALGORITHMS.register("ecd")
-class ECD(Algorithm):
-    name = "ecd"
-    label = "ECD-PSGD"
+class ECD(catalog.ECD, Algorithm):
     buffers = ("s", "t", "y")
 
     def setup(self) -> None:

@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from .base import ALGORITHMS, Algorithm
 
 
 @ALGORITHMS.register("ef")
-class ErrorFeedback(Algorithm):
-    name = "ef"
-    label = "EF-SGD"
-    centralized = True
+class ErrorFeedback(catalog.ErrorFeedback, Algorithm):
     buffers = ("error",)
 
     def setup(self) -> None:

@@ -47,12 +47,12 @@ a time-varying graph (one-peer-exp, whose rounds' links go one way) it is refuse
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..comm.base import LocalLinks
 from ..compressors import make_compressor
@@ -61,22 +61,6 @@ from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
 
 SEED_BOUND = 2**62
-
-
-@dataclass(frozen=True)
-class PowerGossipOptions:
-    rank: int = 1  # r, the rank of each layer's approximation of the model differences (the authors' default 1)
-    gamma: float = 1.0  # consensus step (the authors' diffusion_rate)
-    # True: a basis per edge, warm-started from its last difference (published); False: one shared random basis
-    warm_start: bool = True
-
-    def __post_init__(self) -> None:
-        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
-            raise BenchError(f"powergossip rank={self.rank!r} must be a positive integer")
-        if not 0.0 < float(self.gamma) <= 1.0:
-            raise BenchError(f"powergossip gamma={self.gamma!r} must be in (0, 1]")
-        if not isinstance(self.warm_start, bool):
-            raise BenchError(f"powergossip warm_start={self.warm_start!r} must be true or false")
 
 
 class Block(NamedTuple):
@@ -152,13 +136,7 @@ class EdgeSlots:
 
 
 @ALGORITHMS.register("powergossip")
-class PowerGossip(Algorithm):
-    name = "powergossip"
-    label = "PowerGossip"
-    own_compression = True  # low rank, by itself: the --compressor stays `none`
-    consensus_step = True
-    settings = ("gamma",)
-    Options = PowerGossipOptions
+class PowerGossip(catalog.PowerGossip, Algorithm):
     examples = ({}, {"rank": 2, "gamma": 0.5}, {"warm_start": False}, {"rank": 2, "gamma": 0.5, "warm_start": False})
     buffers = ("t", "seed", "edge_bases")
 
@@ -176,14 +154,6 @@ class PowerGossip(Algorithm):
         self.edge_bases = None
         if self.options.warm_start:
             self._setup_edges()
-
-    @classmethod
-    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
-        super().check_topology(name, time_varying, options)
-        if time_varying and (options is None or options.warm_start):
-            raise BenchError(f"powergossip warm_start=true steps each edge's basis at both ends every round; "
-                             f"topology {name!r} changes its links every round (one way): "
-                             f"use algorithm_options.warm_start=false (a shared basis per round) or a static graph")
 
     # -- warm start: a basis per edge ----------------------------------------------------------
     def _setup_edges(self) -> None:

@@ -21,24 +21,14 @@ Not reproduced: the hook's ``start_powerSGD_iter`` (plain all-reduce for the fir
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
+from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors.rows import RowStream
-from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
-
-
-@dataclass(frozen=True)
-class PowerSGDOptions:
-    rank: int = 2  # R, the rank of each layer's approximation
-
-    def __post_init__(self) -> None:
-        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
-            raise BenchError(f"powersgd rank={self.rank!r} must be a positive integer")
 
 
 class Block(NamedTuple):
@@ -87,12 +77,7 @@ def orthogonalise(p: torch.Tensor) -> torch.Tensor:
 
 
 @ALGORITHMS.register("powersgd")
-class PowerSGD(Algorithm):
-    name = "powersgd"
-    label = "PowerSGD"
-    own_compression = True  # low rank, by itself: the --compressor stays `none`
-    centralized = True
-    Options = PowerSGDOptions
+class PowerSGD(catalog.PowerSGD, Algorithm):
     examples = ({}, {"rank": 1})
     buffers = ("error", "q")
 

@@ -8,9 +8,10 @@ from typing import Any, ClassVar, NamedTuple, Sequence
 
 import torch
 
+from ..catalog.compressors import SPECS, OperatorSpec
 from ..errors import BenchError
 from ..registry import Registry
-from ..specs import Spec, parse_spec
+from ..specs import parse_spec
 from .rows import RandomSource
 
 # Holds the operator classes; each offers ``from_spec(spec, algorithm)``.
@@ -41,30 +42,14 @@ class WireField(NamedTuple):
     is_float: bool  # float32 bit pattern (True) or an unsigned integer < 2^width (False)
 
 
-class Compressor:
-    """Base of every operator. Subclasses are frozen dataclasses of their knobs and define
-    ``_compress_segment`` (segment → parts), ``_decode_segment`` (parts → values), ``wire_fields``
-    (the layout, which fixes the wire bits), ``_segment_paper_bits``, ``spec`` and ``from_spec``."""
+class Compressor(OperatorSpec):
+    """Base of every operator, on top of its spec class (bench/catalog/compressors.py: its knobs,
+    ``from_spec``, ``spec``, ``unbiased``, ``sparse``), which each operator inherits first. Operators
+    define ``_compress_segment`` (segment → parts), ``_decode_segment`` (parts → values), ``wire_fields``
+    (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
-    name: ClassVar[str]  # registry name
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
     examples: ClassVar[tuple[str, ...]] = ()  # small specs the generic tests run on every operator
-    unbiased: bool  # E[Q(x)] = x; a class constant, a field or a property in subclasses
-    sparse: ClassVar[bool] = False  # sends some coordinates and their positions; the rest are not sent
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "Compressor":
-        raise NotImplementedError
-
-    @property
-    def spec(self) -> str:
-        """Canonical spec, options resolved, so ``make_compressor(c.spec).spec == c.spec``."""
-        raise NotImplementedError
-
-    @property
-    def form(self) -> str:
-        """``exact``, ``contraction`` (E‖Q(x)−x‖² ≤ (1−δ)‖x‖²) or ``unbiased``."""
-        return "unbiased" if self.unbiased else "contraction"
 
     # -- the maths of one segment ------------------------------------------------------------
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
@@ -147,7 +132,9 @@ class Compressor:
 
 
 def register(cls: type[Compressor]) -> type[Compressor]:
-    """Class decorator: file the operator under its ``name``."""
+    """Class decorator: file the operator under its ``name``, which its spec class holds."""
+    if SPECS.get(cls.name) not in cls.__mro__:
+        raise RuntimeError(f"compressor {cls.name!r} does not build on its spec class in bench/catalog/compressors.py")
     COMPRESSORS.register(cls.name)(cls)
     return cls
 
@@ -181,12 +168,6 @@ def measure_delta(
 
 
 # -- helpers shared by the operator modules ---------------------------------------------------
-def reject_arg(spec: Spec) -> None:
-    """For operators without a main argument (``none``, ``sign``)."""
-    if spec.arg is not None:
-        raise BenchError(f"{spec.name!r} takes no argument, got {spec.arg!r} in {spec.text!r}; use plain {spec.name!r}")
-
-
 def _check_segments(segments: Sequence[int] | int) -> list[int]:
     if isinstance(segments, int):
         segments = [segments]

@@ -5,36 +5,18 @@ values themselves, so the message holds them once.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from ..specs import Spec
-from .base import Compressor, WireField, reject_arg, register
+from ..catalog import compressors as catalog
+from .base import Compressor, WireField, register
 from .rows import RandomSource
 
 
 @register
-@dataclass(frozen=True)
-class Identity(Compressor):
-    name: ClassVar[str] = "none"
+class Identity(catalog.Identity, Compressor):
     examples: ClassVar[tuple[str, ...]] = ("none",)
-    unbiased: ClassVar[bool] = True
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "Identity":
-        reject_arg(spec)
-        spec.check_options(set())
-        return cls()
-
-    @property
-    def spec(self) -> str:
-        return "none"
-
-    @property
-    def form(self) -> str:
-        return "exact"
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         return {"values": seg.clone()}

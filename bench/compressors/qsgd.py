@@ -10,69 +10,22 @@ which rounds the same on every device: decoded values equal the sender's bit for
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from ..errors import BenchError
-from ..specs import Spec
+from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
 from .rows import RandomSource, draw_uniform
 
-MAX_BITS = 16
-
-
-def _needs_contraction(algorithm: str | None) -> bool:
-    """Whether ``algorithm``'s analysis needs a δ-contraction (its class says so: Choco); DCD, ECD and
-    any other were analysed for unbiased operators and get the unbiased form."""
-    if algorithm is None:
-        return False
-    from ..algorithms import ALGORITHMS  # the algorithms import the compressors: looked up when asked
-
-    return algorithm in ALGORITHMS.names() and ALGORITHMS.get(algorithm).contraction
-
-
-def parse_bits(spec: Spec) -> int:
-    allowed = f"an integer number of bits in 1..{MAX_BITS}"
-    if spec.arg is None:
-        raise BenchError(f"{spec.text!r} needs a number of bits, e.g. qsgd:4 ({allowed})")
-    try:
-        bits = int(spec.arg)
-    except ValueError:
-        raise BenchError(f"bits {spec.arg!r} in {spec.text!r} is not {allowed}") from None
-    if not 1 <= bits <= MAX_BITS:
-        raise BenchError(f"bits {bits} in {spec.text!r} is outside 1..{MAX_BITS}; use {allowed}")
-    return bits
-
-
 @register
-@dataclass(frozen=True)
-class QSGD(Compressor):
-    bits: int  # B: the level index ξ ∈ {0..2^B − 1} fits B bits
-    biased: bool  # True: divide by τ, a δ = 1/τ contraction; False: the unbiased original
-
-    name: ClassVar[str] = "qsgd"
+class QSGD(catalog.QSGD, Compressor):
     stochastic: ClassVar[bool] = True
     examples: ClassVar[tuple[str, ...]] = ("qsgd:2,biased=true", "qsgd:2,biased=false", "qsgd:8,biased=true")
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "QSGD":
-        spec.check_options({"biased"})
-        bits = parse_bits(spec)
-        return cls(bits=bits, biased=spec.option_bool("biased", _needs_contraction(algorithm)))
 
     @property
     def levels(self) -> int:
         return 2**self.bits - 1
-
-    @property
-    def unbiased(self) -> bool:
-        return not self.biased
-
-    @property
-    def spec(self) -> str:
-        return f"qsgd:{self.bits},biased={'true' if self.biased else 'false'}"
 
     def tau(self, d: int) -> float:
         """QSGD's variance bound: E‖Q(x) − x‖² ≤ (τ − 1)‖x‖² for the unbiased form."""

@@ -5,32 +5,18 @@ Bits per segment of d entries: paper d + 32, wire d + 32 (one fp32 scale + packe
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from ..specs import Spec
-from .base import Compressor, WireField, register, reject_arg
+from ..catalog import compressors as catalog
+from .base import Compressor, WireField, register
 from .rows import RandomSource
 
 
 @register
-@dataclass(frozen=True)
-class Sign(Compressor):
-    name: ClassVar[str] = "sign"
+class Sign(catalog.Sign, Compressor):
     examples: ClassVar[tuple[str, ...]] = ("sign",)
-    unbiased: ClassVar[bool] = False
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "Sign":
-        reject_arg(spec)
-        spec.check_options(set())
-        return cls()
-
-    @property
-    def spec(self) -> str:
-        return "sign"
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.

@@ -10,13 +10,12 @@ Bits per segment of d entries, k kept:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
 import torch
 
-from ..specs import Spec, parse_fraction
+from ..catalog import compressors as catalog
 from .base import Compressor, Message, WireField, register
 from .rows import RandomSource, draw_seeds
 
@@ -101,8 +100,6 @@ def largest_indices(a: torch.Tensor, k: int) -> torch.Tensor:
 class _Sparse:
     """What both sparsifiers share: the kept positions live in each segment's ``index`` part."""
 
-    sparse: ClassVar[bool] = True
-
     def support(self, message: Message) -> torch.Tensor:
         pieces = [torch.zeros(p["index"].shape[0], d, dtype=torch.bool, device=p["index"].device)
                   .scatter_(1, p["index"].long(), True) for p, d in zip(message.parts, message.segments)]
@@ -120,22 +117,8 @@ class _Sparse:
 
 
 @register
-@dataclass(frozen=True)
-class TopK(_Sparse, Compressor):
-    fraction: float  # kept fraction F in (0, 1]
-
-    name: ClassVar[str] = "top"
+class TopK(catalog.TopK, _Sparse, Compressor):
     examples: ClassVar[tuple[str, ...]] = ("top:0.1", "top:0.5", "top:1")
-    unbiased: ClassVar[bool] = False
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "TopK":
-        spec.check_options(set())
-        return cls(fraction=parse_fraction(spec))
-
-    @property
-    def spec(self) -> str:
-        return f"top:{self.fraction!r}"
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
@@ -162,23 +145,9 @@ class TopK(_Sparse, Compressor):
 
 
 @register
-@dataclass(frozen=True)
-class RandK(_Sparse, Compressor):
-    fraction: float  # kept fraction F in (0, 1]
-    unbiased: bool = False  # scale kept entries by d/k; the authors' code never does
-
-    name: ClassVar[str] = "rand"
+class RandK(catalog.RandK, _Sparse, Compressor):
     stochastic: ClassVar[bool] = True
     examples: ClassVar[tuple[str, ...]] = ("rand:0.1", "rand:0.3,unbiased=true")
-
-    @classmethod
-    def from_spec(cls, spec: Spec, algorithm: str | None) -> "RandK":
-        spec.check_options({"unbiased"})
-        return cls(fraction=parse_fraction(spec), unbiased=spec.option_bool("unbiased", False))
-
-    @property
-    def spec(self) -> str:
-        return f"rand:{self.fraction!r},unbiased={'true' if self.unbiased else 'false'}"
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         w, d = seg.shape

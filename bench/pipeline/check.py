@@ -1,14 +1,15 @@
 """What the pipeline checks of every cell before it submits anything, with bench's own parsers: so a torus
 at n = 37 or `top:2` stops the DAG build with one line instead of failing when its job runs, possibly hours
-into a GPU study. Only what is cheap is built: graphs and operators, never data sets or models."""
+into a GPU study. Only what is cheap is built: graphs, network models and parsed specs (bench/catalog), never
+data sets, models or operators; nothing here imports torch (tests/test_dag_without_torch.py)."""
 from __future__ import annotations
 
-from ..algorithms import ALGORITHMS, parse_options
-from ..comm import make_network
-from ..compressors import make_compressor
+from ..catalog.algorithms import METHODS, parse_options
+from ..catalog.compressors import parse_compressor
+from ..catalog.tasks import check_option_values
+from ..comm.netmodel import make_network
 from ..errors import BenchError
 from ..run.config import RunConfig
-from ..tasks import check_option_values
 from ..topology import make_topology
 
 
@@ -40,8 +41,8 @@ class Checks:
         """What `bench run` would refuse of ``cfg`` short of building its data and model: task option types,
         topology, compressor, the algorithm's use of it, network."""
         check_option_values(cfg.task, cfg.task_options)
-        algorithm = ALGORITHMS.get(cfg.algorithm)
-        algorithm.check_compressor(make_compressor(cfg.compressor, algorithm=cfg.algorithm))
+        algorithm = METHODS.get(cfg.algorithm)
+        algorithm.check_compressor(parse_compressor(cfg.compressor, algorithm=cfg.algorithm))
         options = parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         algorithm.check_network(make_network(cfg.network))
         algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights), options)
@@ -55,6 +56,6 @@ class Checks:
         for spec in consensus.get("methods", []):
             if spec != "exact":
                 try:
-                    make_compressor(spec, algorithm="choco")
+                    parse_compressor(spec, algorithm="choco")
                 except BenchError as err:
                     raise BenchError(f"consensus.methods: {err}") from None

@@ -63,9 +63,9 @@ def set_value(value: Any) -> str:
 
 
 def _has_consensus_step(algorithm: str) -> bool:
-    from ..algorithms import ALGORITHMS
+    from ..catalog.algorithms import METHODS
 
-    return ALGORITHMS.get(algorithm).consensus_step
+    return METHODS.get(algorithm).consensus_step
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
@@ -102,11 +102,12 @@ class Study:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))
         from ..run.config import check_keys
-        from .check import Checks  # bench's own parsers: the one part of building a study that needs torch
+        from .check import Checks  # bench's own parsers, none of which imports torch
 
         check_keys({k: v for k, v in self.defaults.items() if k != "task_options"}, "the study's defaults")
         checks = Checks(seed=self.seeds[0])
         self.cells: dict[str, dict[str, Any]] = {}
+        self.configs: dict[str, Any] = {}  # cell -> its resolved RunConfig (at seed 0): what the figures read
         seen: dict[str, str] = {}
         for name, block in sized.get("blocks", {}).items():
             self._check_block_keys(name, block)
@@ -121,9 +122,10 @@ class Study:
                 key = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
                 if key not in seen:  # two blocks asking for the same training, however spelt, get one cell
                     seen[key] = cell
-                    self.cells[cell] = settings
-        if sized.get("consensus"):
-            checks.consensus(sized["consensus"])
+                    self.cells[cell], self.configs[cell] = settings, cfg
+        self.consensus = dict(sized.get("consensus") or {})
+        if self.consensus:
+            checks.consensus(self.consensus)
         self.runs = {f"{cell}_s{seed}": {**settings, "seed": seed}
                      for cell, settings in self.cells.items() for seed in self.seeds}
         self.run_cell = {f"{cell}_s{seed}": cell for cell in self.cells for seed in self.seeds}
@@ -141,6 +143,13 @@ class Study:
                 raise BenchError(f"block {name!r} sets {key}: {why}")
             if key not in allowed:
                 raise BenchError(f"block {name!r} has unknown key {key!r}; allowed: {', '.join(allowed)}")
+
+    @property
+    def metrics(self) -> tuple[str, ...]:
+        """What each evaluation of the study's task records (none without a task)."""
+        from ..catalog.tasks import TASKS
+
+        return TASKS.get(self.task).metrics if self.task is not None else ()
 
     # -- settings of one run ---------------------------------------------------------------
     def merged(self, settings: dict[str, Any]) -> dict[str, Any]:

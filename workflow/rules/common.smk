@@ -8,6 +8,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
+from analysis.figures.requirements import Grid, cells_frame, unmet
 from bench.errors import BenchError
 from bench.pipeline import Study, safe
 from bench.plan.table import planned_runtimes
@@ -103,7 +104,7 @@ def run_command(run, cell):
 
 
 # -- outputs ----------------------------------------------------------------------------------------------
-CONSENSUS = config.get("consensus", {})  # checked with the cells: its graph and compressors
+CONSENSUS = S.consensus  # the study's consensus: block at its scale, checked with the cells: its graph and compressors
 CONSENSUS_METHODS = {safe(m): m for m in CONSENSUS.get("methods", [])}
 
 
@@ -138,6 +139,12 @@ FIGURES = config.get("figures", [])
 _unknown = [name for name in FIGURES if name not in KNOWN_FIGURES]
 if _unknown:
     sys.exit(f"error: study {STUDY!r}: unknown figure {_unknown[0]!r}; known: {', '.join(KNOWN_FIGURES)}")
+# a figure the study's cells cannot give is refused now, not found missing after the runs (what each figure
+# needs: analysis/figures/requirements.py)
+_FIGURE_GRID = Grid(cells_frame([S.configs[cell].to_dict() for cell in CELLS]), tune_grid=S.tune_grid,
+                    tuned=TUNED_CELLS, consensus=CONSENSUS, metrics=S.metrics)
+for _figure, _why in unmet(FIGURES, _FIGURE_GRID)[:1]:
+    sys.exit(f"error: study {STUDY!r} at scale={SCALE}: figure {_figure!r} cannot be drawn from its cells: {_why}")
 
 
 def all_targets():

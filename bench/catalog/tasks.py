@@ -1,0 +1,74 @@
+"""The training tasks as a study names them, before any data set or model exists: each task's options with
+their defaults (whose types the values are checked against) and the metrics it records.
+
+bench/tasks holds the same defaults on its task classes (it imports torch); tests/test_catalog.py keeps the two
+equal, name for name and option for option, until bench/tasks reads its defaults from here."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import BenchError
+from ..registry import Registry
+
+COMMON_OPTIONS = {"vectorize"}  # options every task understands: true | false | auto (see tasks/gradients.py)
+SUPERVISED = {"eval_batch": 1000, "vectorize": "auto"}  # the options of every image/vector classifier
+SYNTHETIC = {"eval_batch": 1000, "n_train": 1000, "n_test": 250, "dim": 20}
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    name: str
+    options: dict[str, Any]  # option -> default
+    metrics: tuple[str, ...] = ("test_loss", "test_acc")  # what each evaluation records of the averaged model
+
+
+TASKS: Registry[TaskInfo] = Registry("task")
+TASKS.retire("consensus", "is not a training task: the consensus problem runs with `bench consensus` "
+             "(and Choco's γ is tuned on it with `bench tune-gamma`)")
+
+
+def _add(name: str, options: dict[str, Any], metrics: tuple[str, ...] = ("test_loss", "test_acc")) -> None:
+    TASKS.register(name)(TaskInfo(name, options, metrics))
+
+
+# in the order bench.tasks registers them (how `known: ...` lists them)
+_add("wikitext2-lstm", {"emb": 650, "hidden": 650, "num_layers": 3, "dropout": 0.4, "tie_weights": True, "bptt": 30,
+                        "eval_batch": 10, "train_eval_tokens": 20000, "vectorize": "auto"},
+     ("test_loss", "test_acc", "test_ppl"))
+_add("mnist1d-mlp", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "hidden": (100, 100)})
+_add("mnist1d-cnn", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "channels": 25})
+_add("digits-mlp", {**SUPERVISED, "hidden": (64,)})
+_add("cifar10-resnet20", dict(SUPERVISED))
+_add("cifar10-resnet8", dict(SUPERVISED))
+_add("imagenet-resnet50", {**SUPERVISED, "size": 224, "eval_batch": 64})
+# convex problems with a known optimum f*: each evaluation also records train_subopt = f(x̄) − f*
+_add("lsq", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))
+_add("logreg", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))
+
+
+def task_option_names(name: str) -> list[str]:
+    return sorted(set(TASKS.get(name).options) | COMMON_OPTIONS)
+
+
+def check_option_values(name: str, options: dict) -> None:
+    """Each option of the type of its default: sizes are whole numbers >= 1 (a list of them for layer widths),
+    flags true or false, rates finite numbers; one line naming the option otherwise (the tasks would fail
+    deep inside, e.g. ``range(0, n, 0)`` for ``eval_batch=0``). Ranges beyond these the tasks check."""
+    defaults = TASKS.get(name).options
+    for key, value in options.items():
+        default, where = defaults.get(key), f"task_options.{key}={value!r}"
+        whole = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1  # noqa: E731
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise BenchError(f"{where} must be true or false")
+        elif isinstance(default, int):
+            if not whole(value):
+                raise BenchError(f"{where} must be a whole number >= 1")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise BenchError(f"{where} must be a finite number")
+        elif isinstance(default, (tuple, list)):
+            if not isinstance(value, (tuple, list)) or not all(whole(v) for v in value):
+                raise BenchError(f"{where} must be a list of whole numbers >= 1, e.g. {list(default)}")
