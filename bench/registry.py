@@ -27,6 +27,10 @@ class Registry(Generic[T]):
         """A name that once was registered: asking for it says ``where`` it went."""
         self._retired[name] = where
 
+    def retired(self) -> dict[str, str]:
+        """The retired names and where each went (for a registry that answers for the same names)."""
+        return dict(self._retired)
+
     def get(self, name: str) -> T:
         try:
             return self._entries[name]

@@ -1,6 +1,7 @@
 """bench/catalog (no torch) and the implementations agree: the same names in the same order, each implementation
-built on its entry, the same parse of every spec and the same line for every bad one; the task catalog holds
-bench.tasks' own option defaults and metrics."""
+built on its entry, the same parse of every spec and the same line for every bad one; every task class is filed
+with its catalog entry (options, defaults and metrics are written there alone), and a bad task option is the
+same line at a DAG's check (the catalog) and at `bench run` (make_task)."""
 import math
 
 import pytest
@@ -12,6 +13,7 @@ from bench.catalog import tasks as catalog_tasks
 from bench.compressors import COMPRESSORS, make_compressor
 from bench.errors import BenchError
 from bench import tasks
+from bench.tasks.base import Task, register
 
 ALGORITHM_NAMES = [None, *METHODS.names()]
 
@@ -51,17 +53,21 @@ def test_a_bad_spec_is_the_same_line_either_way(spec):
     assert str(parsed.value) == str(implemented.value)
 
 
-def test_the_task_catalog_holds_bench_tasks_options_and_metrics():
-    from bench.tasks.supervised import SyntheticTask
-
-    assert catalog_tasks.TASKS.names() == tasks.TASKS.names()
+def test_every_task_class_is_its_catalog_entry_and_every_entry_a_task_class():
+    assert tasks.TASKS.names() == catalog_tasks.TASKS.names()  # the same names, in the same order
     for name in tasks.TASKS.names():
-        task = tasks.TASKS.get(name)
-        info = catalog_tasks.TASKS.get(name)
-        assert info.options == task.default_options, name
-        assert catalog_tasks.task_option_names(name) == tasks.task_option_names(name)
-        recorded = [*task.metric_names, *(["train_subopt"] if issubclass(task, SyntheticTask) else [])]
-        assert list(info.metrics) == recorded, name
+        task, info = tasks.TASKS.get(name), catalog_tasks.TASKS.get(name)
+        assert task.name == info.name == name
+        assert task.default_options is info.options and task.metric_names == info.metrics, name
+        assert "vectorize" in catalog_tasks.task_option_names(name)  # every task takes the common options
+
+
+@pytest.mark.parametrize("attrs, why", [({"name": "nope"}, "no entry in bench/catalog/tasks.py"),
+                                        ({"name": "lsq", "default_options": {"dim": 3}}, "sets its own options"),
+                                        ({"name": "lsq", "metric_names": ("test_loss",)}, "sets its own options")])
+def test_a_task_class_without_its_entry_or_with_its_own_defaults_is_not_filed(attrs, why):
+    with pytest.raises(RuntimeError, match=why):
+        register(type("Stray", (Task,), attrs))
 
 
 @pytest.mark.parametrize("name", ["consensus", "nope"])
@@ -73,13 +79,25 @@ def test_an_unknown_or_retired_task_is_the_same_line_either_way(name):
     assert str(parsed.value) == str(implemented.value)
 
 
-@pytest.mark.parametrize("task, options", [
-    ("mnist1d-mlp", {"n_train": 0}), ("mnist1d-mlp", {"hidden": [64, 0]}), ("mnist1d-mlp", {"hidden": 64}),
-    ("mnist1d-mlp", {"eval_batch": True}), ("wikitext2-lstm", {"tie_weights": 1}),
-    ("wikitext2-lstm", {"dropout": math.inf}), ("wikitext2-lstm", {"dropout": "x"}), ("lsq", {"dim": 2.5})])
-def test_a_bad_task_option_value_is_the_same_line_either_way(task, options):
-    with pytest.raises(BenchError) as implemented:
-        tasks.check_option_values(task, options)
+@pytest.mark.parametrize("task, options, line", [
+    ("mnist1d-mlp", {"n_train": 0}, "task_options.n_train=0 must be a whole number >= 1"),
+    ("mnist1d-mlp", {"hidden": [64, 0]}, "task_options.hidden=[64, 0] must be a list of whole numbers >= 1, "
+                                         "e.g. [100, 100]"),
+    ("mnist1d-mlp", {"hidden": 64}, "task_options.hidden=64 must be a list of whole numbers >= 1, e.g. [100, 100]"),
+    ("mnist1d-mlp", {"eval_batch": True}, "task_options.eval_batch=True must be a whole number >= 1"),
+    ("wikitext2-lstm", {"tie_weights": 1}, "task_options.tie_weights=1 must be true or false"),
+    ("wikitext2-lstm", {"dropout": math.inf}, "task_options.dropout=inf must be a finite number"),
+    ("wikitext2-lstm", {"dropout": "x"}, "task_options.dropout='x' must be a finite number"),
+    ("lsq", {"dim": 2.5}, "task_options.dim=2.5 must be a whole number >= 1")])
+def test_a_bad_task_option_value_is_one_line_at_the_dag_and_at_run(task, options, line):
     with pytest.raises(BenchError) as parsed:
         catalog_tasks.check_option_values(task, options)
-    assert str(parsed.value) == str(implemented.value)
+    with pytest.raises(BenchError) as built:
+        tasks.make_task(task, tasks.TaskSetup(n_workers=2, batch_size=4, data="split", options=options))
+    assert str(parsed.value) == str(built.value) == line
+
+
+@pytest.mark.parametrize("task", ["mnist1d-mlp", "lsq"])
+def test_a_bad_vectorize_is_refused_as_the_task_is_built(task):
+    with pytest.raises(BenchError, match=r"^task_options.vectorize='maybe' must be true, false or auto$"):
+        tasks.make_task(task, tasks.TaskSetup(n_workers=2, batch_size=4, options={"vectorize": "maybe"}))

@@ -1,8 +1,8 @@
 """The training tasks as a study names them, before any data set or model exists: each task's options with
 their defaults (whose types the values are checked against) and the metrics it records.
 
-bench/tasks holds the same defaults on its task classes (it imports torch); tests/test_catalog.py keeps the two
-equal, name for name and option for option, until bench/tasks reads its defaults from here."""
+This is their one home: each task class of bench/tasks (which imports torch) is filed with its entry's options
+and metrics (bench.tasks.base.register), and bench.tasks checks a run's options with the functions here."""
 from __future__ import annotations
 
 import math
@@ -13,6 +13,7 @@ from ..errors import BenchError
 from ..registry import Registry
 
 COMMON_OPTIONS = {"vectorize"}  # options every task understands: true | false | auto (see tasks/gradients.py)
+VECTORIZE = (True, False, "auto")  # the values of `vectorize`
 SUPERVISED = {"eval_batch": 1000, "vectorize": "auto"}  # the options of every image/vector classifier
 SYNTHETIC = {"eval_batch": 1000, "n_train": 1000, "n_test": 250, "dim": 20}
 
@@ -72,3 +73,10 @@ def check_option_values(name: str, options: dict) -> None:
         elif isinstance(default, (tuple, list)):
             if not isinstance(value, (tuple, list)) or not all(whole(v) for v in value):
                 raise BenchError(f"{where} must be a list of whole numbers >= 1, e.g. {list(default)}")
+
+
+def check_vectorize(options: dict) -> None:
+    """``vectorize`` (absent: auto) one of true, false or auto; a task checks it as it is built."""
+    vectorize = options.get("vectorize", "auto")
+    if vectorize not in VECTORIZE:
+        raise BenchError(f"task_options.vectorize={vectorize!r} must be true, false or auto")

@@ -12,7 +12,7 @@ from typing import Any, Iterator
 
 import torch
 
-from ..errors import BenchError
+from ..catalog import tasks as catalog
 from ..registry import Registry
 
 
@@ -45,9 +45,10 @@ class TaskSetup:
 
 class Task(ABC):
     name: str
-    metric_names: tuple[str, ...] = ("test_loss", "test_acc")
-    # task options and their defaults; unknown keys are rejected by make_task
+    # set by ``register`` from the task's entry in bench/catalog/tasks.py: its options and their defaults
+    # (make_task rejects any other) and what each evaluation records of the averaged model
     default_options: dict[str, Any] = {}
+    metric_names: tuple[str, ...] = ("test_loss", "test_acc")
     # whether the task has a vectorised gradient path next to the per-worker loop
     vectorizable: bool = False
 
@@ -55,9 +56,7 @@ class Task(ABC):
         self.setup = setup
         self.device = torch.device(setup.device)
         self.options = {**self.default_options, **setup.options}
-        vectorize = self.options.get("vectorize", "auto")
-        if vectorize not in (True, False, "auto"):
-            raise BenchError(f"task_options.vectorize={vectorize!r} must be true, false or auto")
+        catalog.check_vectorize(self.options)
         # "vmap" | "loop" once settled by prepare() (or restored from a checkpoint)
         self.gradient_path: str | None = None
         self.gradient_path_info: dict[str, Any] | None = None
@@ -161,3 +160,19 @@ class Task(ABC):
 
 
 TASKS: Registry[type[Task]] = Registry("task")
+for _name, _where in catalog.TASKS.retired().items():
+    TASKS.retire(_name, _where)
+
+
+def register(cls: type[Task]) -> type[Task]:
+    """Class decorator: file the task under its ``name`` with its catalog entry's options and metrics,
+    which are written there alone."""
+    if cls.name not in catalog.TASKS:
+        raise RuntimeError(f"task {cls.name!r} has no entry in bench/catalog/tasks.py")
+    if {"default_options", "metric_names"} & set(vars(cls)):
+        raise RuntimeError(f"task {cls.name!r} sets its own options or metrics; they are its entry in "
+                           "bench/catalog/tasks.py")
+    info = catalog.TASKS.get(cls.name)
+    cls.default_options, cls.metric_names = info.options, info.metrics
+    TASKS.register(cls.name)(cls)
+    return cls

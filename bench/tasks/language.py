@@ -9,7 +9,7 @@ epoch, step, global worker), so the vectorised path and the per-worker loop use 
 from __future__ import annotations
 
 import math
-from typing import Any, Iterator
+from typing import Iterator
 
 import torch
 import torch.nn.functional as F
@@ -19,7 +19,7 @@ from ..data import load_dataset
 from ..errors import BenchError
 from ..models import make_model
 from . import streams
-from .base import TASKS, Task, TaskSetup
+from .base import Task, TaskSetup, register
 from .flat import FlatModel
 from .gradients import loop_gradients, vmap_gradients_with_aux
 
@@ -30,14 +30,10 @@ def batchify(stream: torch.Tensor, batch: int) -> torch.Tensor:
     return stream[: length * batch].view(batch, length)
 
 
-@TASKS.register("wikitext2-lstm")
+@register  # options (emb, hidden, num_layers, dropout, tie_weights, bptt, ...) and metrics: bench/catalog/tasks.py
 class LanguageTask(Task):
     name = "wikitext2-lstm"
-    metric_names = ("test_loss", "test_acc", "test_ppl")
     vectorizable = True
-    default_options: dict[str, Any] = {"emb": 650, "hidden": 650, "num_layers": 3, "dropout": 0.4,
-                                       "tie_weights": True, "bptt": 30, "eval_batch": 10,
-                                       "train_eval_tokens": 20000, "vectorize": "auto"}
 
     def __init__(self, setup: TaskSetup):
         super().__init__(setup)

@@ -14,7 +14,7 @@ from ..errors import BenchError
 from ..data.partition import WorkerBatches
 from ..models import make_model, no_weight_decay_mask
 from . import streams
-from .base import TASKS, Task, TaskSetup
+from .base import Task, TaskSetup, register
 from .flat import FlatModel
 from .gradients import loop_gradients, vmap_gradients, vmap_outputs
 
@@ -38,7 +38,7 @@ class SupervisedTask(Task):
     loss_kind: str = "ce"  # ce | mse | bce
     augment: bool = False  # CIFAR-style random crop and flip on training batches
     vectorizable = True
-    default_options: dict[str, Any] = {"eval_batch": 1000, "vectorize": "auto"}
+    # which options (of the task's catalog entry) go to the data set's loader and to the model
     dataset_options: tuple[str, ...] = ()
     model_options: tuple[str, ...] = ()
 
@@ -241,29 +241,24 @@ def random_crop_flip(images: torch.Tensor, keys: torch.Tensor, pad: int = 4) -> 
 
 
 def _register(name: str, dataset: str, model: str, model_kwargs: dict[str, Any], **attrs) -> None:
-    defaults = {**SupervisedTask.default_options, **attrs.pop("extra_defaults", {})}
+    """A supervised task of ``dataset`` and ``model``; its options and their defaults: bench/catalog/tasks.py."""
     fixed = model_kwargs
 
     def model_kwargs_fn(self) -> dict[str, Any]:
         return {**fixed, **{k: self.options[k] for k in self.model_options if k in self.options}}
 
-    cls = type(name, (SupervisedTask,), {"name": name, "dataset": dataset, "model_name": model,
-                                          "default_options": defaults, "model_kwargs": model_kwargs_fn, **attrs})
-    TASKS.register(name)(cls)
+    register(type(name, (SupervisedTask,), {"name": name, "dataset": dataset, "model_name": model,
+                                            "model_kwargs": model_kwargs_fn, **attrs}))
 
 
 _register("mnist1d-mlp", "mnist1d", "mlp", {"in_features": 40, "num_classes": 10},
-          dataset_options=("n_train", "n_test"), model_options=("hidden",),
-          extra_defaults={"n_train": 4000, "n_test": 1000, "hidden": (100, 100)})
+          dataset_options=("n_train", "n_test"), model_options=("hidden",))
 _register("mnist1d-cnn", "mnist1d", "cnn1d", {"in_length": 40, "num_classes": 10},
-          dataset_options=("n_train", "n_test"), model_options=("channels",),
-          extra_defaults={"n_train": 4000, "n_test": 1000, "channels": 25})
-_register("digits-mlp", "digits", "mlp", {"in_features": 64, "num_classes": 10},
-          model_options=("hidden",), extra_defaults={"hidden": (64,)})
+          dataset_options=("n_train", "n_test"), model_options=("channels",))
+_register("digits-mlp", "digits", "mlp", {"in_features": 64, "num_classes": 10}, model_options=("hidden",))
 _register("cifar10-resnet20", "cifar10", "resnet20", {"num_classes": 10}, augment=True)
 _register("cifar10-resnet8", "cifar10", "resnet8", {"num_classes": 10}, augment=True)
-_register("imagenet-resnet50", "imagenet", "resnet50", {}, dataset_options=("size",),
-          extra_defaults={"size": 224, "eval_batch": 64})
+_register("imagenet-resnet50", "imagenet", "resnet50", {}, dataset_options=("size",))
 
 
 class SyntheticTask(SupervisedTask):
@@ -300,7 +295,5 @@ class SyntheticTask(SupervisedTask):
 
 
 for _name, _loss in (("lsq", "mse"), ("logreg", "bce")):
-    TASKS.register(_name)(type(_name, (SyntheticTask,), {
-        "name": _name, "dataset": _name, "loss_kind": _loss,
-        "default_options": {"eval_batch": 1000, "n_train": 1000, "n_test": 250, "dim": 20}}))
+    register(type(_name, (SyntheticTask,), {"name": _name, "dataset": _name, "loss_kind": _loss}))
 
