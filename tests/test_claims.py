@@ -322,3 +322,11 @@ def test_the_claims_command_writes_its_table_and_the_report_has_it(tmp_path, cap
 def test_the_markdown_says_what_each_claim_needs_and_reads():
     text = claims_markdown(check_claims(pd.DataFrame(choco_everywhere())))
     assert "| choco-matches-allreduce" in text and "*Reads*: final accuracy of the local models" in text
+
+
+def test_the_bits_claim_reads_the_setting_where_a_run_reached_the_target():
+    blind = [{**r, "nodes": 4} for r in runs("choco", "sign", 0.5, bits_to_target=math.inf)
+             + runs("dpsgd", "none", 0.5, bits_to_target=math.inf)]  # sorts first; says nothing
+    told = runs("choco", "sign", 0.7, bits_to_target=4e6) + runs("dpsgd", "none", 0.7, bits_to_target=1.6e8)
+    found, table = verdicts(blind + told)
+    assert found["sign-choco-saves-bits"] == "holds" and "ring, 8, data shuffle" in table.loc["sign-choco-saves-bits", "measured"]

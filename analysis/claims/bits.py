@@ -15,6 +15,11 @@ from analysis.labels import bits_counts, bits_short
 BITS_SAVING = 10.0
 
 
+def _finite(value) -> bool:
+    value = pd.to_numeric(value, errors="coerce")
+    return bool(pd.notna(value) and math.isfinite(value))
+
+
 def _reads(runs: pd.DataFrame) -> str:
     metric = str(runs["metric"].iloc[0]) if "metric" in runs and len(runs) else "test_acc"
     target = pd.to_numeric(runs["target"], errors="coerce").iloc[0] if "target" in runs and len(runs) else math.nan
@@ -35,7 +40,11 @@ def sign_saves_bits(ev: Evidence) -> Verdict:
     pairs = sign.merge(exact, on=keys + ["seed"], suffixes=("_sign", "_exact"))
     if pairs.empty:
         return incomplete(["sign-Choco and D-PSGD runs at one setting and seed"])
-    setting = pairs.groupby(keys).size().idxmax()
+    # the setting with the most pairs in which a run reached the target (then the most pairs): with several,
+    # one where the comparison says something
+    informative = pairs["bits_to_target_sign"].map(_finite) | pairs["bits_to_target_exact"].map(_finite)
+    ranked = pairs.assign(informative=informative).groupby(keys).agg(k=("informative", "sum"), n=("seed", "size"))
+    setting = ranked.sort_values(["k", "n"], ascending=False, kind="stable").index[0]
     setting = dict(zip(keys, setting if isinstance(setting, tuple) else (setting,)))
     for key, value in setting.items():
         pairs = pairs[pairs[key] == value]
@@ -50,6 +59,7 @@ def sign_saves_bits(ev: Evidence) -> Verdict:
     neither = [int(s) for s, a, b in zip(seeds, bits_s, bits_e) if not (math.isfinite(a) or math.isfinite(b))]
     informative = len(seeds) - len(neither)
     where = ", ".join(f"{setting[k]}" for k in ("task", "topology", "nodes") if k in setting)
+    where += f", data {setting['data']}" if "data" in setting else ""
     if lost:
         return Verdict(FAILS, f"{where}: sign-Choco missed the target in seed(s) {seed_list(lost)}, where D-PSGD "
                               "reached it", reads)
