@@ -20,6 +20,8 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 code { background: #f4f4f4; padding: 0 .25em; border-radius: 3px; }
 .verdict-holds { color: #0b6e2e; font-weight: 600; }
 .verdict-fails { color: #b00020; font-weight: 600; }
+.verdict-inconclusive { color: #8a5a00; font-weight: 600; }
+.verdict-incomplete { color: #666; font-style: italic; }
 """
 
 
@@ -37,8 +39,8 @@ def _embed_images(text: str, base: Path) -> str:
 
 
 def _mark_verdicts(page: str) -> str:
-    """A claim's verdict cell coloured by its outcome."""
-    return re.sub(r"<td([^>]*)>(?:<strong>)?(holds|fails)(?:</strong>)?</td>",
+    """A claim's verdict cell coloured by its outcome: decided (holds, fails) or not (inconclusive, incomplete)."""
+    return re.sub(r"<td([^>]*)>(?:<strong>)?(holds|fails|inconclusive|incomplete)(?:</strong>)?</td>",
                   lambda m: f'<td{m.group(1)} class="verdict-{m.group(2)}">{m.group(2)}</td>', page)
 
 

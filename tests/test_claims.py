@@ -330,3 +330,13 @@ def test_the_bits_claim_reads_the_setting_where_a_run_reached_the_target():
     told = runs("choco", "sign", 0.7, bits_to_target=4e6) + runs("dpsgd", "none", 0.7, bits_to_target=1.6e8)
     found, table = verdicts(blind + told)
     assert found["sign-choco-saves-bits"] == "holds" and "ring, 8, data shuffle" in table.loc["sign-choco-saves-bits", "measured"]
+
+
+def test_the_html_report_marks_every_verdict_decided_or_not():
+    from analysis.report_html import _mark_verdicts
+
+    cells = "".join(f"<td>{v}</td>" for v in ("holds", "fails", "inconclusive", "incomplete", "maybe"))
+    marked = _mark_verdicts(cells)
+    for verdict in ("holds", "fails", "inconclusive", "incomplete"):
+        assert f'class="verdict-{verdict}">{verdict}</td>' in marked
+    assert "<td>maybe</td>" in marked
