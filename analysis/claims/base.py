@@ -63,6 +63,16 @@ def combine(parts: list[str]) -> str:
     return HOLDS
 
 
+def rank_trend(x, y, alternative: str, alpha: float = 0.05) -> tuple[str, float, float]:
+    """(verdict, ρ, p) of the claim that y rises with x ("greater") or falls ("less"): holds when the one-sided
+    permutation test of Spearman's ρ rejects at ``alpha``, fails when the opposite one-sided test does."""
+    from analysis.claims.stats import spearman_test
+
+    rho, p = spearman_test(x, y, alternative)
+    _, p_other = spearman_test(x, y, "less" if alternative == "greater" else "greater")
+    return (HOLDS if p <= alpha else FAILS if p_other <= alpha else INCONCLUSIVE), rho, p
+
+
 def decide(low: float, high: float, threshold: float, above: bool) -> str:
     """Whether an interval [low, high] lies on the claimed side of ``threshold`` (``above``: the claim is
     "greater than"), on the other side, or straddles it."""

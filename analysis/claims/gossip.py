@@ -8,9 +8,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.claims.base import FAILS, HOLDS, INCONCLUSIVE, Verdict, claim, combine, incomplete
+from analysis.claims.base import FAILS, HOLDS, INCONCLUSIVE, Verdict, claim, combine, incomplete, rank_trend
 from analysis.claims.evidence import Evidence
-from analysis.claims.stats import spearman_test
 
 FAMILIES = ("qsgd", "rand", "top", "sign")  # one trace of each at least: "every compressor" means each kind
 MIN_R2 = 0.9
@@ -98,9 +97,7 @@ def gossip_linear(ev: Evidence) -> Verdict:
     text = "; ".join(lines)
     order = INCONCLUSIVE
     if len(rows) >= 3:
-        rho, p = spearman_test([r[0] for r in rows], [r[1] for r in rows], "greater")
-        _, p_other = spearman_test([r[0] for r in rows], [r[1] for r in rows], "less")
-        order = HOLDS if p <= 0.05 else (FAILS if p_other <= 0.05 else INCONCLUSIVE)
+        order, rho, p = rank_trend([r[0] for r in rows], [r[1] for r in rows], "greater")
         text += f"; Spearman(δ, rate) = {rho:.2f}, one-sided permutation p = {p:.3f} over {len(rows)} compressors"
     else:
         text += f"; only {len(rows)} compressors with δ and a rate: too few to test the ordering"

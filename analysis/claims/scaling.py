@@ -6,9 +6,9 @@ import math
 
 import numpy as np
 
-from analysis.claims.base import Verdict, claim, combine, decide, incomplete
+from analysis.claims.base import Verdict, claim, combine, decide, incomplete, rank_trend
 from analysis.claims.evidence import METRIC_WORDS, Evidence
-from analysis.claims.stats import bootstrap_mean, interval_text, spearman_test
+from analysis.claims.stats import bootstrap_mean, interval_text
 
 IID = ("shuffle", "split")
 MIN_CELLS = 4  # (topology, n) cells: a one-sided permutation test of 4 points can reach p = 1/24
@@ -84,9 +84,7 @@ def gap_and_graph(ev: Evidence) -> Verdict:
     gaps = {key: _gap(ref_acc[key[1]], acc[key], seeds[key]) for key in cells}
     rho_of = {key: float(runs["spectral_gap"].iloc[0]) for key, runs in cells.items()}
     keys = sorted(cells)
-    rho, p = spearman_test([rho_of[k] for k in keys], [gaps[k] for k in keys], "less")
-    _, p_other = spearman_test([rho_of[k] for k in keys], [gaps[k] for k in keys], "greater")
-    trend = "holds" if p <= 0.05 else ("fails" if p_other <= 0.05 else "inconclusive")
+    trend, rho, p = rank_trend([rho_of[k] for k in keys], [gaps[k] for k in keys], "less")
     n = both[-1]
     paired = sorted(set(seeds[("torus", n)]) & set(seeds[("ring", n)]))
     lead = [(0.0 if math.isnan(acc[("torus", n)][s]) else acc[("torus", n)][s])
