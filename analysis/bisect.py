@@ -110,15 +110,22 @@ def _git(repo: str, *args: str) -> str:
 
 
 def commit_range(repo: str, good: str, bad: str) -> list[str]:
-    """GOOD, then the first-parent commits after it up to BAD, oldest first."""
+    """GOOD, then the first-parent commits after it up to BAD, oldest first. A revision starting with '-' is
+    refused, and git gets --end-of-options before every user value: neither can become an option to git."""
+    for flag, rev in (("GOOD", good), ("BAD", bad)):
+        if not rev.strip() or rev.lstrip().startswith("-"):
+            raise BisectError(f"{flag} {rev!r}: a revision may not be empty or start with '-' (give a commit, e.g. "
+                              "HEAD~10)")
     try:
-        good_sha = _git(repo, "rev-parse", "--verify", f"{good}^{{commit}}")
-        bad_sha = _git(repo, "rev-parse", "--verify", f"{bad}^{{commit}}")
+        good_sha = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{good}^{{commit}}")
+        bad_sha = _git(repo, "rev-parse", "--verify", "--end-of-options", f"{bad}^{{commit}}")
     except BisectError as err:
         raise BisectError(f"{repo}: {err} (GOOD and BAD must be commits of this repository)") from None
-    if subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", good_sha, bad_sha]).returncode != 0:
+    if subprocess.run(["git", "-C", repo, "merge-base", "--is-ancestor", "--end-of-options", good_sha,
+                       bad_sha]).returncode != 0:
         raise BisectError(f"GOOD {good} is not an ancestor of BAD {bad}")
-    between = _git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", f"{good_sha}..{bad_sha}").split()
+    between = _git(repo, "rev-list", "--reverse", "--first-parent", "--ancestry-path", "--end-of-options",
+                   f"{good_sha}..{bad_sha}").split()
     return [good_sha, *between]
 
 
@@ -194,7 +201,7 @@ class TrackProbe:
         tree = scratch / commit[:12]
         self.say(f"bisect: {commit[:12]}: bench track in a worktree ({' '.join(self.flags)})")
         try:
-            _git(self.repo, "worktree", "add", "--detach", str(tree), commit)
+            _git(self.repo, "worktree", "add", "--detach", "--end-of-options", str(tree), commit)
             try:
                 out = self._track("--repo", str(tree), "--out", str(self.history), "--quiet", *self.flags)
             except RuntimeError as err:
@@ -206,7 +213,7 @@ class TrackProbe:
             return metric_values(records, self.metric)
         finally:
             if not self.keep:
-                subprocess.run(["git", "-C", self.repo, "worktree", "remove", "--force", str(tree)],
+                subprocess.run(["git", "-C", self.repo, "worktree", "remove", "--force", "--end-of-options", str(tree)],
                                capture_output=True)
                 shutil.rmtree(scratch, ignore_errors=True)
 
@@ -253,7 +260,7 @@ def run(args) -> int:
     cache = {commits[0]: first}
     result = bisect(commits, lambda c: cache[c] if c in cache else probe(c), probe.meta["higher_is_better"], tol,
                     mode, say)
-    subjects = {c: _git(args.repo, "show", "-s", "--format=%h %s", c) for c in result["candidates"]}
+    subjects = {c: _git(args.repo, "show", "-s", "--format=%h %s", "--end-of-options", c) for c in result["candidates"]}
     if args.json:
         print(json.dumps({"metric": args.metric, "mode": mode, "tolerance": tol, **result,
                           "subjects": subjects}, default=float))

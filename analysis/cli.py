@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.checks import DamagedFile
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
 from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
                               perf_problem)
-from analysis.summary import cell_summary, summarize
+from analysis.summary import cell_summary, read_summary, summarize
 
 DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning",
              "history": "analysis.history", "bisect": "analysis.bisect"}
@@ -159,9 +160,9 @@ def cmd_claims(args) -> int:
     stored = Path(args.dir) / "summary.csv"
     summary = None
     if targets["target_acc"] is None and targets["target_rel"] is None and stored.is_file():
-        try:
-            summary = pd.read_csv(stored)
-        except (OSError, ValueError):  # damaged: computed again
+        try:  # a table without the summary's columns or types is refused (DamagedFile): its targets were chosen
+            summary = read_summary(stored)
+        except (OSError, ValueError):  # not CSV at all: no targets in it to keep, so computed again
             summary = None
     if summary is None:
         summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or 0.95})
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         for line in _NOTES:
             print(line, file=sys.stderr)
         return status
-    except UsageError as err:
+    except (UsageError, DamagedFile) as err:
         print(f"analysis: error: {err}", file=sys.stderr)
         return 2
     except OSError as err:  # a path the system refused: not writable, a file where a folder must be

@@ -13,7 +13,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.checks import DamagedFile, read_table
 from analysis.files import write_atomically, write_text_atomically
+
+# a traces.csv as `bench consensus --out` writes it: what this summary, the consensus figure and the claims read
+TRACE_COLUMNS = ["method", "gamma", "topology", "nodes", "spectral_gap", "dim", "seed", "step", "rel_error",
+                 "bits_per_worker"]
+
+
+def read_trace(path: Path) -> pd.DataFrame:
+    """One traces.csv, checked (checks.read_table): one of other columns or types raises DamagedFile, one
+    that is not CSV at all what pandas raises (OSError, ValueError)."""
+    return read_table(path, TRACE_COLUMNS, "bench consensus --out DIR", text=["method", "topology"],
+                      filled=["method"], whole=["nodes", "dim", "seed", "step"],
+                      numbers=["gamma", "spectral_gap", "rel_error", "bits_per_worker"])
 
 
 def first_crossing(x: np.ndarray, err: np.ndarray, level: float) -> float:
@@ -55,6 +68,13 @@ def summarize(traces: pd.DataFrame, level: float = 1e-4) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _read_or_say(path: Path) -> pd.DataFrame:
+    try:
+        return read_trace(path)
+    except (OSError, ValueError) as err:  # not CSV at all
+        raise DamagedFile(f"{path} is not a CSV table ({err}); write it again with `bench consensus --out DIR`") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m analysis.consensus", description=__doc__.splitlines()[0])
     p.add_argument("traces", nargs="+", type=Path, help="traces.csv files from `bench consensus --out`")
@@ -65,7 +85,11 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"error: no such traces file {missing[0]}", file=sys.stderr)
         return 2
-    traces = pd.concat([pd.read_csv(t) for t in args.traces], ignore_index=True)
+    try:
+        traces = pd.concat([_read_or_say(t) for t in args.traces], ignore_index=True)
+    except DamagedFile as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     table = summarize(traces, args.level)
     write_atomically(args.out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
     first = traces.iloc[0]

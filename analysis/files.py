@@ -1,10 +1,13 @@
 """Writing result files so that a reader (or a pipeline job killed mid-write) never sees half of one:
 the analysis package's one write-then-rename (it reads what ``bench`` writes and never imports it, so
-it keeps this copy of ``bench.files.atomic_write``; the temporary names are the same)."""
+it keeps this copy of ``bench.files.atomic_write``; the temporary names are the same), and its lock files,
+never opened through a link (as ``bench.files.open_lock``)."""
 from __future__ import annotations
 
+import errno
 import os
 import secrets
+import stat
 from pathlib import Path
 from typing import Callable
 
@@ -17,9 +20,14 @@ def write_atomically(path: Path, write: Callable[[str], object]) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:  # created here first, exclusively and not through a link: ``write`` fills a file of its own
+        os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666))
+    except OSError as err:
+        err.filename = str(path)
+        raise
     try:
         write(str(tmp))
-        fd = os.open(tmp, os.O_RDONLY)
+        fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         try:
             os.fsync(fd)  # a full disk may only say so here; and a rename must not outrun the data
         finally:
@@ -35,3 +43,23 @@ def write_atomically(path: Path, write: Callable[[str], object]) -> Path:
 
 def write_text_atomically(path: Path, text: str) -> Path:
     return write_atomically(path, lambda tmp: Path(tmp).write_text(text))
+
+
+def open_lock(path: Path) -> int:
+    """A descriptor of the lock file at ``path`` (created when missing), to flock; a symbolic link, a
+    file with other names (a hard link) or anything not a plain file there is refused (ValueError, one
+    line), so a lock never truncates or writes another file."""
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
+    except OSError as err:
+        if err.errno == errno.ELOOP and path.is_symlink():
+            raise ValueError(f"lock file {path} is a symbolic link; remove it (a lock must be a plain file)") from None
+        raise
+    info = os.fstat(fd)
+    why = ("is not a plain file" if not stat.S_ISREG(info.st_mode)
+           else f"has {info.st_nlink} names (hard links)" if info.st_nlink > 1 else None)
+    if why:
+        os.close(fd)
+        raise ValueError(f"lock file {path} {why}; a lock must be a plain file of its own (remove it)")
+    return fd

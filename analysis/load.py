@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import labels
+from analysis.checks import metrics_problem, record_problem
 
 # the parts every cell key names, in this order (seed is what varies inside a cell)
 CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "network"]
@@ -17,6 +18,7 @@ CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "n
 BOOKKEEPING = {"seed", "quiet", "device", "data_root", "eval_local_workers", "checkpoint_every", "stop_at",
                "eval_every", "divergence_loss"} | set(CELL_PARTS) | {"lr"}
 IN_PROGRESS = {"running", "interrupted", "paused"}
+SHARED_COLUMNS = {"lr"}  # in the metrics (the schedule's value at each evaluation) and in the run (the peak)
 
 RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "topology", "nodes",
                "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
@@ -47,10 +49,11 @@ class Runs:
         out = self.points.merge(self.settings[extra], on="run_id", how="left")
         out.insert(out.columns.get_loc("algorithm"), "method",
                    [labels.method_label(a, c) for a, c in zip(out["algorithm"], out["compressor"].astype(str))])
-        for column in extra[1:]:
-            kinds = {type(v) for v in out[column].dropna()}
+        for column in (c for c in out.columns if out[c].dtype == object):  # settings, and metrics bench never wrote
+            kinds = {type(v) for v in out[column] if not (v is None or isinstance(v, float) and v != v)}
             if len(kinds) > 1 and not kinds <= {int, float}:
-                out[column] = out[column].map(lambda v: None if v is None or v != v else str(v))
+                out[column] = out[column].map(lambda v: None if v is None or isinstance(v, float) and v != v
+                                              else str(v))
         return out
 
     @property
@@ -58,59 +61,6 @@ class Runs:
         """The problems of runs left out of the tables (a run in progress is kept, so not here)."""
         kept = set(self.runs["path"])
         return [(path, reason) for path, reason in self.problems if path not in kept]
-
-
-# parts of run.json the tables read, and the JSON type each must have when present
-_RECORD_OBJECTS = ("config", "topology", "compressor", "task", "gamma")
-_RECORD_TEXT = ("run_id", "status")
-_CONFIG_TEXT = ("task", "algorithm", "compressor", "topology", "data", "network")
-# whole numbers of the config and their range: what bench itself accepts (bench/limits.py, not imported:
-# analysis reads files only), so a damaged run.json cannot overflow a table's int64 column
-_CONFIG_WHOLE = {"nodes": (1, 4096), "seed": (0, 2**31 - 1)}
-
-
-def record_problem(record) -> str | None:
-    """Why a parsed run.json cannot be a row of the tables (a wrong type somewhere), or None."""
-    if not isinstance(record, dict):
-        return f"run.json holds a JSON {type(record).__name__}, not an object"
-    if not isinstance(record.get("config"), dict):
-        return "no 'config' object in run.json"
-    for key in _RECORD_OBJECTS:
-        if record.get(key) is not None and not isinstance(record[key], dict):
-            return f"run.json: {key} is {record[key]!r:.40}, not an object"
-    for key in _RECORD_TEXT:
-        if key in record and not isinstance(record[key], str):
-            return f"run.json: {key} is {record[key]!r:.40}, not a string"
-    cfg = record["config"]
-    for key in _CONFIG_TEXT:
-        if cfg.get(key) is not None and not isinstance(cfg[key], str):
-            return f"run.json: config.{key} is {cfg[key]!r:.40}, not a string"
-    for key, (low, high) in _CONFIG_WHOLE.items():
-        value = cfg.get(key)
-        if key in cfg and (isinstance(value, bool) or not isinstance(value, (int, float))
-                           or not math.isfinite(value) or value != int(value)):
-            return f"run.json: config.{key} is {value!r:.40}, not an integer"
-        if key in cfg and not low <= value <= high:
-            return f"run.json: config.{key} is {value!r:.40}, outside {low}..{high}"
-    return None
-
-
-# columns of metrics.parquet (Contract 2 and the task-specific ones) the analysis reads as numbers
-METRIC_COLUMNS = ("step", "epoch", "train_loss", "train_loss_workers", "test_loss", "test_acc", "test_ppl",
-                  "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_per_worker_max", "bits_paper_per_worker",
-                  "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr", "train_subopt", "val_acc", "val_loss",
-                  "val_ppl")
-
-
-def _numeric_metrics(metrics: pd.DataFrame) -> tuple[pd.DataFrame, str | None]:
-    """``metrics`` with its known columns as numbers, or why they are not (text or booleans)."""
-    for column in (c for c in METRIC_COLUMNS if c in metrics):
-        values = metrics[column]
-        if values.isna().all():  # a metric this task never measures may be stored as nulls
-            metrics[column] = values.astype(float)
-        elif pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
-            return metrics, f"metrics.parquet column {column!r} holds {values.dtype} values, not numbers"
-    return metrics, None
 
 
 def _num(value) -> float:
@@ -258,12 +208,12 @@ def load_runs(root) -> Runs:
         except Exception as err:  # pyarrow raises several types for a truncated or foreign file
             problems.append((str(path), f"unreadable metrics.parquet: {err}"))
             continue
-        if metrics.empty or "step" not in metrics:
-            problems.append((str(path), f"metrics.parquet has no evaluation points (status {status})"))
-            continue
-        metrics, wrong = _numeric_metrics(metrics)
+        metrics, wrong = metrics_problem(metrics)
+        clash = [c for c in metrics.columns if c in RUN_COLUMNS and c not in SHARED_COLUMNS]
+        if clash and not wrong:
+            wrong = f"metrics.parquet has column {clash[0]!r}, which is the run's own (from run.json)"
         if wrong:
-            problems.append((str(path), wrong))
+            problems.append((str(path), f"{wrong} (status {status})"))
             continue
         metrics = metrics.sort_values("step", kind="stable").reset_index(drop=True)
         try:

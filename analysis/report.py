@@ -4,8 +4,10 @@ non-i.i.d. comparison, and every figure of DIR/figures/index.json."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pandas as pd
 
@@ -17,6 +19,7 @@ from analysis.lag import write_tables as write_lag_tables
 from analysis.load import load_runs
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
+from analysis.report_html import inside, md_code, md_text, warn
 from analysis.speedup import speedup_section, write_speedup_csv
 from analysis.tuning import tuning_markdown
 from analysis.tables import (AVERAGED, LOCAL, cell_table_markdown, has_local, table1_algorithms,
@@ -34,11 +37,12 @@ TTA_METRICS = {"test_acc": "`test_acc`, the averaged model's test accuracy",
 
 
 def _listing(values) -> str:
-    return ", ".join(str(v) for v in sorted(set(values), key=str))
+    """Sorted distinct values, each as text (a name never becomes markup)."""
+    return ", ".join(md_text(v) for v in sorted(set(values), key=str))
 
 
 def what_was_run(summary: pd.DataFrame) -> str:
-    statuses = ", ".join(f"{n} {s}" for s, n in summary["status"].value_counts().sort_index().items())
+    statuses = ", ".join(f"{n} {md_text(s)}" for s, n in summary["status"].value_counts().sort_index().items())
     methods = _listing(method_label(a, c) for a, c in zip(summary["algorithm"], summary["compressor"].astype(str)))
     text = (f"{len(summary)} runs in {summary['cell'].nunique() if 'cell' in summary else '?'} cells "
             f"({statuses}). Tasks: {_listing(summary['task'])}. Algorithms: {_listing(summary['algorithm'])}. "
@@ -55,8 +59,8 @@ def what_was_run(summary: pd.DataFrame) -> str:
         on_accuracy = "acc" in metric
         shown = [f"{t:.4g}%" for t in as_percent(values)] if on_accuracy else [f"{t:.4g}" for t in values]
         targets = _listing(shown)
-        read_on = TTA_METRICS.get(metric, f"`{metric}`")
-        text += f" Target for time/epochs/bits to target: {targets} ({source}), read on {read_on}."
+        read_on = TTA_METRICS.get(metric, md_code(metric))
+        text += f" Target for time/epochs/bits to target: {targets} ({md_text(source)}), read on {read_on}."
     return text
 
 
@@ -78,9 +82,9 @@ def table1_selection(summary: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
     refs = data[data["algorithm"].isin(["allreduce", "dpsgd"]) & (data["task"] == task) & (data["nodes"] == nodes)
                 & (data["network"] == network) & (data["data"] == scheme)]
     return pd.concat([sel, refs]), (
-        f"on {task}, {topology}, n = {nodes} ({scheme} data, {network}): mean ± standard deviation over "
-        "seeds; \"diverges\" when every seed diverged, \"x (k of m diverged)\" gives the mean of the seeds "
-        "that did not.")
+        f"on {md_text(task)}, {md_text(topology)}, n = {nodes} ({md_text(scheme)} data, {md_text(network)}): "
+        "mean ± standard deviation over seeds; \"diverges\" when every seed diverged, \"x (k of m diverged)\" "
+        "gives the mean of the seeds that did not.")
 
 
 def table1_metrics(frame: pd.DataFrame) -> list[str]:
@@ -125,6 +129,7 @@ def epoch_gap_section(summary: pd.DataFrame) -> str | None:
     if gaps.empty:
         return None
     gaps.insert(0, "method", [method_label(a, c) for a, c in zip(gaps["algorithm"], gaps["compressor"].astype(str))])
+    gaps[["method", "task", "topology"]] = gaps[["method", "task", "topology"]].map(md_text)
     shown = gaps[["method", "task", "topology", "nodes", "n_seeds", "epochs_to_target", "allreduce_epochs_to_target",
                   "epoch_ratio", "epoch_difference", "gap_status"]].rename(columns={
                       "nodes": "n", "n_seeds": "seeds", "epochs_to_target": "epochs (median)",
@@ -156,11 +161,12 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
             try:
                 fit = spectral_fit(g, y=y, reference_slope=theory)
             except ValueError as err:
-                rows.append({"task": task, "data": scheme, "method": method_label(algorithm, compressor),
-                             "quantity": label, "slope [95% CI]": f"no fit: {err}"})
+                rows.append({"task": md_text(task), "data": md_text(scheme),
+                             "method": md_text(method_label(algorithm, compressor)),
+                             "quantity": label, "slope [95% CI]": f"no fit: {md_text(err)}"})
                 continue
-            rows.append({"task": task, "data": scheme, "method": method_label(algorithm, compressor),
-                         "quantity": label,
+            rows.append({"task": md_text(task), "data": md_text(scheme),
+                         "method": md_text(method_label(algorithm, compressor)), "quantity": label,
                          "slope [95% CI]": f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]",
                          "R²": f"{fit['r2']:.2f}", "runs": fit["n"], "dropped": fit["n_dropped"],
                          "theory": "—" if theory is None else f"{theory:g} (bound)"})
@@ -172,12 +178,27 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
             + pd.DataFrame(rows).fillna("").to_markdown(index=False) + "\n")
 
 
+def _caption_text(caption) -> str:
+    """A figure's caption as it reads: one paragraph, no HTML (its names stay text in any renderer)."""
+    return " ".join(str(caption).split()).replace("&", "&amp;").replace("<", "&lt;")
+
+
 def figures_section(run_dir: Path) -> str | None:
+    """Each figure of figures/index.json with its caption; one whose picture lies outside ``run_dir``
+    (a name that climbs out, a link to elsewhere) is refused with a note here and a warning on stderr."""
     index = read_index(run_dir / "figures")
     parts = []
     for name, caption in index.items():
-        parts.append(f"### {name.replace('_', ' ')}\n\n![{name}](figures/{name}.png)\n\n{caption} "
-                     f"([PDF](figures/{name}.pdf))\n")
+        png, pdf = f"figures/{name}.png", f"figures/{name}.pdf"
+        heading = f"### {md_text(name.replace('_', ' '))}\n\n"
+        if inside(run_dir, png) is None:
+            warn(f"report: figure {name!r} not shown: {png} lies outside {run_dir}")
+            parts.append(heading + f"*(figure {md_code(name)} refused: {md_code(png)} lies outside the results "
+                         "folder)*\n")
+            continue
+        alt = re.sub(r"([\\\[\]])", r"\\\1", " ".join(name.split()))
+        link = f" ([PDF]({quote(pdf)}))" if inside(run_dir, pdf) is not None else ""
+        parts.append(heading + f"![{alt}]({quote(png)})\n\n{_caption_text(caption)}{link}\n")
     return "\n".join(parts) if parts else None
 
 
@@ -192,9 +213,14 @@ def skipped_section(run_dir: Path, skipped: list[tuple[str, str]]) -> str | None
         except ValueError:
             return path
 
-    lines = [f"- `{shown(path)}`: {reason.replace(chr(10), ' ')}" for path, reason in sorted(skipped)]
+    lines = [f"- {md_code(shown(path))}: {md_text(reason)}" for path, reason in sorted(skipped)]
     return (f"{len(skipped)} run director{'y was' if len(skipped) == 1 else 'ies were'} left out of every table "
             "and figure (fix or remove them and run the analysis again):\n\n" + "\n".join(lines) + "\n")
+
+
+def _measured_as_text(claims: pd.DataFrame) -> pd.DataFrame:
+    """The claims' table with each measurement as Markdown text: it names cells (topologies, methods)."""
+    return claims.assign(measured=claims["measured"].map(md_text))
 
 
 def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None) -> str:
@@ -202,7 +228,7 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
     from ``run_dir`` when not given."""
     points, summary, note = tables if tables is not None else load_tables(run_dir)
     skipped = load_runs(run_dir).skipped if skipped is None else skipped
-    out = [f"# {run_dir.resolve().name}: Choco-SGD reproduction report\n"]
+    out = [f"# {md_text(run_dir.resolve().name)}: Choco-SGD reproduction report\n"]
     if summary is None or summary.empty:
         out.append(f"No training runs to summarize ({note or 'no summary.csv'}).\n")
     else:
@@ -215,7 +241,8 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
 
         traces = read_traces(run_dir)
         sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
-                    ("The paper's claims", lambda s: claims_markdown(check_claims(s, traces))),
+                    ("The paper's claims",
+                     lambda s: claims_markdown(_measured_as_text(check_claims(s, traces)))),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
                      "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + cell_table_markdown(s)),

@@ -1,11 +1,15 @@
 """report.md as one self-contained HTML page: its tables, verdicts and figures (embedded), readable in
-any browser and inside ``snakemake --report``, which shows it in a frame."""
+any browser and inside ``snakemake --report``, which shows it in a frame. Also the escaping that keeps a
+name (a run's label, an edge file's, a folder's) text in Markdown and in reST: names never become markup."""
 from __future__ import annotations
 
 import base64
 import html
 import re
+import string
+import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 1200px; margin: 2em auto;
@@ -25,17 +29,113 @@ code { background: #f4f4f4; padding: 0 .25em; border-radius: 3px; }
 """
 
 
+# -- names as text ---------------------------------------------------------------------------------
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]|])")
+
+
+def md_text(value) -> str:
+    """``value`` as literal Markdown text, safe in a table cell too: one line, ``&`` and ``<`` as
+    entities (no HTML in any renderer) and Markdown's own characters (links, emphasis, code, ``|``)
+    backslash-escaped."""
+    text = " ".join(str(value).split()).replace("&", "&amp;").replace("<", "&lt;")
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
+
+
+def md_code(value) -> str:
+    """``value`` as one Markdown code span, whatever backticks it holds."""
+    text = " ".join(str(value).split())
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def rst_text(value) -> str:
+    """``value`` as literal reStructuredText: one paragraph with every punctuation character
+    backslash-escaped, so no directive (``.. raw::``, ``.. include::``), link or role can start."""
+    return "".join("\\" + c if c in string.punctuation else c for c in " ".join(str(value).split()))
+
+
+def report_caption(fig_dir, figure: str) -> str:
+    """The caption of ``figure`` in ``fig_dir/index.json`` as one paragraph of literal reST, for
+    ``snakemake --report`` (a placeholder before it is drawn, and the reason when the index is damaged)."""
+    from .cli import UsageError
+    from .figures import read_index
+
+    try:
+        caption = read_index(Path(fig_dir)).get(figure, f"{figure}: not drawn yet")
+    except UsageError as err:
+        caption = f"{figure}: no caption ({err})"
+    return rst_text(caption)
+
+
+# -- pictures: only the results folder's own ---------------------------------------------------------
+def inside(base: Path, target) -> Path | None:
+    """``base / target`` with every link followed, if it lies inside ``base`` (also resolved); else None."""
+    try:
+        root = Path(base).resolve()
+        path = (Path(base) / target).resolve()
+    except (OSError, ValueError, RuntimeError):  # a NUL byte, a loop of links
+        return None
+    return path if path.is_relative_to(root) else None
+
+
+def warn(message: str) -> None:
+    """One line on stderr: what the report left out and why."""
+    print(f"warning: {' '.join(message.split())}", file=sys.stderr)
+
+
+_PICTURE = re.compile(r"!\[((?:\\.|[^\]\\])*)\]\(([^)\s]*)\)")
+
+
 def _embed_images(text: str, base: Path) -> str:
-    """``![alt](figures/x.png)`` -> the PNG inlined as a data URI (the page needs no other file)."""
+    """``![alt](figures/x.png)`` -> the PNG inlined as a data URI (the page needs no other file). A picture
+    elsewhere (outside ``base``, links followed, or on the web) is refused: a note in its place and a
+    warning on stderr."""
     def inline(match: re.Match) -> str:
-        alt, target = match.group(1), match.group(2)
-        path = base / target
-        if target.startswith(("http:", "https:", "data:")) or not path.is_file() or path.suffix != ".png":
-            return match.group(0)
+        alt, target = match.group(1), unquote(match.group(2))
+        if re.match(r"[A-Za-z][A-Za-z0-9+.-]*:|//", target):
+            warn(f"report.html: picture {target!r} not inlined: only files inside {base} are")
+            return f"*(picture {md_code(target)} not inlined: only files of the results folder are)*"
+        path = inside(base, target)
+        if path is None:
+            warn(f"report.html: picture {target!r} not inlined: it lies outside {base}")
+            return f"*(picture {md_code(target)} refused: it lies outside the results folder)*"
+        if not path.is_file() or path.suffix.lower() != ".png":
+            return f"*(picture {md_code(target)} not found)*"
         data = base64.b64encode(path.read_bytes()).decode("ascii")
         return f"![{alt}](data:image/png;base64,{data})"
 
-    return re.sub(r"!\[([^\]]*)\]\(([^)\s]+)\)", inline, text)
+    return _PICTURE.sub(inline, text)
+
+
+def _safe_url(url: str, picture: bool) -> bool:
+    """A picture only as a PNG inlined here; a link to the web, a mail address or a file next to the report."""
+    from markdown.util import AMP_SUBSTITUTE
+
+    url = url.replace(AMP_SUBSTITUTE, "&")
+    if "\x02" in url or "\x03" in url:  # a placeholder Markdown fills in later: not a plain address
+        return False
+    plain = re.sub(r"[\x00-\x20\x7f]+", "", html.unescape(url))  # what a browser reads: entities decoded
+    if picture:
+        return plain.startswith("data:image/png;base64,")
+    scheme = re.match(r"([A-Za-z][A-Za-z0-9+.-]*):", plain)
+    return scheme is None or scheme.group(1).lower() in ("http", "https", "mailto")
+
+
+def _safe_urls_processor(md):
+    from markdown.treeprocessors import Treeprocessor
+
+    class SafeUrls(Treeprocessor):
+        """Drops an address that could run code or fetch something (javascript:, a remote picture)."""
+
+        def run(self, root):
+            for element in root.iter():
+                for attribute in ("href", "src"):
+                    url = element.get(attribute)
+                    if url is not None and not _safe_url(url, picture=attribute == "src"):
+                        del element.attrib[attribute]
+
+    return SafeUrls(md)
 
 
 def _mark_verdicts(page: str) -> str:
@@ -44,11 +144,20 @@ def _mark_verdicts(page: str) -> str:
                   lambda m: f'<td{m.group(1)} class="verdict-{m.group(2)}">{m.group(2)}</td>', page)
 
 
-def render(markdown_text: str, base: Path, title: str) -> str:
-    """The page for ``markdown_text`` (report.md), figures under ``base`` embedded."""
+def markdown_to_html(text: str) -> str:
+    """Markdown as HTML with raw HTML off (a tag in the text is shown, not run) and safe addresses only."""
     import markdown
 
-    body = markdown.markdown(_embed_images(markdown_text, Path(base)), extensions=["tables", "fenced_code"])
+    md = markdown.Markdown(extensions=["tables", "fenced_code"])
+    md.preprocessors.deregister("html_block")
+    md.inlinePatterns.deregister("html")
+    md.treeprocessors.register(_safe_urls_processor(md), "safe_urls", -1)  # after every other one
+    return md.convert(text)
+
+
+def render(markdown_text: str, base: Path, title: str) -> str:
+    """The page for ``markdown_text`` (report.md), figures under ``base`` embedded."""
+    body = markdown_to_html(_embed_images(markdown_text, Path(base)))
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head>\n<body>\n{_mark_verdicts(body)}\n</body></html>\n")

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from scipy import stats
 
-from analysis.load import Runs
+from analysis.checks import read_table
+from analysis.load import RUN_COLUMNS, Runs
 from analysis.tta import AXES, CENSORED, DIVERGED, REACHED, increasing_metric, summarize_seeds, time_to_target
 
 REFERENCE = "allreduce"
@@ -17,6 +19,28 @@ METRIC_HINTS = {"test_acc", "test_loss", "train_loss", "train_loss_workers", "lo
                 "consensus_distance", "test_ppl", "train_subopt"}
 IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compressor", "topology",
             "nodes", "seed", "status", "spectral_gap", "beta", "gamma", "delta_measured"]
+# summary.csv: every run's row and what summarize adds to it (a best_<metric> column too, for another metric)
+RESULT_COLUMNS = ["target", "target_source", "metric", "tta_status", *AXES.values(), "mean_consensus_distance",
+                  "allreduce_final_acc", "final_gap"]
+SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS]
+# what its readers take for granted of each column (checks.table_problem)
+SUMMARY_KINDS = {
+    "text": ["cell", "run_id", "status", "task", "algorithm", "compressor", "topology", "data", "network",
+             "tta_status", "metric"],
+    "filled": ["cell", "run_id", "status"],
+    "whole": ["nodes", "seed"],
+    "numbers": ["spectral_gap", "beta", "gamma", "lr", "epochs", "delta_measured", "final_test_acc", "best_test_acc",
+                "final_local_acc", "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "target",
+                *AXES.values(), "allreduce_final_acc", "final_gap"],
+}
+
+
+def read_summary(path) -> pd.DataFrame:
+    """A stored summary.csv (``python -m analysis summarize`` writes it), checked: one without a column its
+    readers need, or with text where they read numbers, raises checks.DamagedFile naming the file and the
+    column; a file that is not CSV at all raises pandas' error (a caller may compute the summary again)."""
+    path = Path(path)
+    return read_table(path, SUMMARY_COLUMNS, f"python -m analysis summarize {path.parent}", **SUMMARY_KINDS)
 
 
 def target_key(task, data) -> str:
@@ -89,7 +113,7 @@ def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
         rows.append({"target": target, "target_source": source, "metric": metric, **tta,
                      "mean_consensus_distance": float(later.mean()) if later.notna().any() else math.nan,
                      "allreduce_final_acc": ref, "final_gap": ref - run["final_test_acc"]})
-    extra = pd.DataFrame(rows, index=table.index)
+    extra = pd.DataFrame(rows, index=table.index, columns=RESULT_COLUMNS)
     return pd.concat([table, extra], axis=1)
 
 

@@ -10,6 +10,7 @@ import pandas as pd
 from analysis.figures import as_percent, usable
 from analysis.labels import (algorithm_label, bits_counts, bits_short, compresses, compressor_label, compressor_order,
                              method_label, method_sort_key)
+from analysis.report_html import md_text
 
 def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(Table 1's columns: the algorithms that compress, the references: those that send exact models),
@@ -82,11 +83,13 @@ def table1_frame(summary: pd.DataFrame, value: str = AVERAGED) -> tuple[pd.DataF
 
 
 def table1_markdown(summary: pd.DataFrame, value: str = AVERAGED) -> str:
+    """Table 1 as Markdown; every cell and reference line is text (a name's ``|`` or markup stays literal)."""
     table, lines = table1_frame(summary, value)
     header = ["compression", *table.columns]
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + [":---:"] * len(table.columns)) + "|"]
-    out += ["| " + " | ".join([str(idx), *row]) + " |" for idx, row in zip(table.index, table.to_numpy())]
-    return "\n".join(out + ([""] + [f"{line}  " for line in lines] if lines else [])) + "\n"
+    out = ["| " + " | ".join(map(md_text, header)) + " |",
+           "|" + "|".join(["---"] + [":---:"] * len(table.columns)) + "|"]
+    out += ["| " + " | ".join(map(md_text, [idx, *row])) + " |" for idx, row in zip(table.index, table.to_numpy())]
+    return "\n".join(out + ([""] + [f"{md_text(line)}  " for line in lines] if lines else [])) + "\n"
 
 
 def _tex(text: str) -> str:
@@ -171,6 +174,8 @@ def cell_table_markdown(table: pd.DataFrame) -> str:
                          "reached": f"{r.get('n_reached', 0)}/{r['n_seeds']}"})
     out = pd.DataFrame(rows).rename(columns={"nodes": "n"})
     out = out.sort_values(["method", "n"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
+    names = [c for c in ("method", "topology", "task", "network", "data", "cell", "seeds") if c in out]
+    out[names] = out[names].map(lambda v: md_text(v) if isinstance(v, str) else v)  # names as text, after sorting
     return out.to_markdown(index=False, disable_numparse=True) + "\n"
 
 

@@ -27,7 +27,7 @@ import pandas as pd
 import yaml
 
 from analysis.files import write_text_atomically
-from analysis.load import record_problem
+from analysis.checks import DamagedFile, read_table, record_problem
 
 # the knobs a tuning grid may search (each a `bench run` setting)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
@@ -270,23 +270,43 @@ def _halving_note(study_dir: Path, cell: str) -> str:
         record = json.loads((Path(study_dir) / "tune" / cell / "halving.json").read_text())
     except (OSError, ValueError):
         return ""
-    rungs = [r for r in record.get("rungs", []) if not r.get("extension")]
-    text = " → ".join(f"{len(r['trials'])}@{r['epochs']:g}" for r in rungs)
-    for edge in record.get("extended", []):
-        text += f"; {edge['knob']} {edge['value']:g} at the grid's edge, extended to {edge['extend_to']:.3g}"
+    try:
+        rungs = [r for r in record.get("rungs", []) if not r.get("extension")]
+        text = " → ".join(f"{len(r['trials'])}@{r['epochs']:g}" for r in rungs)
+        for edge in record.get("extended", []):
+            text += f"; {edge['knob']} {edge['value']:g} at the grid's edge, extended to {edge['extend_to']:.3g}"
+    except (AttributeError, KeyError, TypeError, ValueError):  # a damaged halving.json: the table says the count
+        return ""
     return text
+
+
+def read_tuned(study_dir: Path) -> pd.DataFrame | None:
+    """STUDY_DIR/tuned.csv (``tune table`` writes it), checked: None when there is none; one its readers
+    cannot use (a column missing, text where they read numbers) raises checks.DamagedFile naming it. Tables
+    written before halving have no epochs_done: every trial ran its whole budget."""
+    path = Path(study_dir) / "tuned.csv"
+    if not path.is_file():
+        return None
+    criteria, made_by = {"val_acc", "val_ppl", "val_loss"}, f"python -m analysis tune table {study_dir}"
+    try:
+        table = read_table(path, [c for c in COLUMNS if c != "epochs_done"], made_by,
+                           text=["status", "criterion"], filled=["cell", "status"],
+                           numbers=[*TUNABLE, "epochs", "epochs_done", "val_fraction", *criteria],
+                           flags=["selected"], choices={"criterion": criteria})
+    except (OSError, ValueError) as err:  # not CSV at all: nothing to read the report's section from
+        raise DamagedFile(f"{path} is not a CSV table ({err}); write it again with `{made_by}`, or remove it") from None
+    if "epochs_done" not in table:
+        table["epochs_done"] = table["epochs"]
+    return table
 
 
 def tuning_markdown(study_dir: Path) -> str | None:
     """The report's section: per cell, the selected values and their validation score on the full schedule,
     the scores of its grid neighbours (how flat the choice is), the halving's rungs and any extension of
     the grid, and how many trials ran and diverged; None when the study was not tuned."""
-    path = Path(study_dir) / "tuned.csv"
-    if not path.is_file():
+    table = read_tuned(study_dir)
+    if table is None:
         return None
-    table = pd.read_csv(path)
-    if "epochs_done" not in table:  # a table written before halving: every trial ran its whole budget
-        table["epochs_done"] = table["epochs"]
     rows = []
     for cell, g in table.groupby("cell", sort=True):
         best = g[g["selected"].astype(bool)]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import BenchError
-from .files import atomic_write_text
+from .files import atomic_write_text, open_lock
 
 ENV = "CHOCO_BENCH_CACHE"  # moves every cache of the suite (tests point it at a temporary directory)
 DEFAULT = "~/.cache/choco-bench"
@@ -40,10 +40,11 @@ def locked(path: Path) -> Iterator[None]:
     """Hold the lock of ``path`` while the block runs: blocks that hold one path's lock run one at a
     time, across processes. The folder is created. An OS lock: the kernel releases it when its holder
     exits or is killed; the lock file stays (removing it would let two holders in at once). Fork no
-    child inside the block: flock locks belong to the open file, so the child would hold it too."""
+    child inside the block: flock locks belong to the open file, so the child would hold it too. A link
+    where the lock should be is refused (open_lock)."""
     lock = lock_path(path)
     lock.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = open_lock(lock)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

@@ -40,6 +40,9 @@ def fake_perf(monkeypatch):
         return {"wall_s": 1.0, "figures": {"b.round_vs_copy_sign": {"values": [2.0, 2.2], "median": 2.1, "unit": "x",
                                                                     "kind": "ratio", "higher_is_better": False}}}, []
     monkeypatch.setattr(track.quickset, "run_perf", run_perf)  # track_one looks it up there
+    # the tracker (this checkout, often being edited) taken as clean: tests/test_history_gate.py tests its dirt
+    monkeypatch.setattr(track.quickset, "tracker_state", lambda repo: {
+        "commit": None, "same_checkout": False, "dirty": False, "dirty_files": []})
     return calls
 
 

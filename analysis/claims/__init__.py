@@ -18,18 +18,22 @@ import pandas as pd
 
 from analysis.claims.base import (CLAIMS, FAILS, HOLDS, INCOMPLETE, INCONCLUSIVE, LEGACY_VERDICTS, MIN_SEEDS,
                                   VERDICTS, Claim, Verdict)
+from analysis.checks import DamagedFile
 from analysis.claims.evidence import Evidence
+from analysis.consensus import read_trace
 from analysis.claims import table1, gossip, scaling, bits  # noqa: F401  (each registers its claims)
 
 COLUMNS = ["claim", "expected", "needs", "measured", "verdict", "reads", "missing"]
 
 
 def read_traces(run_dir: Path) -> pd.DataFrame | None:
+    """Every consensus/*/traces.csv under ``run_dir``; a damaged one is left out (the claims that read traces
+    then say which are missing)."""
     frames = []
     for f in sorted((Path(run_dir) / "consensus").glob("*/traces.csv")):
         try:
-            frames.append(pd.read_csv(f))
-        except (OSError, ValueError):
+            frames.append(read_trace(f))
+        except (OSError, ValueError, DamagedFile):
             continue
     return pd.concat(frames, ignore_index=True) if frames else None
 

@@ -8,12 +8,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from analysis.files import write_atomically, write_text_atomically
+from analysis.files import open_lock, write_atomically, write_text_atomically
 from analysis.labels import with_methods
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
@@ -109,9 +110,11 @@ def load_tables(run_dir: Path, with_skipped: bool = False):
     and ``note`` says why. ``DIR/summary.csv`` (from ``python -m analysis summarize``) wins; without
     it the summary is computed with the pipeline's default target, 0.95 × best all-reduce accuracy.
     ``with_skipped``: also the run directories left out and why (Runs.skipped), from the same reading."""
+    from analysis.summary import read_summary
+
     summary_csv = Path(run_dir) / "summary.csv"
-    try:
-        summary = pd.read_csv(summary_csv) if summary_csv.is_file() else None
+    try:  # one of other columns or values raises DamagedFile (one line from the command line)
+        summary = read_summary(summary_csv) if summary_csv.is_file() else None
     except (OSError, ValueError):  # damaged (pandas' parser errors are ValueErrors): computed again below
         summary = None
 
@@ -132,24 +135,61 @@ def load_tables(run_dir: Path, with_skipped: bool = False):
     return out(runs.points, summary, "", runs.skipped)
 
 
+def _index_problem(index) -> str | None:
+    """What is wrong with index.json's content, or None: it maps figure names (plain file names: the
+    report links and inlines figures/NAME.png) to caption strings."""
+    if not isinstance(index, dict):
+        return f"a JSON {type(index).__name__}, not a mapping of figure names to captions"
+    for name, caption in index.items():
+        if not name or name in (".", "..") or "/" in name or "\\" in name:
+            return f"figure name {name!r} is not a plain file name"
+        if not isinstance(caption, str):
+            return f"the caption of {name!r} is a {type(caption).__name__}, not a string"
+    return None
+
+
 def read_index(fig_dir: Path) -> dict[str, str]:
+    """figures/index.json (figure name -> caption); empty when there is none. A damaged one is one
+    line naming it (UsageError: exit status 2), never a traceback and never silently replaced."""
     path = Path(fig_dir) / "index.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        index = json.loads(path.read_text())
+    except (OSError, ValueError) as err:  # truncated, not JSON, not UTF-8
+        why = f"not JSON ({err})" if isinstance(err, ValueError) else (err.strerror or str(err))
+    else:
+        why = _index_problem(index)
+        if why is None:
+            return index
+    from analysis.cli import UsageError
+
+    raise UsageError(f"{path} is damaged: {why}; remove it and run `python -m analysis figures` again")
 
 
-def _update_index(fig_dir: Path, drawn: dict[str, str], attempted: set[str]) -> Path:
+def _open_index_lock(fig_dir: Path) -> int:
+    """The lock of index.json (figures/.index.lock), opened not through a link: a link or a foreign
+    file there is one line (UsageError) and its target is left as it was."""
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return open_lock(fig_dir / ".index.lock")
+    except ValueError as err:
+        from analysis.cli import UsageError
+
+        raise UsageError(str(err)) from None
+
+
+def _update_index(fig_dir: Path, lock: int, drawn: dict[str, str], attempted: set[str]) -> Path:
     """Merge this call's captions into index.json, keeping figures not attempted now. The pipeline
-    draws one figure per job, in parallel, so the read-merge-write holds a lock."""
+    draws one figure per job, in parallel, so the read-merge-write holds ``lock`` (_open_index_lock)."""
     import fcntl
 
-    fig_dir.mkdir(parents=True, exist_ok=True)
     path = fig_dir / "index.json"
-    with open(fig_dir / ".index.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        index = {k: v for k, v in read_index(fig_dir).items()
-                 if k not in attempted and (fig_dir / f"{k}.png").is_file()}
-        index.update(drawn)
-        write_text_atomically(path, json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    index = {k: v for k, v in read_index(fig_dir).items()
+             if k not in attempted and (fig_dir / f"{k}.png").is_file()}
+    index.update(drawn)
+    write_text_atomically(path, json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
     return path
 
 
@@ -160,7 +200,13 @@ def draw_consensus(run_dir: Path, points, summary, out_stem: Path):
         return f"no traces.csv under {run_dir} (written by `bench consensus --out`)"
     from analysis.figures.consensus import plot_consensus
 
-    traces = pd.concat([pd.read_csv(f) for f in files], ignore_index=True)
+    from analysis.checks import DamagedFile
+    from analysis.consensus import read_trace
+
+    try:
+        traces = pd.concat([read_trace(f) for f in files], ignore_index=True)
+    except (OSError, ValueError, DamagedFile) as err:
+        return f"a consensus trace cannot be read: {' '.join(str(err).split())}"
     first = traces.iloc[0]
     caption = (f"Average consensus (Choco-Gossip, no gradient) on a {first['topology']} of n = {first['nodes']} "
                f"workers (spectral gap ρ = {first['spectral_gap']:.3g}), d = {first['dim']}: consensus error "
@@ -187,8 +233,19 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
-    points, summary, note = load_tables(args.dir)
     fig_dir = args.dir / "figures"
+    # refused before any figure is drawn: a link where the lock should be, a damaged index (merged into, not lost)
+    lock = _open_index_lock(fig_dir)
+    try:
+        read_index(fig_dir)
+        status = _draw(args, fig_dir, lock)
+    finally:
+        os.close(lock)  # releases the lock
+    return status
+
+
+def _draw(args, fig_dir: Path, lock: int) -> int:
+    points, summary, note = load_tables(args.dir)
     wanted = args.only or FIGURES
     drawn: dict[str, str] = {}
     missed = []
@@ -202,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         paths, drawn[name] = result
         for path in paths:
             print(f"wrote {path}")
-    print(f"wrote {_update_index(fig_dir, drawn, set(wanted))}")
+    print(f"wrote {_update_index(fig_dir, lock, drawn, set(wanted))}")
     if args.only and missed:  # asked for by name (a pipeline job): not drawing it is the job's failure, said here
         for line in missed:
             print(f"error: figure {line}", file=sys.stderr)

@@ -15,8 +15,10 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
+from analysis.checks import DamagedFile  # noqa: E402
 from analysis.figures import save_figure  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.tuning import read_tuned  # noqa: E402
 
 KNOBS = ("lr", "weight_decay", "gamma", "momentum")
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
@@ -127,9 +129,12 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
 
 def draw(run_dir: Path, points, summary, out_stem: Path):
     path = Path(run_dir) / "tuned.csv"
-    if not path.is_file():
+    try:
+        trials = read_tuned(run_dir)
+    except DamagedFile as err:  # this figure is not drawn; the others are
+        return str(err)
+    if trials is None:
         return f"no {path} (a study with a `tune:` grid writes it)"
-    trials = pd.read_csv(path)
     if trials.empty or not trials["selected"].astype(bool).any():
         return f"{path} has no selected trial"
     varied = [k for k in ("lr", "gamma") if not sensitivity_slice(with_methods(trials), k).empty]

@@ -1,14 +1,13 @@
 """The command `python -m analysis history DIR...`: its arguments (build_parser), the run from records to
-outputs (run: filtering by kind, pattern, dirtiness and load, ordering, analysing, then writing
-history.csv, steps.csv, newest.csv, noise.csv, the figures and history.md, and the summary lines on
-stdout and stderr), and main with the exit status: 0, 1 when the newest commit starts a regression, 2 on
-bad input (one line)."""
+outputs (run: filtering by kind, pattern, dirtiness and load, settings groups, ordering, the gate's refusals,
+analysing, the gate's failures, then writing history.csv, steps.csv, newest.csv, noise.csv, the figures and
+history.md, and the summary lines on stdout and stderr), and main with the exit status: 0, 1 when the newest
+commit starts a regression or failed (gate.py), 2 on bad input or a refused check (one line)."""
 from __future__ import annotations
 
 import argparse
 import fnmatch
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,8 +17,11 @@ from analysis.cli import UsageError, _Parser
 from analysis.files import write_atomically, write_text_atomically
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
 from analysis.history.figures import _safe, draw
-from analysis.history.records import (_NOTES, KINDS, TOLERANCES, load_records, observations, order_points,
-                                      point_key, series_of)
+from analysis.history.gate import (check_expect_value, commit_of, expect_refusal, later_than, newest_failures,
+                                   nothing_compared)
+from analysis.history.order import ORDERS, order_points
+from analysis.history.records import _NOTES, KINDS, TOLERANCES, _parse_date, load_records, observations, series_of
+from analysis.history.settings import settings_note, split_by_settings
 
 
 def _tolerance_override(text: str) -> tuple[str, float]:
@@ -66,33 +68,22 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"commits a step needs on each side (default {MIN_SIDE})")
     p.add_argument("--window", type=_between(int, 1), default=WINDOW,
                    help=f"earlier commits the newest one is compared with, since the last step (default {WINDOW})")
-    p.add_argument("--order", choices=("date", "git"), default="date",
-                   help="commit order: committer date (default) or git rev-list --first-parent HEAD of --repo")
-    p.add_argument("--repo", default=None, help="checkout for --order git (default: the working folder)")
+    p.add_argument("--order", choices=ORDERS, default="graph",
+                   help="commit order: graph (default: git rev-list --topo-order of the measured commits in --repo; "
+                   "committer dates, said on stderr, when --repo holds none of them), git (the first-parent chain "
+                   "of HEAD in --repo) or date (committer dates, which a skewed clock reorders)")
+    p.add_argument("--repo", default=None, help="the repository of the commits (default: the working folder)")
     p.add_argument("--clean-only", action="store_true", help="leave out records of dirty trees")
     p.add_argument("--max-load", type=_between(float, 0.0), default=None, metavar="PER_CORE",
                    help="leave out the perf figures of records whose bench perf started with a 1-minute load average "
                    "above PER_CORE x cores (a busy shared machine; the study's numbers are kept)")
     p.add_argument("--no-figures", action="store_true", help="tables only")
     p.add_argument("--expect", default=None, metavar="REV",
-                   help="refuse (exit 2) unless REV (a commit of --repo, e.g. HEAD) is the newest commit read and has "
-                   "values left after --clean-only, --max-load, --kinds and --only, so that a check which measured "
+                   help="refuse (exit 2) unless REV (a commit of --repo, e.g. HEAD) is the newest commit read, has "
+                   "values left after --clean-only, --max-load, --kinds and --only, and has at least one quantity "
+                   "with an earlier commit of the same settings, so that a check which measured or compared "
                    "nothing of REV fails instead of passing (CI)")
     return p
-
-
-def _commit_of(rev: str, repo: str | None) -> str:
-    """The full hash of ``rev``: as given when it is one, else `git rev-parse` in ``repo``."""
-    if len(rev) == 40 and all(c in "0123456789abcdef" for c in rev):
-        return rev
-    try:
-        proc = subprocess.run(["git", "-C", repo or ".", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
-                              capture_output=True, text=True, timeout=60)
-    except OSError as err:
-        raise UsageError(f"--expect {rev}: git cannot run ({err})") from None
-    if proc.returncode != 0:
-        raise UsageError(f"--expect {rev}: not a commit of {repo or '.'}")
-    return proc.stdout.strip()
 
 
 def run(args) -> int:
@@ -100,6 +91,7 @@ def run(args) -> int:
     for d in dirs:
         if not d.is_dir():
             raise UsageError(f"history directory not found: {d}")
+    check_expect_value(args.expect)
     kinds = set(KINDS)
     if args.kinds:
         kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
@@ -109,49 +101,57 @@ def run(args) -> int:
     for kind, value in args.tol:
         tolerances[kind] = (TOLERANCES[kind][0], value)
     overridden = frozenset(kind for kind, _ in args.tol)
-    records, problems = load_records(dirs)
-    _NOTES.extend(f"analysis history: note: {where}: {why}" for where, why in problems)
+    records, skipped = load_records(dirs)
+    _NOTES.extend(f"analysis history: note: {s.path}: {s.reason} (left out)" for s in skipped)
     if args.clean_only:
         records = [r for r in records if not r.get("dirty")]
     if not records:
-        why = f"; {len(problems)} left out, e.g. {problems[0][0]}: {problems[0][1]}" if problems else ""
-        raise UsageError(f"no bench track records (<machine>/<commit>/<time>.json) under "
-                         f"{', '.join(map(str, dirs))}{why}")
-    table = observations(records)
-    table = table[table["kind"].isin(kinds)]
+        why = f"; {len(skipped)} left out, e.g. {skipped[0].path}: {skipped[0].reason}" if skipped else ""
+        raise UsageError(f"no{' clean' if args.clean_only else ''} bench track records (<machine>/<commit>/<time>.json) "
+                         f"under {', '.join(map(str, dirs))}{why}")
+    table = split_by_settings(observations(records))
+    globs = [g.strip() for g in (args.only or "").split(",") if g.strip()]
+
+    def selected(quantity: str, kind: str, name: str | None = None) -> bool:
+        return kind in kinds and (not globs or any(fnmatch.fnmatchcase(q, g) for q in {quantity, name or quantity}
+                                                   for g in globs))
+    table = table[pd.Series([selected(q, k, n) for q, k, n in zip(table["quantity"], table["kind"], table["name"])],
+                            index=table.index, dtype=bool)]
+    _NOTES.extend(settings_note(table))
+    measured = table  # what the records hold, before --max-load: a figure left out for load is not missing
     if args.max_load is not None:
         busy = table["quantity"].str.startswith("perf.") & (table["load"] > args.max_load)
         if busy.any():
             _NOTES.append(f"analysis history: note: perf figures of {table.loc[busy, 'record'].nunique()} records left "
                           f"out: load average above {args.max_load:g} per core when bench perf started")
         table = table[~busy]
-    if args.only:
-        globs = [g.strip() for g in args.only.split(",") if g.strip()]
-        table = table[table["quantity"].map(lambda q: any(fnmatch.fnmatchcase(q, g) for g in globs))]
     if table.empty:
         raise UsageError(f"no tracked values left after --kinds/--only in {len(records)} records")
     points = order_points(table, args.order, args.repo)
     if not points:
         raise UsageError("no records left in commit order (see --order)")
-    if args.expect:
-        expected = _commit_of(args.expect, args.repo)
-        if points[-1] != expected[:12]:
-            if expected[:12] in points:
-                why = f"{expected[:12]} is not the newest commit read"
-            elif expected[:12] in {point_key(r) for r in records}:
-                why = f"the records of {expected[:12]} have no values left after --max-load, --kinds and --only"
-            else:
-                why = f"no{' clean' if args.clean_only else ''} record of {expected[:12]} in {', '.join(map(str, dirs))}"
-            raise UsageError(f"--expect {args.expect}: {why} (newest read: {points[-1]})")
+    commit_of_point = table.groupby("point")["commit"].first().to_dict()
+    if args.expect is not None:
+        expected = commit_of(args.expect.strip(), args.repo)
+        why = expect_refusal(args.expect, expected, points, commit_of_point, records, skipped,
+                             ", ".join(map(str, dirs)), args.clean_only)
+        if why:
+            raise UsageError(why)
     table = table[table["point"].isin(points)]
     first = table.groupby("point").first()
     info = {p: {"describe": first.loc[p, "describe"], "subject": first.loc[p, "subject"]} for p in points}
     series = series_of(table, points)
     steps, newest, noise = analyse(series, points, info, tolerances, args.alpha, args.min_side, args.window, overridden)
+    if args.expect is not None and (why := nothing_compared(args.expect, newest)):
+        raise UsageError(why)
+    is_later = later_than(commit_of_point[points[-1]], _parse_date(first.loc[points[-1], "commit_date"]), args.repo,
+                          args.order != "date")
+    failures = newest_failures(points, records, skipped, measured[measured["point"].isin(points)],
+                               selected, is_later, args.clean_only)
     out = Path(args.out) if args.out else dirs[0].parent / f"{dirs[0].resolve().name}.report"
     rank = {p: i for i, p in enumerate(points)}
     tidy = table.assign(order=table["point"].map(rank)).sort_values(["quantity", "order", "sample"])
-    write_atomically(out / "history.csv", lambda tmp: tidy.drop(columns=["bound"]).to_csv(tmp, index=False))
+    write_atomically(out / "history.csv", lambda tmp: tidy.drop(columns=["bound", "name"]).to_csv(tmp, index=False))
     write_atomically(out / "steps.csv", lambda tmp: steps.to_csv(tmp, index=False))
     write_atomically(out / "newest.csv", lambda tmp: newest.to_csv(tmp, index=False))
     write_atomically(out / "noise.csv", lambda tmp: noise.to_csv(tmp, index=False))
@@ -165,7 +165,7 @@ def run(args) -> int:
     machines = sorted(table["machine"].unique())
     regressions = newest[newest["verdict"] == "regression"]
     write_text_atomically(out / "history.md", _markdown(records, points, info, machines, series, steps, newest, noise,
-                                                         tolerances, args, drawn, out))
+                                                         tolerances, args, drawn, failures))
     print(f"history: {len(records)} records, {len(points)} commits ({info[points[0]]['describe']} .. "
           f"{info[points[-1]]['describe']}), {len(machines)} machine{'s' * (len(machines) != 1)}, "
           f"{len(series)} quantities -> {out}/")
@@ -176,14 +176,17 @@ def run(args) -> int:
         else:
             print("steps: none detected")
     counts = newest["verdict"].value_counts()
-    print(f"newest commit {info[points[-1]]['describe']}: " + ", ".join(f"{n} {v}" for v, n in counts.items()))
+    print(f"newest commit {info[points[-1]]['describe']}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+          + (f"; FAILED in {len(failures)} ways (stderr)" if failures else ""))
     print(_noise_line(noise, tolerances))
     for _, r in regressions.iterrows():
         size = f"{r['change']:+.1%}" if r["mode"] == "rel" else f"{r['change']:+.4g}"
         tol = f"{r['tolerance']:.0%}" if r["mode"] == "rel" else f"{r['tolerance']:g}"
         print(f"REGRESSION {r['quantity']}: {r['before_median']:.4g} -> {r['newest_median']:.4g} ({size}, tolerance "
               f"{tol}; {r['test']}) at {info[points[-1]]['describe']}", file=sys.stderr)
-    return 1 if len(regressions) else 0
+    for line in failures:
+        print(f"FAILED {info[points[-1]]['describe']}: {line}", file=sys.stderr)
+    return 1 if len(regressions) or failures else 0
 
 
 def _noise_line(noise: pd.DataFrame, tolerances: dict) -> str:
@@ -213,7 +216,7 @@ def _fmt(value, mode) -> str:
     return f"{value:+.1%}" if mode == "rel" else f"{value:+.4g}"
 
 
-def _markdown(records, points, info, machines, series, steps, newest, noise, tolerances, args, drawn, out) -> str:
+def _markdown(records, points, info, machines, series, steps, newest, noise, tolerances, args, drawn, failures) -> str:
     lines = ["# Tracking history", "",
              f"{len(records)} records of {len(points)} commits ({info[points[0]]['describe']} .. "
              f"{info[points[-1]]['describe']}) on {', '.join(machines)}; {len(series)} quantities. Steps: binary "
@@ -238,6 +241,8 @@ def _markdown(records, points, info, machines, series, steps, newest, noise, tol
         lines += ["| quantity | before | newest | change | test | verdict |", "|---|---|---|---|---|---|"]
         lines += [f"| {r.quantity} | {r.before_median:.4g} | {r.newest_median:.4g} | {_fmt(r.change, r.mode)} | "
                   f"{r.test} | {r.verdict} |" for r in flagged.itertuples()]
+    if failures:
+        lines += ["", f"**Failed** ({len(failures)}; exit status 1):", ""] + [f"- {line}" for line in failures]
     lines += ["", "## Noise", "", _noise_line(noise, tolerances), "",
               "noise.csv: per quantity the median spread of a commit's values (repeats or seeds) and how far one "
               "record's median strays from its segment's median (90th percentile, maximum).", ""]

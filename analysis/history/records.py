@@ -1,21 +1,21 @@
 """Reading the records of `bench track` for `python -m analysis history` (and `analysis bisect`): what a
-usable record is (record_problem), loading every record under the history folders (load_records), the
-tracked values as one tidy table (observations: one row per repeat or seed of each quantity, with the
-machine-bound quantities split per machine), the commits in order (order_points: committer date or the
-first-parent chain of a checkout) and the values of each quantity by commit (series_of). It also holds the
-kinds of quantity with their default tolerances and the notes collected for stderr (_NOTES)."""
+usable record is (record_problem: every field the reader uses has its type, every value is a number), loading
+every record under the history folders (load_records: the unusable ones come back as Skipped, with the
+reason), the tracked values as one tidy table (observations: one row per repeat or seed of each quantity,
+with the machine-bound quantities split per machine and the settings each was measured with) and the values
+of each quantity by commit (series_of). It also holds the kinds of quantity with their default tolerances
+and the notes collected for stderr (_NOTES). Commit order is order.py's, settings groups settings.py's."""
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
-import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NamedTuple
 
 import pandas as pd
-
-from analysis.cli import UsageError
 
 KIND = "choco-track"
 # Tolerances of the change that counts, per kind of quantity: ("rel", f) is a relative change of the
@@ -52,10 +52,46 @@ def _parse_date(text) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
+def _number(v) -> bool:
+    """A JSON number a float can hold (not NaN; a huge integer overflows float())."""
+    if not _is_number(v):
+        return False
+    try:
+        return not math.isnan(float(v))
+    except OverflowError:
+        return False
+
+
+def _figure_problem(name: str, fig) -> str | None:
+    if not isinstance(fig, dict):
+        return f"perf figure {name!r} is not an object"
+    values = fig.get("values", [fig.get("median")])
+    if not isinstance(values, list) or not values:
+        return f"perf figure {name!r} has no values"
+    bad = [v for v in values if not (_number(v) and math.isfinite(float(v)))]
+    if bad:
+        return f"perf figure {name!r}: value {bad[0]!r:.30} is not a finite number"
+    if not isinstance(fig.get("higher_is_better", True), bool):
+        return f"perf figure {name!r}: higher_is_better is not true or false"
+    return None
+
+
+def _cell_problem(cell: str, entry) -> str | None:
+    if not isinstance(entry, dict) or not isinstance(entry.get("seeds"), list):
+        return f"study cell {cell!r} has no list of seeds"
+    for field in (*STUDY_FIELDS, "status"):
+        values = entry.get(field, [])
+        if not isinstance(values, list) or (values and len(values) != len(entry["seeds"])):
+            return f"study cell {cell!r}: {field} is not one value per seed"
+        if field != "status" and any(not (v is None or v == "inf" or _number(v)) for v in values):
+            return f"study cell {cell!r}: {field} holds a value that is not a number (or NaN)"
+    return None
+
+
 def record_problem(rec) -> str | None:
     """Why a parsed JSON is not a usable tracking record, or None."""
     if not isinstance(rec, dict) or rec.get("kind") != KIND:
-        return f"not a bench track record (kind {rec.get('kind') if isinstance(rec, dict) else None!r})"
+        return f"not a bench track record (kind {rec.get('kind') if isinstance(rec, dict) else None!r:.50})"
     if not isinstance(rec.get("commit"), str) or not re.fullmatch(r"[0-9a-f]{40}", rec["commit"]):
         return f"commit is {rec.get('commit')!r:.50}, not a 40-digit hash"
     if _parse_date(rec.get("commit_date")) is None:
@@ -63,39 +99,53 @@ def record_problem(rec) -> str | None:
     machine = rec.get("machine")
     if not isinstance(machine, dict) or not isinstance(machine.get("id"), str) or not machine["id"]:
         return "machine has no id"
+    if not isinstance(rec.get("errors", []), list):
+        return f"errors is {type(rec['errors']).__name__}, not a list"
     perf = rec.get("perf")
     if perf is not None:
-        figures = perf.get("figures") if isinstance(perf, dict) else None
-        if perf and figures is not None and not isinstance(figures, dict):
-            return "perf.figures is not an object"
+        if not isinstance(perf, dict):
+            return f"perf is {type(perf).__name__}, not an object"
+        figures = perf.get("figures")
+        if figures is not None and not isinstance(figures, dict):
+            return f"perf.figures is {type(figures).__name__}, not an object"
         for name, fig in (figures or {}).items():
-            if not isinstance(fig, dict):
-                return f"perf figure {name!r} is not an object"
-            values = fig.get("values", [fig.get("median")])
-            if not isinstance(values, list) or not all(_is_number(v) for v in values):
-                return f"perf figure {name!r}: values are not a list of numbers"
-            if not isinstance(fig.get("higher_is_better", True), bool):
-                return f"perf figure {name!r}: higher_is_better is not true or false"
+            why = _figure_problem(name, fig)
+            if why:
+                return why
     study = rec.get("study")
     if study is not None:
         cells = study.get("cells") if isinstance(study, dict) else None
         if not isinstance(cells, dict):
             return "study.cells is not an object"
         for cell, entry in cells.items():
-            if not isinstance(entry, dict) or not isinstance(entry.get("seeds"), list):
-                return f"study cell {cell!r} has no list of seeds"
-            for field in STUDY_FIELDS:
-                values = entry.get(field, [])
-                if not isinstance(values, list) or (values and len(values) != len(entry["seeds"])):
-                    return f"study cell {cell!r}: {field} is not one value per seed"
-                if any(not (v is None or v == "inf" or _is_number(v)) for v in values):
-                    return f"study cell {cell!r}: {field} holds a value that is not a number"
+            why = _cell_problem(cell, entry)
+            if why:
+                return why
     return None
 
 
-def load_records(dirs: list[Path]) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Every record under ``dirs`` (a machine's folder or a root of several), each with its "_path"; and
-    (path, reason) of the JSON files left out."""
+class Skipped(NamedTuple):
+    """A JSON file under the history that is not a usable record: where, why, and (when the folder or the
+    record names one) its commit, its committer date and whether it says it is dirty."""
+    path: str
+    reason: str
+    commit: str | None = None
+    date: datetime | None = None
+    dirty: bool = False
+
+
+def _skipped(path: Path, reason: str, rec) -> Skipped:
+    named = rec.get("commit") if isinstance(rec, dict) else None
+    folder = path.parent.name
+    commit = folder if re.fullmatch(r"[0-9a-f]{40}", folder) else (
+        named if isinstance(named, str) and re.fullmatch(r"[0-9a-f]{40}", named) else None)
+    date = _parse_date(rec.get("commit_date")) if isinstance(rec, dict) else None
+    return Skipped(str(path), reason, commit, date, isinstance(rec, dict) and rec.get("dirty") is True)
+
+
+def load_records(dirs: list[Path]) -> tuple[list[dict], list[Skipped]]:
+    """Every record under ``dirs`` (a machine's folder or a root of several), each with its "_path"; and the
+    JSON files left out (Skipped: path, reason, ...). A record must sit in its commit's folder."""
     records, problems = [], []
     for base in dirs:
         for path in sorted(base.rglob("*.json")):
@@ -104,12 +154,15 @@ def load_records(dirs: list[Path]) -> tuple[list[dict], list[tuple[str, str]]]:
                 continue
             try:
                 rec = json.loads(path.read_text())
-            except (OSError, ValueError) as err:
-                problems.append((str(path), f"not readable JSON ({err})"))
+            except (OSError, ValueError, RecursionError) as err:
+                problems.append(_skipped(path, f"not readable JSON ({str(err)[:100]})", None))
                 continue
             why = record_problem(rec)
+            folder = path.parent.name
+            if not why and re.fullmatch(r"[0-9a-f]{40}", folder) and folder != rec["commit"]:
+                why = f"its commit {rec['commit'][:12]} is not that of its folder {folder[:12]}"
             if why:
-                problems.append((str(path), why))
+                problems.append(_skipped(path, why, rec))
                 continue
             rec["_path"] = str(path)
             records.append(rec)
@@ -136,10 +189,33 @@ def point_key(rec: dict) -> str:
     return rec["commit"][:12] + ("+dirty" if rec.get("dirty") else "")
 
 
+def _digest(value) -> str | None:
+    if value is None:
+        return None
+    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def settings_of(rec: dict) -> dict[str, str]:
+    """The settings a record's numbers were measured with, per part, as keys (JSON of [field, value] pairs;
+    a value is None when the record does not store it): perf by bench perf's sizes and the device; the
+    study's accuracies by the study (config digest), its *_to_target numbers by the study and the target."""
+    perf, study = rec.get("perf") or {}, rec.get("study") or {}
+    device = rec["machine"].get("device")
+    target = study.get("target_acc")
+    digest = study.get("config_digest")
+    return {"perf": json.dumps([["sizes", _digest(perf.get("sizes"))],
+                                ["device", device if isinstance(device, str) else None]]),
+            "accuracy": json.dumps([["study", digest if isinstance(digest, str) else None]]),
+            "to_target": json.dumps([["study", digest if isinstance(digest, str) else None],
+                                     ["target", float(target) if _number(target) else None]])}
+
+
 def observations(records: list[dict]) -> pd.DataFrame:
-    """One row per tracked value: quantity, kind, unit, direction, machine, point (commit), sample, value."""
+    """One row per tracked value: quantity, kind, unit, direction, machine, point (commit), sample, value, and
+    the settings it was measured with (settings_of)."""
     rows = []
     for rec in records:
+        settings = settings_of(rec)
         base = {"machine": rec["machine"]["id"], "point": point_key(rec), "commit": rec["commit"], "load": _load(rec),
                 "dirty": bool(rec.get("dirty")), "describe": str(rec.get("describe") or rec["commit"][:7]),
                 "subject": str(rec.get("subject") or ""), "commit_date": rec["commit_date"],
@@ -148,53 +224,27 @@ def observations(records: list[dict]) -> pd.DataFrame:
         for name, fig in ((rec.get("perf") or {}).get("figures") or {}).items():
             kind = _perf_kind(fig)
             values = fig.get("values") or [fig.get("median")]
+            bound = fig.get("target") if kind == "agreement" and _number(fig.get("target")) else None
             for j, value in enumerate(values):
                 rows.append({**base, "quantity": f"perf.{name}", "kind": kind, "unit": str(fig.get("unit", "")),
-                             "higher_is_better": bool(fig.get("higher_is_better", True)),
-                             "bound": fig.get("target") if kind == "agreement" else None,
-                             "sample": f"repeat {j}", "value": float(value)})
+                             "higher_is_better": bool(fig.get("higher_is_better", True)), "bound": bound,
+                             "settings": settings["perf"], "sample": f"repeat {j}", "value": float(value)})
         for cell, entry in ((rec.get("study") or {}).get("cells") or {}).items():
             for field, (kind, higher, unit) in STUDY_FIELDS.items():
                 for seed, value in zip(entry["seeds"], entry.get(field) or []):
                     if value is None:
                         continue
                     rows.append({**base, "quantity": f"study.{cell}.{field}", "kind": kind, "unit": unit,
-                                 "higher_is_better": higher, "bound": None, "sample": f"seed {seed}",
-                                 "value": math.inf if value == "inf" else float(value)})
+                                 "higher_is_better": higher, "bound": None, "settings": settings[kind],
+                                 "sample": f"seed {seed}", "value": math.inf if value == "inf" else float(value)})
     table = pd.DataFrame(rows, columns=["quantity", "kind", "unit", "higher_is_better", "bound", "machine", "load",
                                         "point", "commit", "dirty", "describe", "subject", "commit_date",
-                                        "generation", "started",
-                                        "record", "sample", "value"])
+                                        "generation", "started", "record", "settings", "sample", "value"])
     bound = table["kind"].isin(MACHINE_BOUND)
     if table.loc[bound, "machine"].nunique() > 1:  # absolute times: one series per machine
         table.loc[bound, "quantity"] = table.loc[bound, "quantity"] + "@" + table.loc[bound, "machine"]
+    table["name"] = table["quantity"]  # the quantity before settings.split_by_settings names its groups
     return table
-
-
-def order_points(table: pd.DataFrame, order: str, repo: str | None) -> list[str]:
-    """The points in commit order: by committer date, commits of the same second by their place on the
-    first-parent chain (a dirty tree after its commit); or by `git rev-list --first-parent HEAD` of ``repo``
-    (points of commits not on it are left out, with a note)."""
-    first = table.sort_values("started").groupby("point", sort=False).first()
-    keyed = sorted(first.index, key=lambda p: (_parse_date(first.loc[p, "commit_date"]), first.loc[p, "generation"],
-                                               bool(first.loc[p, "dirty"]), first.loc[p, "started"]))
-    if order == "date":
-        return keyed
-    try:
-        proc = subprocess.run(["git", "-C", repo or ".", "rev-list", "--first-parent", "HEAD"], capture_output=True,
-                              text=True, timeout=60)
-    except OSError as err:
-        raise UsageError(f"--order git: git cannot run ({err})") from None
-    if proc.returncode != 0:
-        raise UsageError(f"--order git: {repo or '.'} is not a git checkout ({proc.stderr.strip()[:200]})")
-    position = {c: i for i, c in enumerate(reversed(proc.stdout.split()))}
-    missing = [p for p in keyed if first.loc[p, "commit"] not in position]
-    if missing:
-        _NOTES.append(f"analysis history: note: {len(missing)} commits are not on the first-parent history of "
-                      f"{repo or '.'} and are left out, e.g. {missing[0]}")
-    kept = [p for p in keyed if p not in missing]
-    return sorted(kept, key=lambda p: (position[first.loc[p, "commit"]], bool(first.loc[p, "dirty"])))
-
 
 
 def series_of(table: pd.DataFrame, points: list[str]) -> dict[str, dict]:

@@ -1,6 +1,7 @@
 """CIFAR-10 from a local copy of its python version (``cifar-10-batches-py``), normalised per channel."""
 from __future__ import annotations
 
+import codecs
 import pickle
 from pathlib import Path
 
@@ -10,6 +11,11 @@ import torch
 from ..cache import cache_path
 from ..errors import BenchError
 from .base import DATASETS, ClassificationData
+
+try:  # numpy >= 2
+    from numpy import _core as _np_core
+except ImportError:  # numpy 1.x
+    from numpy import core as _np_core
 
 # Per-channel statistics of the 50 000 training images (pixel values scaled to [0, 1]).
 CIFAR10_MEAN = (0.4914, 0.4822, 0.4465)
@@ -33,16 +39,66 @@ def find_batches_dir(root: Path) -> Path:
     raise BenchError(f"cifar10 data not found under {root}; expected {LAYOUT}")
 
 
+# What the python batches are made of besides dicts, lists, numbers and byte strings: numpy arrays, as the real
+# files (Python 2, protocol 2: numpy.core names) and numpy 2 (numpy._core names; _frombuffer at protocol 5,
+# scalar for numpy-integer labels) write them, and the codec a protocol-2 pickle of Python 3 bytes calls.
+# Nothing else is looked up, so a pickle cannot name a function that runs code (os.system, builtins.exec...).
+_SAFE_GLOBALS = {
+    **{(f"numpy.{core}.multiarray", name): getattr(_np_core.multiarray, name)
+       for core in ("core", "_core") for name in ("_reconstruct", "scalar")},
+    **{(f"numpy.{core}.numeric", "_frombuffer"): _np_core.numeric._frombuffer for core in ("core", "_core")},
+    ("numpy", "ndarray"): np.ndarray,
+    ("numpy", "dtype"): np.dtype,
+    ("_codecs", "encode"): codecs.encode,
+}
+
+
+class _BatchUnpickler(pickle.Unpickler):
+    """Unpickles data only: every global a pickle names must be one of ``_SAFE_GLOBALS``."""
+
+    def __init__(self, handle, path: Path):
+        super().__init__(handle, encoding="bytes")
+        self.path = path
+
+    def find_class(self, module: str, name: str):
+        try:
+            return _SAFE_GLOBALS[(module, name)]
+        except KeyError:
+            raise BenchError(f"{self.path}: refused to unpickle {module}.{name} (a CIFAR-10 python batch holds only "
+                             "dicts, lists, numbers, byte strings and numpy arrays; nothing is run from it)") from None
+
+
+def _field(batch: dict, key: str):
+    return batch[key.encode()] if key.encode() in batch else batch[key]
+
+
 def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     with open(path, "rb") as handle:
-        batch = pickle.load(handle, encoding="bytes")
+        try:
+            batch = _BatchUnpickler(handle, path).load()
+        except BenchError:
+            raise
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+                OverflowError) as err:
+            raise BenchError(f"{path} is not a CIFAR-10 python batch (unreadable pickle: "
+                             f"{str(err).splitlines()[0][:100] if str(err) else type(err).__name__}); "
+                             f"expected {LAYOUT}") from None
     try:
-        data, labels = batch[b"data"], batch[b"labels"]
-    except (KeyError, TypeError):
-        raise BenchError(
-            f"{path} is not a CIFAR-10 python batch (needs b'data' and b'labels'); expected {LAYOUT}"
-        ) from None
-    return np.asarray(data, dtype=np.uint8), np.asarray(labels, dtype=np.int64)
+        data, labels = np.asarray(_field(batch, "data")), np.asarray(_field(batch, "labels"))
+    except (KeyError, TypeError, ValueError):
+        data = labels = None
+    if not _is_batch(data, labels):
+        raise BenchError(f"{path} is not a CIFAR-10 python batch (needs b'data': uint8 rows of 3072 pixels and "
+                         f"b'labels': one class 0..9 per row); expected {LAYOUT}")
+    return data, labels.astype(np.int64)
+
+
+def _is_batch(data: np.ndarray | None, labels: np.ndarray | None) -> bool:
+    if data is None or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072:
+        return False
+    if labels.shape != (len(data),) or (labels.size and labels.dtype.kind not in "iu"):
+        return False
+    return not labels.size or 0 <= labels.min() <= labels.max() < 10
 
 
 def _pixels(data: np.ndarray) -> torch.Tensor:

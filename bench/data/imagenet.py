@@ -39,12 +39,18 @@ class ImageFolderDataset(Dataset):
         from PIL import Image
 
         path, label = self.samples[i]
-        with Image.open(path) as image:
-            image = image.convert("RGB")
-            if self.train:
-                image = self._random_resized_crop(image, np.random.default_rng([self.seed, self.epoch, i]))
-            else:
-                image = self._center_crop(image)
+        try:
+            with Image.open(path) as image:
+                image = image.convert("RGB")
+                if self.train:
+                    image = self._random_resized_crop(image, np.random.default_rng([self.seed, self.epoch, i]))
+                else:
+                    image = self._center_crop(image)
+        except (OSError, Image.DecompressionBombError) as err:
+            if getattr(err, "errno", None) is not None:
+                raise  # the system's failure (a vanished file, a failing disk), not the file's content
+            raise BenchError(f"{path} is not an image the suite can read ({str(err)[:120]}); "
+                             "remove or replace it") from None
         return _normalise(image), label
 
     def _random_resized_crop(self, image, rng: np.random.Generator):

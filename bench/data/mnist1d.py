@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import random
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +32,20 @@ def _generate(seed: int, total: int) -> tuple[np.ndarray, np.ndarray]:
     return made["x"].astype(np.float32), made["y"].astype(np.int64)
 
 
+def _read_cache(path: Path, total: int) -> tuple[np.ndarray, np.ndarray]:
+    """The cached arrays (np.load refuses pickled objects); a damaged or foreign file is one line naming it."""
+    try:
+        with np.load(path) as stored:
+            x, y = stored["x"], stored["y"]
+    except (ValueError, EOFError, KeyError, zipfile.BadZipFile) as err:
+        raise BenchError(f"mnist1d cache {path} is damaged ({str(err)[:100] or type(err).__name__}); remove it and "
+                         "it is generated again") from None
+    if x.ndim != 2 or x.shape[0] != total or y.shape != (total,):
+        raise BenchError(f"mnist1d cache {path} holds arrays of shapes {x.shape} and {y.shape}, not the {total} "
+                         "samples its name says; remove it and it is generated again")
+    return x, y
+
+
 @DATASETS.register("mnist1d")
 def load_mnist1d(root: str | None, seed: int, n_train: int = 4000, n_test: int = 1000) -> ClassificationData:
     """Defaults equal the package's standard split (5000 samples, first 80 % for training)."""
@@ -50,8 +65,7 @@ def load_mnist1d(root: str | None, seed: int, n_train: int = 4000, n_test: int =
                 x, y = _generate(seed, total)
                 save_npz_atomic(path, x=x, y=y)
                 note(f"generated mnist1d in {time.perf_counter() - tick:.1f} s (cached for later runs)")
-    with np.load(path) as stored:
-        x, y = stored["x"], stored["y"]
+    x, y = _read_cache(path, total)
     x_t, y_t = torch.from_numpy(x), torch.from_numpy(y)
     return ClassificationData(
         train_x=x_t[:n_train], train_y=y_t[:n_train], test_x=x_t[n_train:], test_y=y_t[n_train:],

@@ -23,11 +23,15 @@ def find_token_dir(root: Path) -> Path:
 
 def read_tokens(path: Path) -> list[str]:
     tokens: list[str] = []
-    with open(path, encoding="utf-8") as handle:
-        for line in handle:
-            # Blank lines also get <eos>, as in PyTorch's word-language-model example the paper follows.
-            tokens.extend(line.split())
-            tokens.append(EOS)
+    try:
+        with open(path, encoding="utf-8") as handle:
+            for line in handle:
+                # Blank lines also get <eos>, as in PyTorch's word-language-model example the paper follows.
+                tokens.extend(line.split())
+                tokens.append(EOS)
+    except UnicodeDecodeError as err:
+        raise BenchError(f"{path} is not UTF-8 text (it holds the byte 0x{err.object[err.start]:02x}: {err.reason}); "
+                         f"expected {LAYOUT}") from None
     return tokens
 
 

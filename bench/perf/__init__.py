@@ -10,7 +10,8 @@ from pathlib import Path
 
 import torch
 
-from ..files import atomic_write_text
+from ..errors import BenchError
+from ..files import atomic_write_text, inside, plain_name
 from . import cpu_target, suite, training
 from .timing import ratio_figure
 
@@ -19,6 +20,27 @@ FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "r
 QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
          "round_repeats": 2, "overhead_n": 8, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
 COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
+GROUPS = "abcdefg"  # the benchmark groups of run_suite
+
+
+def output_path(out_dir: str, name: str) -> Path:
+    """Where ``--name`` is written: out_dir/NAME.json, NAME a plain file name (never '../x'), the
+    path checked to stay inside out_dir (a link there pointing elsewhere is refused too)."""
+    out = Path(out_dir) / f"{plain_name(name, '--name')}.json"
+    inside(out_dir, out)
+    return out
+
+
+def groups(only: str | None, default: set[str]) -> set[str]:
+    """The groups ``--only`` names (comma list), or ``default``; an unknown one is refused."""
+    if only is None:
+        return default
+    chosen = {g.strip() for g in only.split(",")}
+    unknown = sorted(chosen - set(GROUPS))
+    if unknown:
+        raise BenchError(f"--only {only!r}: unknown group {', '.join(map(repr, unknown))}; allowed: "
+                         f"{', '.join(GROUPS)} (comma list)")
+    return chosen
 
 
 def sizes_for(device: torch.device, quick: bool) -> dict:
@@ -96,16 +118,16 @@ def table(figures: dict) -> str:
 def cmd_perf(args) -> int:
     from ..run.setup import device_of
 
+    out = output_path(args.out_dir, args.name)  # checked before minutes of benchmarks, not after
     device = device_of(args.device)
     sizes = sizes_for(device, args.quick)
     # e (ResNet-20 at n = 64, vectorised vs loop) is GPU-sized: part of the default set on CUDA and --quick
     default = {"a", "b", "c", "d", "f", "g"} | ({"e"} if device.type == "cuda" or args.quick else set())
-    only = set(args.only.split(",")) if args.only else default
+    only = groups(args.only, default)
     load_at_start = os.getloadavg()[0]
     figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print)
     result = {"name": args.name, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(device, load_at_start), "sizes": sizes, "figures": figures}
-    out = Path(args.out_dir) / f"{args.name}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, json.dumps(result, indent=2))
     print(table(figures))

@@ -10,13 +10,17 @@ import json
 import math
 import re
 import shlex
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator, Sequence
 
 import yaml
 
 from ..errors import BenchError
+from ..yamlio import load_yaml
 from . import scale as scales
+from . import size as sizes
+from .names import MAX_STUDY, cell_name, collision, safe, trial_name  # safe: bench.pipeline's too
 
 # The keys of a block: its grid's axes, then any run setting except those the study owns elsewhere (a block
 # asking for one would otherwise be silently rewritten, and its cells merged or renamed).
@@ -30,11 +34,6 @@ NOT_IN_BLOCKS = {
 }
 
 
-def safe(text: Any) -> str:
-    """A file-name-safe form of a spec: top:0.01 -> top0.01, rand:0.01,unbiased=true -> rand0.01_unbiased=true."""
-    return re.sub(r"[^A-Za-z0-9.=_+-]", "", str(text).replace(",", "_"))
-
-
 def expand_block(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """One (cell name, settings) per combination of the block's lists; `method` is `algorithm/compressor`."""
     keys = sorted(block)
@@ -42,10 +41,7 @@ def expand_block(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
         settings = dict(zip(keys, values))
         algorithm, _, compressor = settings.pop("method").partition("/")
         settings.update(algorithm=algorithm, compressor=compressor or "none")
-        extras = "_".join(f"{safe(k)}={safe(v)}" for k, v in sorted(settings.items())
-                          if k not in ("algorithm", "compressor", "topology", "nodes"))
-        cell = f"{algorithm}-{safe(settings['compressor'])}_{safe(settings['topology'])}{settings['nodes']}"
-        yield (f"{cell}_{extras}" if extras else cell), settings
+        yield cell_name(settings), settings
 
 
 def set_value(value: Any) -> str:
@@ -55,9 +51,9 @@ def set_value(value: Any) -> str:
         value = list(value)
     text = "[" + ",".join(str(v) for v in value) + "]" if isinstance(value, list) else str(value)
     try:
-        if yaml.safe_load(text) == value:
+        if load_yaml(text, "a value") == value:
             return text
-    except yaml.YAMLError:
+    except BenchError:
         pass
     return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).removesuffix("...\n").strip()
 
@@ -78,11 +74,17 @@ class Job:
     runs: tuple[dict[str, Any], ...]  # each run's own settings (cell, seed, trial), defaults not merged in
 
 
+_STUDY_NAME = re.compile(rf"[A-Za-z0-9_-]{{1,{MAX_STUDY}}}")
+
+
 class Study:
     """A validated study config (the schema's defaults filled in) at its scale."""
 
     def __init__(self, config: dict[str, Any]):
         self.name = config["study"]
+        if not (isinstance(self.name, str) and _STUDY_NAME.fullmatch(self.name)):
+            raise BenchError(f"study name {self.name!r} must be 1 to {MAX_STUDY} letters, digits, _ or - "
+                             "(it names the folders results/<study>/ and logs/<study>/)")
         self.scale = str(config.get("scale", "cpu"))
         try:
             self._expand(config)
@@ -92,6 +94,11 @@ class Study:
     def _expand(self, config: dict[str, Any]) -> None:
         self.has_scale_block = self.scale == "cpu" or bool(config.get(self.scale))
         sized = scales.sized(config, self.scale)
+        self.size = sizes.count(sized)  # before expanding: a grid of 10^6 cells is refused in no time
+        warning = sizes.check(self.size, sizes.allows_large(config))
+        if warning:
+            print(f"warning: study {self.name!r} at scale={self.scale} spells out {warning}", file=sys.stderr,
+                  flush=True)
         self.task = sized.get("task")
         self.defaults = dict(sized.get("defaults", {}))
         self.seeds = list(sized.get("seeds", [0]))
@@ -108,7 +115,8 @@ class Study:
         checks = Checks(seed=self.seeds[0])
         self.cells: dict[str, dict[str, Any]] = {}
         self.configs: dict[str, Any] = {}  # cell -> its resolved RunConfig (at seed 0): what the figures read
-        seen: dict[str, str] = {}
+        seen: dict[str, str] = {}  # a training (its resolved settings) -> its cell
+        block_of: dict[str, str] = {}  # a cell -> the block it came from
         for name, block in sized.get("blocks", {}).items():
             self._check_block_keys(name, block)
             for cell, settings in expand_block(block):
@@ -120,9 +128,13 @@ class Study:
                 except BenchError as err:
                     raise BenchError(f"block {name!r}, cell {cell}: {err}") from None
                 key = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
-                if key not in seen:  # two blocks asking for the same training, however spelt, get one cell
-                    seen[key] = cell
-                    self.cells[cell], self.configs[cell] = settings, cfg
+                if key in seen:  # two blocks asking for the same training, however spelt, get one cell
+                    continue
+                if cell in self.cells:  # names are one per training by construction (names.py): a last guard
+                    raise collision("cells", cell, f"block {block_of[cell]!r}: {self.cells[cell]}",
+                                    f"block {name!r}: {settings}")
+                seen[key], block_of[cell] = cell, name
+                self.cells[cell], self.configs[cell] = settings, cfg
         self.consensus = dict(sized.get("consensus") or {})
         if self.consensus:
             checks.consensus(self.consensus)
@@ -198,10 +210,10 @@ class Study:
         out = {}
         for values in itertools.product(*(self.tune_grid[k] for k in keys)):
             point = dict(zip(keys, values))
-            name = "_".join(f"{k}={safe(v)}" for k, v in point.items()) or "default"
             for seed in self.tune.get("seeds", [0]):
-                out[f"{name}_s{seed}"] = {**settings, **point, "seed": seed,
-                                          "val_fraction": self.tune.get("val_fraction", 0.1), "eval_local_workers": 0}
+                out[trial_name(point, seed)] = {**settings, **point, "seed": seed,
+                                                "val_fraction": self.tune.get("val_fraction", 0.1),
+                                                "eval_local_workers": 0}
         return out
 
     def halving_plan(self, cell: str, out: str) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from .. import yamlio
 from ..errors import BenchError
 from ..pipeline import Study
 from ..pipeline.scale import merge
@@ -31,10 +32,9 @@ def load_study(files: list[str], scale: str | None) -> dict:
         config["scale"] = scale
     if SCHEMA.exists():
         import jsonschema
-        import yaml
 
-        error = jsonschema.exceptions.best_match(
-            jsonschema.Draft202012Validator(yaml.safe_load(SCHEMA.read_text())).iter_errors(config))
+        schema = yamlio.load_yaml(SCHEMA.read_text(), str(SCHEMA))
+        error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(config))
         if error is not None:
             where = ".".join(str(p) for p in error.absolute_path) or "the top level"
             raise BenchError(f"{files[-1]}: {where}: {error.message}")

@@ -19,8 +19,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from .. import yamlio
 from ..errors import BenchError
 from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 
@@ -127,7 +126,7 @@ RECIPES = Path(__file__).with_name("recipes.yaml")  # tuned settings per task an
 def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
     """The tuned settings of ``algorithm/compressor`` on ``task`` from recipes.yaml; one clear line
     naming what exists when there is no such entry."""
-    recipes = yaml.safe_load(RECIPES.read_text()) or {}
+    recipes = _yaml(RECIPES.read_text(), str(RECIPES)) or {}
     methods = recipes.get(task)
     if not methods:
         raise BenchError(f"recipe=tuned: no tuned settings for task {task!r}; tuned tasks: {', '.join(sorted(recipes))}"
@@ -262,41 +261,9 @@ def _check_keys(values: dict[str, Any], where: str) -> None:
         raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(KEYS)}")
 
 
-class _AliasFound(yaml.YAMLError):
-    def __init__(self, anchor: str, mark):
-        super().__init__(anchor)
-        self.anchor, self.line = anchor, mark.line + 1 if mark is not None else None
-
-
-class _NoAliasLoader(yaml.SafeLoader):
-    """PyYAML's safe loader without aliases: ten lines of nested aliases ("billion laughs") expand to
-    billions of values when the settings are printed or hashed, and settings never need them."""
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise _AliasFound(event.anchor, event.start_mark)
-        return super().compose_node(parent, index)
-
-
 def _yaml(text: str, where: str) -> Any:
-    """YAML ``text`` as plain data; one line naming ``where`` when it is not valid or uses aliases."""
-    try:
-        return yaml.load(text, Loader=_NoAliasLoader)
-    except _AliasFound as err:
-        at = f" (line {err.line})" if err.line else ""
-        raise BenchError(f"{where} uses the YAML alias *{err.anchor}{at}; aliases are not allowed in settings: "
-                         "write the value out") from None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise BenchError(f"{where} is not valid YAML: {problem}{at}") from None
-    except RecursionError:
-        raise BenchError(f"{where} is not valid YAML here: nested too deeply") from None
-    except Exception as err:  # PyYAML's constructors raise plain errors on bad tags: !!float ;, !!int, !!bool x
-        detail = (str(err).splitlines() or [type(err).__name__])[0]
-        raise BenchError(f"{where} is not valid YAML: a tagged value cannot be read ({detail})") from None
+    """YAML ``text`` as plain data (bench/yamlio.py: no aliases, tags or deep nesting); one line naming ``where``."""
+    return yamlio.load_yaml(text, where)
 
 
 def load_yaml(path: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import torch
 from ..data.base import notes as data_notes
 from ..errors import BenchError
 from ..files import remove_temporaries
+from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
 from .runner import FINAL, OUT_OF_SPACE, Loop
@@ -192,4 +193,6 @@ def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | Non
             raise  # a path the system refused (permissions...): the command line's bad input
         print(f"bench: error: {out}: cannot start the run: {err}", file=sys.stderr)  # nothing to mark yet
         return 1
+    except Exception as err:  # a run.json left saying running is marked failed (failure.py)
+        return failure.not_started(out, err, writer=rank == 0)
     return loop.run()

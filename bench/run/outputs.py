@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import BenchError
-from ..files import atomic_write, atomic_write_bytes
+from ..files import atomic_write, atomic_write_bytes, open_lock
 
 
 def now() -> str:
@@ -65,13 +65,14 @@ LOCK = ".bench.lock"  # inside a run directory: held (flock) by the one process 
 @contextmanager
 def run_directory_lock(out: Path):
     """Hold ``out`` for one writer; a second one gets a BenchError. An OS lock: the kernel releases it
-    when its holder exits or is killed, whatever the file left behind says."""
+    when its holder exits or is killed, whatever the file left behind says. A link where the lock should
+    be is refused before anything is written (open_lock)."""
     out = Path(out)
     created = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(out / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_lock(out / LOCK)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -80,7 +81,7 @@ def run_directory_lock(out: Path):
                 raise BenchError(f"{out} is being written by another bench run (pid {holder}); wait for it to "
                                  "end or use another --out") from None
             try:
-                if os.stat(out / LOCK).st_ino == os.fstat(fd).st_ino:
+                if os.lstat(out / LOCK).st_ino == os.fstat(fd).st_ino:
                     break
             except FileNotFoundError:
                 pass
@@ -96,7 +97,7 @@ def run_directory_lock(out: Path):
         yield
     finally:
         try:
-            if os.stat(out / LOCK).st_ino == os.fstat(fd).st_ino:
+            if os.lstat(out / LOCK).st_ino == os.fstat(fd).st_ino:
                 os.unlink(out / LOCK)
         except OSError:
             pass

@@ -17,6 +17,7 @@ import torch
 
 from ..compressors import measure_delta
 from ..errors import BenchError
+from . import failure
 from .config import RunConfig
 from .evaluation import Counters, evaluation_row, local_sample
 from .outputs import load_checkpoint, now, provenance, save_checkpoint, write_json, write_metrics
@@ -170,24 +171,9 @@ class Loop:
         try:
             return self._loop()
         except OSError as err:  # a write failed (a full disk): the run fails, not the program
-            return self._write_failed(err)
-
-    def _write_failed(self, err: OSError) -> int:
-        """Mark the run failed with the reason where that can still be written; one line, status 1.
-        The last checkpoint stays, so the same command resumes once there is room again."""
-        self.progress.close()
-        rank = f"rank {self.p.rank}: " if self.cfg.backend == "dist" else ""
-        if self.writer:
-            try:
-                write_metrics(self.out / "metrics.parquet", self.counters.rows)
-            except OSError:
-                pass  # the rows of the last good write stay
-            try:
-                write_json(self.out / "run.json", self._final_record("failed", {"error": f"{rank}{err}"}))
-            except OSError:
-                pass  # run.json keeps saying 'running'
-        print(f"bench: error: {rank}{self.out}: stopped at step {self.counters.global_step}: {err}", file=sys.stderr)
-        return 1
+            return failure.write_failed(self, err)
+        except Exception as err:  # anything else, foreseen or not: failed with its reason, never left running
+            return failure.crashed(self, err)
 
     def _loop(self) -> int:
         """Train with SIGTERM/SIGINT caught (a checkpoint, then status interrupted), then conclude."""

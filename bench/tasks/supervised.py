@@ -15,6 +15,7 @@ from ..data.partition import WorkerBatches
 from ..models import make_model, no_weight_decay_mask
 from . import streams
 from .base import Task, TaskSetup, register
+from .batchnorm import check_batchnorm_batch
 from .flat import FlatModel
 from .gradients import loop_gradients, vmap_gradients, vmap_outputs
 
@@ -68,6 +69,8 @@ class SupervisedTask(Task):
         self.test_size = len(self.data.test) if self.lazy else len(self.data.test_y)
         self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
         self.steps_per_epoch = self.partition.steps_per_epoch
+        shape = (3, self.data.train.size, self.data.train.size) if self.lazy else tuple(self.data.train_x.shape[1:])
+        check_batchnorm_batch(self.name, self.model, shape, setup.batch_size)  # before a run says it is running
         self.buffers = (self.flat.get_buffers().to(self.device).repeat(setup.local_workers, 1)
                         if self.flat.nb else None)
         if not self.lazy:

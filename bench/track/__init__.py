@@ -26,19 +26,20 @@ import json
 from pathlib import Path
 
 from ..errors import BenchError
-from .commits import commit_list, measured, track_commits
+from .commits import check_commits, commit_list, measured, track_commits
 from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, settle, track_one
 from ..files import write_new
-from .record import CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id
+from .record import (CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id, tracker_state,
+                     tree_changes, with_tracker)
 
 DEFAULT_CONFIG = ROOT / "config" / "track.yaml"
 DEFAULT_OUT = "results/history"
 DEFAULT_TARGET_ACC = 0.5  # absolute test accuracy of the study's targets (config/track.yaml says why)
 PARTS = ("perf", "study")
 __all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_OUT", "DEFAULT_TARGET_ACC", "KIND", "PARTS", "ROOT",
-           "STUDY_FIELDS", "VERSION", "add_arguments", "cmd_track", "commit_info", "commit_list", "fingerprint",
-           "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "settle", "track_commits",
-           "track_one", "write_new", "_git"]
+           "STUDY_FIELDS", "VERSION", "add_arguments", "check_commits", "cmd_track", "commit_info", "commit_list",
+           "fingerprint", "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "settle",
+           "track_commits", "track_one", "tracker_state", "tree_changes", "with_tracker", "write_new", "_git"]
 
 
 def add_arguments(p, output_dir, positive_float, device) -> None:
@@ -88,7 +89,9 @@ def _checked(args) -> list[str]:
         raise BenchError("--cells needs the study part (--parts study,...)")
     if not 0 < args.target_acc <= 1:
         raise BenchError(f"--target-acc {args.target_acc:g} must be in (0, 1] (a test accuracy)")
-    if args.skip_measured and not args.commits:
+    if args.commits is not None:
+        check_commits(args.commits)  # before git sees it: a value like --output=FILE is an option to git
+    elif args.skip_measured:
         raise BenchError("--skip-measured goes with --commits")
     return parts
 
@@ -110,6 +113,6 @@ def cmd_track(args) -> int:
         study, digest = load_study(args.config)
         cells = select_cells(study, args.cells)
     plan = dict(parts=parts, study=study, digest=digest, cells=cells, machine=machine, info=info, say=say)
-    if not args.commits:
+    if args.commits is None:
         return track_one(repo, args, commit_info(repo), **plan)
     return track_commits(repo, args, plan)

@@ -22,7 +22,7 @@ from typing import Any, Callable
 from ..errors import BenchError
 from ..cache import ENV as CACHE_ENV
 from ..files import write_new
-from .record import KIND, ROOT, VERSION, _git
+from .record import KIND, ROOT, VERSION, tracker_state, with_tracker
 
 STUDY_FIELDS = ("final_test_acc", "epochs_to_target", "bits_to_target", "time_to_target_s")
 
@@ -76,10 +76,11 @@ def load_study(path: str):
     import yaml
 
     from ..pipeline import Study
+    from .. import yamlio
 
     try:
         text = Path(path).read_text()
-        config = yaml.safe_load(text)
+        config = yamlio.load_yaml(text, f"--config {path}")  # no aliases, tags or deep nesting
     except OSError as err:
         raise BenchError(f"--config {path}: {err.strerror or err}") from None
     except yaml.YAMLError as err:
@@ -179,7 +180,10 @@ def settle(seconds: float, say, per_core: float = 1.0, poll: float = 5.0, load=o
 
 def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machine, info, say,
               keep_as: str | None = None) -> int:
-    """The quick set of the checkout ``repo``: one record written; 1 when a part failed, else 0."""
+    """The quick set of the checkout ``repo``: one record written; 1 when a part failed, else 0. The record is
+    dirty when ``repo`` or the tracker's checkout (whose code reads the study) is not its commit."""
+    tracker = tracker_state(repo)
+    commit = with_tracker(commit, tracker)
     out_root = Path(args.out)
     started = datetime.now(timezone.utc)
     wall0 = time.monotonic()
@@ -193,7 +197,7 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
     work.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"kind": KIND, "version": VERSION, **commit, "machine": {"id": machine, **info},
                               "started": started.isoformat(timespec="seconds"),
-                              "tracker": {"commit": _git(ROOT, "rev-parse", "HEAD"), "same_checkout": repo == ROOT},
+                              "tracker": tracker,
                               "parts": parts, "errors": []}
     try:
         if "perf" in parts:

@@ -35,7 +35,7 @@ rule figure:
         f"logs/{STUDY}/figures/{{figure}}.log",
     params:
         out=lambda wc, output: os.path.dirname(os.path.dirname(output.png)),
-        # read when `snakemake --report` renders figure.rst: the caption drawn for these runs
+        # read when `snakemake --report` renders figure.rst: the caption drawn for these runs, escaped
         caption=lambda wc, output: figure_caption(output.png, wc.figure),
     conda:
         "../envs/bench.yaml"

@@ -10,10 +10,18 @@ from snakemake.utils import validate
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from analysis.figures.requirements import Grid, cells_frame, unmet
 from bench.errors import BenchError
-from bench.pipeline import Study, safe
+from bench.pipeline import Study
+from bench.pipeline.names import keyed
 from bench.plan.table import planned_runtimes
 from bench.run.config import RunConfig
+from bench.yamlio import check_plain
 
+# Snakemake reads --configfile itself, aliases and all: a "billion laughs" of aliases would be expanded by the
+# schema's validation, so the config is first held to what bench's own YAML reader admits (bench/yamlio.py)
+try:
+    check_plain(config, "the study's config")
+except BenchError as err:
+    sys.exit(f"error: {err}")
 validate(config, "../schemas/config.schema.yaml")
 
 try:
@@ -105,15 +113,18 @@ def run_command(run, cell):
 
 # -- outputs ----------------------------------------------------------------------------------------------
 CONSENSUS = S.consensus  # the study's consensus: block at its scale, checked with the cells: its graph and compressors
-CONSENSUS_METHODS = {safe(m): m for m in CONSENSUS.get("methods", [])}
+try:  # folder name -> method, one folder each (bench/pipeline/names.py)
+    CONSENSUS_METHODS = keyed(CONSENSUS.get("methods", []), f"study {STUDY!r}: consensus.methods")
+except BenchError as err:
+    sys.exit(f"error: {err}")
 
 
 def figure_caption(png, figure):
-    """The caption `python -m analysis figures` wrote for this figure and these runs (figures/index.json):
-    the one text of each caption, shown by `snakemake --report` (a placeholder before it is drawn)."""
-    from analysis.figures import read_index
+    """The caption `python -m analysis figures` wrote for this figure and these runs (figures/index.json),
+    as literal reST for `snakemake --report` (figure.rst): names in it stay text, never a directive."""
+    from analysis.report_html import report_caption
 
-    return read_index(Path(png).parent).get(figure, f"{figure}: not drawn yet")
+    return report_caption(Path(png).parent, figure)
 
 
 def consensus_traces():

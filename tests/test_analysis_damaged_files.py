@@ -1,0 +1,323 @@
+"""Damaged files under a results directory, tried as a user would (issue 26). A run whose metrics.parquet or
+run.json cannot be read as a run is skipped, with its reason, by every command that reads runs (on stderr,
+and in report.md); a table a command reads back (summary.csv, tuned.csv) that lacks what its readers need is
+ONE line naming the file and what it lacks, exit status 2. Never a traceback."""
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import cli, tuning
+from analysis.checks import REQUIRED_METRICS
+from analysis.load import load_runs
+from analysis.summary import SUMMARY_COLUMNS, read_summary, summarize
+from analysis_fixtures import make_cell, make_run
+
+
+def _metrics(change):
+    def damage(run):
+        path = run / "metrics.parquet"
+        change(pd.read_parquet(path)).to_parquet(path, index=False)
+    return damage
+
+
+def _record(change):
+    def damage(run):
+        record = json.loads((run / "run.json").read_text())
+        change(record)
+        (run / "run.json").write_text(json.dumps(record))
+    return damage
+
+
+def _without(*keys):
+    """run.json's config without ``keys`` (and the fallbacks analysis reads in their place, as given)."""
+    def change(record):
+        for key in keys:
+            part, _, inner = key.partition(".")
+            (record[part] if inner else record["config"]).pop(inner or key)
+    return change
+
+
+DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is skipped for says)
+    "no-epoch": (_metrics(lambda m: m.drop(columns="epoch")), "lacks column epoch"),
+    "no-time": (_metrics(lambda m: m.drop(columns="time_s")), "lacks column time_s"),
+    "no-accuracy": (_metrics(lambda m: m.drop(columns="test_acc")), "lacks column test_acc"),
+    "no-bits": (_metrics(lambda m: m.drop(columns="bits_per_worker")), "lacks column bits_per_worker"),
+    "only-step": (_metrics(lambda m: m[["step"]]), "lacks columns epoch, test_acc, time_s, bits_per_worker"),
+    "time-words": (_metrics(lambda m: m.assign(time_s=["a", "b", "c"])), "column 'time_s' holds"),
+    "step-nan": (_metrics(lambda m: m.assign(step=[0.0, np.nan, 20.0])), "column 'step' holds nan in row 2"),
+    "step-negative": (_metrics(lambda m: m.assign(step=[0, -1, 20])), "column 'step' holds -1 in row 2"),
+    "accuracy-inf": (_metrics(lambda m: m.assign(test_acc=np.inf)), "column 'test_acc' holds inf"),
+    "no-rows": (_metrics(lambda m: m.iloc[:0]), "no evaluation points"),
+    "no-columns": (_metrics(lambda m: pd.DataFrame(index=m.index)), "no evaluation points"),
+    "run-id-column": (_metrics(lambda m: m.assign(run_id="other")), "column 'run_id', which is the run's own"),
+    "not-parquet": (lambda run: (run / "metrics.parquet").write_text("PAR1 not really"), "unreadable metrics.parquet"),
+    "record-list": (lambda run: (run / "run.json").write_text("[1, 2]"), "run.json holds a JSON list"),
+    "status-number": (_record(lambda r: r.update(status=3)), "status is 3, not a string"),
+    "weights-list": (_record(lambda r: r["topology"].update(weights=[1])), "topology.weights is [1], not a string"),
+    "bits-count-list": (_record(lambda r: r.update(bits_count=["links"])), "bits_count is ['links'], not a string"),
+    "spec-list": (_record(lambda r: (_without("compressor")(r), r["compressor"].update(spec=[1]))),
+                  "compressor.spec is [1], not a string"),
+    "n-word": (_record(lambda r: (_without("nodes")(r), r["topology"].update(n="x"))), "topology.n is 'x'"),
+    "lr-word": (_record(lambda r: r["config"].update(lr="fast")), "config.lr is 'fast', not a number"),
+    "no-algorithm": (_record(_without("algorithm")), "names no algorithm"),
+    "no-nodes": (_record(_without("nodes", "topology.n")), "names no nodes"),
+}
+COMMANDS = {  # name -> argv after the results directory's path is put in for DIR
+    "summarize": ["summarize", "DIR"], "claims": ["claims", "DIR"], "baseline": ["baseline", "DIR", "--out", "BASE"],
+    "regress": ["regress", "--baseline", "BASE", "--current", "DIR"], "figures": ["figures", "DIR"],
+    "report": ["report", "DIR"],
+}
+
+
+def _study(root):
+    make_cell(root, "choco", (0.80, 0.81, 0.79))
+    make_cell(root, "ar", (0.85, 0.85, 0.85), algorithm="allreduce", compressor="none")
+    return root
+
+
+@pytest.fixture(scope="module")
+def damaged_study(tmp_path_factory):
+    """(a study with one run per damage beside six good ones, the baseline of the good ones)."""
+    root = _study(tmp_path_factory.mktemp("damaged") / "study")
+    base = tmp_path_factory.mktemp("clean") / "baseline.json"
+    assert cli.main(["baseline", str(root), "--out", str(base), "--target-rel", "0.95"]) == 0
+    for k, (name, (damage, _)) in enumerate(DAMAGED_RUNS.items()):
+        damage(make_run(root / "broken" / name, seed=100 + k))
+    return root, base
+
+
+def _run(argv, study, base, capsys):
+    argv = [str(study) if a == "DIR" else str(base) if a == "BASE" else a for a in argv]
+    capsys.readouterr()
+    status = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, err
+    return status, out, err
+
+
+def refused(status, err, *words) -> str:
+    """Exit 2 and one line on stderr holding every word of ``words``."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and len(lines) == 1, err
+    for word in words:
+        assert str(word) in lines[0], (word, lines[0])
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_skips_each_damaged_run_with_its_reason(command, damaged_study, tmp_path, capsys):
+    study = shutil.copytree(damaged_study[0], tmp_path / "study")
+    base = tmp_path / "baseline.json"
+    shutil.copy(damaged_study[1], base) if command == "regress" else None
+    status, _, err = _run(COMMANDS[command], study, base, capsys)
+    assert status == 0, err  # the six good runs are compared with their own baseline: nothing regressed
+    if command == "figures":
+        assert (study / "figures" / "accuracy_curves.png").stat().st_size > 1000
+        return
+    if command == "report":  # report.md lists them (Markdown escapes the underscores)
+        listed = (study / "report.md").read_text().split("## Skipped runs", 1)[1].replace("\\", "")
+        lines = {name: line for line in listed.splitlines() for name in DAMAGED_RUNS if f"broken/{name}`" in line}
+    else:
+        lines = {name: line for line in err.splitlines() for name in DAMAGED_RUNS if line.endswith(f"broken/{name}")
+                 or f"broken/{name}: " in line}
+        assert all(line.startswith("analysis: note: ") for line in err.splitlines() if line.strip()), err
+    for name, (_, reason) in DAMAGED_RUNS.items():
+        assert name in lines and reason in lines[name], (name, lines.get(name))
+    if command == "summarize":  # the good runs and only those
+        assert sorted(pd.read_csv(study / "summary.csv")["seed"]) == [0, 0, 1, 1, 2, 2]
+
+
+@pytest.mark.parametrize("column", REQUIRED_METRICS)
+@pytest.mark.parametrize("command", ["summarize", "claims", "figures", "report"])
+def test_a_study_whose_every_run_lacks_a_column(column, command, tmp_path, capsys):
+    study = _study(tmp_path / "study")
+    for run in study.rglob("metrics.parquet"):
+        _metrics(lambda m: m.drop(columns=column))(run.parent)
+    status, out, err = _run(COMMANDS[command], study, None, capsys)
+    if command in ("summarize", "claims"):  # nothing to summarize: one line, with an example of why
+        refused(status, err, "no readable runs", f"lacks column {column}")
+        assert not (study / "summary.csv").exists() and not (study / "claims.csv").exists()
+    elif command == "figures":  # every figure says why it is not drawn
+        assert status == 0 and "no readable runs" in out and not list((study / "figures").glob("*.png"))
+    else:
+        report = (study / "report.md").read_text().replace("\\", "")
+        assert status == 0 and "No training runs to summarize" in report
+        assert report.count(f"lacks column {column}") == 6
+
+
+SUMMARY_DAMAGE = {  # how a stored summary.csv is damaged -> what the one line says
+    "other columns": (lambda s: pd.DataFrame({"a": [1], "b": [2]}), "lacks columns run_id, path, status"),
+    "no status": (lambda s: s.drop(columns="status"), "lacks column status"),
+    "no seed or target": (lambda s: s.drop(columns=["seed", "target"]), "lacks columns seed, target"),
+    "no rows": (lambda s: s.iloc[:0], "has no rows"),
+    "seed NaN": (lambda s: s.assign(seed=np.nan), "column 'seed' holds nan in row 1, not a whole number"),
+    "seed huge": (lambda s: s.assign(seed=1e300), "column 'seed' holds 1e+300 in row 1, not a whole number"),
+    "nodes word": (lambda s: s.assign(nodes="eight"), "column 'nodes' holds 'eight' in row 1, not a whole number"),
+    "accuracy word": (lambda s: s.assign(final_test_acc="high"), "column 'final_test_acc' holds 'high', not a number"),
+    "epochs word": (lambda s: s.assign(epochs_to_target="x"), "column 'epochs_to_target' holds 'x', not a number"),
+    "status number": (lambda s: s.assign(status=3), "column 'status' holds 3, not text"),
+    "status empty": (lambda s: s.assign(status=np.nan), "column 'status' is empty in row 1"),
+}
+
+
+@pytest.fixture
+def summarized(tmp_path):
+    study = _study(tmp_path / "study")
+    assert cli.main(["summarize", str(study), "--target-rel", "0.9"]) == 0
+    return study
+
+
+READS_SUMMARY = {"claims": "claims.csv", "figures": "figures/index.json", "report": "report.md"}  # -> what it writes
+
+
+@pytest.mark.parametrize("command", READS_SUMMARY)
+@pytest.mark.parametrize("damage", SUMMARY_DAMAGE)
+def test_commands_refuse_a_summary_csv_they_cannot_read(damage, command, summarized, capsys):
+    change, words = SUMMARY_DAMAGE[damage]
+    path = summarized / "summary.csv"
+    change(pd.read_csv(path)).to_csv(path, index=False)
+    before = path.read_bytes()
+    status, _, err = _run(COMMANDS[command], summarized, None, capsys)
+    line = refused(status, err, str(path), words, f"python -m analysis summarize {summarized}")
+    assert line.startswith("analysis: error: ")
+    written = summarized / READS_SUMMARY[command]
+    assert path.read_bytes() == before and not written.exists()  # nothing written, nothing lost
+    # what the line says to do mends it
+    assert cli.main(["summarize", str(summarized), "--target-rel", "0.9"]) == 0
+    assert _run(COMMANDS[command], summarized, None, capsys)[0] == 0 and written.is_file()
+
+
+@pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe" * 50], ids=["empty", "binary"])
+def test_a_summary_csv_that_is_not_csv_is_computed_again(content, summarized, capsys):
+    (summarized / "summary.csv").write_bytes(content)
+    status, out, err = _run(["claims", "DIR"], summarized, None, capsys)
+    assert status == 0 and not err.strip() and (summarized / "claims.csv").is_file()
+
+
+@pytest.mark.parametrize("damage", ["other columns", "seed NaN"])
+def test_summarize_replaces_a_damaged_summary_csv(damage, summarized, capsys):
+    path = summarized / "summary.csv"
+    SUMMARY_DAMAGE[damage][0](pd.read_csv(path)).to_csv(path, index=False)
+    assert _run(["summarize", "DIR"], summarized, None, capsys)[0] == 0
+    assert len(read_summary(path)) == 6
+
+
+def test_the_columns_required_of_a_summary_are_those_summarize_writes(tmp_path):
+    runs = load_runs(_study(tmp_path))
+    table = summarize(runs, target_rel=0.95)
+    assert set(SUMMARY_COLUMNS) <= set(table.columns)
+    table.to_csv(tmp_path / "summary.csv", index=False)
+    read = read_summary(tmp_path / "summary.csv")  # what it wrote, it reads back
+    assert list(read["seed"]) == list(table["seed"]) and read["nodes"].dtype == "int64"
+    assert set(summarize(runs).columns) >= set(SUMMARY_COLUMNS)  # no target: the same columns
+
+
+def _tuned(study):
+    """STUDY/tuned.csv as ``tune table`` writes it: one cell, three learning rates, the middle one selected."""
+    rows = [{"cell": "c", "trial": f"t{i}", "status": "completed", "task": "mnist1d-mlp", "algorithm": "choco",
+             "compressor": "sign", "topology": "ring", "nodes": 8, "data": "shuffle", "lr": lr, "weight_decay": 0.0,
+             "gamma": 0.5, "momentum": 0.0, "epochs": 2.0, "epochs_done": 2.0, "val_fraction": 0.1,
+             "criterion": "val_acc", "val_acc": acc, "val_ppl": np.nan, "val_loss": 1 - acc, "selected": i == 1}
+            for i, (lr, acc) in enumerate([(0.01, 0.5), (0.1, 0.7), (1.0, 0.6)])]
+    pd.DataFrame(rows, columns=tuning.COLUMNS).to_csv(study / "tuned.csv", index=False)
+    return study / "tuned.csv"
+
+
+TUNED_DAMAGE = {  # how tuned.csv is damaged -> what the one line says
+    "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns cell, trial, status"),
+    "selected word": (lambda t: t.assign(selected="yes"), "column 'selected' holds 'yes', not True or False"),
+    "criterion column": (lambda t: t.assign(criterion="step"), "column 'criterion' holds 'step', not one of val_acc"),
+    "lr word": (lambda t: t.assign(lr="big"), "column 'lr' holds 'big', not a number"),
+    "not csv": (None, "is not a CSV table"),
+}
+
+
+@pytest.mark.parametrize("damage", TUNED_DAMAGE)
+def test_a_damaged_tuned_csv(damage, tmp_path, capsys):
+    study = _study(tmp_path / "study")
+    path = _tuned(study)
+    assert "| c | lr = 0.1 |" in tuning.tuning_markdown(study)  # undamaged, the report has the section
+    change, words = TUNED_DAMAGE[damage]
+    path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
+    status, _, err = _run(["report", "DIR"], study, None, capsys)  # the report's tuning section: one line
+    refused(status, err, str(path), words, f"python -m analysis tune table {study}")
+    assert not (study / "report.md").exists()
+    status, out, err = _run(["figures", "DIR"], study, None, capsys)  # the figure is left out; the others drawn
+    assert status == 0 and f"skipped sensitivity: {path} " in out and words in out
+    assert (study / "figures" / "accuracy_curves.png").is_file()
+    status, out, err = _run(["figures", "DIR", "--only", "sensitivity"], study, None, capsys)
+    assert status == 1 and err.startswith("error: figure sensitivity: ") and words in err
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", '{"rungs": "x"}', '{"rungs": [{"trials": 3, "epochs": "x"}]}'])
+def test_a_damaged_halving_record_leaves_the_trial_count(content, tmp_path):
+    study = _study(tmp_path / "study")
+    _tuned(study)
+    (study / "tune" / "c").mkdir(parents=True)
+    (study / "tune" / "c" / "halving.json").write_text(content)
+    assert "| c | lr = 0.1 | 0.7 |" in tuning.tuning_markdown(study) and "| 3 | 0 |" in tuning.tuning_markdown(study)
+
+
+def test_a_label_of_another_type_is_not_a_name(tmp_path, capsys):
+    """The method's name comes from its algorithm then (the run itself is sound, so kept)."""
+    study = _study(tmp_path / "study")
+    for run in (study / "choco").iterdir():
+        _record(lambda r: r.update(algorithm={"name": "choco", "label": {"x": 1}}))(run)
+    assert _run(["report", "DIR"], study, None, capsys)[0] == 0
+    report = (study / "report.md").read_text()
+    assert "Choco-SGD (sign)" in report and "Skipped runs" not in report and "{'x': 1}" not in report
+
+
+def test_a_metric_column_of_text_in_one_run_and_numbers_in_another(tmp_path, capsys):
+    """A column bench never wrote is kept, as text where the runs disagree on its type (points.parquet)."""
+    study = _study(tmp_path / "study")
+    _metrics(lambda m: m.assign(note=["a", "b", "c"]))(study / "choco" / "s0")
+    _metrics(lambda m: m.assign(note=[1.0, 2.0, 3.0]))(study / "ar" / "s0")
+    assert _run(["summarize", "DIR"], study, None, capsys)[0] == 0
+    points = pd.read_parquet(study / "points.parquet")
+    assert sorted(points["note"].dropna().unique()) == ["1.0", "2.0", "3.0", "a", "b", "c"]
+
+
+def _trace(path, method="sign"):
+    """A traces.csv as `bench consensus --out` writes it: relative error halving each round."""
+    steps = np.arange(0, 30, 5)
+    pd.DataFrame({"method": method, "gamma": 0.5, "delta_measured": 0.5, "diverged": False, "topology": "ring",
+                  "nodes": 8, "spectral_gap": 0.1, "dim": 10, "seed": 0, "step": steps, "rel_error": 0.5 ** steps,
+                  "bits_per_worker": steps * 100.0}).to_csv(path, index=False)
+    return path
+
+
+TRACE_DAMAGE = {  # how a traces.csv is damaged -> what the one line says
+    "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns method, gamma, topology"),
+    "error words": (lambda t: t.assign(rel_error="small"), "column 'rel_error' holds 'small', not a number"),
+    "step NaN": (lambda t: t.assign(step=np.nan), "column 'step' holds nan in row 1, not a whole number"),
+    "no rows": (lambda t: t.iloc[:0], "has no rows"),
+    "not csv": (None, "is not a CSV table"),
+}
+
+
+@pytest.mark.parametrize("damage", TRACE_DAMAGE)
+def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
+    from analysis import consensus
+
+    good, bad = _trace(tmp_path / "good.csv", "exact"), _trace(tmp_path / "bad.csv")
+    change, words = TRACE_DAMAGE[damage]
+    bad.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(bad)).to_csv(bad, index=False)
+    assert consensus.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2  # python -m analysis.consensus
+    refused(2, capsys.readouterr().err, str(bad), words)
+    assert not (tmp_path / "out").exists()
+    study = _study(tmp_path / "study")  # the claims leave it out, and say the traces are missing
+    (study / "consensus" / "sign").mkdir(parents=True)
+    shutil.copy(bad, study / "consensus" / "sign" / "traces.csv")
+    status, _, err = _run(["claims", "DIR"], study, None, capsys)
+    claims = pd.read_csv(study / "claims.csv").set_index("claim")
+    assert status == 0 and not err.strip()
+    gossip = claims[claims["missing"].fillna("").str.contains("consensus traces")]
+    assert len(gossip) and set(gossip["verdict"]) == {"incomplete"}
+    # the consensus figure is not drawn, and says why; the others are
+    status, out, err = _run(["figures", "DIR"], study, None, capsys)
+    assert status == 0 and "a consensus trace cannot be read" in out + err
+    assert not (study / "figures" / "consensus.png").exists() and (study / "figures" / "accuracy_curves.png").exists()

@@ -1,0 +1,251 @@
+"""No writes outside the output (issue 26): a lock, a temporary file or an index is never opened through a
+link, a name given by a person cannot lead out of its folder, and a damaged figures index is one line."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import bench.files
+from analysis import cli as analysis_cli
+from analysis import files as analysis_files
+from analysis_fixtures import make_cell
+from bench.cache import locked, update_json
+from bench.cli import main
+from bench.errors import BenchError
+from bench.files import atomic_write_text, inside, open_lock, plain_name, write_new
+from bench.perf import output_path
+
+FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
+PRECIOUS = b"someone else's file\n"
+
+
+def _bench(argv, capsys):
+    try:
+        status = main(argv)
+    except SystemExit as stop:  # argparse
+        status = stop.code
+    return status, capsys.readouterr().err
+
+
+def _analysis(argv, capsys):
+    status = analysis_cli.main(argv)
+    return status, capsys.readouterr().err
+
+
+def refused(status, err, *words):
+    """Exit 2, one line on stderr, no traceback, each of ``words`` in it."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and "Traceback" not in err, err
+    assert len(lines) == 1, err
+    for word in words:
+        assert str(word) in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def _plant(kind, where: Path, victim: Path) -> None:
+    """Put at ``where`` a symbolic link to ``victim``, a link to a missing file, or a hard link to it."""
+    if kind == "symlink":
+        victim.write_bytes(PRECIOUS)
+        where.symlink_to(victim)
+    elif kind == "dangling":
+        where.symlink_to(victim)  # O_CREAT through it would create the victim
+    else:
+        victim.write_bytes(PRECIOUS)
+        os.link(victim, where)
+
+
+def _victim_untouched(kind, victim: Path) -> None:
+    if kind == "dangling":
+        assert not victim.exists()
+    else:
+        assert victim.read_bytes() == PRECIOUS
+
+
+LINKS = ["symlink", "dangling", "hardlink"]
+WHY = {"symlink": "symbolic link", "dangling": "symbolic link", "hardlink": "hard link"}
+
+
+# ---- locks -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", LINKS)
+def test_a_linked_run_directory_lock_is_refused_and_its_target_untouched(kind, tmp_path, capsys):
+    out, victim = tmp_path / "run", tmp_path / "victim.txt"
+    out.mkdir()
+    _plant(kind, out / ".bench.lock", victim)
+    line = refused(*_bench(["run", *FAST, "--out", str(out)], capsys), out / ".bench.lock", WHY[kind])
+    assert "remove" in line
+    _victim_untouched(kind, victim)
+    assert sorted(p.name for p in out.iterdir()) == [".bench.lock"]  # nothing of a run written
+
+
+def test_a_plain_run_directory_lock_left_behind_still_works(tmp_path, capsys):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / ".bench.lock").write_text("12345\n")  # a lock file a killed run left
+    assert _bench(["run", *FAST, "--out", str(out)], capsys)[0] == 0
+    assert (out / "run.json").is_file() and not (out / ".bench.lock").exists()
+
+
+@pytest.mark.parametrize("kind", LINKS)
+def test_a_linked_figures_index_lock_is_refused_and_its_target_untouched(kind, tmp_path, capsys):
+    make_cell(tmp_path, "choco", (0.80, 0.81, 0.79))
+    figures, victim = tmp_path / "figures", tmp_path / "victim.txt"
+    figures.mkdir()
+    _plant(kind, figures / ".index.lock", victim)
+    status, err = _analysis(["figures", str(tmp_path), "--only", "accuracy_curves"], capsys)
+    refused(status, err, figures / ".index.lock", WHY[kind])
+    _victim_untouched(kind, victim)
+    assert sorted(p.name for p in figures.iterdir()) == [".index.lock"]  # refused before drawing
+
+
+@pytest.mark.parametrize("kind", LINKS)
+def test_a_linked_cache_lock_is_refused_and_its_target_untouched(kind, tmp_path):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    victim = tmp_path / "victim.txt"
+    _plant(kind, cache / ".gamma.json.lock", victim)
+    with pytest.raises(BenchError, match=r"^lock file .*\.gamma\.json\.lock .*(symbolic|hard) link"):
+        update_json(cache / "gamma.json", "ring|4", 0.5)
+    _victim_untouched(kind, victim)
+    assert not (cache / "gamma.json").exists()
+
+
+def test_a_linked_cache_lock_stops_a_run_in_one_line(tmp_path, capsys, monkeypatch):
+    cache, victim = tmp_path / "cache", tmp_path / "victim.txt"
+    cache.mkdir()
+    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(cache))
+    _plant("symlink", cache / ".gamma.json.lock", victim)
+    argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
+    refused(*_bench(argv, capsys), cache / ".gamma.json.lock", "symbolic link")
+    _victim_untouched("symlink", victim)
+
+
+def test_locks_of_plain_files_still_lock(tmp_path):
+    with locked(tmp_path / "data.npz"):
+        assert (tmp_path / ".data.npz.lock").is_file()
+    fd = open_lock(tmp_path / ".data.npz.lock")  # the file a lock leaves behind opens again
+    os.close(fd)
+    assert update_json(tmp_path / "gamma.json", "k", 1.0) == 1.0
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(BenchError, match="fifo is not a plain file"):
+        open_lock(tmp_path / "fifo")
+
+
+def test_the_analysis_lock_refuses_links_too(tmp_path):
+    victim = tmp_path / "victim.txt"
+    _plant("symlink", tmp_path / ".index.lock", victim)
+    with pytest.raises(ValueError, match="symbolic link"):
+        analysis_files.open_lock(tmp_path / ".index.lock")
+    _victim_untouched("symlink", victim)
+
+
+# ---- temporary files -----------------------------------------------------------------------------
+def _fixed_token(monkeypatch, module):
+    monkeypatch.setattr(module.secrets, "token_hex", lambda n: "feedbeef")
+
+
+WRITERS = {
+    "atomic_write_text": (bench.files, lambda path: atomic_write_text(path, "new")),
+    "write_new": (bench.files, lambda path: write_new(path.parent, path.stem, "new")),
+    "analysis write_text_atomically": (analysis_files, lambda path: analysis_files.write_text_atomically(path, "new")),
+}
+
+
+@pytest.mark.parametrize("name", list(WRITERS))
+def test_a_temporary_file_is_never_written_through_a_link(name, tmp_path, monkeypatch):
+    """The temporary name is random; one planted at that name anyway is not followed, nor removed."""
+    module, write = WRITERS[name]
+    _fixed_token(monkeypatch, module)
+    path, victim = tmp_path / "out.json", tmp_path / "victim.txt"
+    tmp = tmp_path / f".out.json.{os.getpid()}.feedbeef.tmp"
+    _plant("symlink", tmp, victim)
+    with pytest.raises(FileExistsError) as failure:
+        write(path)
+    assert failure.value.filename == str(path)
+    _victim_untouched("symlink", victim)
+    assert tmp.is_symlink() and not path.exists()
+    monkeypatch.undo()
+    write(path)  # another name: written
+    assert path.read_text() == "new"
+
+
+# ---- names that lead out of their folder ----------------------------------------------------------
+@pytest.mark.parametrize("name", ["../escaped", "a/b", "..", ".", "", "/tmp/abs"])
+def test_perf_name_must_be_a_plain_file_name(name, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    out_dir = tmp_path / "perf"
+    status, err = _bench(["perf", "--quick", "--only", "c", "--name", name, "--out-dir", str(out_dir)], capsys)
+    refused(status, err, f"--name {name!r}", "plain file name", "allowed")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == []  # nothing written, --out-dir not even made
+
+
+def test_perf_refuses_a_link_that_leads_out_of_out_dir(tmp_path, capsys):
+    out_dir, victim = tmp_path / "perf", tmp_path / "elsewhere.json"
+    out_dir.mkdir()
+    _plant("symlink", out_dir / "latest.json", victim)
+    refused(*_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys),
+            out_dir / "latest.json", "outside")
+    _victim_untouched("symlink", victim)
+
+
+def test_perf_refuses_an_unknown_group(tmp_path, capsys):
+    refused(*_bench(["perf", "--quick", "--only", "c,z", "--out-dir", str(tmp_path / "perf")], capsys),
+            "'z'", "allowed")
+    assert not (tmp_path / "perf").exists()
+
+
+def test_a_plain_perf_name_stays_in_out_dir(tmp_path):
+    assert output_path(str(tmp_path), "cpu-2024") == tmp_path / "cpu-2024.json"
+    assert plain_name("a.b-c_d", "--name") == "a.b-c_d"
+
+
+def test_inside_resolves_links_and_dot_dot(tmp_path):
+    root = tmp_path / "root"
+    root.mkdir()
+    assert inside(root, root / "a" / "b.json") == (root / "a" / "b.json").resolve()
+    with pytest.raises(BenchError, match="outside"):
+        inside(tmp_path / "root", tmp_path / "root" / ".." / "b.json")
+    (tmp_path / "root" / "out").symlink_to(tmp_path)
+    with pytest.raises(BenchError, match="outside"):
+        inside(tmp_path / "root", tmp_path / "root" / "out" / "b.json")
+
+
+# ---- a damaged figures index ----------------------------------------------------------------------
+DAMAGED_INDEX = {  # name -> (bytes of figures/index.json, words the line must hold)
+    "truncated": (b'{"accuracy_curves": ', ["not JSON"]),
+    "list": (b"[1, 2]", ["list", "mapping"]),
+    "caption-number": (b'{"accuracy_curves": 3}', ["'accuracy_curves'", "int", "string"]),
+    "caption-null": (b'{"accuracy_curves": null}', ["NoneType"]),
+    "name-escapes": (b'{"../../outside": "x"}', ["'../../outside'", "plain file name"]),
+    "not-utf8": (bytes(range(128, 256)), ["not JSON"]),
+}
+
+
+@pytest.fixture
+def study(tmp_path):
+    make_cell(tmp_path, "choco", (0.80, 0.81, 0.79))
+    (tmp_path / "figures").mkdir()
+    return tmp_path
+
+
+@pytest.mark.parametrize("damage", list(DAMAGED_INDEX))
+@pytest.mark.parametrize("command", ["report", "figures"])
+def test_a_damaged_figures_index_is_one_line_and_kept(command, damage, study, capsys):
+    content, words = DAMAGED_INDEX[damage]
+    index = study / "figures" / "index.json"
+    index.write_bytes(content)
+    argv = [command, str(study), *(["--only", "accuracy_curves"] if command == "figures" else [])]
+    refused(*_analysis(argv, capsys), index, "damaged", "remove it", *words)
+    assert index.read_bytes() == content  # not merged into, not replaced
+    assert not (study / "report.md").exists() and not (study / "figures" / "accuracy_curves.png").exists()
+
+
+def test_a_sound_index_is_still_merged(study, capsys):
+    index = study / "figures" / "index.json"
+    (study / "figures" / "methods.png").write_bytes(b"png")
+    index.write_text(json.dumps({"methods": "kept: its PNG is there", "gone": "dropped: no PNG"}))
+    assert _analysis(["figures", str(study), "--only", "accuracy_curves"], capsys)[0] == 0
+    merged = json.loads(index.read_text())
+    assert set(merged) == {"methods", "accuracy_curves"} and merged["methods"] == "kept: its PNG is there"
+    assert _analysis(["report", str(study)], capsys)[0] == 0
+    assert "figures/accuracy_curves.png" in (study / "report.md").read_text()

@@ -1,0 +1,194 @@
+"""A run never ends saying ``running``: a setting its BatchNorm layers cannot train on is refused before the run
+starts, and an error inside the runner, foreseen or not, leaves run.json ``failed`` with the reason and one line
+on stderr."""
+import json
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+from bench.cli import main
+from bench.errors import BenchError
+from bench.models import make_model
+from bench.run import resolve
+from bench.run.runner import Loop
+from bench.tasks import TaskSetup, make_task
+from bench.tasks.batchnorm import batchnorm_inputs, check_batchnorm_batch
+from datafiles import write_cifar, write_imagefolder
+from test_run import SMALL, WALL, metrics
+
+
+def _err_lines(capsys):
+    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+
+
+def _record(out):
+    return json.loads((out / "run.json").read_text())
+
+
+# ---- 1. BatchNorm and the per-worker batch --------------------------------------------------------
+IMAGENET_B1 = ["run", "--task", "imagenet-resnet50", "--algorithm", "choco", "--compressor", "sign", "--topology",
+               "ring", "--nodes", "3", "--epochs", "1", "--batch-size", "1", "--set", "gamma=0.3",
+               "--set", "task_options.size=8", "--quiet"]
+
+
+def test_resnet50_at_size_8_and_batch_1_is_refused_before_the_run(tmp_path, capsys):
+    root = write_imagefolder(tmp_path / "imagenet")
+    out = tmp_path / "run"
+    assert main([*IMAGENET_B1, "--set", f"data_root={root}", "--out", str(out)]) == 2
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and "batch_size=1" in lines[0] and "BatchNorm layer" in lines[0], lines
+    assert "batch_size >= 2" in lines[0] and "Traceback" not in lines[0]
+    assert not out.exists()  # no run directory, no run.json saying running
+
+
+def test_the_refusal_leaves_an_earlier_attempts_files_as_they_were(tmp_path, capsys):
+    """Bad input changes no file: a run.json of the same settings that an earlier attempt left stays byte for
+    byte (an unforeseen error marks it failed instead: see below)."""
+    root = write_imagefolder(tmp_path / "imagenet")
+    out = tmp_path / "run"
+    out.mkdir()
+    flags = {"task": "imagenet-resnet50", "algorithm": "choco", "compressor": "sign", "topology": "ring",
+             "nodes": 3, "epochs": 1.0, "batch_size": 1, "quiet": True}
+    cfg = resolve({}, flags, {"gamma": 0.3, "task_options": {"size": 8}, "data_root": str(root)})
+    earlier = json.dumps({"run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running"})
+    (out / "run.json").write_text(earlier)
+    assert main([*IMAGENET_B1, "--set", f"data_root={root}", "--out", str(out)]) == 2
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and "BatchNorm layer" in lines[0], lines  # this run's refusal, not another one's
+    assert (out / "run.json").read_text() == earlier and sorted(p.name for p in out.iterdir()) == ["run.json"]
+
+
+class _BNHead(nn.Module):
+    """A BatchNorm1d after a linear layer: one value per channel at batch 1, whatever the input."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc, self.bn = nn.Linear(6, 4), nn.BatchNorm1d(4)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+CASES = [("resnet50", {}, (3, 8, 8), 1), ("resnet50", {}, (3, 8, 8), 2), ("resnet50", {}, (3, 32, 32), 1),
+         ("resnet50", {}, (3, 64, 64), 1), ("resnet8", {"num_classes": 10}, (3, 32, 32), 1),
+         ("bn-head", {}, (6,), 1), ("bn-head", {}, (6,), 3)]
+
+
+@pytest.mark.parametrize("name, kwargs, shape, batch", CASES)
+def test_the_check_refuses_exactly_what_batchnorm_cannot_train_on(name, kwargs, shape, batch):
+    """The check traces shapes only; its verdict is torch's own: a training forward pass on real tensors raises
+    'Expected more than 1 value per channel' exactly where the check refuses."""
+    torch.manual_seed(0)
+    model = _BNHead() if name == "bn-head" else make_model(name, **kwargs)
+    try:
+        check_batchnorm_batch(name, model, shape, batch)
+        refused = False
+    except BenchError as err:
+        refused = True
+        assert f"batch_size={batch}" in str(err)
+    model.train()
+    try:
+        model(torch.randn(batch, *shape))
+        torch_refuses = False
+    except ValueError as err:
+        assert "more than 1 value per channel" in str(err)
+        torch_refuses = True
+    assert refused == torch_refuses
+    assert model.training  # the check leaves the model's mode as it was
+
+
+def test_tasks_with_batchnorm_and_without(tmp_path):
+    """The ResNets (CIFAR-10 ResNet-8/20, ImageNet ResNet-50) have BatchNorm, the MLP none (so it is not traced);
+    CIFAR's ResNets keep 8x8 maps to the end, so batch 1 trains there and is not refused."""
+    write_cifar(tmp_path / "cifar-10-batches-py", per_batch=12)
+    for name in ("cifar10-resnet8", "cifar10-resnet20"):
+        task = make_task(name, TaskSetup(n_workers=3, batch_size=1, data_root=str(tmp_path)))
+        seen = batchnorm_inputs(task.model, (3, 32, 32), 1)
+        assert seen and min(s[2] * s[3] for _, s in seen) == 64
+    assert batchnorm_inputs(make_model("mlp", in_features=40, num_classes=10), (40,), 1) == []
+
+
+# ---- 2. errors inside the runner ------------------------------------------------------------------
+def _failing_step(monkeypatch, error, after=3):
+    real, calls = Loop.step, []
+
+    def step(self, batch):
+        calls.append(1)
+        if len(calls) > after:
+            raise error
+        return real(self, batch)
+
+    monkeypatch.setattr(Loop, "step", step)
+
+
+def test_an_unexpected_error_in_a_step_fails_the_run_with_its_reason(tmp_path, monkeypatch, capsys):
+    argv = [*SMALL, "--set", "checkpoint_every=0.5"]
+    assert main(["run", *argv, "--out", str(tmp_path / "reference")]) == 0
+    out = tmp_path / "run"
+    _failing_step(monkeypatch, ValueError("boom in a step\nsecond line"), after=8)
+    capsys.readouterr()
+    assert main(["run", *argv, "--out", str(out)]) == 1
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and "stopped at step 8" in lines[0] and "ValueError: boom in a step" in lines[0], lines
+    assert "second line" not in lines[0]
+    record = _record(out)
+    assert record["status"] == "failed" and record["error"].startswith("ValueError: boom in a step")
+    assert "(at bench/run/runner.py:" in record["error"] and "boom in a step" in record["traceback"]
+    assert "end_time" in record and record["final"]["step"] == metrics(out)["step"].iloc[-1]
+    assert len(metrics(out)) >= 2 and (out / "checkpoint.pt").exists()  # kept: the same command resumes
+    monkeypatch.undo()
+    assert main(["run", *argv, "--out", str(out)]) == 0
+    assert _record(out)["status"] == "completed"
+    pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), metrics(tmp_path / "reference").drop(columns=WALL))
+
+
+def test_bad_input_found_mid_run_fails_the_run_and_is_one_line_with_status_2(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "run"
+    _failing_step(monkeypatch, BenchError("data/img7.JPEG is not an image the suite can read"))
+    assert main(["run", *SMALL, "--out", str(out)]) == 2
+    assert _err_lines(capsys) == ["bench: error: data/img7.JPEG is not an image the suite can read"]
+    record = _record(out)
+    assert record["status"] == "failed" and record["error"] == "data/img7.JPEG is not an image the suite can read"
+    assert "traceback" not in record
+
+
+def test_an_error_while_writing_the_end_still_marks_the_run_failed(tmp_path, monkeypatch, capsys):
+    """The final metrics cannot be written (a library error, not a full disk): run.json says failed anyway."""
+    out = tmp_path / "run"
+
+    def broken(self, *args, **kwargs):
+        raise TypeError("cannot convert column")
+
+    monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
+    assert main(["run", *SMALL, "--out", str(out)]) == 1
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and "TypeError: cannot convert column" in lines[0]
+    record = _record(out)
+    assert record["status"] == "failed" and "cannot convert column" in record["error"]
+
+
+def test_an_error_before_the_first_step_leaves_nothing_that_says_running(tmp_path, monkeypatch, capsys):
+    """Fresh run: the error comes before run.json is written, so nothing is left; one line, status 1. Resumed
+    run: the run.json its earlier attempt left saying running says failed."""
+    import bench.run.launch as launch
+
+    def broken_build(*args, **kwargs):
+        raise RuntimeError("no kernel for this device")
+
+    out = tmp_path / "run"
+    monkeypatch.setattr(launch, "build", broken_build)
+    assert main(["run", *SMALL, "--out", str(out)]) == 1
+    lines = _err_lines(capsys)
+    assert len(lines) == 1 and "could not start" in lines[0] and "RuntimeError: no kernel" in lines[0], lines
+    assert not out.exists()
+    monkeypatch.undo()
+    assert main(["run", *SMALL, "--set", "stop_at=1", "--out", str(out)]) == 0  # paused at epoch 1
+    record = _record(out)
+    (out / "run.json").write_text(json.dumps({**record, "status": "running"}))  # as if killed there
+    monkeypatch.setattr(launch, "build", broken_build)
+    assert main(["run", *SMALL, "--set", "stop_at=1", "--out", str(out)]) == 1
+    after = _record(out)
+    assert after["status"] == "failed" and "no kernel for this device" in after["error"]
+    assert after["fingerprint"] == record["fingerprint"] and "no kernel" in after["traceback"]

@@ -1,0 +1,345 @@
+"""Issue 26: one YAML reader with the same refusals everywhere (aliases, tags, depth, repeated keys), cell and run
+names that are bounded and one per training, and a study too large to build its DAG warned about or refused."""
+import glob
+import itertools
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.errors import BenchError
+from bench.pipeline import Study, names, size
+from bench.pipeline.scale import sized
+from bench.run.config import load_yaml as load_settings, parse_sets
+from bench.track import quickset
+from bench.yamlio import MAX_DEPTH, check_plain, load_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
+
+
+def bomb(levels=9) -> str:
+    """A "billion laughs" YAML value: 9 aliases per level, 9^levels strings once expanded."""
+    parts, prev = ['&a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'], "a0"
+    for k in range(1, levels):
+        parts.append(f"&a{k} [" + ",".join([f"*{prev}"] * 9) + "]")
+        prev = f"a{k}"
+    return "[" + ", ".join(parts) + "]"
+
+
+def study_text(defaults: str = "{epochs: 1}") -> str:
+    return (f"study: y\ntask: lsq\nseeds: [0]\ndefaults: {defaults}\n"
+            "blocks: {b: {method: [choco/sign], topology: [ring], nodes: [4]}}\n")
+
+
+def refused(text: str, *words) -> str:
+    with pytest.raises(BenchError) as err:
+        load_yaml(text, "f.yaml")
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("f.yaml "), message
+    for word in words:
+        assert word in message, (word, message)
+    return message
+
+
+def snakemake(config: dict, tmp_path: Path, *args) -> subprocess.CompletedProcess:
+    path = tmp_path / "study.yaml"
+    path.write_text(yaml.safe_dump(config))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run([*SNAKEMAKE, *args, "--configfile", str(path), "--directory", str(tmp_path)],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+
+
+# -- 1. one loader, the same refusals ---------------------------------------------------------------------
+def test_an_alias_bomb_to_bench_track_config_is_refused_at_once(tmp_path):
+    # before: the loader gave the aliased tree, hashing it took ~3 GB and 23 s before a MemoryError
+    text = study_text(f"{{epochs: 1, network: {bomb()}}}")
+    started = time.monotonic()
+    with pytest.raises(BenchError, match="alias"):
+        load_yaml(text, "--config track.yaml")
+    assert time.monotonic() - started < 0.1
+    path, out = tmp_path / "track.yaml", tmp_path / "history"
+    path.write_text(text)
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--config", str(path), "--parts", "study",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=30)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"--config {path} uses the YAML anchor &a0" in lines[0] and "aliases are not read" in lines[0]
+    assert time.monotonic() - started < 10  # the imports; the refusal itself is the 0.1 s above
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("text,tag", [
+    ("a: !!python/object/apply:os.system ['true']", "!!python/object/apply:os.system"),
+    ("a: !!python/name:os.system", "!!python/name:os.system"),
+    ("a: !local 1", "!local"),
+    ("a: !!binary aGk=", "!!binary"),
+    ("a: !!set {x: null}", "!!set"),
+    ("a: !!timestamp 2024-01-01", "!!timestamp"),
+])
+def test_tags_other_than_the_plain_types_are_refused(text, tag):
+    refused(text, f"tag {tag}", "(line 1)", "allowed tags: !!bool")
+
+
+def test_the_plain_tags_are_read():
+    assert load_yaml("a: !!str 1\nb: !!float 2\nc: ! x\nd: !!null ''\n", "f.yaml") == \
+        {"a": "1", "b": 2.0, "c": "x", "d": None}
+
+
+@pytest.mark.parametrize("text", [
+    "[" * (MAX_DEPTH + 1) + "]" * (MAX_DEPTH + 1),
+    "[" * 200_000,  # unclosed: refused at the 65th level, never parsed to the end
+    "".join("  " * i + "a:\n" for i in range(MAX_DEPTH + 1)) + "  " * (MAX_DEPTH + 1) + "b: 1\n",
+])
+def test_deep_nesting_is_refused(text):
+    refused(text, f"nested more than {MAX_DEPTH} levels")
+
+
+def test_nesting_up_to_the_limit_is_read():
+    value = load_yaml("[" * MAX_DEPTH + "]" * MAX_DEPTH, "f.yaml")
+    for _ in range(MAX_DEPTH - 1):
+        (value,) = value
+    assert value == []
+
+
+def test_anchors_repeated_keys_and_oversized_texts_are_refused():
+    refused("a: &x 1\nb: 2\n", "anchor &x", "(line 1)", "write the value out")
+    refused("lr: 0.1\nepochs: 2\nlr: 0.2\n", "key 'lr' twice", "(line 3)")
+    refused("a: " + "x" * (1 << 21), "2,097,155 characters")
+    assert load_yaml("<<: {lr: 0.1}\nepochs: 2\n", "f.yaml") == {"lr": 0.1, "epochs": 2}  # a merge, no alias
+
+
+def test_the_run_configs_alias_refusal_still_holds(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text("base: &b {lr: 0.1}\n<<: *b\n")
+    with pytest.raises(BenchError, match=r"bad\.yaml.*alias"):
+        load_settings(str(path))
+    with pytest.raises(BenchError, match=r"--set 'network=.*alias"):
+        parse_sets([f"network={bomb()}"])
+    with pytest.raises(BenchError, match=r"--set 'lr=.*tag !!python/name:os\.system"):
+        parse_sets(["lr=!!python/name:os.system"])
+
+
+def test_bench_plan_reads_studies_with_the_same_loader(tmp_path):
+    from bench.plan.command import load_study
+
+    path = tmp_path / "s.yaml"
+    path.write_text(study_text("{epochs: 1, lr: !!binary aGk=}"))
+    with pytest.raises(BenchError, match=r"s\.yaml' uses the YAML tag !!binary"):
+        load_study([str(path)], None)
+
+
+def test_every_yaml_file_of_the_suite_reads_as_before():
+    files = [p for p in glob.glob(str(ROOT / "**" / "*.yaml"), recursive=True)
+             if "/.venv/" not in p and "/results/" not in p and "/.snakemake/" not in p]
+    assert len(files) > 15
+    for path in files:
+        text = Path(path).read_text()
+        assert load_yaml(text, path) == yaml.safe_load(text), path
+
+
+def test_data_loaded_elsewhere_is_held_to_the_same_rules():
+    # Snakemake loads --configfile itself: the aliases come back as one object reached many times
+    loaded = yaml.load(f"x: {bomb()}", Loader=yaml.FullLoader)
+    started = time.monotonic()
+    with pytest.raises(BenchError, match=r"cfg repeats a value at x\[1\]\[0\] \(a YAML alias\)"):
+        check_plain(loaded, "cfg")
+    assert time.monotonic() - started < 0.1
+    with pytest.raises(BenchError, match="tuple"):
+        check_plain({"a": (1, 2)}, "cfg")
+    deep: list = []
+    for _ in range(MAX_DEPTH):
+        deep = [deep]
+    with pytest.raises(BenchError, match="nested more than"):
+        check_plain({"a": deep}, "cfg")
+    check_plain(yaml.safe_load((ROOT / "config" / "table1.yaml").read_text()), "cfg")
+
+
+@pytest.mark.slow
+def test_an_alias_bomb_study_stops_the_dag_build_at_once(tmp_path):
+    # before: `snakemake -n` was still validating the expanded tree after a minute
+    path = tmp_path / "bomb.yaml"
+    path.write_text(study_text(f"{{epochs: 1, data_root: {bomb()}}}"))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    proc = subprocess.run([*SNAKEMAKE, "-n", "--configfile", str(path), "--directory", str(tmp_path)], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    (line,) = [line for line in proc.stderr.splitlines() if "alias" in line]
+    assert "the study's config repeats a value at defaults.data_root[1][0]" in line
+
+
+# -- 2. names: one per training, bounded -------------------------------------------------------------------
+BASE = {"study": "v", "task": "lsq", "seeds": [0, 1], "defaults": {"epochs": 1}}
+
+
+def test_topologies_that_differ_after_the_colon_get_their_own_cells():
+    # before: both were erdos-renyi0.516, and the second cell silently replaced the first
+    config = {**BASE, "blocks": {
+        "a": {"method": ["dpsgd/none"], "topology": ["erdos-renyi:0.5"], "nodes": [16]},
+        "b": {"method": ["dpsgd/none"], "topology": ["erdos-renyi:0.51"], "nodes": [6]}}}
+    study = Study(config)
+    assert len(study.cells) == 2
+    first, second = study.cells
+    assert first == "dpsgd-none_erdos-renyi0.516"  # reads back one way: the name it always had
+    assert second.startswith("dpsgd-none_erdos-renyi0.516~") and len(second) == len(first) + 1 + names.DIGEST
+    assert {c.topology for c in study.configs.values()} == {"erdos-renyi:0.5", "erdos-renyi:0.51"}
+    assert len(study.runs) == 4
+
+
+TOPOLOGIES = ["ring", "torus", "erdos-renyi:0.5", "erdos-renyi:0.51", "erdos-renyi:0.05", "erdos-renyi:0.516",
+              "erdos-renyi:1", "random-regular:4", "random-regular:41", "file:edges.txt", "file:edges.txt5",
+              "file:e/dges.txt", "file:edg-es.txt"]
+
+
+def test_every_combination_of_look_alike_settings_has_a_name_of_its_own():
+    combos = list(itertools.product(
+        ["choco", "dcd"], ["none", "top:0.01", "top:0.011", "qsgd:4", "qsgd:41", "rand:0.1,unbiased=true"],
+        TOPOLOGIES, [1, 6, 16, 56, 516], [None, "shuffle", "dirichlet:0.1", "dirichlet:0.11", "dirichlet0.1"],
+        [None, 0.1, "0.1,2", [0.1, 2]]))
+    cells = set()
+    for algorithm, compressor, topology, nodes, data, lr in combos:
+        settings = {"algorithm": algorithm, "compressor": compressor, "topology": topology, "nodes": nodes}
+        settings.update({k: v for k, v in (("data", data), ("lr", lr)) if v is not None})
+        name = names.cell_name(settings)
+        assert len(name.encode()) <= names.MAX_NAME and "/" not in name and ":" not in name
+        cells.add(name)
+    assert len(cells) == len(combos)
+
+
+def test_the_studies_of_this_checkout_keep_their_names():
+    studies = 0
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text())
+        if "blocks" not in config:
+            continue
+        for scale in ("cpu", "gpu"):
+            study = Study({**config, "scale": scale})
+            for cell, settings in study.cells.items():
+                assert cell == names.spelling(settings), (path.name, cell)
+            studies += 1
+    assert studies > 20
+    spelt = set(Study(yaml.safe_load((ROOT / "config" / "config.yaml").read_text())).runs)
+    assert {"choco-sign_erdos-renyi0.316_s0", "choco-top0.01_ring8_s0"} <= spelt
+
+
+def test_long_names_are_cut_with_a_digest_and_fit_the_file_system(tmp_path):
+    # before: a 300-character data_root gave a 330-byte run folder, refused only when the run started
+    long = "x" * 300
+    config = {**BASE, "seeds": [0, 2**31 - 1], "blocks": {"b": {
+        "method": ["choco/sign"], "topology": ["ring"], "nodes": [4], "data_root": [long + "a", long + "b"]}}}
+    study = Study(config)
+    assert len(study.cells) == 2 and len(study.runs) == 4
+    for cell in study.cells:
+        assert len(cell.encode()) == names.MAX_NAME and names.MARK in cell
+        results = tmp_path / "results" / "v"
+        # every folder and file a cell or run gets, temporary and set-aside names included
+        run = f"{cell}_s{2**31 - 1}"
+        logs = tmp_path / "logs" / "v"
+        for path in [results / "runs" / run / "run.json", results / "runs" / ".cells" / f"{cell}.done",
+                     results / "tuned" / f".{cell}.yaml.4194304.0123abcd.tmp", results / "tune" / cell / "lr=0.1_s0",
+                     results / "runs" / ".stale" / f"{run}-0123456789.12", logs / "runs" / f"{run}.log",
+                     logs / "tune" / f"{cell}.select.log"]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("")
+    assert {settings["data_root"] for settings in study.cells.values()} == {long + "a", long + "b"}
+
+
+def test_a_repeated_name_stops_the_study_with_one_line(monkeypatch):
+    # names are one per training by construction; the study still refuses two cells of one name
+    from bench.pipeline import study as study_module
+
+    monkeypatch.setattr(study_module, "cell_name", lambda settings: "same")
+    config = {**BASE, "blocks": {"a": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]},
+                                 "b": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4]}}}
+    with pytest.raises(BenchError) as err:
+        Study(config)
+    message = str(err.value)
+    assert "\n" not in message and "'same'" in message and "block 'a': " in message and "block 'b': " in message
+
+
+def test_consensus_methods_get_a_folder_each():
+    assert names.keyed(["exact", "qsgd:4", "top:0.1"], "m") == {"exact": "exact", "qsgd4": "qsgd:4",
+                                                                  "top0.1": "top:0.1"}
+    folders = names.keyed(["qsgd:4", "qsgd4", "top:0.1"], "m")
+    assert len(folders) == 3 and "qsgd4" in folders and folders["qsgd4"] == "qsgd:4"
+
+
+def test_a_study_name_is_a_folder_name():
+    with pytest.raises(BenchError, match="study name 'x{101}' must be 1 to 100"):
+        Study({**BASE, "study": "x" * 101, "blocks": {}})
+    with pytest.raises(BenchError, match=r"study name '\.\./up'"):
+        Study({**BASE, "study": "../up", "blocks": {}})
+
+
+@pytest.mark.slow
+def test_the_dag_of_a_study_with_long_and_look_alike_names_builds_with_bounded_names(tmp_path):
+    config = {**BASE, "seeds": [0], "blocks": {
+        "er": {"method": ["dpsgd/none"], "topology": ["erdos-renyi:0.5", "erdos-renyi:0.51"], "nodes": [6, 16]},
+        "long": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4], "data_root": ["d" * 300]}}}
+    proc = snakemake(config, tmp_path, "-n")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    runs = Study(config).runs
+    assert len(runs) == 5
+    for run in runs:
+        assert f"results/v/runs/{run}/run.json" in proc.stdout and len(run.encode()) <= 255 - 4  # + .log
+
+
+# -- 3. size -------------------------------------------------------------------------------------------------
+def huge(cells_per_knob: int, **top) -> dict:
+    values = [round(0.001 * (i + 1), 6) for i in range(cells_per_knob)]
+    return {**BASE, **top, "blocks": {
+        "grid": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4], "lr": values,
+                 "weight_decay": list(values)},  # a copy: one list twice would be dumped as an alias
+        "one": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}}
+
+
+def test_the_size_is_counted_from_the_lists_alone():
+    config = huge(1000, tune={"grid": {"lr": [0.1, 0.2], "momentum": [0.0, 0.5, 0.9]}, "seeds": [0, 1]})
+    counted = size.count(sized(config, "cpu"))
+    assert counted.cells == 10**6 + 1 and counted.runs == 2 * (10**6 + 1)
+    # the grid block fixes lr: 3 momenta x 2 tuning seeds; the other searches 2 x 3 x 2
+    assert counted.trials == 10**6 * 6 + 12 and counted.total == counted.runs + counted.trials
+
+
+def test_a_huge_study_is_refused_before_it_is_expanded():
+    started = time.monotonic()
+    with pytest.raises(BenchError) as err:
+        Study(huge(1000))
+    assert time.monotonic() - started < 1  # expanding it would take over an hour
+    message = str(err.value)
+    assert "\n" not in message and message.startswith("study 'v' at scale=cpu: 2,000,002 runs")
+    assert "allow_large: true" in message and "min" in message and "GB" in message
+
+
+def test_a_large_study_is_warned_about_and_a_huge_one_is_allowed_when_it_says_so():
+    assert size.check(size.count(sized(huge(10, seeds=[0]), "cpu")), False) is None  # 101 runs: quiet
+    warning = size.check(size.count(sized(huge(150), "cpu")), False)  # 2 x 22,501 runs
+    assert warning.startswith("45,002 runs (") and "about 3 min" in warning and "15,000" in warning
+    with pytest.raises(BenchError):
+        size.check(size.count(sized(huge(1000), "cpu")), False)
+    assert "2,000,002 runs" in size.check(size.count(sized(huge(1000), "cpu")), True)
+    assert size.allows_large({"allow_large": True}) and size.allows_large({"allow_large": "true"})
+    assert not size.allows_large({}) and not size.allows_large({"allow_large": False})
+
+
+def test_the_warning_is_one_line_on_stderr_with_the_count(monkeypatch, capsys):
+    monkeypatch.setattr(size, "WARN_RUNS", 10)
+    Study(huge(3))  # 2 x 10 runs
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("warning: study 'v' at scale=cpu spells out 20 runs (10 cells") and "s and" in line
+
+
+@pytest.mark.slow
+def test_the_dag_build_refuses_a_huge_study_at_once_and_takes_allow_large(tmp_path):
+    started = time.monotonic()
+    proc = snakemake(huge(1000), tmp_path, "-n")
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr and time.monotonic() - started < 60
+    (line,) = [line for line in proc.stderr.splitlines() if "allow_large" in line]
+    assert "2,000,002 runs" in line
+    small = huge(2)
+    assert snakemake(small, tmp_path, "-n", "--config", "allow_large=true").returncode == 0
