@@ -15,6 +15,7 @@ import pandas as pd
 
 from analysis.checks import DamagedFile, read_table
 from analysis.files import write_atomically, write_text_atomically
+from analysis.report_html import names_as_text
 
 # a traces.csv as `bench consensus --out` writes it: what this summary, the consensus figure and the claims read
 TRACE_COLUMNS = ["method", "gamma", "topology", "nodes", "spectral_gap", "dim", "seed", "step", "rel_error",
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     first = traces.iloc[0]
     header = (f"Consensus on {first['topology']} (n={first['nodes']}, spectral gap {first['spectral_gap']:.4f}), "
               f"d={first['dim']}, seed {first['seed']}; error relative to the start, level {args.level:g}.\n\n")
-    write_text_atomically(args.out / "summary.md", header + table.to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text_atomically(args.out / "summary.md", header + names_as_text(table, ["method", "topology"]).to_markdown(index=False, floatfmt=".4g") + "\n")
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
 

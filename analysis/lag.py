@@ -14,6 +14,7 @@ from analysis.files import write_atomically
 from analysis.figures import as_percent, one_cell_per, usable
 from analysis.labels import method_label
 from analysis.summary import REFERENCE, spectral_fit
+from analysis.report_html import md_text, names_as_text
 
 SETTING = ["task", "data", "algorithm", "compressor", "topology", "nodes"]
 LAG_COLUMNS = SETTING + ["method", "spectral_gap", "seeds", "diverged", "consensus", "allreduce_acc", "acc",
@@ -140,7 +141,7 @@ def fits_markdown(fits: pd.DataFrame) -> str:
 
     rows = []
     for _, f in fits.iterrows():
-        base = {"task": f["task"], "data": f["data"], "methods": f["scope"]}
+        base = {"task": md_text(f["task"]), "data": md_text(f["data"]), "methods": md_text(f["scope"])}
         if f["note"]:
             rows.append({**base, "b [95% CI]": f"no fit: {f['note']}"})
             continue
@@ -158,6 +159,7 @@ def table_markdown(table: pd.DataFrame) -> str:
         ["method", "data", "topology", "nodes", "spectral_gap", "seeds", "diverged", "consensus", "gap"]]
     shown = shown.rename(columns={"nodes": "n", "spectral_gap": "ρ", "consensus": "Ξ (2nd half)",
                                   "gap": "gap to all-reduce (pp)"})
+    shown = names_as_text(shown, ["method", "data", "topology"])
     return shown.to_markdown(index=False, floatfmt=".3g") + "\n"
 
 

@@ -14,6 +14,7 @@ from analysis.files import write_atomically
 from analysis.figures import IID_SCHEMES, as_percent, one_cell_per, usable
 from analysis.labels import method_label, method_sort_key
 from analysis.summary import REFERENCE
+from analysis.report_html import md_text
 
 SETTING = ["task", "topology", "nodes", "algorithm", "compressor"]
 COLUMNS = ["task", "topology", "nodes", "method", "algorithm", "compressor", "data", "seeds", "diverged",
@@ -103,7 +104,8 @@ def table_markdown(table: pd.DataFrame) -> str:
     order = sorted(table["method"].unique(), key=method_sort_key)
     shown = table.assign(order=table["method"].map(order.index)).sort_values(
         ["task", "topology", "nodes", "order", "data"])
-    rows = [{"method": r["method"], "topology": r["topology"], "n": int(r["nodes"]), "data": r["data"],
+    rows = [{"method": md_text(r["method"]), "topology": md_text(r["topology"]), "n": int(r["nodes"]),
+             "data": md_text(r["data"]),
              "seeds (diverged)": f"{r['seeds']} ({r['diverged']})",
              "steps/epoch": f"{r['steps_per_epoch']:g}" if math.isfinite(r["steps_per_epoch"]) else "—",
              "accuracy % [95% CI]": _interval(r["acc"], r["acc_ci_low"], r["acc_ci_high"]),

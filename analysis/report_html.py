@@ -41,6 +41,11 @@ def md_text(value) -> str:
     return _MARKDOWN_ACTIVE.sub(r"\\\1", text)
 
 
+def names_as_text(frame, columns):
+    """``frame`` with each of ``columns`` (names: methods, topologies, cells) as md_text, for to_markdown."""
+    return frame.assign(**{c: [md_text(v) for v in frame[c]] for c in columns if c in frame})
+
+
 def md_code(value) -> str:
     """``value`` as one Markdown code span, whatever backticks it holds."""
     text = " ".join(str(value).split())

@@ -20,6 +20,7 @@ from analysis.files import write_atomically
 from analysis.figures import usable
 from analysis.labels import method_label, method_sort_key
 from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
+from analysis.report_html import md_text
 
 METRIC = "train_subopt"
 TARGET_FACTORS = (2.0, 1.25)  # default targets = factor × the n = 1 floor: the transient, then near the floor
@@ -246,7 +247,7 @@ def speedup_markdown(table: pd.DataFrame) -> str:
     for (task, regime), t in table.groupby(["task", "lr_regime"], sort=False):
         keys = ["method", "nodes"]
         shown = t.drop_duplicates(keys)[keys + ["lr", "shared", "floor", "floor_ratio"]].reset_index(drop=True)
-        shown = pd.DataFrame({"method": shown["method"], "n": shown["nodes"],
+        shown = pd.DataFrame({"method": [md_text(m) for m in shown["method"]], "n": shown["nodes"],
                               "η": [f"{v:.3g}" + (" (shared)" if s else "")
                                     for v, s in zip(shown["lr"], shown["shared"])],
                               "floor": [f"{v:.3g}" for v in shown["floor"]],
@@ -258,7 +259,7 @@ def speedup_markdown(table: pd.DataFrame) -> str:
                 _interval(*v, "{:.0f}") + f" ({r}/{n})" for v, r, n in
                 zip(zip(f["steps_to_target"], f["steps_ci_low"], f["steps_ci_high"]), f["reached"], f["seeds"])]
             shown[f"speed-up to {name} [95% CI]"] = [_speedup_cell(r) for _, r in f.iterrows()]
-        out.append(f"### {task}: {regime_title(regime, t)}\n\n" + shown.to_markdown(index=False) + "\n")
+        out.append(f"### {md_text(task)}: {regime_title(regime, t)}\n\n" + shown.to_markdown(index=False) + "\n")
     return "\n".join(out)
 
 

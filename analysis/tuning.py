@@ -28,6 +28,7 @@ import yaml
 
 from analysis.files import write_text_atomically
 from analysis.checks import DamagedFile, read_table, record_problem
+from analysis.report_html import md_text
 
 # the knobs a tuning grid may search (each a `bench run` setting)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
@@ -320,7 +321,7 @@ def tuning_markdown(study_dir: Path) -> str | None:
             score, near = f"{best[column].mean():.4g}", _neighbours(g, best.iloc[0], knobs, column)
         else:
             chosen, score, near = "nothing (all diverged)", "—", "—"
-        rows.append(f"| {cell} | {chosen} | {score} | {near} | {_halving_note(study_dir, cell) or len(g)} | "
+        rows.append(f"| {md_text(cell)} | {chosen} | {score} | {near} | {_halving_note(study_dir, cell) or len(g)} | "
                     f"{int((g['status'] == 'diverged').sum())} |")
     criterion = ", ".join(sorted(table["criterion"].dropna().unique())) or "—"
     head = (f"Each cell was tuned by successive halving on the training set minus a "

@@ -236,3 +236,16 @@ def test_the_figure_rule_hands_snakemake_the_escaped_caption(tmp_path):
     assert "not drawn yet" in report_caption(tmp_path, "y")
     (tmp_path / "index.json").write_text('{"x": ')  # damaged: the report says so instead of stopping
     assert "damaged" in report_caption(tmp_path, "x")
+
+def test_the_tables_of_other_sections_keep_a_hostile_name_in_one_cell_as_text():
+    import pandas as pd
+
+    from analysis.report_html import markdown_to_html, names_as_text
+
+    frame = pd.DataFrame({"method": ["a|b<script>x()</script>"], "topology": ["ring"], "gap": [1.5]})
+    table = names_as_text(frame, ["method", "topology", "absent"]).to_markdown(index=False)
+    row = table.splitlines()[2]
+    assert len(re.findall(r"(?<!\\)\|", row)) == 4  # three cells: the name's own | is escaped
+    assert "<script>" not in table
+    page = markdown_to_html(table)
+    assert "<script>" not in page and page.count("<td") == 3 and "a|b&lt;script&gt;" in page
