@@ -10,6 +10,7 @@ that something else loaded (Snakemake reads ``--configfile`` itself). Imports on
 from __future__ import annotations
 
 import datetime
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -98,6 +99,22 @@ def load_yaml(text: str, source: str) -> Any:
     except Exception as err:  # PyYAML's constructors raise plain errors on bad tagged values: !!float ;, !!int x
         detail = (str(err).splitlines() or [type(err).__name__])[0]
         raise BenchError(f"{source} is not valid YAML: a tagged value cannot be read ({detail})") from None
+
+
+def read_yaml(path, source: str, what: str = "a YAML file") -> Any:
+    """load_yaml of the file at ``path``; a file that is missing, a folder, not UTF-8 text or unreadable is one
+    BenchError line naming ``source`` and what to give (``what``)."""
+    try:
+        text = Path(path).read_text()
+    except FileNotFoundError:
+        raise BenchError(f"{source} does not exist") from None
+    except IsADirectoryError:
+        raise BenchError(f"{source} is a directory; give {what}") from None
+    except UnicodeDecodeError:
+        raise BenchError(f"{source} is not text (not UTF-8); give {what}") from None
+    except OSError as err:
+        raise BenchError(f"{source} cannot be read: {err.strerror or err}") from None
+    return load_yaml(text, source)
 
 
 _PLAIN = (str, int, float, bool, type(None), datetime.date)  # what the safe loader gives (dates unquoted)

@@ -5,7 +5,6 @@ import itertools
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -58,19 +57,15 @@ def snakemake(config: dict, tmp_path: Path, *args) -> subprocess.CompletedProces
 def test_an_alias_bomb_to_bench_track_config_is_refused_at_once(tmp_path):
     # before: the loader gave the aliased tree, hashing it took ~3 GB and 23 s before a MemoryError
     text = study_text(f"{{epochs: 1, network: {bomb()}}}")
-    started = time.monotonic()
-    with pytest.raises(BenchError, match="alias"):
+    with pytest.raises(BenchError, match="anchor &a0"):  # refused at the first anchor, nothing expanded
         load_yaml(text, "--config track.yaml")
-    assert time.monotonic() - started < 0.1
     path, out = tmp_path / "track.yaml", tmp_path / "history"
     path.write_text(text)
-    started = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "bench", "track", "--config", str(path), "--parts", "study",
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=30)
     lines = proc.stderr.strip().splitlines()
     assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
     assert f"--config {path} uses the YAML anchor &a0" in lines[0] and "aliases are not read" in lines[0]
-    assert time.monotonic() - started < 10  # the imports; the refusal itself is the 0.1 s above
     assert not out.exists()
 
 
@@ -146,10 +141,8 @@ def test_every_yaml_file_of_the_suite_reads_as_before():
 def test_data_loaded_elsewhere_is_held_to_the_same_rules():
     # Snakemake loads --configfile itself: the aliases come back as one object reached many times
     loaded = yaml.load(f"x: {bomb()}", Loader=yaml.FullLoader)
-    started = time.monotonic()
     with pytest.raises(BenchError, match=r"cfg repeats a value at x\[1\]\[0\] \(a YAML alias\)"):
-        check_plain(loaded, "cfg")
-    assert time.monotonic() - started < 0.1
+        check_plain(loaded, "cfg")  # at the first repeat: x[0] is visited whole, x[1][0] is its copy
     with pytest.raises(BenchError, match="tuple"):
         check_plain({"a": (1, 2)}, "cfg")
     deep: list = []
@@ -306,11 +299,15 @@ def test_the_size_is_counted_from_the_lists_alone():
     assert counted.trials == 10**6 * 6 + 12 and counted.total == counted.runs + counted.trials
 
 
-def test_a_huge_study_is_refused_before_it_is_expanded():
-    started = time.monotonic()
+def test_a_huge_study_is_refused_before_it_is_expanded(monkeypatch):
+    import bench.pipeline.study as study_module
+
+    def expanded(block):
+        raise AssertionError("the study was expanded before its size was checked")
+
+    monkeypatch.setattr(study_module, "expand_block", expanded)  # expanding it would take over an hour
     with pytest.raises(BenchError) as err:
         Study(huge(1000))
-    assert time.monotonic() - started < 1  # expanding it would take over an hour
     message = str(err.value)
     assert "\n" not in message and message.startswith("study 'v' at scale=cpu: 2,000,002 runs")
     assert "allow_large: true" in message and "min" in message and "GB" in message
@@ -336,10 +333,25 @@ def test_the_warning_is_one_line_on_stderr_with_the_count(monkeypatch, capsys):
 
 @pytest.mark.slow
 def test_the_dag_build_refuses_a_huge_study_at_once_and_takes_allow_large(tmp_path):
-    started = time.monotonic()
-    proc = snakemake(huge(1000), tmp_path, "-n")
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr and time.monotonic() - started < 60
+    proc = snakemake(huge(1000), tmp_path, "-n")  # the test's own timeout bounds it
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if "allow_large" in line]
     assert "2,000,002 runs" in line
     small = huge(2)
     assert snakemake(small, tmp_path, "-n", "--config", "allow_large=true").returncode == 0
+
+
+@pytest.mark.parametrize("kind", ["binary", "folder", "missing"])
+def test_a_config_that_is_not_a_yaml_file_is_one_line(kind, tmp_path):
+    path = tmp_path / "c.yaml"
+    if kind == "binary":
+        path.write_bytes(b"\xc8\xff\x00" * 100)
+    elif kind == "folder":
+        path.mkdir()
+    out = tmp_path / "history"
+    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--config", str(path), "--parts", "study",
+                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    said = {"binary": "is not text (not UTF-8)", "folder": "is a directory", "missing": "does not exist"}[kind]
+    assert f"--config {path} {said}" in lines[0] and not out.exists()

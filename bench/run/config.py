@@ -268,17 +268,7 @@ def _yaml(text: str, where: str) -> Any:
 
 def load_yaml(path: str) -> dict[str, Any]:
     where = f"config file {path!r}"
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise BenchError(f"{where} does not exist") from None
-    except IsADirectoryError:
-        raise BenchError(f"{where} is a directory; give a YAML file of settings") from None
-    except UnicodeDecodeError:
-        raise BenchError(f"{where} is not text (not UTF-8); give a YAML file of settings") from None
-    except OSError as err:
-        raise BenchError(f"{where} cannot be read: {err.strerror or err}") from None
-    loaded = _yaml(text, where)
+    loaded = yamlio.read_yaml(path, where, "a YAML file of settings")
     if loaded is None:
         return {}
     if not isinstance(loaded, dict):

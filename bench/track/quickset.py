@@ -73,18 +73,10 @@ def run_perf(repo: Path, work: Path, device: str, only: str | None,
 
 
 def load_study(path: str):
-    import yaml
-
     from ..pipeline import Study
     from .. import yamlio
 
-    try:
-        text = Path(path).read_text()
-        config = yamlio.load_yaml(text, f"--config {path}")  # no aliases, tags or deep nesting
-    except OSError as err:
-        raise BenchError(f"--config {path}: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise BenchError(f"--config {path}: not YAML ({str(err).splitlines()[0]})") from None
+    config = yamlio.read_yaml(path, f"--config {path}", "a study YAML file")  # no aliases, tags or deep nesting
     if not isinstance(config, dict) or "study" not in config or "blocks" not in config:
         raise BenchError(f"--config {path}: not a study (a mapping with study: and blocks:)")
     study = Study(config)
