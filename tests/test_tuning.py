@@ -227,7 +227,7 @@ def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(t
     assert by_hand["lr"] == 0.2 and not (study / "tuned" / "dpsgd-none_ring4_lr=0.2.yaml").exists()
     assert (study / "figures" / "sensitivity.png").stat().st_size > 0
     report = (study / "report.md").read_text()
-    assert "## Tuning" in report and "| choco-sign_ring4 | lr = " in report
+    assert "## Tuning" in report and "| choco-sign\\_ring4 | lr = " in report  # names as Markdown text
 
 
 # -- successive halving ------------------------------------------------------------------------
