@@ -19,8 +19,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 setup: $(VENV)/.installed
 
+# make reproduce [STUDY=noniid] [SNAKEMAKE_ARGS='--config epochs=3']: a study of config/ end to end. A run
+# killed part-way is redone (--rerun-incomplete; runs resume from their checkpoints), so after an abrupt
+# kill the same command carries on.
+STUDY ?=
+SNAKEMAKE_ARGS ?=
+STUDY_NAME = $(shell sed -n 's/^study: *//p' config/$(if $(STUDY),$(STUDY),config).yaml 2>/dev/null)
 reproduce: $(VENV)/.installed
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/snakemake --cores $(CORES)
+	@test -z "$(STUDY)" || test -f "config/$(STUDY).yaml" || \
+	  { echo "error: STUDY=$(STUDY): no config/$(STUDY).yaml; studies: $$(ls config | sed -n 's/\.yaml$$//p' | grep -v '^config$$' | tr '\n' ' ')"; exit 2; }
+	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete $(if $(STUDY),--configfile config/$(STUDY).yaml) $(SNAKEMAKE_ARGS)
+	@echo "reproduce: the report is results/$(STUDY_NAME)/report.html (and report.md); figures in results/$(STUDY_NAME)/figures/"
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q
@@ -44,5 +53,8 @@ track-check: $(VENV)/.installed
 	  echo "track-check: measuring this commit's perf figures again to confirm the regression"; \
 	  $(PY) -m bench track --parts perf --settle 120 && $(TRACK_COMPARE); }
 
+# everything the studies wrote (results/<study>/, logs/, Snakemake's state); the committed baselines and
+# tracking history stay
 clean-results:
-	rm -rf results/consensus .snakemake
+	find results -mindepth 1 -maxdepth 1 ! -name baselines ! -name history -exec rm -rf {} +
+	rm -rf logs .snakemake

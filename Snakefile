@@ -1,14 +1,23 @@
 # Entry of the pipeline: the study's config, the rule files, and the final targets.
 import json
 import os
+import shlex
+import sys
 
+from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version
 
 min_version("8.0")
 
+# Every rule runs `python -m bench|analysis`: that python is the interpreter Snakemake runs in (the one that
+# imports bench in common.smk), so `.venv/bin/snakemake` works with nothing activated. Under `--sdm conda`
+# each rule's own environment (workflow/envs/bench.yaml) provides python instead.
+if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
+    shell.prefix(f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
+
 # The default study, unless another study file is given (--configfile config/<study>.yaml); a
-# study file replaces it entirely instead of being merged into it.
-if "study" not in config:
+# study file replaces it entirely instead of being merged into it. `--config KEY=VALUE` goes over either.
+if not workflow.overwrite_configfiles:
 
     configfile: os.path.join(workflow.basedir, "config", "config.yaml")
 

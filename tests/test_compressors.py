@@ -272,7 +272,7 @@ def test_unbiased_flag_matches_statistics(spec):
     ratio = bias_ratio(comp, gaussian(1, 200, seed=6), 4000, seed=2)
     if comp.unbiased:
         assert ratio < 1.5, ratio
-    else:  # a biased family can still be exact in a corner (top:1 keeps everything)
+    else:  # a biased family can still be exact in a corner (top:1.0 keeps everything)
         assert ratio > 1.5 or comp.delta(200) == 1.0, ratio
 
 
@@ -283,7 +283,7 @@ def test_kept_count_uses_the_decimal_fraction():
     assert kept_count(1e-5, 10**6) == 10
 
 
-@pytest.mark.parametrize("spec", ["top:0.1", "top:0.37", "rand:0.1", "rand:0.37,unbiased=true", "top:1", "rand:1"])
+@pytest.mark.parametrize("spec", ["top:0.1", "top:0.37", "rand:0.1", "rand:0.37,unbiased=true", "top:1.0", "rand:1.0"])
 def test_exactly_k_nonzeros_per_row_and_segment(spec):
     comp = make_compressor(spec)
     x = gaussian(8, D, seed=4)
@@ -317,7 +317,7 @@ def test_bit_rules_by_hand():
     for spec, (wire, paper) in expected.items():
         comp = make_compressor(spec)
         assert (comp.wire_bits(seg), comp.paper_bits(seg)) == (wire, paper), spec
-    assert make_compressor("top:1").wire_bits([1]) == 32  # one position needs no index bits
+    assert make_compressor("top:1.0").wire_bits([1]) == 32  # one position needs no index bits
 
 
 @pytest.mark.parametrize("spec", EXAMPLE_SPECS)
@@ -378,7 +378,7 @@ def test_table1_sign_row():
 
 # ------------------------------------------------------------------------- specs and errors --
 @pytest.mark.parametrize("spec, bad", [
-    ("top:0", "0"), ("top:1.5", "1.5"), ("top:-0.1", "-0.1"), ("top:abc", "abc"), ("top", "top"),
+    ("top:0", "0"), ("top:1", "top:0.01"), ("rand:1", "rand:1.0"), ("top:1.5", "1.5"), ("top:-0.1", "-0.1"), ("top:abc", "abc"), ("top", "top"),
     ("rand:2", "2"), ("rand:0", "0"), ("rand:0.1,unbiased=maybe", "maybe"),
     ("qsgd:0", "0"), ("qsgd:17", "17"), ("qsgd:2.5", "2.5"), ("qsgd:x", "x"), ("qsgd", "qsgd"),
     ("qsgd:4,biased=perhaps", "perhaps"), ("qsgd:4,levels=3", "levels"),

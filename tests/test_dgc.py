@@ -24,7 +24,7 @@ def test_sending_everything_without_factor_masking_is_all_reduce_momentum_sgd(cf
     """Momentum correction: with every coordinate sent, v = u (+ g) each round, which is the run's own
     momentum step on the mean gradient."""
     problem = Quadratic(N, D)
-    ours = trajectory(dgc("top:1", {"factor_masking": False}, cfg), problem)
+    ours = trajectory(dgc("top:1.0", {"factor_masking": False}, cfg), problem)
     reference = trajectory(build("allreduce", make_topology("ring", N), start(N), local_cfg=cfg), problem)
     torch.testing.assert_close(ours, reference, rtol=0, atol=1e-12)
 
@@ -32,7 +32,7 @@ def test_sending_everything_without_factor_masking_is_all_reduce_momentum_sgd(cf
 def test_sending_everything_with_factor_masking_is_all_reduce_sgd_without_momentum():
     """Factor masking zeroes u wherever v was sent: sending everything resets the momentum every round."""
     problem = Quadratic(N, D)
-    ours = trajectory(dgc("top:1"), problem)
+    ours = trajectory(dgc("top:1.0"), problem)
     plain = LocalStepConfig(weight_decay=HEAVY_BALL.weight_decay)
     reference = trajectory(build("allreduce", make_topology("ring", N), start(N), local_cfg=plain), problem)
     torch.testing.assert_close(ours, reference, rtol=0, atol=1e-12)

@@ -213,7 +213,7 @@ fraction_text = mostly(st.sampled_from(["0.5", "1", "0.01", "1.0", "0.25", "1e-3
                                  st.floats(allow_nan=True, allow_infinity=True).map(repr)))
 compressor_spec = mostly(
     st.one_of(st.sampled_from(["none", "sign", "top:0.5", "rand:0.5", "qsgd:4", "qsgd:2,biased=false",
-                               "rand:0.25,unbiased=true", "qsgd:8,biased=true", "top:1"]),
+                               "rand:0.25,unbiased=true", "qsgd:8,biased=true", "top:1.0"]),
               st.builds("{}:{}".format, st.sampled_from(["top", "rand"]), fraction_text),
               st.builds("qsgd:{}".format, st.integers(1, 16))),
     st.one_of(

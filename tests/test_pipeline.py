@@ -249,3 +249,45 @@ def test_a_study_can_ask_for_the_distributed_backend(tmp_path):
         assert info["status"] == "completed"
         assert info["runtime"]["backend"] == "dist" and info["runtime"]["processes"] == 2
     assert (tmp_path / "results" / "test-dist" / "summary.csv").exists()
+
+
+def test_the_rules_run_snakemakes_own_interpreter_with_nothing_activated(tmp_path):
+    """The README's `.venv/bin/snakemake ...` with no environment activated: every rule's `python` is the
+    interpreter Snakemake runs in, not whatever `python` PATH finds (none here, or one without torch)."""
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}
+    proc = subprocess.run([*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", "--configfile",
+                           str(ROOT / "config" / "test.yaml"), "--directory", str(tmp_path),
+                           "results/test/consensus/summary.csv"], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+    out = tmp_path / "results" / "test" / "consensus"
+    assert (out / "summary.csv").stat().st_size > 0  # analysis.consensus ran
+    assert {p.parent.name for p in out.glob("*/traces.csv")} == {"exact", "sign"}  # bench consensus ran
+
+
+def test_run_settings_on_the_command_line_replace_the_studys_defaults(tmp_path):
+    out = snakemake("-n", "-p", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path),
+                    "--config", "epochs=1", "lr=0.05")
+    commands = [line for line in out.stdout.splitlines() if "-m bench run" in line]
+    assert commands and all("--epochs 1 " in c for c in commands)  # config/test.yaml says 3
+    # the diverging block sets its own lr (500), the others take the command line's
+    assert {("--set lr=500 " in c) or ("--set lr=0.05 " in c) for c in commands} == {True}
+    assert any("--set lr=500 " in c for c in commands) and any("--set lr=0.05 " in c for c in commands)
+    bad = snakemake("-n", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path),
+                    "--config", "epochz=1", check=False)
+    said = bad.stdout + bad.stderr
+    assert bad.returncode != 0 and "error: the study's config: Additional properties are not allowed ('epochz'" in said
+    assert len(said.splitlines()) < 8 and "properties:" not in said  # one line, not the schema
+
+
+def test_make_reproduce_takes_a_study_and_snakemake_arguments():
+    make = ["make", "--no-print-directory", "-o", ".venv/.installed"]  # never (re)install from a test
+    proc = subprocess.run([*make, "-n", "reproduce", "STUDY=noniid", "SNAKEMAKE_ARGS=--config epochs=3"], cwd=ROOT,
+                          capture_output=True, text=True, check=True)
+    (line,) = [line for line in proc.stdout.splitlines() if "/snakemake " in line]
+    assert line.endswith("--rerun-incomplete --configfile config/noniid.yaml --config epochs=3")
+    assert "the report is results/noniid/report.html" in proc.stdout
+    default = subprocess.run([*make, "-n", "reproduce"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert "--configfile" not in default.stdout and "results/smoke/report.html" in default.stdout
+    bad = subprocess.run([*make, "reproduce", "STUDY=nope"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "error: STUDY=nope: no config/nope.yaml; studies: " in bad.stdout + bad.stderr
+    assert " noniid " in bad.stdout + bad.stderr

@@ -11,7 +11,7 @@ from analysis.claims.base import FAILS, HOLDS, claim, combine, decide, incomplet
 from analysis.claims.evidence import METRIC_WORDS, Evidence, seed_list
 from analysis.claims.stats import bootstrap_mean, interval_text
 
-# Table 1's eleven compression schemes (PAPER.md)
+# Table 1's eleven compression schemes (docs/paper.md)
 TABLE1 = ("qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "rand:0.5", "rand:0.1", "rand:0.01",
           "top:0.5", "top:0.1", "top:0.01", "sign")
 # Choco-SGD "matches" all-reduce: its worst gap in Table 1 is 1.3 points (random 1 %)
@@ -19,7 +19,7 @@ MARGIN = 2.0
 # a method fails where the paper has it diverge or collapse: diverged, or this far below all-reduce (points)
 COLLAPSE = 10.0
 DCD_FAILS = ("qsgd:4", "qsgd:2", "rand:0.1", "rand:0.01")  # 23.6 % or diverged in the paper
-# ECD diverges or collapses with QSGD of 8 bits and fewer, every sparsifier, and sign (PAPER.md, Table 1)
+# ECD diverges or collapses with QSGD of 8 bits and fewer, every sparsifier, and sign (docs/paper.md, Table 1)
 ECD_FAILS = ("qsgd:8", "qsgd:4", "qsgd:2", "rand:0.5", "rand:0.1", "rand:0.01", "top:0.5", "top:0.1", "top:0.01",
              "sign")
 

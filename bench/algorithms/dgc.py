@@ -10,7 +10,7 @@ stays). Per worker i, with ``g_i = grad_i + wd·x`` and μ the run's momentum:
 - every worker applies ``x ← x − η · mean_j Δ_j`` (an all-gather of the sparse messages), so models stay equal.
 
 Nothing accumulated is lost, only late: ``x_T = x_0 − η Σ_t mean(s_t) + η mean(v_T)`` for a constant η,
-where ``s_t`` is what round t added to v. Sending everything (``top:1``) without factor masking is all-reduce
+where ``s_t`` is what round t added to v. Sending everything (``top:1.0``) without factor masking is all-reduce
 SGD with the run's (heavy-ball or Nesterov) momentum; with factor masking the momentum is reset on every
 sent coordinate, so it is all-reduce SGD without momentum. Not reproduced: the warm-up of the sparsity
 schedule and local gradient clipping.

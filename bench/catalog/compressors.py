@@ -64,6 +64,15 @@ def needs_contraction(algorithm: str | None) -> bool:
     return algorithm is not None and algorithm in METHODS and METHODS.get(algorithm).contraction
 
 
+def kept_fraction(spec: Spec) -> float:
+    """F of ``top:F`` / ``rand:F``, in (0, 1]. A bare ``1`` is refused: it keeps every coordinate (no
+    compression), and is nearly always meant as 1 %; keeping everything is written ``1.0``."""
+    if spec.arg is not None and spec.arg.strip() == "1":
+        raise BenchError(f"{spec.text!r} keeps every coordinate (no compression); for 1 % write "
+                         f"{spec.name}:0.01, and to keep everything on purpose {spec.name}:1.0")
+    return parse_fraction(spec)
+
+
 def parse_bits(spec: Spec) -> int:
     allowed = f"an integer number of bits in 1..{MAX_BITS}"
     if spec.arg is None:
@@ -163,7 +172,7 @@ class TopK(OperatorSpec):
     @classmethod
     def from_spec(cls, spec: Spec, algorithm: str | None) -> "TopK":
         spec.check_options(set())
-        return cls(fraction=parse_fraction(spec))
+        return cls(fraction=kept_fraction(spec))
 
     @property
     def spec(self) -> str:
@@ -185,7 +194,7 @@ class RandK(OperatorSpec):
     @classmethod
     def from_spec(cls, spec: Spec, algorithm: str | None) -> "RandK":
         spec.check_options({"unbiased"})
-        return cls(fraction=parse_fraction(spec), unbiased=spec.option_bool("unbiased", False))
+        return cls(fraction=kept_fraction(spec), unbiased=spec.option_bool("unbiased", False))
 
     @property
     def spec(self) -> str:

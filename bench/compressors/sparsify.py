@@ -118,7 +118,7 @@ class _Sparse:
 
 @register
 class TopK(catalog.TopK, _Sparse, Compressor):
-    examples: ClassVar[tuple[str, ...]] = ("top:0.1", "top:0.5", "top:1")
+    examples: ClassVar[tuple[str, ...]] = ("top:0.1", "top:0.5", "top:1.0")
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])

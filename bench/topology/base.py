@@ -50,7 +50,7 @@ class Graph:
     """What a graph builder returns: undirected edges over nodes 0..n-1, before any weights."""
 
     edges: np.ndarray | Iterable[tuple[int, int]]  # pairs (i, j); order and duplicates do not matter
-    default_weights: str  # the scheme PAPER.md pairs with this kind of graph
+    default_weights: str  # the scheme docs/paper.md pairs with this kind of graph
     grid_shape: tuple[int, int] | None = None  # (rows, cols) for grids, else None
     # nodes that carry a self-loop in a multigraph construction (Margulis, the cycle-plus-inverse
     # expander): each counts once more in the degree the weight scheme sees, as in the authors' code

@@ -47,7 +47,7 @@ EXTERNAL = ("file",)
 
 
 def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology | TimeVaryingTopology:
-    """Build and validate the topology named by ``spec`` on n nodes (weights default per PAPER.md).
+    """Build and validate the topology named by ``spec`` on n nodes (weights default per docs/paper.md).
     A time-varying one (``one-peer-exp``) is a TimeVaryingTopology: its round-t matrix is ``W_at(t)``."""
     parsed = parse_spec(spec)
     builder = TOPOLOGIES.get(parsed.name)
@@ -147,7 +147,7 @@ def ring(spec: Spec, n: int, seed: int) -> Graph:
 @TOPOLOGIES.register("torus")
 def torus(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
-    # Sides of 2 make r+1 and r-1 the same node (the 2x2 trap of PAPER.md), so both sides need >= 3.
+    # Sides of 2 make r+1 and r-1 the same node (the 2x2 trap of docs/paper.md), so both sides need >= 3.
     a = next((a for a in range(math.isqrt(n), 2, -1) if n % a == 0), None)
     if a is None:
         raise BenchError(f"torus needs n = a·b with a, b >= 3; got n={n}")

@@ -13,16 +13,33 @@ from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline.names import keyed
 from bench.plan.table import planned_runtimes
-from bench.run.config import RunConfig
-from bench.yamlio import check_plain
+from bench.run.config import KEYS as RUN_KEYS, RunConfig
+from bench.yamlio import check_plain, read_yaml
 
 # Snakemake reads --configfile itself, aliases and all: a "billion laughs" of aliases would be expanded by the
 # schema's validation, so the config is first held to what bench's own YAML reader admits (bench/yamlio.py)
 try:
     check_plain(config, "the study's config")
+    SCHEMA_KEYS = read_yaml(Path(workflow.basedir) / "workflow" / "schemas" / "config.schema.yaml",
+                            "the config schema")["properties"]
 except BenchError as err:
     sys.exit(f"error: {err}")
-validate(config, "../schemas/config.schema.yaml")
+
+# Run settings given on the command line (`--config epochs=3 lr=0.05`) replace the study's defaults, at
+# every scale; a block that sets the key itself keeps its own value (docs/reference.md, "Overrides").
+OVERRIDES = {key: config.pop(key) for key in list(config) if key in RUN_KEYS and key not in SCHEMA_KEYS}
+for where in [config] + [config[s] for s in ("gpu",) if isinstance(config.get(s), dict) and "defaults" in config[s]]:
+    where["defaults"] = {**(where.get("defaults") or {}), **OVERRIDES}
+if OVERRIDES:
+    logger.info("command-line settings replace the study's defaults: "
+                + ", ".join(f"{k}={v!r}" for k, v in OVERRIDES.items()))
+try:
+    validate(config, "../schemas/config.schema.yaml")
+except Exception as err:  # Snakemake's message ends in the whole schema: one line instead
+    text = str(err)
+    why = next((line for line in text.splitlines() if line.startswith("ValidationError")), text.splitlines()[0])
+    sys.exit(f"error: the study's config: {why.removeprefix('ValidationError: ')}; top-level keys: "
+             f"{', '.join(SCHEMA_KEYS)}, or any setting of `bench run` (e.g. epochs=3) to replace the defaults")
 
 try:
     S = Study(config)  # `--config scale=gpu` merges the study's gpu: block by the rule of bench/pipeline/scale.py
