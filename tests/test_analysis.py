@@ -94,6 +94,20 @@ def test_epoch_gap_ratio_difference_and_statuses(tmp_path):
     assert gap.loc[("choco", 16), "gap_status"] == "no_reference"
 
 
+def test_epoch_gap_counts_seeds_not_network_presets(tmp_path):
+    # one seed of Choco under three network presets: epochs do not depend on the network, so it is 1 seed
+    pts = lambda e_hit: [{"epoch": 0, "test_acc": 0.0}, {"epoch": e_hit, "test_acc": 0.5}, {"epoch": 4, "test_acc": 0.6}]
+    make_run(tmp_path / "ar", algorithm="allreduce", compressor="none", epochs_points=pts(1.0))
+    for network in ("datacenter-10g", "ethernet-1g", "wan-100m"):
+        make_run(tmp_path / f"choco-{network}", network=network, epochs_points=pts(1.5))
+    for seed, hit in ((0, 2.0), (1, 3.0)):
+        make_run(tmp_path / f"dcd-{seed}", algorithm="dcd", seed=seed, epochs_points=pts(hit))
+    gap = epoch_gap(summarize(load_runs(tmp_path), target_acc=0.5)).set_index("algorithm")
+    assert gap.loc["choco", "n_seeds"] == 1 and gap.loc["choco", "epoch_ratio"] == pytest.approx(1.5)
+    assert gap.loc["dcd", "n_seeds"] == 2 and gap.loc["dcd", "epochs_to_target"] == pytest.approx(2.5)
+    assert gap.loc["choco", "allreduce_n_seeds"] == 1
+
+
 def _power_law(n, seed=0):
     rng = np.random.default_rng(seed)
     x = np.logspace(-2, 0, n)

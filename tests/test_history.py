@@ -394,3 +394,15 @@ def test_expect_resolves_a_revision_of_the_repository(tmp_path):
     rec["commit"] = head
     write(root, rec)
     assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--expect", "HEAD", "--repo", repo) == 0
+
+
+def test_a_report_of_the_committed_history_lands_outside_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    root = tmp_path / "results" / "history"
+    accuracy_history(root, 3, step_at=None, drop=0)
+    before = sorted(p.relative_to(root) for p in root.rglob("*"))
+    assert run_history(Path("results/history/cpu-2c-test"), "--no-figures") == 0
+    assert (tmp_path / "results" / "history-report" / "cpu-2c-test" / "steps.csv").is_file()
+    assert run_history(Path("results/history"), "--no-figures") == 0
+    assert (tmp_path / "results" / "history-report" / "steps.csv").is_file()
+    assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing written among the records

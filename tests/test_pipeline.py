@@ -2,6 +2,7 @@
 import json
 import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -291,3 +292,19 @@ def test_make_reproduce_takes_a_study_and_snakemake_arguments():
     bad = subprocess.run([*make, "reproduce", "STUDY=nope"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "error: STUDY=nope: no config/nope.yaml; studies: " in bad.stdout + bad.stderr
     assert " noniid " in bad.stdout + bad.stderr
+
+
+def test_a_cpu_plan_of_a_gpu_study_is_flagged_and_no_job_asks_beyond_max_runtime(tmp_path):
+    plan = tmp_path / "results" / "table1" / "plan.csv"
+    plan.parent.mkdir(parents=True)
+    plan.write_text("study,scale,rule,job,runs,shape,device,gradient_path,steps,evaluations,hours\n"
+                    "table1,gpu,run,x,1,s,cpu,vmap,3,1,37\n")
+    args = ["-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
+            str(ROOT / "config/table1.yaml"), "--directory", str(tmp_path), "--config", "scale=gpu"]
+    said = "\n".join(snakemake(*args).stdout.splitlines() + snakemake(*args).stderr.splitlines())
+    assert "WARNING: results/table1/plan.csv was timed on cpu, but these jobs run on cuda" in said
+    asked = [int(m) for m in re.findall(r"runtime=(\d+)", said)]
+    assert asked and max(asked) == 2880  # the no-plan tuning jobs (days) are cut to 48 h, and said so
+    assert "would ask for more than max_runtime=2880 min" in said
+    proc = snakemake(*args[:-1], "scale=gpu", "max_runtime=600")
+    assert max(int(m) for m in re.findall(r"runtime=(\d+)", proc.stdout + proc.stderr)) == 600

@@ -193,3 +193,16 @@ def test_a_study_without_training_runs_plans_no_job(tmp_path, capsys):
     out = tmp_path / "plan.csv"
     assert main(["plan", "--configfile", str(ROOT / "config/consensus.yaml"), "--quiet", "--out", str(out)]) == 0
     assert out.read_text().strip() == ",".join(COLUMNS) and "no training job" in capsys.readouterr().out
+
+
+def test_a_plan_timed_on_another_device_is_not_used_and_says_so_loudly(tmp_path):
+    from bench.plan.table import planned_runtimes
+
+    path = tmp_path / "plan.csv"
+    path.write_text("study,scale,rule,job,runs,shape,device,gradient_path,steps,evaluations,hours\n"
+                    "t,gpu,run,a,1,s,cpu,vmap,3,1,37\n")  # a CPU rehearsal of a GPU study
+    planned, line = planned_runtimes(path, "gpu", 1.5, 10, device="cuda")
+    assert planned == {} and line.startswith("WARNING: ") and "timed on cpu" in line and "NOT used" in line
+    path.write_text(path.read_text().replace(",cpu,", ",cuda:0,"))
+    planned, line = planned_runtimes(path, "gpu", 1.5, 10, device="cuda")
+    assert planned == {("run", "a"): math.ceil(37 * 60 * 1.5)} and "timed on cuda:0" in line

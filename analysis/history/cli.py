@@ -49,6 +49,20 @@ def _between(kind, low, high=None):
     return parse
 
 
+COMMITTED = Path("results") / "history"  # the suite's committed records: a report never lands among them
+
+
+def default_out(first: Path) -> Path:
+    """Where the report goes without --out: beside the first DIR, except inside the committed history
+    (results/history of the working folder), whose reports go to results/history-report/ instead."""
+    first = Path(first)
+    committed = COMMITTED.resolve()
+    here = first.resolve()
+    if here == committed or here.is_relative_to(committed):
+        return COMMITTED.parent / "history-report" / here.relative_to(committed)
+    return first.parent / f"{here.name}.report"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from analysis import history  # the package's docstring describes the command
 
@@ -57,7 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
                                                    for k, (m, v) in TOLERANCES.items()) + " (docs/tracking.md).")
     p.add_argument("dirs", nargs="+", metavar="DIR",
                    help="results/history/<machine>, or results/history for every machine")
-    p.add_argument("--out", default=None, help="figures and tables (default: DIR.report beside the first DIR)")
+    p.add_argument("--out", default=None, help="figures and tables (default: DIR.report beside the first DIR; "
+                   "results/history-report/NAME for the committed results/history)")
     p.add_argument("--kinds", default=None,
                    help=f"comma list of the kinds to analyse: {', '.join(KINDS)} (default: all)")
     p.add_argument("--only", default=None, metavar="GLOBS", help="comma list of quantity patterns, e.g. 'perf.b.*'")
@@ -148,7 +163,7 @@ def run(args) -> int:
                           args.order != "date")
     failures = newest_failures(points, records, skipped, measured[measured["point"].isin(points)],
                                selected, is_later, args.clean_only)
-    out = Path(args.out) if args.out else dirs[0].parent / f"{dirs[0].resolve().name}.report"
+    out = Path(args.out) if args.out else default_out(dirs[0])
     rank = {p: i for i, p in enumerate(points)}
     tidy = table.assign(order=table["point"].map(rank)).sort_values(["quantity", "order", "sample"])
     write_atomically(out / "history.csv", lambda tmp: tidy.drop(columns=["bound", "name"]).to_csv(tmp, index=False))

@@ -97,14 +97,28 @@ def summary(rows: list[Row], study: str, scale: str, device: str, steps: int, wa
     return "\n".join(lines)
 
 
-def planned_runtimes(path: Path, scale: str, safety: float, floor_minutes: float) -> tuple[dict, str]:
+def device_kind(device: str) -> str:
+    """``cuda`` for any GPU device name of a plan (cuda, cuda:0), else ``cpu``."""
+    return "cuda" if str(device).startswith("cuda") else "cpu"
+
+
+def planned_runtimes(path: Path, scale: str, safety: float, floor_minutes: float,
+                     device: str | None = None) -> tuple[dict, str]:
     """{(rule, job): minutes} from a plan.csv of this ``scale``, and the one line that says where the
-    training jobs' runtime comes from."""
+    training jobs' runtime comes from. ``device``: the kind the jobs will run on (``cuda`` at scale=gpu);
+    rows timed on another kind (a CPU rehearsal of a GPU study) are not used, and the line says so in
+    capitals, since their times would ask a GPU partition for days."""
     default = "runtime of the training jobs: the task's runtime per run x the job's work in runs"
     if not path.exists():
         return {}, f"{default} (no {path}: `bench plan` or `--config plan=true` makes one)"
     with open(path, newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r.get("scale") == scale]
+    if device is not None:
+        other = sorted({r.get("device", "?") for r in rows if device_kind(r.get("device", "")) != device})
+        rows = [r for r in rows if device_kind(r.get("device", "")) == device]
+        if other and not rows:
+            return {}, (f"WARNING: {path} was timed on {', '.join(other)}, but these jobs run on {device}: its "
+                        f"times are NOT used ({default}); plan on a {device} node (docs/plan.md)")
     out = {}
     for row in rows:
         try:

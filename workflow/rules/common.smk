@@ -68,7 +68,11 @@ TASK = TASK_RESOURCES.get(S.task, DEFAULT_RESOURCES)
 PLAN_SAFETY, PLAN_FLOOR = float(config.get("plan_safety", 1.5)), float(config.get("plan_floor_minutes", 10))
 # A training job's runtime: its planned hours in results/<study>/plan.csv x plan_safety (at least
 # plan_floor_minutes), or, when there is no plan for it, the task's runtime x the job's work in runs.
-PLANNED, _PLAN_LINE = planned_runtimes(Path(OUT) / "plan.csv", SCALE, PLAN_SAFETY, PLAN_FLOOR)
+PLANNED, _PLAN_LINE = planned_runtimes(Path(OUT) / "plan.csv", SCALE, PLAN_SAFETY, PLAN_FLOOR,
+                                       device="cuda" if SCALE == "gpu" else None)  # the GPU version runs on cuda
+# No job asks for more than max_runtime minutes (48 h by default: within most GPU partitions' limits); a
+# longer one is cut to it and said so, and resumes from its checkpoint when it is requeued or rerun.
+MAX_RUNTIME = int(float(config.get("max_runtime", 48 * 60)))
 
 
 def run_equivalents(job):
@@ -87,7 +91,12 @@ DEFAULT_RUNTIMES = {(job.rule, job.name): max(int(PLAN_FLOOR),
                                                math.ceil(round(TASK["runtime"] * run_equivalents(job), 6)))
                     for job in S.jobs()}
 if RUNS:
-    logger.info(_PLAN_LINE)
+    (logger.warning if _PLAN_LINE.startswith("WARNING") else logger.info)(_PLAN_LINE)
+    _long = [key for key, minutes in DEFAULT_RUNTIMES.items() if PLANNED.get(key, minutes) > MAX_RUNTIME]
+    if _long:
+        logger.warning(f"{len(_long)} training jobs would ask for more than max_runtime={MAX_RUNTIME} min; each asks "
+                       f"for {MAX_RUNTIME} min and resumes from its checkpoint when requeued or rerun "
+                       "(`--config max_runtime=MINUTES` for your partition's limit)")
     _unplanned = [minutes for key, minutes in DEFAULT_RUNTIMES.items() if key not in PLANNED]
     if _unplanned and max(_unplanned) > 72 * 60:
         logger.info(f"{len(_unplanned)} training jobs have no plan and ask for the task's runtime x their work "
@@ -96,7 +105,7 @@ if RUNS:
 
 def job_runtime(rule, name):
     """Minutes asked for a training job: its plan, else the task's runtime x the job's work in runs."""
-    return PLANNED.get((rule, name), DEFAULT_RUNTIMES.get((rule, name), TASK["runtime"]))
+    return min(MAX_RUNTIME, PLANNED.get((rule, name), DEFAULT_RUNTIMES.get((rule, name), TASK["runtime"])))
 
 
 def job_resources(rule, settings_of):
