@@ -143,6 +143,15 @@ def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_without_bands
         assert median[0].get_marker() == look["marker"] and median[0].get_linestyle() == look["linestyle"]
         assert to_rgba(median[0].get_color()) == to_rgba(look["color"])
         assert not ax.collections  # no ± SD band
+    # a line style names a method, in the legend too; × alone marks a diverged run (ECD's seeds here)
+    ecd = labels.method_label("ecd", "qsgd:4")
+    dpsgd = labels.method_label("dpsgd", "none")
+    for ax in kept[0].axes[:3]:
+        diverged = by_gid(ax, f"diverged:{ecd}")
+        assert len(diverged) == 3 and {d.get_linestyle() for d in diverged} == {labels.style(ecd)["linestyle"]}
+    styles = {line.get_label(): line.get_linestyle() for line in kept[0].legends[0].get_lines()}
+    assert styles["diverged run, × where it stopped"] == "None"
+    assert styles[dpsgd] == labels.style(dpsgd)["linestyle"]
     # six seeds: the median and its interquartile band, no line per seed
     more = pd.concat([ring4, ring4.assign(run_id=ring4["run_id"] + "b", seed=ring4["seed"] + 3)], ignore_index=True)
     accuracy_curves.plot_accuracy_curves(more, tmp_path / "b")

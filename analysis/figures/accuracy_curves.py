@@ -42,7 +42,7 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     algorithm, compressor, step, epoch, time_s, ``bits``, ``metric``). Each method in its look
     (labels.style). With up to MAX_SEEDS_DRAWN finished seeds each seed is a thin line and the
     median over seeds a thick one; with more, the median and its interquartile band. Each diverged
-    run dashed, × where it stopped."""
+    run thin, in its method's look, × where it stopped (a line style always names a method)."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     data = with_methods(points)
     data["y"] = as_percent(data[metric]) if metric == "test_acc" else data[metric].astype(float)
@@ -76,8 +76,9 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
         for _, run in data[data["status"] == "diverged"].groupby("run_id"):
             run = positive(run[np.isfinite(run["y"]) & np.isfinite(run[x])].sort_values("step"))
             if len(run):
-                color = looks[run["method"].iloc[0]]["color"]
-                ax.plot(run[x], run["y"], color=color, linewidth=1.0, linestyle="--", alpha=0.8,
+                look = looks[run["method"].iloc[0]]
+                color = look["color"]  # its method's line style: a line style names a method, × a divergence
+                ax.plot(run[x], run["y"], color=color, linewidth=1.0, linestyle=look["linestyle"], alpha=0.8,
                         gid=f"diverged:{run['method'].iloc[0]}")
                 ax.plot(run[x].iloc[-1], run["y"].iloc[-1], marker="x", markersize=9, markeredgewidth=2.2,
                         color=color, zorder=5)
@@ -93,7 +94,7 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     if (seeds > MAX_SEEDS_DRAWN).any():
         handles.append(Patch(color="0.4", alpha=0.25, label="interquartile range over seeds"))
     if (data["status"] == "diverged").any():
-        handles.append(Line2D([], [], color="black", marker="x", linestyle="--", linewidth=1.0, markersize=8,
+        handles.append(Line2D([], [], color="black", marker="x", linestyle="none", markersize=8,
                               label="diverged run, × where it stopped"))
     fig.suptitle(title or f"{METRIC_LABELS.get(metric, metric).capitalize()} per method")
     fig.tight_layout()
@@ -162,7 +163,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                f"{rho_text}, against training epochs (left), {bits_label(bits_counts(points)).lower()} (middle, log "
                f"scale; the suite's own encoding, a copy on every link a message travels) and modelled time under the {network or 'default'} "
                f"network preset (right). Each method has one colour, marker and line style in every figure. "
-               f"{spread} A diverged run is drawn on its own (dashed) up to the × where it stopped and left "
+               f"{spread} A diverged run is drawn on its own (thin, in its method's look) up to the × where it stopped and left "
                "out of the median. All-reduce SGD is the centralized reference. The "
                f"setting is the most-run (task, topology, n) among those with the most methods (up to "
                f"{COMPARED}).{notes}")
