@@ -183,6 +183,16 @@ def test_one_method_has_one_colour_and_marker_in_every_figure(points, summary, m
     assert {marker for _, marker in seen if marker} == {look["marker"]}
 
 
+def test_gap_vs_nodes_names_its_metric_and_promises_error_bars_only_with_seeds(summary, points, monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, gap_vs_nodes)
+    _, caption = gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
+    assert "averaged model" in caption and "3 seeds per point" in caption and "error bars ± 1" in caption
+    assert "averaged model" in kept[0].axes[0].get_ylabel()
+    one = summary[summary["seed"] == 0]
+    _, caption = gap_vs_nodes.draw(tmp_path, points[points["seed"] == 0], one, tmp_path / "h")
+    assert "1 seed per point" in caption and "no error bars" in caption and "error bars ±" not in caption
+
+
 def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, monkeypatch):
     kept = drawn_figure(monkeypatch, time_to_accuracy)
     ring4 = summary[(summary["topology"] == "ring") & (summary["nodes"] == 4)].copy()

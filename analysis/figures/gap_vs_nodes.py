@@ -79,7 +79,7 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     for ax in axes.flat[len(methods):]:
         ax.remove()
     for row in axes:
-        row[0].set_ylabel("accuracy gap to all-reduce\n(percentage points)")
+        row[0].set_ylabel("accuracy gap to all-reduce,\naveraged model (percentage points)")
     fig.suptitle(title or "Final test accuracy gap to all-reduce SGD against n")
     fig.tight_layout()
     # one legend for every panel, below them: the topologies in grey (colour is the panel's method)
@@ -122,9 +122,17 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return "no decentralized (topology, method) run at >= 2 node counts"
     paths = plot_gap_vs_nodes(sel, out_stem, title=f"Final test accuracy gap to all-reduce SGD against n ({task})")
     table = gap_table(sel)
-    caption = (f"Accuracy gap to centralized training on {task}: all-reduce SGD's mean final test accuracy at "
-               "each number of workers n minus each decentralized method's mean over seeds (percentage points; "
-               "error bars ± 1 standard deviation over seeds; log-scale n), one panel per method in its colour "
+    alive = (table["seeds"] - table["diverged"]).astype(int)
+    counts = sorted(set(alive[alive > 0])) or [0]  # a point whose seeds all diverged is a × with no mean
+    seeds = (f"{counts[0]} seed{'s' if counts[0] != 1 else ''} per point" if len(counts) == 1
+             else f"{counts[0]} to {counts[-1]} seeds per point")
+    bars = ("no error bars: one seed cannot give a spread" if counts[-1] < 2 else
+            "error bars ± 1 standard deviation over seeds, where a point has two or more")
+    caption = (f"Accuracy gap to centralized training on {task}, read on the averaged model x̄ (final_test_acc; "
+               "the claims read the workers' own models where every run scored them all, so a verdict and this "
+               "figure can differ): all-reduce SGD's mean final test accuracy at each number of workers n minus "
+               f"each decentralized method's mean over seeds (percentage points; {seeds}; {bars}; log-scale n), "
+               "one panel per method in its colour "
                "and one line per topology in its marker and line style "
                f"({', '.join(sorted(table['topology'].unique()))}). A sparser topology has a smaller spectral gap "
                "at the same n; the paper finds the gap grows as the spectral gap shrinks (ring worse than torus "
