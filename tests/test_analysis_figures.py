@@ -193,6 +193,19 @@ def test_gap_vs_nodes_names_its_metric_and_promises_error_bars_only_with_seeds(s
     assert "1 seed per point" in caption and "no error bars" in caption and "error bars ±" not in caption
 
 
+def test_accuracy_vs_spectral_gap_keeps_seed_noise_small_on_its_axis_and_says_one_seed(summary, points,
+                                                                                       monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, accuracy_vs_spectral_gap)
+    one = summary[summary["seed"] == 0].copy()
+    one.loc[one["algorithm"] != "allreduce", "final_test_acc"] = 0.595  # a flat 59.5 % at every ρ
+    _, caption = accuracy_vs_spectral_gap.draw(tmp_path, points, one, tmp_path / "s")
+    low, high = kept[0].axes[0].get_ylim()
+    assert high - low >= accuracy_vs_spectral_gap.MIN_SPAN - 1e-9
+    assert "1 seed per point" in caption and "± 1 std" not in caption
+    _, caption = accuracy_vs_spectral_gap.draw(tmp_path, points, summary, tmp_path / "t")
+    assert "mean ± 1 std over seeds" in caption
+
+
 def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, monkeypatch):
     kept = drawn_figure(monkeypatch, time_to_accuracy)
     ring4 = summary[(summary["topology"] == "ring") & (summary["nodes"] == 4)].copy()
