@@ -392,3 +392,17 @@ def make_run_traces(path: Path):
              "topology": "ring", "nodes": 8, "spectral_gap": 0.195, "dim": 100, "seed": 0}
             for m, g, k, b in [("exact", 1.0, 1.0, 3200), ("sign", 0.4, 0.3, 132)] for s in range(0, 40, 4)]
     pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(tmp_path, monkeypatch):
+    from analysis.figures import time_to_accuracy as tta
+
+    rows = []
+    for network, bandwidth in (("a-slow", 1e6), ("b-fast", 1e10), ("c-middle", 1e8)):
+        run = tmp_path / network
+        run.mkdir()
+        (run / "run.json").write_text(json.dumps({"network": {"name": network, "bandwidth_bps": bandwidth}}))
+        rows.append({"network": network, "path": str(run)})
+    assert tta.network_order(pd.DataFrame(rows)) == ["b-fast", "c-middle", "a-slow"]  # not by name
+    (tmp_path / "c-middle" / "run.json").write_text("{")  # a run that does not say: after those that do
+    assert tta.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]

@@ -2,6 +2,7 @@
 unreached targets shown, not dropped)."""
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -64,6 +65,30 @@ def _amount(v: float, value: str) -> str:
     return f"{v:.3g}{UNITS.get(value, '')}"
 
 
+def network_bandwidths(summary: pd.DataFrame) -> dict[str, float]:
+    """Each network preset's bandwidth (bit/s) as its runs' run.json states it (``network.bandwidth_bps``),
+    read from one run of each; a preset whose runs say nothing is left out."""
+    out: dict[str, float] = {}
+    if "path" not in summary:
+        return out
+    for network, g in summary.groupby("network"):
+        for path in g["path"].dropna().astype(str):
+            try:
+                record = json.loads((Path(path) / "run.json").read_text())
+                out[network] = float(record["network"]["bandwidth_bps"])
+                break
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    return out
+
+
+def network_order(summary: pd.DataFrame) -> list[str]:
+    """The presets from the fastest link to the slowest (by bandwidth, then name); names alone when the
+    runs do not state their bandwidth."""
+    speed = network_bandwidths(summary)
+    return sorted(summary["network"].unique(), key=lambda n: (-speed.get(n, -1.0), str(n)))
+
+
 def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str = "time_to_target_s",
                           title: str | None = None, points: pd.DataFrame | None = None) -> list[Path]:
     """``summary``: one row per run (run_id, algorithm, compressor, network, status, tta_status,
@@ -74,7 +99,8 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     and labelled "not reached". Without ``points`` (no end known) only the mark, at the axis top."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     table = bar_table(summary, value, run_ends(points, value))
-    networks = sorted(table["network"].unique())
+    order = network_order(summary)
+    networks = sorted(table["network"].unique(), key=lambda n: order.index(n) if n in order else len(order))
     methods = sorted(table["method"].unique(), key=method_sort_key)
     looks = {m: style(m) for m in methods}
     drawn = table[["median", "high", "end"]].to_numpy(float)
@@ -130,7 +156,7 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     ax.set_xticks([starts[n] + (sizes[n] - 1) / 2 for n in networks])
     ax.set_xlim(-0.5 - GAP / 2, units - 0.5 + GAP / 2)
     ax.set_xticklabels(networks)
-    ax.set_xlabel("network preset (α–β model)")
+    ax.set_xlabel("network preset (α–β model), fastest link first")
     ax.set_ylabel(AXIS_LABELS.get(value, value) + ", log scale")
     handles = [Patch(color=looks[m]["color"], label=m) for m in methods]
     if not np.isfinite(table["median"]).all():
