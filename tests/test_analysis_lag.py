@@ -169,3 +169,21 @@ def test_figure_tells_topology_and_a_gap_below_zero_apart(tmp_path, monkeypatch)
     state = next(handle for text, handle in entries.items() if "gap ≤ 0" in text)
     assert isinstance(state, Patch)
     assert entries["ring"].get_marker() != entries["complete"].get_marker()
+
+
+def test_four_partitions_are_a_grid_and_two_points_are_no_fit(tmp_path, monkeypatch):
+    kept = []
+    monkeypatch.setattr(lag_vs_consensus, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    rows = []
+    for data in ("shuffle", "sorted", "dirichlet:0.1", "dirichlet:1"):
+        count = 2 if data == "sorted" else 4  # the sorted panel has two settings: a line through them is no fit
+        for k in range(count):
+            rows.append({"data": data, "nodes": 4 * (k + 1), "topology": "ring", "method": "Choco-SGD (sign)",
+                         "algorithm": "choco", "consensus": 10.0 ** (-3 + k), "gap": 2.0 ** (k + 1)})
+    lag_vs_consensus.plot_lag_vs_consensus(pd.DataFrame(rows), tmp_path / "f")
+    fig = kept[0]
+    assert len(fig.axes) == 4 and fig.get_size_inches()[0] <= 12.5  # 2 x 2, not 4 side by side
+    fitted = {ax.get_title(): [line for line in ax.get_lines() if line.get_label() == "fit a·Ξ^b"] for ax in fig.axes}
+    assert not fitted["data: sorted"] and all(fitted[t] for t in fitted if t != "data: sorted")
+    texts = [t.get_text() for ax in fig.axes if ax.get_title() == "data: sorted" for t in ax.texts]
+    assert any(text.startswith("no fit (needs 3 settings") for text in texts)

@@ -22,7 +22,15 @@ from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
 MAX_PANELS = 4
 
 
+MIN_FIT = 3  # settings with a positive gap a power law needs: through one or two points any line "fits"
+COLUMNS = 2  # panels per row: four partitions side by side made a figure of 3,000 px and tiny text
+
+
 def _fit_or_none(table: pd.DataFrame):
+    positive = (pd.to_numeric(table["gap"], errors="coerce") > 0) & (pd.to_numeric(table["consensus"],
+                                                                               errors="coerce") > 0)
+    if positive.sum() < MIN_FIT:
+        return None
     try:
         return fit_lag(table)
     except ValueError:
@@ -31,7 +39,7 @@ def _fit_or_none(table: pd.DataFrame):
 
 def _fit_text(fit) -> str:
     if fit is None:
-        return "no fit"
+        return f"no fit (needs {MIN_FIT} settings with a gap > 0)"
     ci = (f"b 95% CI [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}], " if np.isfinite(fit["ci_low"]) else "")
     return f"gap ≈ {fit['a']:.3g}·Ξ^{fit['slope']:.2f}\n{ci}R² = {fit['r2']:.2f}, {fit['n']} pts"
 
@@ -49,7 +57,12 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     markers = {t: topology_style(t, topologies)["marker"] for t in topologies}
     # the most common method goes unlabelled (the caption names it); the others carry a short label
     common = table["method"].value_counts().sort_index().idxmax()
-    fig, axes = plt.subplots(1, len(schemes), figsize=(6.0 * len(schemes), 4.8), squeeze=False, sharey=True)
+    ncols = min(COLUMNS, len(schemes))
+    nrows = -(-len(schemes) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(6.0 * ncols, 4.6 * nrows), squeeze=False, sharey=True)
+    for ax in axes.flat[len(schemes):]:
+        ax.remove()
+    axes = np.array(axes.flat[:len(schemes)])
     for ax, scheme in zip(axes.flat, schemes):
         g = table[(table["data"].astype(str) == scheme) & np.isfinite(table["consensus"]) & np.isfinite(table["gap"])]
         labelled = 0
@@ -91,7 +104,8 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
         axes.flat[0].set_ylim(low - pad, high + 2 * pad)
     for ax in axes.flat:  # below 0 nothing enters the log fit: the band says so without a glyph of its own
         ax.axhspan(min(low - pad, -1.0) * 10, 0, color="0.5", alpha=0.1, linewidth=0, zorder=0)
-    axes.flat[0].set_ylabel("final accuracy gap to all-reduce (pp)")
+    for ax in axes.flat[::ncols]:  # the first panel of each row
+        ax.set_ylabel("final accuracy gap to all-reduce (pp)")
     handles = [plt.Line2D([], [], color=colours[n], marker="o", linestyle="none", markersize=7, label=f"n = {n}")
                for n in nodes]
     handles += [plt.Line2D([], [], color="0.3", marker=markers[t], linestyle="none", markersize=7,
