@@ -406,3 +406,10 @@ def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(t
     assert tta.network_order(pd.DataFrame(rows)) == ["b-fast", "c-middle", "a-slow"]  # not by name
     (tmp_path / "c-middle" / "run.json").write_text("{")  # a run that does not say: after those that do
     assert tta.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]
+
+
+def test_accuracy_curves_name_the_data_partition_they_show(points, summary, monkeypatch, tmp_path):
+    kept = drawn_figure(monkeypatch, accuracy_curves)
+    sorted_too = pd.concat([points, points.assign(data="sorted", run_id=points["run_id"] + "-sorted")])
+    _, caption = accuracy_curves.draw(tmp_path, sorted_too, summary, tmp_path / "a")
+    assert "data partition shuffle" in caption and kept[0]._suptitle.get_text().endswith("data: shuffle")

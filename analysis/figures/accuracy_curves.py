@@ -143,7 +143,10 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     what = METRIC_LABELS[metric].replace(" (%)", "")
     if metric in ("test_ppl", "train_subopt", "test_loss"):
         notes = " Lower is better (log scale)." + notes
-    title = f"{what.capitalize()} on {task}: {topology}, n = {nodes}" + (f", {network}" if network else "")
+    data = runs["data"].dropna().astype(str)
+    data = data.mode().iloc[0] if len(data) else None  # iid_only left one partition: say which
+    title = (f"{what.capitalize()} on {task}: {topology}, n = {nodes}" + (f", {network}" if network else "")
+             + (f", data: {data}" if data else ""))
     paths = plot_accuracy_curves(sel, out_stem, metric=metric, title=title)
     seeds = runs[runs["status"] != "diverged"].groupby("method")["run_id"].nunique()
     if seeds.empty:
@@ -159,8 +162,9 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                   + (f", each seed drawn as a thin line where a method has at most {MAX_SEEDS_DRAWN}"
                      if seeds.min() <= MAX_SEEDS_DRAWN else "")
                   + "; bands: interquartile range over seeds where a method has more.")
+    partition = f", data partition {data}" if data else ""
     caption = (f"{what.capitalize()} of the averaged model on {task} with n = {nodes} workers on a {topology}"
-               f"{rho_text}, against training epochs (left), {bits_label(bits_counts(points)).lower()} (middle, log "
+               f"{rho_text}{partition}, against training epochs (left), {bits_label(bits_counts(points)).lower()} (middle, log "
                f"scale; the suite's own encoding, a copy on every link a message travels) and modelled time under the {network or 'default'} "
                f"network preset (right). Each method has one colour, marker and line style in every figure. "
                f"{spread} A diverged run is drawn on its own (thin, in its method's look) up to the × where it stopped and left "
