@@ -8,7 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from .errors import BenchError
+from .errors import BenchError, out_of_memory
 from .limits import DEVICES, MAX_CONSENSUS_ENTRIES, MAX_DIM, MAX_NODES, MAX_ROUNDS, MAX_SEED, is_device
 
 
@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
     except (MemoryError, RuntimeError) as err:  # sizes (data, model, dim) beyond this machine, from numpy or torch
-        if not isinstance(err, MemoryError) and "can't allocate memory" not in str(err):
+        if not out_of_memory(err):
             raise
         reason = next((line for line in str(err).splitlines() if "allocate" in line), type(err).__name__)
         print(f"bench: error: not enough memory for these sizes ({reason.strip()[:200]}); use smaller ones",

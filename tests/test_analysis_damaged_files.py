@@ -14,6 +14,7 @@ from analysis.checks import REQUIRED_METRICS
 from analysis.load import load_runs
 from analysis.summary import SUMMARY_COLUMNS, read_summary, summarize
 from analysis_fixtures import make_cell, make_run
+from hostile import assert_refused
 
 
 def _metrics(change):
@@ -98,15 +99,6 @@ def _run(argv, study, base, capsys):
     return status, out, err
 
 
-def refused(status, err, *words) -> str:
-    """Exit 2 and one line on stderr holding every word of ``words``."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert status == 2 and len(lines) == 1, err
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
-    return lines[0]
-
-
 @pytest.mark.parametrize("command", COMMANDS)
 def test_every_command_skips_each_damaged_run_with_its_reason(command, damaged_study, tmp_path, capsys):
     study = shutil.copytree(damaged_study[0], tmp_path / "study")
@@ -138,7 +130,7 @@ def test_a_study_whose_every_run_lacks_a_column(column, command, tmp_path, capsy
         _metrics(lambda m: m.drop(columns=column))(run.parent)
     status, out, err = _run(COMMANDS[command], study, None, capsys)
     if command in ("summarize", "claims"):  # nothing to summarize: one line, with an example of why
-        refused(status, err, "no readable runs", f"lacks column {column}")
+        assert_refused(status, err, "no readable runs", f"lacks column {column}")
         assert not (study / "summary.csv").exists() and not (study / "claims.csv").exists()
     elif command == "figures":  # every figure says why it is not drawn
         assert status == 0 and "no readable runs" in out and not list((study / "figures").glob("*.png"))
@@ -181,7 +173,7 @@ def test_commands_refuse_a_summary_csv_they_cannot_read(damage, command, summari
     change(pd.read_csv(path)).to_csv(path, index=False)
     before = path.read_bytes()
     status, _, err = _run(COMMANDS[command], summarized, None, capsys)
-    line = refused(status, err, str(path), words, f"python -m analysis summarize {summarized}")
+    line = assert_refused(status, err, str(path), words, f"python -m analysis summarize {summarized}")
     assert line.startswith("analysis: error: ")
     written = summarized / READS_SUMMARY[command]
     assert path.read_bytes() == before and not written.exists()  # nothing written, nothing lost
@@ -243,7 +235,7 @@ def test_a_damaged_tuned_csv(damage, tmp_path, capsys):
     change, words = TUNED_DAMAGE[damage]
     path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
     status, _, err = _run(["report", "DIR"], study, None, capsys)  # the report's tuning section: one line
-    refused(status, err, str(path), words, f"python -m analysis tune table {study}")
+    assert_refused(status, err, str(path), words, f"python -m analysis tune table {study}")
     assert not (study / "report.md").exists()
     status, out, err = _run(["figures", "DIR"], study, None, capsys)  # the figure is left out; the others drawn
     assert status == 0 and f"skipped sensitivity: {path} " in out and words in out
@@ -307,7 +299,7 @@ def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
     change, words = TRACE_DAMAGE[damage]
     bad.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(bad)).to_csv(bad, index=False)
     assert consensus.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2  # python -m analysis.consensus
-    refused(2, capsys.readouterr().err, str(bad), words)
+    assert_refused(2, capsys.readouterr().err, str(bad), words)
     assert not (tmp_path / "out").exists()
     study = _study(tmp_path / "study")  # the claims leave it out, and say the traces are missing
     (study / "consensus" / "sign").mkdir(parents=True)

@@ -15,6 +15,7 @@ from analysis import cli as analysis_cli
 from analysis import report as analysis_report
 from analysis_fixtures import make_cell, make_run
 from bench.cli import main
+from hostile import assert_refused, bomb
 
 ROOT = Path(__file__).resolve().parents[1]
 # a run of a few seconds: least squares, 4 workers, one epoch, no γ tuning
@@ -40,31 +41,12 @@ def _bench_process(argv, timeout=60):
     return proc.returncode, proc.stderr
 
 
-def assert_refused(status, err, *words):
-    """Exit 2, one line, no traceback, and every word of ``words`` in that line."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert status == 2 and "Traceback" not in err, err
-    assert len(lines) == 1, err
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
-    return lines[0]
-
-
 def _tree(path: Path) -> dict:
     """Every file under ``path`` and its bytes: to show nothing written was lost or changed."""
     return {str(p.relative_to(path)): p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()}
 
 
 # ---- bench run: settings -----------------------------------------------------------------------
-def _bomb(levels=9) -> str:
-    """A "billion laughs" YAML value: 9 aliases per level, 9^levels strings once expanded."""
-    parts, prev = ['&a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'], "a0"
-    for k in range(1, levels):
-        parts.append(f"&a{k} [" + ",".join([f"*{prev}"] * 9) + "]")
-        prev = f"a{k}"
-    return "[" + ", ".join(parts) + "]"
-
-
 CONFIG_FILES = {  # name -> (bytes of the config file, words the error line must hold)
     "yaml-syntax": (b"lr: [1,\n", ["bad.yaml", "YAML"]),
     "binary": (bytes(range(256)) * 4, ["bad.yaml", "UTF-8"]),
@@ -72,7 +54,7 @@ CONFIG_FILES = {  # name -> (bytes of the config file, words the error line must
     "null-key": (b"~: 2\n", ["bad.yaml", "None"]),
     "task-options-list": (b"task_options: [1, 2]\n", ["task_options", "mapping"]),
     "task-options-int-key": (b"task_options: {1: 2}\n", ["task_options", "1"]),
-    "alias-bomb": (f"network: {_bomb()}\n".encode(), ["bad.yaml", "alias"]),
+    "alias-bomb": (f"network: {bomb()}\n".encode(), ["bad.yaml", "alias"]),
     "merge-key": (b"base: &b {lr: 0.1}\n<<: *b\n", ["bad.yaml", "alias"]),
 }
 
@@ -103,7 +85,7 @@ def test_a_config_that_is_a_directory_or_missing_is_one_line(tmp_path, capsys):
     ("lr=[1,", ["lr=[1,", "YAML"]),
     pytest.param("task_options.hidden={a: 1", ["task_options.hidden", "YAML"], marks=pytest.mark.slow),
     pytest.param("task_options.hidden=[&a 1, *a]", ["task_options.hidden", "alias"], marks=pytest.mark.slow),
-    pytest.param(f"network={_bomb()}", ["network", "alias"], marks=pytest.mark.slow),
+    pytest.param(f"network={bomb()}", ["network", "alias"], marks=pytest.mark.slow),
 ], ids=["syntax", "unclosed-mapping", "alias", "alias-bomb"])
 def test_a_bad_set_value_is_one_line_naming_it(item, words, tmp_path):
     out = tmp_path / "run"

@@ -15,6 +15,7 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.files import atomic_write_text, inside, open_lock, plain_name, write_new
 from bench.perf import output_path
+from hostile import assert_refused
 
 FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
 PRECIOUS = b"someone else's file\n"
@@ -33,16 +34,6 @@ def _analysis(argv, capsys):
     return status, capsys.readouterr().err
 
 
-def refused(status, err, *words):
-    """Exit 2, one line on stderr, no traceback, each of ``words`` in it."""
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert status == 2 and "Traceback" not in err, err
-    assert len(lines) == 1, err
-    for word in words:
-        assert str(word) in lines[0], (word, lines[0])
-    return lines[0]
-
-
 def _plant(kind, where: Path, victim: Path) -> None:
     """Put at ``where`` a symbolic link to ``victim``, a link to a missing file, or a hard link to it."""
     if kind == "symlink":
@@ -55,7 +46,7 @@ def _plant(kind, where: Path, victim: Path) -> None:
         os.link(victim, where)
 
 
-def _victim_untouched(kind, victim: Path) -> None:
+def assert_untouched(kind, victim: Path) -> None:
     if kind == "dangling":
         assert not victim.exists()
     else:
@@ -72,9 +63,9 @@ def test_a_linked_run_directory_lock_is_refused_and_its_target_untouched(kind, t
     out, victim = tmp_path / "run", tmp_path / "victim.txt"
     out.mkdir()
     _plant(kind, out / ".bench.lock", victim)
-    line = refused(*_bench(["run", *FAST, "--out", str(out)], capsys), out / ".bench.lock", WHY[kind])
+    line = assert_refused(*_bench(["run", *FAST, "--out", str(out)], capsys), out / ".bench.lock", WHY[kind])
     assert "remove" in line
-    _victim_untouched(kind, victim)
+    assert_untouched(kind, victim)
     assert sorted(p.name for p in out.iterdir()) == [".bench.lock"]  # nothing of a run written
 
 
@@ -93,8 +84,8 @@ def test_a_linked_figures_index_lock_is_refused_and_its_target_untouched(kind, t
     figures.mkdir()
     _plant(kind, figures / ".index.lock", victim)
     status, err = _analysis(["figures", str(tmp_path), "--only", "accuracy_curves"], capsys)
-    refused(status, err, figures / ".index.lock", WHY[kind])
-    _victim_untouched(kind, victim)
+    assert_refused(status, err, figures / ".index.lock", WHY[kind])
+    assert_untouched(kind, victim)
     assert sorted(p.name for p in figures.iterdir()) == [".index.lock"]  # refused before drawing
 
 
@@ -106,7 +97,7 @@ def test_a_linked_cache_lock_is_refused_and_its_target_untouched(kind, tmp_path)
     _plant(kind, cache / ".gamma.json.lock", victim)
     with pytest.raises(BenchError, match=r"^lock file .*\.gamma\.json\.lock .*(symbolic|hard) link"):
         update_json(cache / "gamma.json", "ring|4", 0.5)
-    _victim_untouched(kind, victim)
+    assert_untouched(kind, victim)
     assert not (cache / "gamma.json").exists()
 
 
@@ -116,8 +107,8 @@ def test_a_linked_cache_lock_stops_a_run_in_one_line(tmp_path, capsys, monkeypat
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(cache))
     _plant("symlink", cache / ".gamma.json.lock", victim)
     argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    refused(*_bench(argv, capsys), cache / ".gamma.json.lock", "symbolic link")
-    _victim_untouched("symlink", victim)
+    assert_refused(*_bench(argv, capsys), cache / ".gamma.json.lock", "symbolic link")
+    assert_untouched("symlink", victim)
 
 
 def test_locks_of_plain_files_still_lock(tmp_path):
@@ -136,7 +127,7 @@ def test_the_analysis_lock_refuses_links_too(tmp_path):
     _plant("symlink", tmp_path / ".index.lock", victim)
     with pytest.raises(ValueError, match="symbolic link"):
         analysis_files.open_lock(tmp_path / ".index.lock")
-    _victim_untouched("symlink", victim)
+    assert_untouched("symlink", victim)
 
 
 # ---- temporary files -----------------------------------------------------------------------------
@@ -162,7 +153,7 @@ def test_a_temporary_file_is_never_written_through_a_link(name, tmp_path, monkey
     with pytest.raises(FileExistsError) as failure:
         write(path)
     assert failure.value.filename == str(path)
-    _victim_untouched("symlink", victim)
+    assert_untouched("symlink", victim)
     assert tmp.is_symlink() and not path.exists()
     monkeypatch.undo()
     write(path)  # another name: written
@@ -175,7 +166,7 @@ def test_perf_name_must_be_a_plain_file_name(name, tmp_path, capsys, monkeypatch
     monkeypatch.chdir(tmp_path)
     out_dir = tmp_path / "perf"
     status, err = _bench(["perf", "--quick", "--only", "c", "--name", name, "--out-dir", str(out_dir)], capsys)
-    refused(status, err, f"--name {name!r}", "plain file name", "allowed")
+    assert_refused(status, err, f"--name {name!r}", "plain file name", "allowed")
     assert sorted(p.name for p in tmp_path.rglob("*")) == []  # nothing written, --out-dir not even made
 
 
@@ -183,13 +174,13 @@ def test_perf_refuses_a_link_that_leads_out_of_out_dir(tmp_path, capsys):
     out_dir, victim = tmp_path / "perf", tmp_path / "elsewhere.json"
     out_dir.mkdir()
     _plant("symlink", out_dir / "latest.json", victim)
-    refused(*_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys),
+    assert_refused(*_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys),
             out_dir / "latest.json", "outside")
-    _victim_untouched("symlink", victim)
+    assert_untouched("symlink", victim)
 
 
 def test_perf_refuses_an_unknown_group(tmp_path, capsys):
-    refused(*_bench(["perf", "--quick", "--only", "c,z", "--out-dir", str(tmp_path / "perf")], capsys),
+    assert_refused(*_bench(["perf", "--quick", "--only", "c,z", "--out-dir", str(tmp_path / "perf")], capsys),
             "'z'", "allowed")
     assert not (tmp_path / "perf").exists()
 
@@ -235,7 +226,7 @@ def test_a_damaged_figures_index_is_one_line_and_kept(command, damage, study, ca
     index = study / "figures" / "index.json"
     index.write_bytes(content)
     argv = [command, str(study), *(["--only", "accuracy_curves"] if command == "figures" else [])]
-    refused(*_analysis(argv, capsys), index, "damaged", "remove it", *words)
+    assert_refused(*_analysis(argv, capsys), index, "damaged", "remove it", *words)
     assert index.read_bytes() == content  # not merged into, not replaced
     assert not (study / "report.md").exists() and not (study / "figures" / "accuracy_curves.png").exists()
 

@@ -16,18 +16,10 @@ from bench.pipeline.scale import sized
 from bench.run.config import load_yaml as load_settings, parse_sets
 from bench.track import quickset
 from bench.yamlio import MAX_DEPTH, check_plain, load_yaml
+from hostile import bomb
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
-
-
-def bomb(levels=9) -> str:
-    """A "billion laughs" YAML value: 9 aliases per level, 9^levels strings once expanded."""
-    parts, prev = ['&a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'], "a0"
-    for k in range(1, levels):
-        parts.append(f"&a{k} [" + ",".join([f"*{prev}"] * 9) + "]")
-        prev = f"a{k}"
-    return "[" + ", ".join(parts) + "]"
 
 
 def study_text(defaults: str = "{epochs: 1}") -> str:
@@ -35,7 +27,7 @@ def study_text(defaults: str = "{epochs: 1}") -> str:
             "blocks: {b: {method: [choco/sign], topology: [ring], nodes: [4]}}\n")
 
 
-def refused(text: str, *words) -> str:
+def assert_yaml_refused(text: str, *words) -> str:
     with pytest.raises(BenchError) as err:
         load_yaml(text, "f.yaml")
     message = str(err.value)
@@ -78,7 +70,7 @@ def test_an_alias_bomb_to_bench_track_config_is_refused_at_once(tmp_path):
     ("a: !!timestamp 2024-01-01", "!!timestamp"),
 ])
 def test_tags_other_than_the_plain_types_are_refused(text, tag):
-    refused(text, f"tag {tag}", "(line 1)", "allowed tags: !!bool")
+    assert_yaml_refused(text, f"tag {tag}", "(line 1)", "allowed tags: !!bool")
 
 
 def test_the_plain_tags_are_read():
@@ -92,7 +84,7 @@ def test_the_plain_tags_are_read():
     "".join("  " * i + "a:\n" for i in range(MAX_DEPTH + 1)) + "  " * (MAX_DEPTH + 1) + "b: 1\n",
 ])
 def test_deep_nesting_is_refused(text):
-    refused(text, f"nested more than {MAX_DEPTH} levels")
+    assert_yaml_refused(text, f"nested more than {MAX_DEPTH} levels")
 
 
 def test_nesting_up_to_the_limit_is_read():
@@ -103,9 +95,9 @@ def test_nesting_up_to_the_limit_is_read():
 
 
 def test_anchors_repeated_keys_and_oversized_texts_are_refused():
-    refused("a: &x 1\nb: 2\n", "anchor &x", "(line 1)", "write the value out")
-    refused("lr: 0.1\nepochs: 2\nlr: 0.2\n", "key 'lr' twice", "(line 3)")
-    refused("a: " + "x" * (1 << 21), "2,097,155 characters")
+    assert_yaml_refused("a: &x 1\nb: 2\n", "anchor &x", "(line 1)", "write the value out")
+    assert_yaml_refused("lr: 0.1\nepochs: 2\nlr: 0.2\n", "key 'lr' twice", "(line 3)")
+    assert_yaml_refused("a: " + "x" * (1 << 21), "2,097,155 characters")
     assert load_yaml("<<: {lr: 0.1}\nepochs: 2\n", "f.yaml") == {"lr": 0.1, "epochs": 2}  # a merge, no alias
 
 

@@ -9,7 +9,7 @@ import traceback
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
-from ..errors import BenchError
+from ..errors import BenchError, out_of_memory
 from .outputs import now, read_json, write_json, write_metrics
 
 if TYPE_CHECKING:
@@ -36,8 +36,7 @@ def reason(err: BaseException) -> str:
 
 def passes_on(err: BaseException) -> bool:
     """Errors the command line turns into its own line and status 2: bad input, sizes beyond the machine."""
-    return isinstance(err, (BenchError, MemoryError)) or (
-        isinstance(err, RuntimeError) and "can't allocate memory" in str(err))
+    return isinstance(err, BenchError) or out_of_memory(err)
 
 
 def details(err: BaseException, prefix: str = "") -> dict[str, Any]:

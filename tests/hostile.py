@@ -1,0 +1,22 @@
+"""Helpers of the hostile-input tests (test_bad_input, test_links_and_paths, test_yaml_and_names,
+test_analysis_damaged_files): the one-line refusal every bad input must end in, and an alias bomb."""
+from __future__ import annotations
+
+
+def assert_refused(status, err, *words) -> str:
+    """Exit 2, one line on stderr, no traceback, and every word of ``words`` in that line (returned)."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert status == 2 and "Traceback" not in err, err
+    assert len(lines) == 1, err
+    for word in words:
+        assert str(word) in lines[0], (word, lines[0])
+    return lines[0]
+
+
+def bomb(levels: int = 9) -> str:
+    """A "billion laughs" YAML value: 9 aliases per level, 9^levels strings once expanded."""
+    parts, prev = ['&a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'], "a0"
+    for k in range(1, levels):
+        parts.append(f"&a{k} [" + ",".join([f"*{prev}"] * 9) + "]")
+        prev = f"a{k}"
+    return "[" + ", ".join(parts) + "]"
