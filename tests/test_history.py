@@ -158,7 +158,7 @@ def test_too_few_values_for_the_test_fall_back_to_the_tolerance(tmp_path):
     root = tmp_path / "history"
     write(root, make_record(0, perf={"c.overhead": [1.0, 1.02]}))
     write(root, make_record(1, perf={"c.overhead": [1.5, 1.52]}))  # 2 vs 2 values: smallest p 1/6
-    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--confirm", "1") == 1
     row = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
     assert row["verdict"] == "regression" and row["test"].startswith("tolerance only")
 
@@ -343,7 +343,8 @@ def test_a_regression_that_started_one_commit_earlier_is_not_the_newest_commits(
     assert newest["verdict"] == "continues an earlier change"
 
 
-def test_max_load_leaves_out_the_perf_figures_of_a_busy_machine(tmp_path, capsys):
+def test_by_default_the_perf_figures_of_a_busy_machine_are_left_out(tmp_path, capsys):
+    # records without the CPU measure (older bench track): the load average at bench perf's start decides
     root = tmp_path / "history"
     for i in range(4):
         rec = make_record(i, perf={"a.speedup_n4": [5.0, 5.1] if i < 3 else [0.05, 0.06]},
@@ -351,12 +352,94 @@ def test_max_load_leaves_out_the_perf_figures_of_a_busy_machine(tmp_path, capsys
         rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
         rec["perf"]["load_average_1m"] = {"start": 10.0 if i == 3 else 0.5, "end": 11.0}
         write(root, rec)
-    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1  # 100x slower under load
-    assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--max-load", "1") == 0
-    assert "perf figures of 1 records left out" in capsys.readouterr().err
+    out = ["--out", tmp_path / "out", "--no-figures"]
+    assert run_history(root, *out, "--keep-busy", "--confirm", "1") == 1  # 100x slower under load
+    assert run_history(root, *out, "--max-load", "6", "--confirm", "1") == 1  # 5 per core is within 6
+    capsys.readouterr()
+    assert run_history(root, *out) == 0  # the default: 5 per core is above 1.5
+    err = capsys.readouterr().err
+    assert "perf figures of busy records left out: 1 whose bench perf started with a load average above 1.5" in err
     newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["perf.a.speedup_n4", "verdict"] == "not measured"  # the study's numbers stay
     assert newest.loc["study.c.final_test_acc", "verdict"] == "within tolerance"
+
+
+def busy_history(root: Path, shares: list, newest: list[float], load_start: float = 0.5):
+    """Commits 0..3 of a perf figure (higher is better): 5.0 before, ``newest`` at commit 3; one record per
+    share in ``shares`` at commit 3 (None: no CPU measure), each with that share of the CPU taken by others."""
+    for i in range(3):
+        rec = make_record(i, perf={"a.speedup_n4": [5.0, 5.1]})
+        rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
+        rec["perf"]["contention"] = {"method": "proc-stat", "others_cpu_share": 0.02}
+        write(root, rec)
+    for share in shares:
+        rec = make_record(3, perf={"a.speedup_n4": newest})
+        rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
+        rec["perf"]["load_average_1m"] = {"start": load_start}
+        if share is not None:
+            rec["perf"]["contention"] = {"method": "proc-stat", "others_cpu_share": share}
+        write(root, rec)
+
+
+def test_the_measured_cpu_share_of_other_processes_decides_before_the_load_average(tmp_path, capsys):
+    out = ["--out", tmp_path / "out", "--no-figures", "--confirm", "1"]
+    busy_history(tmp_path / "a", [0.5], [1.0, 1.1])  # one other process spinning on 2 cores
+    assert run_history(tmp_path / "a", *out) == 0
+    assert "1 where other processes took more than 25% of the CPU while it was timed" in capsys.readouterr().err
+    assert run_history(tmp_path / "a", *out, "--max-busy", "0.6") == 1
+    # a quiet measure outweighs a high load average at the start (the 1-minute average lags by a minute)
+    busy_history(tmp_path / "b", [0.05], [1.0, 1.1], load_start=10.0)
+    assert run_history(tmp_path / "b", *out) == 1
+    # the measure is read as a number or not at all: a damaged one falls back to the load average
+    busy_history(tmp_path / "c", ["much"], [1.0, 1.1], load_start=10.0)
+    assert run_history(tmp_path / "c", *out) == 0
+
+
+def test_a_timing_regression_needs_two_records_of_the_commit_that_each_show_it(tmp_path, capsys):
+    out = ["--out", tmp_path / "out", "--no-figures"]
+    busy_history(tmp_path / "one", [0.0], [1.0, 1.1])
+    capsys.readouterr()
+    assert run_history(tmp_path / "one", *out) == 0  # one record, however bad: measure again
+    err = capsys.readouterr().err
+    assert "UNCONFIRMED perf.a.speedup_n4: 5.05 -> 1.05 (-79.2%) at c03, worse in 1 of 1 records where 2 are" in err
+    row = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
+    assert row["verdict"] == "unconfirmed" and row["records_worse"] == "1 of 1"
+    assert "| unconfirmed |" in (tmp_path / "out" / "history.md").read_text()
+    busy_history(tmp_path / "two", [0.0, 0.0], [1.0, 1.1])
+    assert run_history(tmp_path / "two", *out) == 1  # measured twice, slow twice: a regression
+    assert "REGRESSION perf.a.speedup_n4" in capsys.readouterr().err
+    # a stray first record and a normal second one: the pooled median is still far off, but one record is not
+    # a regression
+    root = tmp_path / "stray"
+    busy_history(root, [0.0], [1.0, 1.1])
+    rec = make_record(3, perf={"a.speedup_n4": [3.0, 3.1]})  # -40 %: within a 50 % tolerance on its own
+    rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
+    write(root, rec)
+    assert run_history(root, *out, "--tol", "ratio=0.5") == 0  # pooled: -59 %, all 4 values below the 6 before
+    row = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
+    assert row["verdict"] == "unconfirmed" and row["records_worse"] == "1 of 2"
+
+
+def test_the_deterministic_study_needs_no_second_record(tmp_path):
+    root = tmp_path / "history"
+    for i in range(4):
+        write(root, make_record(i, study={"c": {"final_test_acc": [0.6, 0.61, 0.6] if i < 3 else [0.5, 0.5, 0.5]}}))
+    assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
+    row = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    assert row["verdict"] == "regression"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-busy", "1.5"], "must be a share of the CPU, in [0, 1]"),
+    (["--max-load", "-1"], "must be a finite load per core >= 0"),
+    (["--confirm", "0"], "must be >= 1"),
+    (["--confirm", "two"], "not a whole number"),
+])
+def test_bad_safeguard_values_are_one_line(tmp_path, capsys, args, message):
+    busy_history(tmp_path / "h", [0.0], [1.0, 1.1])
+    assert run_history(tmp_path / "h", "--out", tmp_path / "out", *args) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
 
 
 def test_expect_refuses_a_check_that_measured_nothing_of_the_commit(tmp_path, capsys):
@@ -367,9 +450,9 @@ def test_expect_refuses_a_check_that_measured_nothing_of_the_commit(tmp_path, ca
         write(root, rec)
     write(root, make_record(3, perf={"a.speedup_n4": [5.0, 5.1]}, dirty=True))
     out = ["--out", tmp_path / "out", "--no-figures"]
-    assert run_history(root, *out, "--expect", sha(2), "--clean-only") == 0  # the newest clean commit, measured
-    assert run_history(root, *out, "--expect", sha(2)) == 2  # a dirty tree of a later commit is newer
-    cases = [(["--expect", sha(2), "--max-load", "1"], f"the records of {sha(2)[:12]} have no values left"),
+    assert run_history(root, *out, "--expect", sha(2), "--clean-only", "--keep-busy") == 0  # the newest clean one
+    assert run_history(root, *out, "--expect", sha(2), "--keep-busy") == 2  # a dirty tree of a later commit is newer
+    cases = [(["--expect", sha(2), "--clean-only"], f"the records of {sha(2)[:12]} have no values left"),
              (["--expect", sha(3), "--clean-only"], f"no clean record of {sha(3)[:12]}"),
              (["--expect", sha(1)], f"{sha(1)[:12]} is not the newest commit read"),
              (["--expect", sha(9)], f"no record of {sha(9)[:12]}"),
@@ -406,3 +489,31 @@ def test_a_report_of_the_committed_history_lands_outside_it(tmp_path, monkeypatc
     assert run_history(Path("results/history"), "--no-figures") == 0
     assert (tmp_path / "results" / "history-report" / "steps.csv").is_file()
     assert sorted(p.relative_to(root) for p in root.rglob("*")) == before  # nothing written among the records
+
+
+def test_compare_puts_two_commits_side_by_side(tmp_path, capsys):
+    root = tmp_path / "history"
+    for i in range(3):
+        write(root, make_record(i, perf={"b.round_vs_copy_sign": [2.0, 2.1, 2.05, 2.02, 2.08] if i < 2 else
+                                         [4.0, 4.2, 4.1, 4.05, 4.15],
+                                         "c.steady": [1.0, 1.01, 1.02]},
+                                study={"c": {"final_test_acc": [0.6, 0.61, 0.6]}}))
+    out = ["--out", tmp_path / "out", "--no-figures"]
+    capsys.readouterr()
+    assert run_history(root, *out, "--compare", sha(0), sha(2)) == 0  # a table, not a gate
+    printed = capsys.readouterr().out
+    assert "worse  perf.b.round_vs_copy_sign: 2.05 -> 4.1 x (+100.0%, p 0.0079; records 1 and 1)" in printed
+    table = pd.read_csv(tmp_path / "out" / "compare.csv").set_index("quantity")
+    assert table.loc["perf.c.steady", "verdict"] == "same"
+    assert table.loc["study.c.final_test_acc", "verdict"] == "same" and table.loc["perf.b.round_vs_copy_sign",
+                                                                                  "change"] == pytest.approx(1.0)
+    assert run_history(root, *out, "--compare", sha(0), sha(1)) == 0
+    assert pd.read_csv(tmp_path / "out" / "compare.csv").set_index("quantity").loc[
+        "perf.b.round_vs_copy_sign", "verdict"] == "same"
+    capsys.readouterr()
+    for args, message in [(["--compare", sha(0), sha(7)], f"--compare {sha(7)}: no record of {sha(7)[:12]} left"),
+                          (["--compare", sha(0), sha(2), "--expect", sha(2)], "--compare and --expect: one at a time"),
+                          (["--compare", "HEAD~999999", sha(2), "--repo", tmp_path], "--compare HEAD~999999: not a commit")]:
+        assert run_history(root, *out, *args) == 2, args
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, (args, err)

@@ -65,6 +65,10 @@ def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf
     assert rec["commit_date"] == git(checkout, "show", "-s", "--format=%cI", "HEAD") and rec["dirty"] is False
     assert rec["machine"]["id"] == machine and {"cpu", "cores", "torch", "device"} <= set(rec["machine"])
     assert rec["perf"]["figures"]["b.round_vs_copy_sign"]["values"] == [2.0, 2.2] and rec["errors"] == []
+    contention = rec["perf"]["contention"]  # what other processes took of the CPU while bench perf timed
+    assert contention["method"] in ("proc-stat", "unavailable")
+    if contention["method"] == "proc-stat":
+        assert 0 <= contention["others_cpu_share"] <= 1 and contention["cores"] >= 1
     assert json.loads((out / machine / "machine.json").read_text())["id"] == machine
     assert fake_perf[0][0] == checkout.resolve()  # the code under test is --repo's
     assert capsys.readouterr().out.count("wrote ") == 2

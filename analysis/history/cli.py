@@ -1,8 +1,9 @@
 """The command `python -m analysis history DIR...`: its arguments (build_parser), the run from records to
-outputs (run: filtering by kind, pattern, dirtiness and load, settings groups, ordering, the gate's refusals,
-analysing, the gate's failures, then writing history.csv, steps.csv, newest.csv, noise.csv, the figures and
-history.md, and the summary lines on stdout and stderr), and main with the exit status: 0, 1 when the newest
-commit starts a regression or failed (gate.py), 2 on bad input or a refused check (one line)."""
+outputs (run: filtering by kind, pattern, dirtiness and busy machines, settings groups, ordering, the gate's
+refusals, analysing, the confirmation of timing regressions, the gate's failures, then writing history.csv,
+steps.csv, newest.csv, noise.csv, the figures and history.md, and the summary lines on stdout and stderr),
+and main with the exit status: 0, 1 when the newest commit starts a confirmed regression or failed
+(gate.py), 2 on bad input or a refused check (one line). The noisy-machine safeguards are safeguards.py's."""
 from __future__ import annotations
 
 import argparse
@@ -15,12 +16,15 @@ import pandas as pd
 
 from analysis.cli import UsageError, _Parser
 from analysis.files import write_atomically, write_text_atomically
+from analysis.history.compare import compare, lines, point_of
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
 from analysis.history.figures import _safe, draw
 from analysis.history.gate import (check_expect_value, commit_of, expect_refusal, later_than, newest_failures,
                                    nothing_compared)
 from analysis.history.order import ORDERS, order_points
+from analysis.history.report import _markdown, _noise_line
 from analysis.history.records import _NOTES, KINDS, TOLERANCES, _parse_date, load_records, observations, series_of
+from analysis.history.safeguards import add_arguments as add_safeguards, confirm, leave_out_busy, unconfirmed_lines
 from analysis.history.settings import settings_note, split_by_settings
 
 
@@ -89,9 +93,10 @@ def build_parser() -> argparse.ArgumentParser:
                    "of HEAD in --repo) or date (committer dates, which a skewed clock reorders)")
     p.add_argument("--repo", default=None, help="the repository of the commits (default: the working folder)")
     p.add_argument("--clean-only", action="store_true", help="leave out records of dirty trees")
-    p.add_argument("--max-load", type=_between(float, 0.0), default=None, metavar="PER_CORE",
-                   help="leave out the perf figures of records whose bench perf started with a 1-minute load average "
-                   "above PER_CORE x cores (a busy shared machine; the study's numbers are kept)")
+    add_safeguards(p)
+    p.add_argument("--compare", nargs=2, default=None, metavar=("A", "B"),
+                   help="every quantity measured at both commits A and B side by side (as asv compare): "
+                   "compare.csv and a table; exit 0")
     p.add_argument("--no-figures", action="store_true", help="tables only")
     p.add_argument("--expect", default=None, metavar="REV",
                    help="refuse (exit 2) unless REV (a commit of --repo, e.g. HEAD) is the newest commit read, has "
@@ -107,6 +112,8 @@ def run(args) -> int:
         if not d.is_dir():
             raise UsageError(f"history directory not found: {d}")
     check_expect_value(args.expect)
+    if args.compare and args.expect is not None:
+        raise UsageError("--compare and --expect: one at a time (--expect checks the newest commit)")
     kinds = set(KINDS)
     if args.kinds:
         kinds = {k.strip() for k in args.kinds.split(",") if k.strip()}
@@ -133,13 +140,9 @@ def run(args) -> int:
     table = table[pd.Series([selected(q, k, n) for q, k, n in zip(table["quantity"], table["kind"], table["name"])],
                             index=table.index, dtype=bool)]
     _NOTES.extend(settings_note(table))
-    measured = table  # what the records hold, before --max-load: a figure left out for load is not missing
-    if args.max_load is not None:
-        busy = table["quantity"].str.startswith("perf.") & (table["load"] > args.max_load)
-        if busy.any():
-            _NOTES.append(f"analysis history: note: perf figures of {table.loc[busy, 'record'].nunique()} records left "
-                          f"out: load average above {args.max_load:g} per core when bench perf started")
-        table = table[~busy]
+    measured = table  # what the records hold, before the busy ones go: a figure left out for load is not missing
+    table, notes = leave_out_busy(table, args)
+    _NOTES.extend(notes)
     if table.empty:
         raise UsageError(f"no tracked values left after --kinds/--only in {len(records)} records")
     points = order_points(table, args.order, args.repo)
@@ -156,7 +159,10 @@ def run(args) -> int:
     first = table.groupby("point").first()
     info = {p: {"describe": first.loc[p, "describe"], "subject": first.loc[p, "subject"]} for p in points}
     series = series_of(table, points)
+    if args.compare:
+        return _compare(args, series, points, tolerances, overridden, dirs)
     steps, newest, noise = analyse(series, points, info, tolerances, args.alpha, args.min_side, args.window, overridden)
+    newest = confirm(newest, series, points[-1], args.confirm)
     if args.expect is not None and (why := nothing_compared(args.expect, newest)):
         raise UsageError(why)
     is_later = later_than(commit_of_point[points[-1]], _parse_date(first.loc[points[-1], "commit_date"]), args.repo,
@@ -199,71 +205,21 @@ def run(args) -> int:
         tol = f"{r['tolerance']:.0%}" if r["mode"] == "rel" else f"{r['tolerance']:g}"
         print(f"REGRESSION {r['quantity']}: {r['before_median']:.4g} -> {r['newest_median']:.4g} ({size}, tolerance "
               f"{tol}; {r['test']}) at {info[points[-1]]['describe']}", file=sys.stderr)
+    for line in unconfirmed_lines(newest, info[points[-1]]["describe"], args.confirm):
+        print(line, file=sys.stderr)
     for line in failures:
         print(f"FAILED {info[points[-1]]['describe']}: {line}", file=sys.stderr)
     return 1 if len(regressions) or failures else 0
 
 
-def _noise_line(noise: pd.DataFrame, tolerances: dict) -> str:
-    """The spread of the perf figures without a change of code, beside the tolerance in force."""
-    parts = []
-    for kind in ("ratio", "absolute"):
-        rows = noise[noise["kind"] == kind]
-        spread = rows["repeat_spread"].dropna()
-        deviation = rows["record_deviation_p90"].dropna()
-        if not len(spread) and not len(deviation):
-            continue
-        text = f"{kind} (tolerance {tolerances[kind][1]:.0%}):"
-        if len(spread):
-            text += (f" the repeats of a commit span {spread.median():.0%} of their median (median over {len(spread)} "
-                     f"figures; 90th percentile {spread.quantile(0.9):.0%}, max {spread.max():.0%})")
-        if len(deviation):
-            text += (f"{',' if len(spread) else ''} one record's median strays from its segment's by "
-                     f"{deviation.median():.0%} (90th percentile {deviation.quantile(0.9):.0%}, max "
-                     f"{rows['record_deviation_max'].max():.0%})")
-        parts.append(text)
-    return "noise: " + ("; ".join(parts) if parts else "no repeated perf figures yet")
-
-
-def _fmt(value, mode) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return f"{value:+.1%}" if mode == "rel" else f"{value:+.4g}"
-
-
-def _markdown(records, points, info, machines, series, steps, newest, noise, tolerances, args, drawn, failures) -> str:
-    lines = ["# Tracking history", "",
-             f"{len(records)} records of {len(points)} commits ({info[points[0]]['describe']} .. "
-             f"{info[points[-1]]['describe']}) on {', '.join(machines)}; {len(series)} quantities. Steps: binary "
-             f"segmentation, two-sided Mann-Whitney, Bonferroni over the splits of a segment, alpha {args.alpha:g}, "
-             f"at least {args.min_side} commits a side. Tolerances: "
-             + ", ".join(f"{k} {v:.0%}" if m == "rel" else f"{k} {v:g}" for k, (m, v) in tolerances.items()) + ".", "",
-             "## Commits", "", "| # | commit | describe | subject |", "|---|---|---|---|"]
-    lines += [f"| {i} | {p} | {info[p]['describe']} | {info[p]['subject'][:70]} |" for i, p in enumerate(points)]
-    lines += ["", f"## Steps ({len(steps)})", ""]
-    if len(steps):
-        lines += ["| quantity | first commit | before | after | change | p (adjusted) | verdict |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {r.quantity} | {r.first_commit} {r.describe} | {r.before_median:.4g} | {r.after_median:.4g} | "
-                  f"{_fmt(r.change, r.mode)} | {r.p_adj:.2g} | {r.verdict} |" for r in steps.itertuples()]
-    else:
-        lines.append("None detected.")
-    flagged = newest[newest["verdict"].isin(["regression", "improvement", "within noise",
-                                             "continues an earlier change"])]
-    lines += ["", f"## Newest commit ({info[points[-1]]['describe']})", "",
-              ", ".join(f"{n} {v}" for v, n in newest["verdict"].value_counts().items()) + ".", ""]
-    if len(flagged):
-        lines += ["| quantity | before | newest | change | test | verdict |", "|---|---|---|---|---|---|"]
-        lines += [f"| {r.quantity} | {r.before_median:.4g} | {r.newest_median:.4g} | {_fmt(r.change, r.mode)} | "
-                  f"{r.test} | {r.verdict} |" for r in flagged.itertuples()]
-    if failures:
-        lines += ["", f"**Failed** ({len(failures)}; exit status 1):", ""] + [f"- {line}" for line in failures]
-    lines += ["", "## Noise", "", _noise_line(noise, tolerances), "",
-              "noise.csv: per quantity the median spread of a commit's values (repeats or seeds) and how far one "
-              "record's median strays from its segment's median (90th percentile, maximum).", ""]
-    if drawn:
-        lines += ["## Figures", ""] + [f"- [{p.stem}](figures/{p.name})" for p in drawn]
-    return "\n".join(lines) + "\n"
+def _compare(args, series, points, tolerances, overridden, dirs) -> int:
+    a, b = (point_of(commit_of(rev.strip(), args.repo, "--compare"), rev, points) for rev in args.compare)
+    table = compare(series, a, b, tolerances, args.alpha, overridden)
+    out = Path(args.out) if args.out else default_out(dirs[0])
+    write_atomically(out / "compare.csv", lambda tmp: table.to_csv(tmp, index=False))
+    print("\n".join(lines(table, *args.compare)))
+    print(f"compare: -> {out / 'compare.csv'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ def check_expect_value(rev: str | None) -> None:
         raise UsageError(f"--expect {rev!r}: empty or an option; give a commit of --repo, e.g. HEAD")
 
 
-def commit_of(rev: str, repo: str | None) -> str:
+def commit_of(rev: str, repo: str | None, flag: str = "--expect") -> str:
     """The full hash of ``rev``: as given when it is one, else `git rev-parse` in ``repo``."""
     if re.fullmatch(r"[0-9a-f]{40}", rev):
         return rev
@@ -34,9 +34,9 @@ def commit_of(rev: str, repo: str | None) -> str:
         proc = subprocess.run(["git", "-C", repo or ".", "rev-parse", "--verify", "--quiet", "--end-of-options",
                                f"{rev}^{{commit}}"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as err:
-        raise UsageError(f"--expect {rev}: git cannot run ({err})") from None
+        raise UsageError(f"{flag} {rev}: git cannot run ({err})") from None
     if proc.returncode != 0:
-        raise UsageError(f"--expect {rev}: not a commit of {repo or '.'}")
+        raise UsageError(f"{flag} {rev}: not a commit of {repo or '.'}")
     return proc.stdout.strip()
 
 
@@ -49,7 +49,7 @@ def expect_refusal(rev: str, expected: str, points: list[str], commit_of_point: 
     if expected[:12] in points:
         why = f"{expected[:12]} is not the newest commit read"
     elif any(r["commit"] == expected for r in records):
-        why = f"the records of {expected[:12]} have no values left after --max-load, --kinds and --only"
+        why = f"the records of {expected[:12]} have no values left after --max-busy/--max-load (busy machine), --kinds and --only"
     else:
         broken = [s for s in skipped if s.commit == expected and not (clean_only and s.dirty)]
         why = (f"the {len(broken)} records of {expected[:12]} are unusable ({broken[0].path}: {broken[0].reason})"
@@ -79,6 +79,9 @@ def _covers(rec: dict, name: str) -> bool:
         return False
     if base.startswith("study."):
         return base[len("study."):].rsplit(".", 1)[0] in ((rec.get("study") or {}).get("cells") or {})
+    if base.startswith("user."):  # the user's benchmark file of that stem ran
+        files = (rec.get("user") or {}).get("files") or []
+        return base.split(".")[1] in {str(f).rsplit(".", 1)[0] for f in files}
     groups = _groups(rec)
     return isinstance((rec.get("perf") or {}).get("figures"), dict) and (groups is None or base.split(".")[1] in groups)
 
@@ -109,7 +112,7 @@ def later_than(newest: str, newest_date, repo: str | None, graph: bool):
 def newest_failures(points: list[str], records: list[dict], skipped: list[Skipped], table: pd.DataFrame,
                     selected, is_later, clean_only: bool) -> list[str]:
     """One line per way the newest commit (``points[-1]``) failed. ``table``: the values left after --kinds and
-    --only, before --max-load; ``selected(quantity, kind)``: whether --kinds and --only keep a quantity;
+    --only, before the busy records go; ``selected(quantity, kind)``: whether --kinds and --only keep a quantity;
     ``is_later(skipped)``: whether an unusable record is of the newest commit or a later one."""
     newest = points[-1]
     lines = []

@@ -29,7 +29,9 @@ TOLERANCES = {
     "agreement": ("abs", 0.01),  # differences between paths that must agree (perf g.*_difference)
 }
 KINDS = tuple(TOLERANCES)
+USER_KINDS = ("absolute", "ratio", "accuracy", "to_target")  # what a user's benchmark may declare (benchfile.py)
 MACHINE_BOUND = {"absolute"}
+TIMED_KINDS = {"absolute", "ratio"}  # perf figures timed on the machine (agreement figures are differences)
 STUDY_FIELDS = {  # record field -> (kind, higher is better, unit)
     "final_test_acc": ("accuracy", True, "test accuracy"),
     "epochs_to_target": ("to_target", False, "epochs"),
@@ -62,17 +64,19 @@ def _number(v) -> bool:
         return False
 
 
-def _figure_problem(name: str, fig) -> str | None:
+def _figure_problem(name: str, fig, part: str = "perf") -> str | None:
     if not isinstance(fig, dict):
-        return f"perf figure {name!r} is not an object"
+        return f"{part} figure {name!r} is not an object"
     values = fig.get("values", [fig.get("median")])
     if not isinstance(values, list) or not values:
-        return f"perf figure {name!r} has no values"
+        return f"{part} figure {name!r} has no values"
     bad = [v for v in values if not (_number(v) and math.isfinite(float(v)))]
     if bad:
-        return f"perf figure {name!r}: value {bad[0]!r:.30} is not a finite number"
+        return f"{part} figure {name!r}: value {bad[0]!r:.30} is not a finite number"
     if not isinstance(fig.get("higher_is_better", True), bool):
-        return f"perf figure {name!r}: higher_is_better is not true or false"
+        return f"{part} figure {name!r}: higher_is_better is not true or false"
+    if part == "user" and fig.get("kind", "absolute") not in USER_KINDS:
+        return f"user figure {name!r}: kind {fig.get('kind')!r:.30} is not one of {', '.join(USER_KINDS)}"
     return None
 
 
@@ -101,15 +105,17 @@ def record_problem(rec) -> str | None:
         return "machine has no id"
     if not isinstance(rec.get("errors", []), list):
         return f"errors is {type(rec['errors']).__name__}, not a list"
-    perf = rec.get("perf")
-    if perf is not None:
-        if not isinstance(perf, dict):
-            return f"perf is {type(perf).__name__}, not an object"
-        figures = perf.get("figures")
+    for part in ("perf", "user"):
+        section = rec.get(part)
+        if section is None:
+            continue
+        if not isinstance(section, dict):
+            return f"{part} is {type(section).__name__}, not an object"
+        figures = section.get("figures")
         if figures is not None and not isinstance(figures, dict):
-            return f"perf.figures is {type(figures).__name__}, not an object"
+            return f"{part}.figures is {type(figures).__name__}, not an object"
         for name, fig in (figures or {}).items():
-            why = _figure_problem(name, fig)
+            why = _figure_problem(name, fig, part)
             if why:
                 return why
     study = rec.get("study")
@@ -184,6 +190,17 @@ def _load(rec: dict) -> float:
         return math.nan
 
 
+def _busy(rec: dict, part: str = "perf") -> float:
+    """The share of the machine's CPU that other processes took while the record's `bench perf` (or the
+    user's benchmarks: part "user") timed (bench/track/contention.py; NaN for records before that measure,
+    or where it was unavailable)."""
+    try:
+        share = rec[part]["contention"]["others_cpu_share"]
+    except (KeyError, TypeError):
+        return math.nan
+    return float(share) if _number(share) and 0 <= float(share) <= 64 else math.nan
+
+
 def point_key(rec: dict) -> str:
     """A point of the series: a commit, or a commit's dirty tree (measured, but not that commit)."""
     return rec["commit"][:12] + ("+dirty" if rec.get("dirty") else "")
@@ -197,14 +214,16 @@ def _digest(value) -> str | None:
 
 def settings_of(rec: dict) -> dict[str, str]:
     """The settings a record's numbers were measured with, per part, as keys (JSON of [field, value] pairs;
-    a value is None when the record does not store it): perf by bench perf's sizes and the device; the
+    a value is None when the record does not store it): perf by bench perf's sizes and the device; the user's
+    benchmarks by the digest of their files; the
     study's accuracies by the study (config digest), its *_to_target numbers by the study and the target."""
-    perf, study = rec.get("perf") or {}, rec.get("study") or {}
+    perf, study, user = rec.get("perf") or {}, rec.get("study") or {}, rec.get("user") or {}
     device = rec["machine"].get("device")
     target = study.get("target_acc")
     digest = study.get("config_digest")
     return {"perf": json.dumps([["sizes", _digest(perf.get("sizes"))],
                                 ["device", device if isinstance(device, str) else None]]),
+            "user": json.dumps([["benchmarks", user.get("digest") if isinstance(user.get("digest"), str) else None]]),
             "accuracy": json.dumps([["study", digest if isinstance(digest, str) else None]]),
             "to_target": json.dumps([["study", digest if isinstance(digest, str) else None],
                                      ["target", float(target) if _number(target) else None]])}
@@ -217,6 +236,7 @@ def observations(records: list[dict]) -> pd.DataFrame:
     for rec in records:
         settings = settings_of(rec)
         base = {"machine": rec["machine"]["id"], "point": point_key(rec), "commit": rec["commit"], "load": _load(rec),
+                "busy": _busy(rec),
                 "dirty": bool(rec.get("dirty")), "describe": str(rec.get("describe") or rec["commit"][:7]),
                 "subject": str(rec.get("subject") or ""), "commit_date": rec["commit_date"],
                 "generation": rec["generation"] if _is_number(rec.get("generation")) else -1,
@@ -226,19 +246,28 @@ def observations(records: list[dict]) -> pd.DataFrame:
             values = fig.get("values") or [fig.get("median")]
             bound = fig.get("target") if kind == "agreement" and _number(fig.get("target")) else None
             for j, value in enumerate(values):
-                rows.append({**base, "quantity": f"perf.{name}", "kind": kind, "unit": str(fig.get("unit", "")),
+                rows.append({**base, "quantity": f"perf.{name}", "kind": kind, "timed": kind in TIMED_KINDS,
+                             "unit": str(fig.get("unit", "")),
                              "higher_is_better": bool(fig.get("higher_is_better", True)), "bound": bound,
                              "settings": settings["perf"], "sample": f"repeat {j}", "value": float(value)})
+        for name, fig in ((rec.get("user") or {}).get("figures") or {}).items():
+            kind = str(fig.get("kind", "absolute"))
+            for j, value in enumerate(fig.get("values") or [fig.get("median")]):
+                rows.append({**base, "busy": _busy(rec, "user"), "load": math.nan, "quantity": f"user.{name}",
+                             "kind": kind, "timed": fig.get("timed") is True, "unit": str(fig.get("unit", "")),
+                             "higher_is_better": bool(fig.get("higher_is_better", False)), "bound": None,
+                             "settings": settings["user"], "sample": f"repeat {j}", "value": float(value)})
         for cell, entry in ((rec.get("study") or {}).get("cells") or {}).items():
             for field, (kind, higher, unit) in STUDY_FIELDS.items():
                 for seed, value in zip(entry["seeds"], entry.get(field) or []):
                     if value is None:
                         continue
-                    rows.append({**base, "quantity": f"study.{cell}.{field}", "kind": kind, "unit": unit,
+                    rows.append({**base, "quantity": f"study.{cell}.{field}", "kind": kind, "timed": False,
+                                 "unit": unit,
                                  "higher_is_better": higher, "bound": None, "settings": settings[kind],
                                  "sample": f"seed {seed}", "value": math.inf if value == "inf" else float(value)})
-    table = pd.DataFrame(rows, columns=["quantity", "kind", "unit", "higher_is_better", "bound", "machine", "load",
-                                        "point", "commit", "dirty", "describe", "subject", "commit_date",
+    table = pd.DataFrame(rows, columns=["quantity", "kind", "timed", "unit", "higher_is_better", "bound", "machine", "load",
+                                        "busy", "point", "commit", "dirty", "describe", "subject", "commit_date",
                                         "generation", "started", "record", "settings", "sample", "value"])
     bound = table["kind"].isin(MACHINE_BOUND)
     if table.loc[bound, "machine"].nunique() > 1:  # absolute times: one series per machine
@@ -254,7 +283,7 @@ def series_of(table: pd.DataFrame, points: list[str]) -> dict[str, dict]:
     table = table[table["point"].isin(rank)]
     for quantity, g in table.groupby("quantity", sort=True):
         first = g.iloc[0]
-        study = first["kind"] in ("accuracy", "to_target")
+        study = str(quantity).startswith("study.")
         pts = sorted(g["point"].unique(), key=rank.get)
         values = []
         for p in pts:
@@ -263,7 +292,7 @@ def series_of(table: pd.DataFrame, points: list[str]) -> dict[str, dict]:
                 values.append(rows.groupby("sample")["value"].median().to_numpy(float))
             else:
                 values.append(rows["value"].to_numpy(float))
-        out[quantity] = {"kind": first["kind"], "unit": first["unit"],
+        out[quantity] = {"kind": first["kind"], "timed": bool(first["timed"]), "unit": first["unit"],
                          "higher_is_better": bool(first["higher_is_better"]),
                          "bound": first["bound"], "points": pts, "values": values,
                          "machines": sorted(g["machine"].unique()),

@@ -16,7 +16,8 @@ summarize` reading the runs, so that older commits are measured by the same rule
 thread (OMP_NUM_THREADS=1: results then do not depend on the core count or on load) and a private cache
 (the code under test tunes γ and generates the data itself). docs/tracking.md has the record format.
 
-The package: record.py holds the commit, the machine's fingerprint and the never-overwriting writer;
+The user part (--benchmarks) runs the user's own asv-style benchmark files in the checkout under test
+(userpart.py, benchfile.py). The package: record.py holds the commit, the machine's fingerprint and the never-overwriting writer;
 quickset.py runs bench perf --quick and the study and writes the record (track_one); commits.py measures
 each commit of --commits in a worktree of its own; this file has the flags and the command (cmd_track).
 """
@@ -29,14 +30,16 @@ from ..errors import BenchError
 from .commits import check_commits, commit_list, measured, track_commits
 from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, settle, track_one
 from ..files import write_new
+from .userpart import benchmark_files
 from .record import (CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id, tracker_state,
                      tree_changes, with_tracker)
 
 DEFAULT_CONFIG = ROOT / "config" / "track.yaml"
 DEFAULT_OUT = "results/history"
 DEFAULT_TARGET_ACC = 0.5  # absolute test accuracy of the study's targets (config/track.yaml says why)
-PARTS = ("perf", "study")
-__all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_OUT", "DEFAULT_TARGET_ACC", "KIND", "PARTS", "ROOT",
+PARTS = ("perf", "study", "user")
+DEFAULT_PARTS = ("perf", "study")  # and user, when --benchmarks names files
+__all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_PARTS", "benchmark_files", "DEFAULT_OUT", "DEFAULT_TARGET_ACC", "KIND", "PARTS", "ROOT",
            "STUDY_FIELDS", "VERSION", "add_arguments", "check_commits", "cmd_track", "commit_info", "commit_list",
            "fingerprint", "load_study", "machine_id", "measured", "run_perf", "run_study", "select_cells", "settle",
            "track_commits", "track_one", "tracker_state", "tree_changes", "with_tracker", "write_new", "_git"]
@@ -48,8 +51,11 @@ def add_arguments(p, output_dir, positive_float, device) -> None:
                    help="checkout whose code is measured: a worktree of another commit (default: this checkout)")
     p.add_argument("--out", type=output_dir, default=DEFAULT_OUT, metavar="DIR",
                    help=f"history root; the record goes to DIR/<machine>/<commit>/<time>.json (default: {DEFAULT_OUT})")
-    p.add_argument("--parts", default=",".join(PARTS), metavar="LIST",
-                   help="comma list of perf, study (default: both)")
+    p.add_argument("--parts", default=None, metavar="LIST",
+                   help="comma list of perf, study, user (default: perf,study, and user with --benchmarks)")
+    p.add_argument("--benchmarks", action="append", default=[], metavar="PATH",
+                   help="your own benchmark files (asv's time_* and track_* functions; a .py file or a folder of "
+                   "them, repeatable), run in the checkout under test: the user part (docs/tracking.md)")
     p.add_argument("--cells", default=None, metavar="GLOBS",
                    help="comma list of the study's cells to run, shell patterns, e.g. 'choco-*' (default: all)")
     p.add_argument("--perf-only", default=None, metavar="GROUPS",
@@ -79,10 +85,18 @@ def add_arguments(p, output_dir, positive_float, device) -> None:
 
 # -- the command ------------------------------------------------------------------------------------------
 def _checked(args) -> list[str]:
-    parts = [p.strip() for p in args.parts.split(",") if p.strip()]
+    if args.parts is None:
+        parts = [*DEFAULT_PARTS, *(["user"] if args.benchmarks else [])]
+    else:
+        parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     unknown = [p for p in parts if p not in PARTS]
     if unknown or not parts:
         raise BenchError(f"--parts {args.parts!r}: {', '.join(unknown) or 'empty'}; allowed: {', '.join(PARTS)}")
+    if "user" in parts and not args.benchmarks:
+        raise BenchError("the user part needs --benchmarks FILE.py (your own asv-style benchmarks)")
+    if args.benchmarks and "user" not in parts:
+        raise BenchError("--benchmarks needs the user part (--parts ...,user)")
+    args.benchmark_files = benchmark_files(args.benchmarks) if args.benchmarks else []
     if args.perf_only and "perf" not in parts:
         raise BenchError("--perf-only needs the perf part (--parts perf,...)")
     if args.cells and "study" not in parts:
@@ -106,8 +120,9 @@ def cmd_track(args) -> int:
         return 0
     parts = _checked(args)
     repo = Path(args.repo or ROOT).resolve()
-    if not (repo / "bench" / "__init__.py").is_file():
-        raise BenchError(f"--repo {args.repo or repo}: no bench package there (give a checkout of this suite)")
+    if set(parts) != {"user"} and not (repo / "bench" / "__init__.py").is_file():  # any project for the user part
+        raise BenchError(f"--repo {args.repo or repo}: no bench package there (give a checkout of this suite, or "
+                         "--parts user to run only your --benchmarks in any project)")
     study = digest = cells = None
     if "study" in parts:
         study, digest = load_study(args.config)

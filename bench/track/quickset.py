@@ -22,6 +22,8 @@ from typing import Any, Callable
 from ..errors import BenchError
 from ..cache import ENV as CACHE_ENV
 from ..files import write_new
+from .contention import CpuMeter
+from .userpart import run_user
 from .record import KIND, ROOT, VERSION, tracker_state, with_tracker
 
 STUDY_FIELDS = ("final_test_acc", "epochs_to_target", "bits_to_target", "time_to_target_s")
@@ -195,7 +197,15 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
         if "perf" in parts:
             if getattr(args, "settle", 0):
                 settle(args.settle, say)
-            record["perf"], errors = run_perf(repo, work, args.device, args.perf_only, say)
+            with CpuMeter() as meter:  # what other processes took of the machine while bench perf timed
+                record["perf"], errors = run_perf(repo, work, args.device, args.perf_only, say)
+            record["perf"]["contention"] = meter.result
+            if meter.result.get("others_cpu_share", 0) > 0.1:
+                say(f"track: other processes took {meter.result['others_cpu_share']:.0%} of the machine's CPU while "
+                    "bench perf timed (analysis history --max-busy leaves such records' perf figures out)")
+            record["errors"] += errors
+        if "user" in parts:
+            record["user"], errors = run_user(repo, work, args.benchmark_files, _code_env(repo), say)
             record["errors"] += errors
         if "study" in parts:
             record["study"], errors = run_study(repo, work, study, digest, cells, args.target_acc, say)
@@ -216,7 +226,9 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
         print(f"track: error: {line}", file=sys.stderr)
     n_perf = len((record.get("perf") or {}).get("figures") or {})
     n_cells = len((record.get("study") or {}).get("cells") or {})
+    n_user = len((record.get("user") or {}).get("figures") or {})
     failed = f", {len(record['errors'])} errors" if record["errors"] else ""
     print(f"wrote {path} ({commit['describe']}, {n_perf} perf figures, {n_cells} cells x "
-          f"{len(study.seeds) if study else 0} seeds, {record['wall_s']:.0f} s{failed})", flush=True)
+          f"{len(study.seeds) if study else 0} seeds{f', {n_user} of your benchmarks' if n_user else ''}, "
+          f"{record['wall_s']:.0f} s{failed})", flush=True)
     return 1 if record["errors"] else 0

@@ -1,0 +1,87 @@
+"""The meter of what other processes took of the machine while bench track timed (bench/track/contention.py):
+its arithmetic on given /proc/stat texts, and a real probe with a process spinning beside it."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bench.track.contention import CpuMeter, machine_busy_seconds
+
+STAT = "cpu  {user} 0 {system} 5000 300 0 {softirq} {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2\n"
+
+
+def stat(user, system, softirq=0, steal=0) -> str:
+    return STAT.format(user=user, system=system, softirq=softirq, steal=steal)
+
+
+def test_busy_seconds_count_every_busy_field_and_not_idle_or_iowait():
+    # user 100 + system 50 + softirq 10 + steal 40 ticks at 100 per second; idle 5000 and iowait 300 left out
+    assert machine_busy_seconds(stat(100, 50, 10, 40), 100) == pytest.approx(2.0)
+    with pytest.raises(ValueError):
+        machine_busy_seconds("cpu0 1 2 3\n", 100)
+
+
+def test_others_share_is_machine_busy_less_own_over_wall_times_cores():
+    texts = iter([stat(0, 0), stat(300, 100)])        # 4 CPU-seconds busy over the span
+    own = iter([10.0, 11.0])                          # 1 of them ours (and our children's)
+    clock = iter([0.0, 2.0])                          # 2 s on 2 cores: 4 CPU-seconds available
+    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
+        pass
+    assert m.result["method"] == "proc-stat" and m.result["others_cpu_share"] == pytest.approx(0.75)
+    assert m.result["machine_busy_s"] == 4.0 and m.result["own_cpu_s"] == 1.0 and m.result["wall_s"] == 2.0
+
+
+def test_no_proc_stat_says_unavailable_and_never_raises():
+    def missing():
+        raise FileNotFoundError("/proc/stat")
+
+    with CpuMeter(missing, cores=2) as m:
+        pass
+    assert m.result == {"method": "unavailable"}
+
+
+def test_own_work_is_not_counted_as_others():
+    texts = iter([stat(0, 0), stat(200, 0)])
+    own = iter([0.0, 2.0])  # all the busy time was ours
+    clock = iter([0.0, 1.0])
+    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
+        pass
+    assert m.result["others_cpu_share"] == 0.0
+
+
+BURN = ("import sys, time\nwhile time.process_time() < 1.0: pass\n"  # one CPU-second, however busy the machine
+        "open(sys.argv[1], 'w').close()\ntime.sleep(60)")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the probe reads Linux's /proc/stat")
+def test_a_process_spinning_beside_the_measurement_is_seen(tmp_path):
+    # a sibling not waited for while the meter runs: its CPU-second is someone else's
+    done = tmp_path / "burnt"
+    with CpuMeter() as busy:
+        spinner = subprocess.Popen([sys.executable, "-c", BURN, str(done)])
+        try:
+            deadline = time.monotonic() + 60
+            while not done.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        except BaseException:
+            spinner.kill()
+            raise
+    spinner.kill()
+    spinner.wait()
+    others = busy.result["others_cpu_share"] * busy.result["wall_s"] * busy.result["cores"]
+    assert done.exists() and others >= 0.8, busy.result  # the rest of the machine may add, never remove
+    own_burn = BURN.replace("time.sleep(60)", "pass")
+    with CpuMeter() as own:  # our own child, waited for inside the span, is ours
+        subprocess.run([sys.executable, "-c", own_burn, str(tmp_path / "own")], check=True)
+    assert own.result["own_cpu_s"] >= 0.9, own.result
+
+
+def test_the_cores_are_those_proc_stat_describes():
+    texts = iter([stat(0, 0), stat(100, 0)])
+    with CpuMeter(lambda: next(texts), lambda: 0.0, iter([0.0, 1.0]).__next__, ticks_per_second=100) as m:
+        pass
+    assert m.result["cores"] == 1 and m.result["others_cpu_share"] == 1.0  # STAT has one cpuN line
