@@ -317,6 +317,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     track_arguments(k, _output_dir, _positive_float, _device())
 
+    m = sub.add_parser("compare", help="your method against the baselines: writes a study to "
+                       "results/compare-NAME/study.yaml and runs the pipeline on it (report.html, report.md)")
+    from .pipeline.compare import add_arguments as compare_arguments  # no torch at import
+
+    compare_arguments(m, _positive_int, _positive_float, _node_count)
+
     b = sub.add_parser("bits", help="MiB per iteration of each compressor for a model's per-layer shapes")
     b.add_argument("--model", default="resnet20", help="resnet20, resnet8, ... (CIFAR ResNet-(6k+2))")
     b.add_argument("--compressors", nargs="+", default=["none", "qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "top:0.5",
@@ -362,6 +368,10 @@ def main(argv: list[str] | None = None) -> int:
             from .track import cmd_track
 
             return cmd_track(args)
+        if args.command == "compare":
+            from .pipeline.compare import cmd_compare
+
+            return cmd_compare(args)
         if args.command == "bits":
             from .commands import cmd_bits
 

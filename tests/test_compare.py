@@ -1,0 +1,171 @@
+"""`bench compare`: the study it writes is one the pipeline accepts, bad input stops it in one line before anything
+is written, and (slow) its dry run and a tiny real comparison go through the real pipeline to a report."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis.figures.requirements import Grid, cells_frame, unmet
+from bench.catalog.algorithms import METHODS
+from bench.cli import build_parser, main
+from bench.errors import BenchError
+from bench.pipeline import Study, compare
+from bench.yamlio import read_yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def parsed(*argv: str):
+    args = build_parser().parse_args(["compare", *argv])
+    args.argv = ["compare", *argv]
+    return args
+
+
+def call(argv: list[str], capsys) -> tuple[int, str, str]:
+    try:
+        status = main(argv)
+    except SystemExit as exit_:  # argparse's refusals
+        status = exit_.code
+    out = capsys.readouterr()
+    return status, out.out, out.err
+
+
+def test_the_default_baselines_are_the_exact_ones_and_choco_with_each_compressor_used():
+    assert compare.baselines(["deepsqueeze/sign"]) == ["allreduce/none", "dpsgd/none", "choco/sign"]
+    assert compare.baselines(["ef/sign", "dgc/top:0.01", "ecd/qsgd:4"]) == [
+        "allreduce/none", "dpsgd/none", "choco/sign", "choco/top:0.01", "choco/qsgd:4"]
+    assert compare.baselines(["powersgd/none"]) == ["allreduce/none", "dpsgd/none"]  # nothing to compress
+    assert compare.baselines(["choco/top:0.01"]) == ["allreduce/none", "dpsgd/none"]  # never itself
+    assert compare.baselines(["dpsgd/none"]) == ["allreduce/none"]
+
+
+def test_a_list_keeps_a_compressors_options_with_its_method_and_names_are_folder_safe():
+    assert compare.split_list("allreduce/none, choco/rand:0.01,unbiased=true,dcd/qsgd:8") == [
+        "allreduce/none", "choco/rand:0.01,unbiased=true", "dcd/qsgd:8"]
+    assert compare.default_name(["choco/top:0.01", "ef/sign"]) == "choco-top001_ef-sign"
+    long = compare.default_name([f"choco/top:0.{'1' * 60}", "ef/sign"])
+    assert len(long) <= compare.MAX_NAME and compare._NAME.fullmatch(long)
+
+
+@pytest.mark.parametrize("extra", [[], ["--tune", "--data", "dirichlet:0.5", "--epochs", "2.5"]])
+def test_the_study_written_is_one_the_pipeline_accepts_with_a_run_per_method_and_seed(extra, tmp_path, monkeypatch):
+    from snakemake.utils import validate
+
+    args = parsed("ecd/qsgd:4", "deepsqueeze/sign", "--seeds", "0,1", "--nodes", "6", *extra)
+    config, methods, against = compare.build(args)
+    assert against == ["allreduce/none", "dpsgd/none", "choco/qsgd:4", "choco/sign"]
+    study = compare.load(config)
+    assert len(study.runs) == (len(methods) + len(against)) * 2 == 12
+    assert {(s["algorithm"], s["compressor"]) for s in study.cells.values()} == {
+        tuple(m.split("/")) for m in methods + against}
+    monkeypatch.chdir(tmp_path)
+    path = Path("results") / study.name / "study.yaml"
+    compare.write(config, path, args.argv)
+    again = read_yaml(path, "the study file")  # the suite's own reader: no aliases, plain types
+    assert again == config and again["study"] == "compare-ecd-qsgd4_deepsqueeze-sign"
+    validate(again, str(ROOT / "workflow" / "schemas" / "config.schema.yaml"))  # the pipeline's schema
+    assert Study(again).runs.keys() == study.runs.keys()
+    grid = Grid(cells_frame([study.configs[c].to_dict() for c in study.cells]), tune_grid=study.tune_grid,
+                tuned=study.tuned_cells, metrics=study.metrics)
+    assert unmet(again["figures"], grid) == []  # every figure asked for can be drawn from these cells
+    if "--tune" in extra:
+        assert "sensitivity" in again["figures"] and study.tuned_cells and again["defaults"]["epochs"] == 2.5
+        assert again["defaults"]["data"] == "dirichlet:0.5"
+    else:
+        assert "tune" not in again and again["defaults"]["epochs"] == 15
+
+
+def test_against_none_compares_the_methods_alone():
+    config, methods, against = compare.build(parsed("choco/sign", "dpsgd/none", "--against", "none", "--seeds", "3"))
+    assert against == [] and list(config["blocks"]) == ["methods"]
+    assert len(compare.load(config).runs) == 2
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["nosuch/sign"], "nosuch"),
+    (["choco/zip:3"], "zip"),
+    (["choco/top:2"], "top:2"),
+    (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
+    (["choco/sign", "--against", "nosuch/none"], "nosuch"),
+    (["choco/sign", "--against", ","], "--against"),
+    (["choco/sign", "--task", "nope"], "nope"),
+    (["choco/sign", "--topology", "hypercube"], "hypercube"),
+    (["choco/sign", "--topology", "torus", "--nodes", "8"], "torus"),
+    (["choco/sign", "--data", "bogus"], "bogus"),
+    (["choco/sign", "--data", "dirichlet:-1"], "dirichlet"),
+    (["choco/sign", "--seeds", "0,x"], "0,x"),
+    (["choco/sign", "--seeds", "1,1"], "twice"),
+    (["choco/sign", "--nodes", "0"], "0"),
+    (["choco/sign", "--epochs", "-1"], "-1"),
+    (["choco/sign", "--name", "../x"], "../x"),
+    (["choco/sign", "--snakemake-args", "--config 'x"], "quotation"),
+])
+def test_bad_input_is_one_line_status_two_and_nothing_written(argv, word, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = call(["compare", *argv, "--dry-run"], capsys)
+    lines = err.strip().splitlines()
+    assert status == 2 and len(lines) == 1 and word in lines[0], err
+    assert out == "" and list(tmp_path.iterdir()) == []
+
+
+def test_the_command_line_itself_exits_two_with_one_line(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "bench", "compare", "mine/sign"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "'mine'" in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_folder_holding_runs_of_another_comparison_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config, _, _ = compare.build(parsed("choco/sign", "--epochs", "3"))
+    path = Path("results") / config["study"] / "study.yaml"
+    compare.write(config, path, ["compare"])
+    (path.parent / "runs" / "choco-sign_ring8_s0").mkdir(parents=True)
+    compare.write(config, path, ["compare"])  # the same comparison again: it carries on
+    other, _, _ = compare.build(parsed("choco/sign", "--epochs", "5"))
+    with pytest.raises(BenchError, match="defaults.*--name"):
+        compare.write(other, path, ["compare"])
+    assert read_yaml(path, "the study file") == config
+
+
+def _compare(*argv: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nothing activated
+    return subprocess.run([sys.executable, "-m", "bench", "compare", *argv], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+@pytest.mark.slow  # about 7 s: the DAG of a real study
+def test_a_dry_run_builds_the_pipelines_dag_and_trains_nothing(tmp_path):
+    proc = _compare("deepsqueeze/sign", "--tune", "--dry-run", cwd=tmp_path, timeout=300)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    assert "This was a dry-run" in said and "--snakefile" in said and " -n" in said
+    path = "results/compare-deepsqueeze-sign/study.yaml"
+    assert f"the study file is {path} (12 runs)" in proc.stdout
+    assert "4 methods x 3 seeds = 12 runs, after" in proc.stdout  # and its tuning trials
+    assert (tmp_path / path).is_file() and not (tmp_path / "results/compare-deepsqueeze-sign/runs").exists()
+
+
+@pytest.mark.slow  # 32 to 55 s on 2 shared cores: two runs of one epoch, figures and report
+def test_a_tiny_comparison_runs_end_to_end_to_a_report_naming_each_method(tmp_path):
+    start = time.monotonic()
+    proc = _compare("deepsqueeze/sign", "--against", "allreduce/none", "--seeds", "0", "--epochs", "1", "--nodes",
+                    "4", "--name", "tiny", cwd=tmp_path, timeout=600)
+    said = proc.stdout + proc.stderr
+    assert proc.returncode == 0, said[-3000:]
+    out = tmp_path / "results" / "compare-tiny"
+    assert proc.stdout.strip().splitlines()[-1] == (
+        "compare: the report is results/compare-tiny/report.html (and report.md); figures in "
+        "results/compare-tiny/figures/")
+    report = (out / "report.md").read_text()
+    assert (out / "report.html").is_file() and (out / "figures" / "methods.png").is_file()
+    for algorithm in ("deepsqueeze", "allreduce"):
+        assert METHODS.get(algorithm).label in report, algorithm
+    assert sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith(".")) == [
+        "allreduce-none_ring4_s0", "deepsqueeze-sign_ring4_s0"]
+    print(f"compare end to end: {time.monotonic() - start:.1f} s")
