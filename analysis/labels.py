@@ -5,15 +5,23 @@ An algorithm's display name and whether it compresses are written by bench into 
 ``learn`` so analysis never keeps its own list of algorithms. A run recorded before those fields
 existed shows its registry name.
 
-A method is an (algorithm, compressor) pair. Its colour and marker come from ``style``: the hue is
-the algorithm's, the shade and the marker the compressor's, assigned in a fixed order over every
-method learned from the loaded runs, so one method looks the same in every figure of a study.
+A method is an (algorithm, compressor) pair. Its colour and marker come from ``style``: the marker is
+the compressor's; the colour is a shade of the algorithm's hue where it has few compressors, else one
+of a qualitative palette, each far from every other method's (CIE ΔE) and from the exact methods'
+black and greys. They are assigned in a fixed order over every method learned from the loaded runs,
+so one method looks the same in every figure of a study.
 """
 from __future__ import annotations
 
 import colorsys
+import functools
+import math
+from collections import Counter
 
 import pandas as pd
+from matplotlib.colors import to_hex, to_rgb
+
+from analysis.colours import colour_difference, lab as _lab  # noqa: F401 (colour_difference: part of the API)
 
 # name -> {"label": str, "compresses": bool, "own_compression": bool}, from the runs' own descriptions
 _ALGORITHMS: dict[str, dict] = {}
@@ -22,8 +30,14 @@ _METHODS: dict[str, tuple[str, str]] = {}
 
 # hues of the compressing algorithms (colour-blind safe, after seaborn's "colorblind"), in learned order
 _HUES = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133", "#fbafe4"]
+# the colours of an algorithm with many compressors, in order of preference: the hues above, then more
+# qualitative ones (after Paul Tol's muted and vibrant schemes), the palest (faint on white) last
+_PALETTE = _HUES[:7] + ["#882255", "#117733", "#cc6677", "#44aa99", "#999933", "#aa4499", "#ee3377", "#cc3311",
+                        "#009988", "#ee7733", "#ece133", "#fbafe4", "#ddcc77", "#88ccee"]
 _EXACT_COLOURS = ["#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0"]  # methods that send exact models
 _EXACT_DASHES = ["-", "--", "-.", ":"]
+SHADES = 2  # an algorithm with up to this many compressors has shades of its hue (three would not be DISTINCT)
+DISTINCT = 25.0  # CIE76 ΔE at which two colours read as two at a glance, lines and markers alike
 # marker of each compressor family (the part of a spec before ':')
 _MARKERS = {"none": "o", "sign": "D", "top": "s", "rand": "^", "qsgd": "v"}
 _OTHER_MARKERS = ["P", "X", "h", "<", ">", "p", "*"]
@@ -125,49 +139,82 @@ def with_methods(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _shade(hex_colour: str, k: int, of: int) -> tuple[float, float, float]:
-    """The k-th of ``of`` shades of a hue, from darker to lighter (k = 0 of 1: the hue itself). Past three
-    shades (one algorithm with many compressors, as in Table 1) the hue also turns a little from the
-    first shade to the last, so that neighbours in the order stay apart."""
-    r, g, b = (int(hex_colour[i:i + 2], 16) / 255 for i in (1, 3, 5))
-    h, lightness, s = colorsys.rgb_to_hls(r, g, b)
-    if of > 1:
-        t = k / (of - 1)
-        spread = 0.18 if of <= 3 else 0.26
-        lightness = min(0.82, max(0.18, lightness - spread + 2 * spread * t))
-        if of > 3:
-            h = (h + 0.16 * (t - 0.5)) % 1.0
-    return colorsys.hls_to_rgb(h, lightness, s)
+def _family(compressor: str) -> str:
+    return compressor.partition(",")[0].partition(":")[0]
 
 
 def _marker(compressor: str, others: list[str]) -> str:
-    family = compressor.partition(",")[0].partition(":")[0]
+    family = _family(compressor)
     if family in _MARKERS:
         return _MARKERS[family]
     return _OTHER_MARKERS[others.index(family) % len(_OTHER_MARKERS)] if family in others else "o"
 
 
-def style(label: str) -> dict:
-    """``color``, ``marker`` and ``linestyle`` of a method label, the same in every figure: the
-    hue by algorithm (greys for exact methods), the shade and marker by compressor."""
-    methods = sorted(_METHODS, key=method_sort_key)
-    algorithm, compressor = _METHODS.get(label, (label, "none"))
-    def is_exact(m):
-        return exact(*_METHODS[m])
+def _usable(colours) -> list[str]:
+    """Those of ``colours`` neither dark enough to pass for the black of all-reduce nor faint on white."""
+    return [c for c in colours if 35 <= _lab(c)[0] <= 75]
 
-    exact_ones = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if is_exact(m))]
-    compressing = [a for a in dict.fromkeys(_METHODS[m][0] for m in methods if not is_exact(m))]
-    others = sorted({_METHODS[m][1].partition(",")[0].partition(":")[0] for m in methods} - set(_MARKERS))
-    if label in _METHODS and is_exact(label) and algorithm in exact_ones:
-        k = exact_ones.index(algorithm)
-        return {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
-                "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
-    if algorithm not in compressing:
-        return {"color": "#333333", "marker": _marker(compressor, others), "linestyle": "-"}
-    siblings = [m for m in methods if not is_exact(m) and _METHODS[m][0] == algorithm]
-    hue = _HUES[compressing.index(algorithm) % len(_HUES)]
-    return {"color": _shade(hue, siblings.index(label), len(siblings)), "marker": _marker(compressor, others),
-            "linestyle": "-"}
+
+_FALLBACK = _usable(to_hex(colorsys.hls_to_rgb(h / 24, lightness, s)) for h in range(24)  # past the palette
+                    for lightness in (0.4, 0.55, 0.7) for s in (0.6, 0.9))
+
+
+def _room(colour: str, taken: list[str]) -> float:
+    return min((colour_difference(colour, t) for t in taken), default=math.inf)
+
+
+def _candidates(hue: str, shaded: bool, taken: list[str]) -> list[str]:
+    """The colours a compressed method may take, in order of preference: its algorithm's hue, then its
+    shades (a shaded algorithm; the farthest from those taken first), or else the qualitative palette."""
+    if not shaded:
+        return [hue] + _PALETTE
+    h, lightness, s = colorsys.rgb_to_hls(*to_rgb(hue))
+    shades = _usable(to_hex(colorsys.hls_to_rgb(h, min(1.0, max(0.0, lightness + step)), s))
+                     for step in (-0.3, -0.2, -0.1, 0.1, 0.2, 0.3))
+    return [hue] + sorted(shades, key=lambda c: -_room(c, taken))
+
+
+def _pick(preferred: list[str], taken: list[str]) -> str:
+    """The first of ``preferred`` DISTINCT from every colour ``taken``; failing that, of ``preferred``
+    and _FALLBACK, the one farthest from its nearest taken colour."""
+    return (next((c for c in preferred if _room(c, taken) >= DISTINCT), None)
+            or max(preferred + _FALLBACK, key=lambda c: _room(c, taken)))
+
+
+@functools.lru_cache(maxsize=64)
+def _looks(study: tuple, extra: tuple = ()) -> dict:
+    """label -> look of every method of ``study`` ((label, algorithm, compressor, exact), in legend
+    order), then of ``extra`` (another experiment's, after the study's: those stay as they are). Exact
+    methods: black and greys, each with its dashes. Compressed ones take colours in turn, the shaded
+    algorithms' first (they need their hue), each DISTINCT from the greys and every colour taken before."""
+    entries = study + extra
+    exact_ones = list(dict.fromkeys(a for _, a, _, e in entries if e))
+    compressing = list(dict.fromkeys(a for _, a, _, e in entries if not e))
+    families = [_family(c) for _, _, c, _ in entries if _family(c) not in _MARKERS]
+    others = sorted(set(families[:len(study)])) + list(dict.fromkeys(families[len(study):]))
+    sizes = Counter(a for _, a, _, e in study if not e)
+    sizes.update(a for _, a, _, e in extra if not e and a not in sizes)
+    looks = {label: {"color": _EXACT_COLOURS[exact_ones.index(a) % len(_EXACT_COLOURS)], "marker": "o",
+                     "linestyle": _EXACT_DASHES[exact_ones.index(a) % len(_EXACT_DASHES)]}
+             for label, a, _, e in entries if e}
+    shaded = [m for m in study if not m[3] and sizes[m[1]] <= SHADES]
+    taken = list(_EXACT_COLOURS)
+    for label, algorithm, compressor, _ in shaded + [m for m in entries if not m[3] and m not in shaded]:
+        hue = _HUES[compressing.index(algorithm) % len(_HUES)]
+        taken.append(_pick(_candidates(hue, sizes[algorithm] <= SHADES, taken), taken))
+        looks[label] = {"color": taken[-1], "marker": _marker(compressor, others), "linestyle": "-"}
+    return looks
+
+
+def _study() -> tuple:
+    return tuple((m, *_METHODS[m], exact(*_METHODS[m])) for m in sorted(_METHODS, key=method_sort_key))
+
+
+def style(label: str) -> dict:
+    """``color``, ``marker`` and ``linestyle`` of a method label, the same in every figure of a study
+    (they depend only on the methods learned): black or a grey, with dashes, for an exact method; else
+    the compressor's marker and a colour apart from every other method's (_looks)."""
+    return dict(_looks(_study()).get(label, {"color": "#333333", "marker": "o", "linestyle": "-"}))
 
 
 def colours(labels) -> dict:
@@ -179,9 +226,8 @@ def styles_with(pairs) -> dict:
     """(algorithm, compressor) -> style of each pair, for a figure of another experiment (the
     consensus one: Choco-Gossip without training) that shows methods the study may not have run. A
     method of the study keeps its own look. One it lacks is not added to the study's methods (their
-    looks stay as they are) and gets a look no method of the study has: its algorithm's hue (a hue
-    no algorithm of the study has, for a new algorithm) in the shade farthest from the shades that
-    algorithm's methods already use, and its compressor's marker."""
+    looks stay as they are) and gets a look no method of the study has: a colour taken after theirs
+    by the same rule (a new algorithm: from a hue no algorithm of the study has), its compressor's marker."""
     pairs = list(dict.fromkeys((str(a), str(c)) for a, c in pairs))
     known = dict(_METHODS)
     try:
@@ -189,35 +235,9 @@ def styles_with(pairs) -> dict:
     finally:
         _METHODS.clear()
         _METHODS.update(known)
-    methods = sorted(known, key=method_sort_key)
-    exact_ones = list(dict.fromkeys(known[m][0] for m in methods if exact(*known[m])))
-    compressing = list(dict.fromkeys(known[m][0] for m in methods if not exact(*known[m])))
-    new = {pair: label for pair, label in labels.items() if label not in known}
-    exact_ones += [a for a in dict.fromkeys(a for a, c in new if exact(a, c)) if a not in exact_ones]
-    compressing += [a for a in dict.fromkeys(a for a, c in new if not exact(a, c)) if a not in compressing]
-    families = {c.partition(",")[0].partition(":")[0] for _, c in list(known.values()) + list(new)}
-    others = sorted(families - set(_MARKERS))
-    taken: dict[str, list[float]] = {}  # algorithm -> the shades (0 darkest .. 1 lightest) in use
-    for algorithm in compressing:
-        siblings = [m for m in methods if not exact(*known[m]) and known[m][0] == algorithm]
-        taken[algorithm] = [k / (len(siblings) - 1) if len(siblings) > 1 else 0.5 for k in range(len(siblings))]
-    looks = {}
-    for pair, label in labels.items():
-        algorithm, compressor = pair
-        if label in known:
-            looks[pair] = style(label)
-        elif exact(algorithm, compressor):
-            k = exact_ones.index(algorithm)
-            looks[pair] = {"color": _EXACT_COLOURS[k % len(_EXACT_COLOURS)], "marker": "o",
-                           "linestyle": _EXACT_DASHES[k % len(_EXACT_DASHES)]}
-        else:
-            used = taken[algorithm]
-            shade = max((k / 20 for k in range(21)), key=lambda f: (min((abs(f - t) for t in used), default=1.0),
-                                                                   -abs(f - 0.5)))
-            used.append(shade)
-            hue = _HUES[compressing.index(algorithm) % len(_HUES)]
-            looks[pair] = {"color": _shade(hue, shade, 2), "marker": _marker(compressor, others), "linestyle": "-"}
-    return looks
+    new = {label: (label, *pair, exact(*pair)) for pair, label in labels.items() if label not in known}
+    looks = _looks(_study(), tuple(new.values()))
+    return {pair: dict(looks[label]) for pair, label in labels.items()}
 
 
 # glyph and line of each topology family (the part of a name before ':'), from sparse to dense; the

@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
@@ -18,6 +19,8 @@ from analysis.labels import method_label, method_sort_key, style, with_methods  
 
 
 MIN_SPAN = 10.0  # percentage points: the least height of the accuracy axis
+LABEL_GAP = 4.0  # points: the least room between two tick labels of one row, and between two rows
+
 
 
 def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -33,6 +36,62 @@ def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
                      "consensus": alive["final_consensus_distance"].mean(), "seeds": len(g),
                      "diverged": int((g["status"] == "diverged").sum())})
     return pd.DataFrame(rows)
+
+
+def _named_ticks(ax) -> list:
+    return [t for t in ax.xaxis.get_major_ticks() if t.label1.get_visible() and t.label1.get_text()]
+
+
+def _rows(boxes, gap: float) -> list[int]:
+    """The row of each label (its drawn extent, in pixels), taking them from left to right: the first
+    row from the top where it clears the last label placed there by ``gap``."""
+    ends: list[float] = []  # the right edge of each row's last label
+    rows = [0] * len(boxes)
+    for k in sorted(range(len(boxes)), key=lambda k: boxes[k].x0):
+        rows[k] = next((r for r, end in enumerate(ends) if boxes[k].x0 >= end + gap), len(ends))
+        ends[rows[k]:rows[k] + 1] = [boxes[k].x1]
+    return rows
+
+
+def _hang(fig, lowered: list, renderer) -> None:
+    """A leader from the axis down to each lowered label (ax, tick), beneath every label (each on white),
+    so that it passes behind a label of a row above rather than through it."""
+    width, height = fig.bbox.width, fig.bbox.height
+    for ax, tick in lowered:
+        x = ax.transData.transform((tick.get_loc(), 1.0))[0]
+        top, bottom = ax.get_window_extent(renderer).y0, tick.label1.get_window_extent(renderer).y1
+        fig.add_artist(Line2D([x / width] * 2, [top / height, bottom / height], transform=fig.transFigure,
+                              color="0.6", linewidth=0.8, zorder=-1))
+
+
+def stagger_tick_labels(fig, axes, rounds: int = 4) -> None:
+    """Lay the figure out (tight_layout) with no two x tick labels overlapping: measured as drawn, a
+    label that would touch its left neighbour goes to the first lower row with room (close ρ, as the
+    exponential graph's and Erdős–Rényi's at n = 16, take two rows), hung from a leader down from its
+    ρ. Laying out moves the labels a little, so the rows are measured again until they stay."""
+    base = plt.rcParams["xtick.major.pad"]
+    before = None
+    for _ in range(rounds):
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        rows = []
+        for ax in axes:
+            ticks = _named_ticks(ax)
+            boxes = [t.label1.get_window_extent(renderer) for t in ticks]
+            step = max((b.height for b in boxes), default=0.0) * 72 / fig.dpi + LABEL_GAP
+            for tick, row in zip(ticks, _rows(boxes, LABEL_GAP * fig.dpi / 72)):
+                tick.set_pad(base + row * step)
+                tick.label1.set_bbox({"facecolor": "white", "edgecolor": "none", "pad": 1.0})
+                rows.append((ax, tick, row))
+        if [r for *_, r in rows] == before:
+            break
+        before = [r for *_, r in rows]
+    else:
+        fig.tight_layout()
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+    _hang(fig, [(ax, tick) for ax, tick, row in rows if row > 0], renderer)
 
 
 def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
@@ -72,15 +131,11 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     for ax in axes:
         ax.set_xscale("log")
         ax.xaxis.set_major_locator(FixedLocator(rhos))
-        ax.xaxis.set_major_formatter(FixedFormatter([f"{name} ({r:.3g})" for r, name in at.items()]))
+        ax.xaxis.set_major_formatter(FixedFormatter([f"{name}\nρ = {r:.3g}" for r, name in at.items()]))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xlim(rhos[0] / 1.5, rhos[-1] * 1.5)
         ax.set_xlabel("topology and its spectral gap ρ (log scale)")
-        for label in ax.get_xticklabels():
-            label.set_rotation(35)
-            label.set_horizontalalignment("right")
-            label.set_rotation_mode("anchor")
-            label.set_fontsize(9)
+        ax.tick_params(axis="x", labelsize=9)
     # at least MIN_SPAN percentage points tall: an axis of a point or two would show seed noise as an effect
     low, high = axes[0].get_ylim()
     if high - low < MIN_SPAN:
@@ -92,7 +147,7 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     axes[0].set_title("accuracy")
     axes[1].set_title("consensus distance (log–log)")
     fig.suptitle(title or "Final accuracy and consensus distance against the spectral gap")
-    fig.tight_layout()
+    stagger_tick_labels(fig, axes)
     handles, labels = axes[0].get_legend_handles_labels()
     # every seed diverged: nothing to place on the axes, so the legend says so
     lost = table[table["acc"].isna()].groupby("method")["topology"].agg(lambda t: ", ".join(sorted(t)))
@@ -133,7 +188,8 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                f"averaged model (left; {spread}; the axis spans at least {MIN_SPAN:g} percentage points; "
                "horizontal line all-reduce SGD) and final consensus "
                "distance (1/n) Σ‖xᵢ − x̄‖² (right, log–log) against the spectral gap ρ of the mixing matrix, "
-               f"each tick named with its topology: {topologies}. Each method in its colour, marker and line "
+               f"each tick named with its topology (where ρ are close, a label hangs a row lower from a leader): "
+               f"{topologies}. Each method in its colour, marker and line "
                "style of every figure. The theory's error term grows as ρ "
                "shrinks (Choco-SGD: n/(ρ⁴δ²T)), so accuracy should fall and consensus distance rise toward "
                "small ρ. Diverged seeds are counted next to their point and left out of the means.")

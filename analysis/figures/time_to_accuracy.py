@@ -1,5 +1,5 @@
-"""Modelled time to reach the target accuracy, per method and network preset (grouped bars,
-unreached targets shown, not dropped)."""
+"""Modelled time to reach the target accuracy, per method and network preset (grouped bars from 0, or
+dots on a log axis where the times span decades; unreached targets shown, not dropped)."""
 from __future__ import annotations
 
 import json
@@ -25,7 +25,11 @@ AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_tar
 
 # each value's column in the evaluation points: where a run stood when it ended (its censoring point)
 END_COLUMNS = {"time_to_target_s": "time_s", "epochs_to_target": "epoch", "bits_to_target": "bits_per_worker"}
-GAP = 1.0  # between the bar groups of two network presets, in bar widths
+GAP = 1.0  # between the groups of two network presets, in bar widths
+BAR = 0.9  # the width of a bar
+DECADES = 1.5  # values spanning more decades than this are dots on a log axis, not bars from 0
+LIFT = 9  # points between a mark and its label
+BEYOND = r"$\uparrow$"  # the mark of a censored target on the dot plot, where ▲ is a compressor's marker
 UNITS = {"time_to_target_s": " s", "epochs_to_target": " epochs", "bits_to_target": " bits"}
 
 
@@ -89,85 +93,144 @@ def network_order(summary: pd.DataFrame) -> list[str]:
     return sorted(summary["network"].unique(), key=lambda n: (-speed.get(n, -1.0), str(n)))
 
 
+def log_axis(table: pd.DataFrame) -> bool:
+    """Whether the values a figure of ``table`` (bar_table) draws (medians, the seeds' range, where
+    unreached runs ended) span more than DECADES: then they are dots on a log axis (a bar there would
+    start at an arbitrary floor, its length meaning nothing), else bars on a linear axis from 0."""
+    drawn = table[["median", "low", "high", "end"]].to_numpy(float)
+    drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
+    return bool(drawn.size) and math.log10(drawn.max() / drawn.min()) > DECADES
+
+
+def _reached(ax, x: float, r, look: dict, log: bool, gid: str) -> None:
+    """A median that reached: a bar from 0 with black whiskers, or on a log axis a dot in the method's
+    marker on a line spanning the seeds that reached."""
+    color = look["color"]
+    if log:
+        if r["reached"] > 1:
+            ax.plot([x, x], [r["low"], r["high"]], color=color, linewidth=2.2, solid_capstyle="round",
+                    gid=f"seeds:{gid}")
+        ax.plot(x, r["median"], marker=look["marker"], markersize=9, color=color, markeredgecolor="white",
+                linestyle="none", zorder=4, gid=f"reached:{gid}")
+    else:
+        ax.bar(x, r["median"], BAR, color=color, gid=f"reached:{gid}")
+        if r["reached"] > 1:
+            ax.plot([x, x], [r["low"], r["high"]], color="black", linewidth=1.2)
+
+
+def _unreached(ax, x: float, r, color, log: bool, gid: str, value: str) -> tuple:
+    """A median that did not reach: on the linear axis a hatched outline up to where its runs ended
+    (censored: a lower bound on the time); its mark and label are placed once the axis is known.
+    Returns (x, end or None, mark, colour, text, gid)."""
+    diverged = r["why"] == "diverged"
+    end = r["end"] if np.isfinite(r["end"]) and r["end"] > 0 else None
+    if end is not None and not diverged and not log:
+        ax.bar(x, end, BAR, facecolor="white", edgecolor=color, hatch="//", linewidth=1.5, gid=f"unreached:{gid}")
+    text = r["status"] + ("" if end is None else f" by {_amount(end, value)}" if diverged
+                          else f": > {_amount(end, value)}")
+    return x, end, "x" if diverged else BEYOND if log else "^", color, text, gid
+
+
+def _room(text: str, axes_height: float) -> float:
+    """The share of the axes' height a label reading upward from its mark takes (8 pt text)."""
+    return min(0.6, (0.15 + (LIFT + len(text) * 8 * 0.55) / 72) / axes_height)
+
+
+def _limits(table: pd.DataFrame, texts: list, log: bool, axes_height: float) -> tuple[float, float]:
+    """The value axis: from 0 (bars) or a little below the least value (dots on a log axis) to above
+    the greatest, grown so that every label (y, text) reading upward from its mark fits."""
+    drawn = table[["median", "high", "end"]].to_numpy(float)
+    drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
+    if log:
+        floor, top = (drawn.min() / 2, drawn.max() * 2) if drawn.size else (0.1, 1.0)
+    else:
+        floor, top = 0.0, (drawn.max() * 1.12 if drawn.size else 1.0)
+    scale, back = (math.log, math.exp) if log else (float, float)
+    at = [(y, _room(text, axes_height)) for y, text in texts if y is not None]
+    top = back(max([scale(top)] + [scale(floor) + (scale(y) - scale(floor)) / (1 - f) for y, f in at]))
+    return floor, top
+
+
+def _mark(ax, x: float, end, mark: str, color, text: str, gid: str) -> None:
+    """▲ or ↑ (censored) or × (diverged) where the runs ended, labelled upward; without an end (no points
+    given) at the top of the axes, labelled downward."""
+    where = dict(xycoords=ax.get_xaxis_transform()) if end is None else {}
+    y = 0.96 if end is None else end
+    size, edge = (15, 0.6) if mark == BEYOND else (9, 2.2)
+    ax.plot(x, y, marker=mark, color=color, markersize=size, markeredgewidth=edge, linestyle="none", zorder=5,
+            gid=f"unreached-mark:{gid}", transform=ax.get_xaxis_transform() if end is None else ax.transData)
+    ax.annotate(text, (x, y), xytext=(0, LIFT if end is not None else -LIFT), textcoords="offset points",
+                ha="center", va="bottom" if end is not None else "top", rotation=90, fontsize=8, **where)
+
+
+def _legend(ax, table: pd.DataFrame, methods: list[str], looks: dict, log: bool) -> None:
+    """Each method's colour (its marker too on the dot plot), then the marks of unreached targets."""
+    if log:
+        handles = [Line2D([], [], color=looks[m]["color"], marker=looks[m]["marker"], markersize=8,
+                          markeredgecolor="white", linestyle="none", label=m) for m in methods]
+    else:
+        handles = [Patch(color=looks[m]["color"], label=m) for m in methods]
+    missed = table[~np.isfinite(table["median"])]
+    if (missed["why"] != "diverged").any():
+        what = f"not reached when the run ended\n(censored: the time is beyond {'↑' if log else '▲'})"
+        handles.append(Line2D([], [], color="black", marker=BEYOND, linestyle="none", markersize=13, label=what)
+                       if log else Patch(facecolor="white", edgecolor="black", hatch="//", label=what))
+    if (missed["why"] == "diverged").any():
+        handles.append(Line2D([], [], color="black", marker="x", linestyle="none", markersize=8,
+                              markeredgewidth=2, label="not reached: diverged (when)"))
+    ax.legend(handles=handles, fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+
+
 def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str = "time_to_target_s",
                           title: str | None = None, points: pd.DataFrame | None = None) -> list[Path]:
     """``summary``: one row per run (run_id, algorithm, compressor, network, status, tta_status,
-    ``value``); ``points``: their evaluation points, for where each unreached run ended. Bars: median
-    over seeds, in the method's colour, whiskers min–max of the seeds that reached. A method whose
-    median seed did not reach has no such bar: a hatched outline up to where its runs ended (the
-    target was not reached by then), topped by ▲ (censored: the run ended first) or × (diverged),
-    and labelled "not reached". Without ``points`` (no end known) only the mark, at the axis top."""
+    ``value``); ``points``: their evaluation points, for where each unreached run ended. Each method in
+    its colour: the median over seeds as a bar from 0 with whiskers min–max of the seeds that
+    reached, or, when the values span more than DECADES (log_axis), as a dot in its marker on a line
+    spanning those seeds, on a log axis. A method whose median seed did not reach has no median: ▲
+    on the bars, ↑ on the dots (censored: the run ended first; the bars also have a hatched outline up
+    to the ▲, the target not reached by then), or × (diverged) where its runs ended, labelled "not
+    reached". Without ``points`` (no end known) only the mark, at the top of the axes."""
     sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
     table = bar_table(summary, value, run_ends(points, value))
+    log = log_axis(table)
     order = network_order(summary)
     networks = sorted(table["network"].unique(), key=lambda n: order.index(n) if n in order else len(order))
     methods = sorted(table["method"].unique(), key=method_sort_key)
     looks = {m: style(m) for m in methods}
-    drawn = table[["median", "high", "end"]].to_numpy(float)
-    drawn = drawn[np.isfinite(drawn) & (drawn > 0)]
-    floor, ceiling = (drawn.min() / 3, drawn.max() * 3) if drawn.size else (0.1, 1.0)
-    top = ceiling * 1.6
-    # one unit per bar, a gap of GAP between presets: a preset with few methods takes little room
+    # one unit per method, a gap of GAP between presets: a preset with few methods takes little room
     sizes = table.groupby("network").size()
     starts = dict(zip(networks, np.cumsum([0] + [sizes[n] + GAP for n in networks[:-1]])))
     units = sizes.sum() + GAP * (len(networks) - 1)
     fig, ax = plt.subplots(figsize=(max(6.5, 4.0 + 0.5 * units), 4.6))
-    labels = []  # (x, end or None, mark, colour, text, id) of each unreached target
-    for i, network in enumerate(networks):
+    marks, texts = [], []  # unreached targets (_unreached); (y, text) of every label above a mark
+    for network in networks:
         # each preset's group holds only the methods run there, so a preset with few is not full of gaps
         group = table[table["network"] == network]
         group = group.iloc[sorted(range(len(group)), key=lambda k: method_sort_key(group["method"].iloc[k]))]
-        width = 0.9
         for j, (_, r) in enumerate(group.iterrows()):
-            color = looks[r["method"]]["color"]
-            x = starts[network] + j
-            if np.isfinite(r["median"]):
-                ax.bar(x, r["median"], width, color=color, gid=f"reached:{network}:{r['method']}")
-                if r["reached"] > 1:
-                    ax.plot([x, x], [r["low"], r["high"]], color="black", linewidth=1.2)
-                if r["reached"] < r["seeds"]:
-                    y = r["high"] if np.isfinite(r["high"]) else r["median"]
-                    ax.text(x, y * 1.15, f"{r['reached']}/{r['seeds']}", ha="center", va="bottom", rotation=90,
-                            fontsize=8)
+            x, gid = starts[network] + j, f"{network}:{r['method']}"
+            if not np.isfinite(r["median"]):
+                marks.append(_unreached(ax, x, r, looks[r["method"]]["color"], log, gid, value))
+                texts.append((marks[-1][1], marks[-1][4]))
                 continue
-            # not reached: no time to show, only how far the runs went without reaching it
-            diverged = r["why"] == "diverged"
-            end = r["end"] if np.isfinite(r["end"]) and r["end"] > 0 else None
-            if end is not None and not diverged:  # a lower bound: the target lies beyond the bar's top
-                ax.bar(x, end, width, facecolor="white", edgecolor=color, hatch="//", linewidth=1.5,
-                       gid=f"unreached:{network}:{r['method']}")
-            text = r["status"] + ("" if end is None else f" by {_amount(end, value)}" if diverged
-                                  else f": > {_amount(end, value)}")
-            labels.append((x, end, "x" if diverged else "^", color, text, f"{network}:{r['method']}"))
-    # each label reads upward from its mark, and the axis grows to hold it; without an end (no points
-    # given) the mark sits at the top and its label reads downward
-    axes_height = fig.get_size_inches()[1] - 1.3
-    need = [(y, min(0.6, (0.25 + len(text) * 8 * 0.55 / 72) / axes_height)) for _, y, *_, text, _ in labels
-            if y is not None]
-    top = math.exp(max([math.log(top)] + [(math.log(y * 1.35) - f * math.log(floor)) / (1 - f) for y, f in need]))
-    for x, y, mark, color, text, gid in labels:
-        at = y if y is not None else top / 1.3
-        ax.plot(x, at, marker=mark, color=color, markersize=9, markeredgewidth=2.2, linestyle="none", zorder=5,
-                gid=f"unreached-mark:{gid}")
-        ax.text(x, at * 1.35 if y is not None else at / 1.4, text, ha="center", rotation=90, fontsize=8,
-                va="bottom" if y is not None else "top")
-    ax.set_yscale("log")
-    ax.set_ylim(floor, top)
+            _reached(ax, x, r, looks[r["method"]], log, gid)
+            if r["reached"] < r["seeds"]:
+                y = r["high"] if np.isfinite(r["high"]) else r["median"]
+                texts.append((y, f"{r['reached']}/{r['seeds']}"))
+                ax.annotate(texts[-1][1], (x, y), xytext=(0, LIFT), textcoords="offset points", ha="center",
+                            va="bottom", rotation=90, fontsize=8)
+    if log:
+        ax.set_yscale("log")
+    ax.set_ylim(*_limits(table, texts, log, fig.get_size_inches()[1] - 1.3))
+    for mark in marks:
+        _mark(ax, *mark)
     ax.set_xticks([starts[n] + (sizes[n] - 1) / 2 for n in networks])
     ax.set_xlim(-0.5 - GAP / 2, units - 0.5 + GAP / 2)
     ax.set_xticklabels(networks)
     ax.set_xlabel("network preset (α–β model), fastest link first")
-    ax.set_ylabel(AXIS_LABELS.get(value, value) + ", log scale")
-    handles = [Patch(color=looks[m]["color"], label=m) for m in methods]
-    if not np.isfinite(table["median"]).all():
-        missed = table[~np.isfinite(table["median"])]
-        if (missed["why"] != "diverged").any():
-            handles.append(Patch(facecolor="white", edgecolor="black", hatch="//",
-                                 label="not reached when the run ended\n(censored: the time is beyond ▲)"))
-        if (missed["why"] == "diverged").any():
-            handles.append(Line2D([], [], color="black", marker="x", linestyle="none", markersize=8,
-                                  markeredgewidth=2, label="not reached: diverged (when)"))
-    ax.legend(handles=handles, fontsize=9, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
+    ax.set_ylabel(AXIS_LABELS.get(value, value) + (", log scale" if log else ""))
+    _legend(ax, table, methods, looks, log)
     ax.set_title(title or "Time to target accuracy per method and network")
     fig.tight_layout()
     return save_figure(fig, out_stem)
@@ -195,15 +258,22 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         target_text = f"{metric} {target.iloc[0]:.4g}"
     title = f"Modelled time to {target_text} ({task}, {topology}, n = {nodes})"
     paths = plot_time_to_accuracy(runs, out_stem, title=title, points=points)
+    if log_axis(bar_table(runs, ends=run_ends(points))):
+        shown = (f"The times span more than {DECADES:g} decades, so they are dots on a log axis (a bar there would "
+                 "start at an arbitrary floor): the median over seeds, counting a seed that missed the target as "
+                 "infinite, in each method's marker, on a line from the fastest to the slowest seed that reached")
+        censored = ("↑ at the modelled time at which those runs ended (median over them): the time to target is "
+                    "more than that")
+    else:
+        shown = ("Bars from 0 (linear axis): median over seeds, counting a seed that missed the target as infinite; "
+                 "whiskers: fastest and slowest seed that reached")
+        censored = ("a hatched outline up to the modelled time at which those runs ended (median over them), topped "
+                    "by ▲: the time to target is more than that")
     caption = (f"Time to reach {target_text} on {task} with n = {nodes} workers on a {topology}, under each "
                "network preset of the α–β cost model (latency α, bandwidth B; a round costs compute plus the "
-               "slowest worker's communication). Bars: median over seeds, counting a seed that missed the "
-               "target as infinite; whiskers: fastest and slowest seed that reached; k/m: seeds that reached. "
-               "Where the median seed never reached the target there is no such bar; the mark is labelled \"not "
-               "reached\" with how many seeds were censored or diverged (loss NaN or above 10³). Censored (the run "
-               "ended first): a hatched outline up to the modelled time at which those runs ended (median over "
-               "them), topped by ▲: the time to target is more than that. Diverged: × at the time they diverged, "
-               "no bar. Log scale. "
-               "Compression pays off "
-               "where bandwidth is scarce, so Choco's advantage should grow on the slower presets.")
+               f"slowest worker's communication). {shown}; k/m: seeds that reached. Where the median seed never "
+               "reached the target there is no median; the mark is labelled \"not reached\" with how many seeds "
+               "were censored or diverged (loss NaN or above 10³). Censored (the run ended first): "
+               f"{censored}. Diverged: × at the time they diverged. Compression pays off where bandwidth is "
+               "scarce, so Choco's advantage should grow on the slower presets.")
     return paths, caption
