@@ -1,0 +1,71 @@
+"""Which directed link delivers in which round: a pure function of the run's seed, the round and the link,
+so that the simulator and every torch.distributed process compute the same losses, a resumed run the same
+ones again, and a process asks for any round in any order.
+
+Each round t has its own generator, seeded by (SALT, seed, t), drawing one uniform per *unit*: a directed
+link of the period's union of links, or, with ``symmetric``, an undirected edge (both directions lost
+together). A link of a round is found in the union by its endpoints, so a time-varying topology keeps each
+link's draws. Bernoulli losses read the round's draws directly. Gilbert-Elliott is a Markov chain per unit
+whose state at t depends on every round before: the chain is run forward from round 0 and its last state
+kept, so asking rounds in order costs one step each (a run), and an earlier round replays from 0."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..topology.links import Links
+from .spec import FaultSpec
+
+SALT = 0x5EED_FA17  # keeps these draws apart from every other stream of the run
+
+
+class FaultSchedule:
+    def __init__(self, spec: FaultSpec, union: Links, seed: int):
+        self.spec, self.union, self.seed = spec, union, int(seed)
+        if spec.symmetric:
+            pairs = {(min(s, d), max(s, d)) for s, d in zip(union.src.tolist(), union.dst.tolist())}
+            edges = {pair: k for k, pair in enumerate(sorted(pairs))}
+            self._unit = np.array([edges[(min(s, d), max(s, d))] for s, d in
+                                   zip(union.src.tolist(), union.dst.tolist())], dtype=np.int64)
+            self.units = len(edges)
+        else:
+            self._unit = np.arange(union.E, dtype=np.int64)
+            self.units = union.E
+        self._chain: tuple[int, np.ndarray] | None = None  # (round, bad state per unit) of Gilbert-Elliott
+
+    def _draws(self, t: int) -> np.ndarray:
+        return np.random.default_rng([SALT, self.seed, int(t)]).random(self.units)
+
+    def _bad(self, t: int) -> np.ndarray:
+        """Gilbert-Elliott's state per unit at round t (True: in a loss burst)."""
+        spec = self.spec
+        p_gb, p_bg = spec.p_good_to_bad, 1.0 / spec.burst
+        if self._chain is None or self._chain[0] > t:
+            stationary = p_gb / (p_gb + p_bg)
+            self._chain = (0, self._draws(0) < stationary)
+        k, bad = self._chain
+        while k < t:
+            k += 1
+            u = self._draws(k)
+            bad = np.where(bad, u >= p_bg, u < p_gb)
+        self._chain = (k, bad)
+        return bad
+
+    def lost_union(self, t: int) -> np.ndarray:
+        """[E of the union] True where the link loses its message of round t."""
+        spec = self.spec
+        lost = np.zeros(self.union.E, dtype=bool)
+        if spec.drop > 0:
+            unit_lost = self._bad(t) if spec.drop_model == "gilbert-elliott" else self._draws(t) < spec.drop
+            lost |= unit_lost[self._unit]
+        for outage in spec.down:
+            if outage.start <= t < outage.stop:
+                a, b = np.minimum(self.union.src, self.union.dst), np.maximum(self.union.src, self.union.dst)
+                lost |= (a == outage.a) & (b == outage.b)
+        return lost
+
+    def delivered(self, t: int, links: Links) -> np.ndarray:
+        """[links.E] True where the round-t link delivers (``links``: that round's links, all in the union)."""
+        ids = links.ids_in(self.union)
+        if (ids < 0).any():
+            raise ValueError("a link of the round is not in the schedule's union of links")
+        return ~self.lost_union(t)[ids]

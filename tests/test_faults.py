@@ -1,0 +1,151 @@
+"""Unreliable networks, the schedule and D-PSGD's rule (bench/faults): losses at the rate asked, bursts of the
+length asked, the same losses for any process and any order of asking, outages exactly where they are
+said, and, in float64, what D-PSGD's reweighting keeps (the average under symmetric losses) and what it
+does not (the average under one-directional losses), while the models still reach consensus."""
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from bench.errors import BenchError
+from bench.faults import FaultSchedule, parse_faults, reweighted
+from bench.topology import make_topology
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def schedule(faults: dict, topology: str = "ring", n: int = 8, seed: int = 0) -> tuple[FaultSchedule, object]:
+    topo = make_topology(topology, n)
+    return FaultSchedule(parse_faults(faults, n), topo.link_union(), seed), topo
+
+
+def losses(s: FaultSchedule, rounds: int) -> np.ndarray:
+    return np.stack([s.lost_union(t) for t in range(rounds)])  # [rounds, E]
+
+
+def test_bernoulli_losses_come_at_the_rate_asked_and_independently():
+    s, _ = schedule({"drop": 0.2}, n=16)
+    lost = losses(s, 2000)  # 64,000 messages
+    assert lost.mean() == pytest.approx(0.2, abs=0.01)
+    follow = lost[1:][lost[:-1]].mean()  # the chance a loss follows a loss: no memory
+    assert follow == pytest.approx(0.2, abs=0.02)
+
+
+def test_gilbert_elliott_keeps_the_mean_rate_and_loses_in_bursts_of_the_length_asked():
+    s, _ = schedule({"drop": 0.1, "drop_model": "gilbert-elliott", "burst": 5}, n=16)
+    lost = losses(s, 4000)
+    assert lost.mean() == pytest.approx(0.1, abs=0.015)
+    runs = []
+    for column in lost.T:  # lengths of the runs of consecutive losses of each link
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], column.astype(int), [0]])))
+        runs += list(edges[1::2] - edges[::2])
+    assert np.mean(runs) == pytest.approx(5.0, rel=0.1)
+    assert lost[1:][lost[:-1]].mean() == pytest.approx(1 - 1 / 5, abs=0.03)  # in a burst, the next is lost too
+
+
+def test_the_schedule_is_the_same_for_any_order_of_asking_and_any_process():
+    faults = {"drop": 0.3, "drop_model": "gilbert-elliott", "burst": 3}
+    first, _ = schedule(faults, seed=7)
+    forward = losses(first, 60)
+    again, _ = schedule(faults, seed=7)
+    for t in (59, 3, 40, 3, 0):  # backwards and repeated: the chain replays from round 0
+        assert (again.lost_union(t) == forward[t]).all()
+    other, _ = schedule(faults, seed=8)
+    assert (losses(other, 60) != forward).any()
+    # another interpreter computes the same losses (a torch.distributed rank asks the same question)
+    code = ("import hashlib, numpy as np; from bench.faults import FaultSchedule, parse_faults; "
+            "from bench.topology import make_topology; t = make_topology('ring', 8); "
+            "s = FaultSchedule(parse_faults({'drop': 0.3, 'drop_model': 'gilbert-elliott', 'burst': 3}, 8), "
+            "t.link_union(), 7); print(hashlib.sha1(np.stack([s.lost_union(k) for k in range(60)]).tobytes())"
+            ".hexdigest())")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == hashlib.sha1(forward.tobytes()).hexdigest()
+
+
+def test_symmetric_losses_take_both_directions_of_an_edge_together():
+    s, topo = schedule({"drop": 0.4, "symmetric": True})
+    links = topo.link_union()
+    back = links.reverse()
+    lost = losses(s, 200)
+    assert (lost == lost[:, back]).all() and 0.3 < lost.mean() < 0.5
+    plain, _ = schedule({"drop": 0.4})
+    assert (losses(plain, 200) != losses(plain, 200)[:, back]).any()  # directed: each on its own
+
+
+def test_an_outage_takes_exactly_its_edge_in_exactly_its_rounds():
+    s, topo = schedule({"down": [{"edge": [1, 0], "rounds": [10, 20]}]})
+    links = topo.link_union()
+    on_edge = np.minimum(links.src, links.dst) * 100 + np.maximum(links.src, links.dst) == 1
+    lost = losses(s, 30)
+    assert lost[10:20][:, on_edge].all() and not lost[10:20][:, ~on_edge].any()
+    assert not lost[:10].any() and not lost[20:].any()
+
+
+def test_a_time_varying_topology_keeps_each_links_draws_by_its_endpoints():
+    s, topo = schedule({"drop": 0.5}, topology="one-peer-exp", n=8)
+    assert topo.period > 1
+    for t in range(2 * topo.period):
+        links = topo.links_at(t)
+        ids = links.ids_in(topo.link_union())
+        assert (s.delivered(t, links) == ~s.lost_union(t)[ids]).all()
+
+
+def consensus_run(faults: dict, rounds: int, seed: int = 0, n: int = 8):
+    """x_{t+1} = W'_t x_t in float64 from a random start; W'_t: the ring's W after the round's losses."""
+    s, topo = schedule(faults, n=n, seed=seed)
+    x = np.random.default_rng(seed).standard_normal((n, 3))
+    start_mean = x.mean(axis=0)
+    for t in range(rounds):
+        links = topo.links_at(t)
+        W = reweighted(topo.W_at(t), links, s.delivered(t, links))
+        assert np.allclose(W.sum(axis=1), 1.0, atol=1e-14) and (W >= 0).all()  # receivers average what arrived
+        x = W @ x
+    return x, start_mean
+
+
+def test_dpsgd_reweighting_keeps_the_average_under_symmetric_losses_and_reaches_consensus():
+    x, start_mean = consensus_run({"drop": 0.3, "symmetric": True}, 3000)
+    assert np.abs(x.mean(axis=0) - start_mean).max() < 1e-12  # doubly stochastic every round
+    assert np.abs(x - x.mean(axis=0)).max() < 1e-9  # consensus, on the average
+
+
+def test_one_directional_losses_move_the_average_but_the_models_still_agree():
+    x, start_mean = consensus_run({"drop": 0.3}, 3000)
+    assert np.abs(x - x.mean(axis=0)).max() < 1e-9  # a connected graph with self-weights: consensus
+    assert np.abs(x.mean(axis=0) - start_mean).max() > 1e-3  # but not on the average: columns do not sum to 1
+
+
+def test_no_faults_is_the_plain_matrix():
+    s, topo = schedule({})
+    links = topo.links_at(0)
+    assert s.delivered(0, links).all()
+    assert np.array_equal(reweighted(topo.W_at(0), links, s.delivered(0, links)), topo.W_at(0))
+
+
+@pytest.mark.parametrize("faults, message", [
+    ({"drop": 1.5}, "faults.drop=1.5: a probability in [0, 1]"),
+    ({"drop": -0.1}, "faults.drop=-0.1: a probability in [0, 1]"),
+    ({"drop": "often"}, "faults.drop='often': a probability in [0, 1]"),
+    ({"drop": True}, "faults.drop=True: a probability in [0, 1]"),
+    ({"drop": 0.1, "drop_model": "pareto"}, "faults.drop_model='pareto': one of bernoulli, gilbert-elliott"),
+    ({"drop": 0.1, "burst": 3}, "faults.burst=3: goes with drop_model=gilbert-elliott"),
+    ({"drop": 0.1, "drop_model": "gilbert-elliott", "burst": 0.5}, "faults.burst=0.5: the mean length"),
+    ({"drop": 1.0, "drop_model": "gilbert-elliott"}, "faults.drop=1.0: below 1 under gilbert-elliott"),
+    ({"symmetric": "yes"}, "faults.symmetric='yes': true or false"),
+    ({"loss": 0.1}, "faults.loss: unknown; the keys are drop, drop_model, burst, symmetric, down"),
+    ({"down": [{"edge": [2, 2], "rounds": [0, 5]}]}, "faults.down="),
+    ({"down": [{"edge": [0, 9], "rounds": [0, 5]}]}, "i != j are workers 0..7"),
+    ({"down": [{"edge": [0, 1], "rounds": [5, 5]}]}, "0 <= start < stop"),
+    ({"down": {"edge": [0, 1]}}, "faults.down="),
+    (0.1, "faults=0.1: a mapping, e.g. {drop: 0.05}"),
+])
+def test_a_bad_fault_setting_is_one_line_naming_it(faults, message):
+    with pytest.raises(BenchError) as err:
+        parse_faults(faults, 8)
+    text = str(err.value)
+    assert message in text and "\n" not in text, text
