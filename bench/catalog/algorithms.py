@@ -40,6 +40,20 @@ class Method:
     fixed_graph: ClassVar[bool] = False
     # the `bench run` settings that are this method's options (handed to Options by the same name)
     settings: ClassVar[tuple[str, ...]] = ()
+    # what it does with a message lost on a link (the run's faults): "reweight" (the receiver keeps the weight
+    # of what did not arrive on its own model); None: no rule yet, so runs with faults are refused
+    fault_rule: ClassVar[str | None] = None
+
+    @classmethod
+    def check_faults(cls, spec) -> None:
+        """One line when this method has no rule for lost messages and ``spec`` (a FaultSpec) loses some."""
+        if not spec.any or cls.fault_rule is not None:
+            return
+        takes = ", ".join(n for n in METHODS.names() if METHODS.get(n).fault_rule is not None)
+        why = ("a collective has no partial form" if cls.centralized else
+               "its public copies or per-link state would split between sender and receiver")
+        raise BenchError(f"faults: algorithm {cls.name!r} has no rule for a lost message yet ({why}); "
+                         f"methods that take faults: {takes}")
 
     @classmethod
     def check_compressor(cls, compressor) -> None:
@@ -235,6 +249,7 @@ class DGC(Method):
 class DPSGD(Method):
     name, label = "dpsgd", "D-PSGD"
     settings = ("order",)
+    fault_rule = "reweight"  # bench/faults/reweight.py: the average is kept when losses are symmetric
     Options = DPSGDOptions
     compresses = False
 

@@ -56,7 +56,7 @@ def account_gossip(network: NetworkModel, links: Links, message: Message) -> Tra
     degree = links.out_degree
     copies = (degree > 0).astype(np.float64) if network.broadcast else degree.astype(np.float64)
     time_s = _round_time(network, links, bits, True)
-    return Traffic.sent(copies * bits, message.paper_bits, time_s)
+    return Traffic.sent(copies * bits, message.paper_bits, time_s, link_messages=links.E)
 
 
 def account_exchange(network: NetworkModel, links: Links, message: Message) -> Traffic:
@@ -65,7 +65,7 @@ def account_exchange(network: NetworkModel, links: Links, message: Message) -> T
     bits = link_bits(message)
     degree = links.out_degree.astype(np.float64)
     time_s = _round_time(network, links, bits, False)
-    return Traffic.sent(degree * bits, float(degree.mean()) * message.paper_bits, time_s)
+    return Traffic.sent(degree * bits, float(degree.mean()) * message.paper_bits, time_s, link_messages=links.E)
 
 
 def account_allreduce(network: NetworkModel, d: int, n: int) -> Traffic:

@@ -31,11 +31,14 @@ class Traffic:
     comm_time_s: float = 0.0
     messages: int = 0
     worker_bits: np.ndarray | None = field(default=None, repr=False, compare=False)
+    link_messages: int = 0  # messages put on directed gossip links (one per link of a gossip or an exchange)
+    link_lost: int = 0  # of those, lost on the way (the run's faults); their bits were sent all the same
 
     @classmethod
-    def sent(cls, worker_bits: np.ndarray, paper_bits: float, time_s: float, messages: int = 1) -> "Traffic":
+    def sent(cls, worker_bits: np.ndarray, paper_bits: float, time_s: float, messages: int = 1,
+             link_messages: int = 0) -> "Traffic":
         worker_bits = np.asarray(worker_bits, dtype=np.float64)
-        return cls(float(worker_bits.mean()), paper_bits, time_s, messages, worker_bits)
+        return cls(float(worker_bits.mean()), paper_bits, time_s, messages, worker_bits, int(link_messages))
 
     @property
     def wire_bits_max(self) -> float:
@@ -46,6 +49,8 @@ class Traffic:
         self.paper_bits += other.paper_bits
         self.comm_time_s += other.comm_time_s
         self.messages += other.messages
+        self.link_messages += other.link_messages
+        self.link_lost += other.link_lost
         if other.worker_bits is not None:
             self.worker_bits = other.worker_bits.copy() if self.worker_bits is None else self.worker_bits + other.worker_bits
 

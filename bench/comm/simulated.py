@@ -16,9 +16,10 @@ class SimulatedCommunicator(Communicator):
     all gossips of one step (an algorithm may gossip two vectors a step) mix with the same W_round of a
     time-varying topology. A resumed run sets it to the step it resumes at."""
 
-    def __init__(self, topology: Topology, network: NetworkModel | None = None):
+    def __init__(self, topology: Topology, network: NetworkModel | None = None, faults=None):
         super().__init__()
         self.topology = topology
+        self.faults = faults  # a bench.faults.FaultSchedule, or None: every message arrives
         self.n = topology.n
         self.network = network or make_network()
         self.round = 0
@@ -41,12 +42,32 @@ class SimulatedCommunicator(Communicator):
         return done
 
     def gossip(self, message: Message) -> torch.Tensor:
+        if self.faults is not None:
+            return self._lossy_gossip(message)
         self._account_gossip(message)
         return self.mixer(message.values)
 
     def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
+        if self.faults is not None:
+            out.add_(self._lossy_gossip(message))
+            return out.add_(message.values, alpha=self_shift) if self_shift else out
         self._account_gossip(message)
         return self.mixer.accumulate(out, message.values, self_shift)
+
+    def _lossy_gossip(self, message: Message) -> torch.Tensor:
+        """A gossip of a round with losses (bench/faults): every message is sent and counted, each receiver
+        averages what arrived and keeps the weight of what did not on its own row (D-PSGD's rule; the
+        algorithms whose state a lost message would split are refused before a run starts)."""
+        from ..faults import reweighted
+
+        links = self.links().links
+        delivered = self.faults.delivered(self.round, links)
+        traffic = account_gossip(self.network, links, message)
+        traffic.link_lost = int((~delivered).sum())
+        self._record(traffic)
+        W = torch.as_tensor(reweighted(self.topology.W_at(self.round), links, delivered),
+                            dtype=message.values.dtype, device=message.values.device)
+        return W @ message.values
 
     def exchange(self, message: Message) -> torch.Tensor:
         links = self.links().links

@@ -81,6 +81,9 @@ class RunConfig:
         default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {rank: 4}"})
     task_options: dict[str, Any] = field(  # per-task knobs, e.g. hidden=[100, 100]
         default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {hidden: [64, 64]}"})
+    # an unreliable network (bench/faults/spec.py): lost messages per directed link and round, seeded by seed
+    faults: dict[str, Any] = field(
+        default_factory=dict, metadata={"expects": "a mapping of fault settings, e.g. {drop: 0.05}"})
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -116,7 +119,7 @@ class RunConfig:
 
 KEYS = {f.name: f for f in fields(RunConfig)}
 # keys added after runs were first written, and the default that reproduces those runs
-_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}}
+_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
 # a method whose update changed after runs of it were written: its runs get new ids, so a finished
 # directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
 ALGORITHM_REVISIONS = {"ecd": 1}
@@ -248,7 +251,7 @@ def _flatten(values: dict[str, Any]) -> dict[str, Any]:
             out[key] = value
             continue
         options = _alias_options(value)
-        own = {k: v for k, v in options.items() if k not in KEYS or k in (ALIAS, "task_options")}
+        own = {k: v for k, v in options.items() if k not in KEYS or k in (ALIAS, "task_options", "faults")}
         out.update({k: v for k, v in options.items() if k not in own})
         if own:
             out[ALIAS] = {**out.get(ALIAS, {}), **own}
@@ -289,7 +292,7 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
         value = _yaml(raw, f"--set {shown!r}") if raw else ""
         if key.startswith(ALIAS + "."):  # algorithm_options.gamma=0.3 is gamma=0.3; .rank=4 stays the algorithm's
             name = key.split(".", 1)[1]
-            if name in KEYS and name not in (ALIAS, "task_options"):
+            if name in KEYS and name not in (ALIAS, "task_options", "faults"):
                 key = name
             else:
                 options = out.setdefault(ALIAS, {})
@@ -303,11 +306,12 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             out.update(flat)
             if mine:
                 out[ALIAS] = {**(out.get(ALIAS) if isinstance(out.get(ALIAS), dict) else {}), **mine}
-        elif key.startswith("task_options."):
-            options = out.setdefault("task_options", {})
+        elif key.startswith(("task_options.", "faults.")):
+            group, name = key.split(".", 1)
+            options = out.setdefault(group, {})
             if not isinstance(options, dict):  # an earlier `--set task_options=0`
-                _coerce("task_options", options)
-            options[key.split(".", 1)[1]] = value
+                _coerce(group, options)
+            options[name] = value
         else:
             out[key] = value
     return out
@@ -319,9 +323,9 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
         values = _flatten(values)
         _check_keys(values, where)
         for key, value in values.items():
-            if key in ("task_options", ALIAS):
+            if key in ("task_options", ALIAS, "faults"):
                 value = _coerce(key, value)  # a mapping, before it is merged with another
-            if key in ("task_options", ALIAS) and key in merged:
+            if key in ("task_options", ALIAS, "faults") and key in merged:
                 merged[key] = {**merged[key], **value}
             else:
                 merged[key] = value
@@ -379,6 +383,16 @@ def validate(cfg: RunConfig) -> None:
             raise BenchError(message)
     if cfg.backend not in ("sim", "dist"):
         raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
+    from ..faults import parse_faults
+
+    faults = parse_faults(cfg.faults, cfg.nodes)
+    if faults.any:  # before anything is written: a method without a rule for lost messages is refused
+        from ..catalog.algorithms import METHODS
+
+        METHODS.get(cfg.algorithm).check_faults(faults)
+    if faults.any and cfg.backend == "dist":
+        raise BenchError("faults: simulated runs only so far (backend=sim); the distributed runtime does not lose "
+                         "messages yet")
     if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):
         raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")
     if cfg.dist_timeout <= 0:

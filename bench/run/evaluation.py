@@ -28,6 +28,8 @@ class Counters:
     window_loss_sum: float = 0.0  # workers' minibatch losses since the last evaluation
     window_steps: int = 0
     initial_distance: float = 0.0
+    messages_sent: int = 0  # messages put on directed gossip links, over all workers
+    messages_dropped: int = 0  # of those, lost (the run's faults)
     rows: list[dict] = field(default_factory=list)
     # the latest all-worker scores: {"workers": [...], "test_acc": [...], "test_loss": [...]}
     local_all: dict | None = None
@@ -38,6 +40,8 @@ class Counters:
     def add_bits(self, traffic) -> None:
         self.bits += traffic.wire_bits
         self.paper_bits += traffic.paper_bits
+        self.messages_sent += traffic.link_messages
+        self.messages_dropped += traffic.link_lost
         if traffic.worker_bits is not None:
             sent = traffic.worker_bits.tolist()
             self.worker_bits = sent if self.worker_bits is None else [a + b for a, b in zip(self.worker_bits, sent)]
@@ -119,6 +123,7 @@ def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Co
         "consensus_distance": distance,
         "bits_per_worker": counters.bits, "bits_per_worker_max": counters.bits_max,
         "bits_paper_per_worker": counters.paper_bits,
+        "messages_sent": counters.messages_sent, "messages_dropped": counters.messages_dropped,
         "time_compute_s": counters.time_compute_s, "time_comm_s": counters.time_comm_s,
         "time_s": counters.time_compute_s + counters.time_comm_s, "wall_s": wall_s, "lr": lr,
     })

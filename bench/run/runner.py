@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 
 from ..compressors import measure_delta
+from ..faults import parse_faults
 from ..errors import BenchError
 from . import failure
 from .config import RunConfig
@@ -113,6 +114,10 @@ class Loop:
             # how bits_per_worker counts: what a worker put on its links (one copy per link; on a broadcast medium
             # one transmission per gossip message); bits_paper_per_worker: the paper's one payload per message
             "bits_count": "broadcast" if p.comm.network.broadcast else "links",
+            # the unreliable network, when there is one (bench/faults): its schedule, seeded by the run's seed,
+            # and the method's rule for a lost message; the totals are final.messages_sent/_dropped
+            **({"faults": {**faults.to_dict(), "seed": cfg.seed, "rule": type(p.algo).fault_rule}}
+               if (faults := parse_faults(cfg.faults, cfg.nodes)).any else {}),
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
             "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
         }

@@ -67,7 +67,12 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
         comm: Communicator = DistributedCommunicator(topology, compressor, segments, network)
         comm.calibrated = pingpong(device)
     else:
-        comm = SimulatedCommunicator(topology, network)
+        from ..faults import FaultSchedule, parse_faults
+
+        faults = parse_faults(cfg.faults, cfg.nodes)
+        ALGORITHMS.get(cfg.algorithm).check_faults(faults)
+        schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.any else None
+        comm = SimulatedCommunicator(topology, network, faults=schedule)
     local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
                       decay_mask=task.decay_mask() if cfg.weight_decay else None)
     # the settings the algorithm's class names as its options; γ as resolved above

@@ -1,0 +1,64 @@
+"""Runs on an unreliable network (the `faults` setting): D-PSGD trains with the losses of its schedule, the
+metrics count every message sent and every one lost, exactly as the schedule says, the same seed replays the
+same run, and what cannot take faults yet is refused in one line before anything is written."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from bench.cli import main
+from bench.faults import FaultSchedule, parse_faults
+from bench.topology import make_topology
+from test_run import WALL, metrics
+
+RUN = ["--task", "mnist1d-mlp", "--algorithm", "dpsgd", "--compressor", "none", "--topology", "ring", "--nodes", "4",
+       "--epochs", "1", "--seed", "3", "--set", "compute_time=0.01", "--set", "task_options.n_train=800",
+       "--set", "task_options.n_test=200", "--set", "eval_every=0.5", "--quiet"]
+FAULTS = ["--set", "faults.drop=0.3", "--set", "faults.drop_model=gilbert-elliott", "--set", "faults.burst=3"]
+
+
+def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path):
+    assert main(["run", *RUN, *FAULTS, "--out", str(tmp_path / "a")]) == 0
+    df = metrics(tmp_path / "a")
+    steps = int(df["step"].iloc[-1])
+    topo = make_topology("ring", 4)
+    schedule = FaultSchedule(parse_faults({"drop": 0.3, "drop_model": "gilbert-elliott", "burst": 3}, 4),
+                             topo.link_union(), 3)
+    lost = sum(int((~schedule.delivered(t, topo.links_at(t))).sum()) for t in range(steps))
+    assert df["messages_sent"].iloc[-1] == steps * topo.links_at(0).E  # one gossip a step, every link
+    assert df["messages_dropped"].iloc[-1] == lost > 0
+    assert df["messages_dropped"].is_monotonic_increasing and df["messages_dropped"].iloc[0] == 0
+    record = json.loads((tmp_path / "a" / "run.json").read_text())
+    assert record["faults"] == {"drop": 0.3, "drop_model": "gilbert-elliott", "burst": 3.0, "symmetric": False,
+                                "seed": 3, "rule": "reweight"}
+    assert record["final"]["messages_dropped"] == lost
+    # the same seed, the same losses, the same run
+    assert main(["run", *RUN, *FAULTS, "--out", str(tmp_path / "b")]) == 0
+    again = metrics(tmp_path / "b")
+    assert df.drop(columns=WALL).equals(again.drop(columns=WALL))
+    # a perfect network trains otherwise, and loses nothing
+    assert main(["run", *RUN, "--out", str(tmp_path / "c")]) == 0
+    plain = metrics(tmp_path / "c")
+    assert plain["messages_dropped"].iloc[-1] == 0 and plain["messages_sent"].iloc[-1] == df["messages_sent"].iloc[-1]
+    assert not np.allclose(plain["consensus_distance"].iloc[1:], df["consensus_distance"].iloc[1:])
+    assert "faults" not in json.loads((tmp_path / "c" / "run.json").read_text())
+    assert plain["bits_per_worker"].iloc[-1] == df["bits_per_worker"].iloc[-1]  # lost messages were sent all the same
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--algorithm", "choco", "--compressor", "sign", "--set", "faults.drop=0.1"],
+     "faults: algorithm 'choco' has no rule for a lost message yet"),
+    (["--algorithm", "allreduce", "--set", "faults.drop=0.1"], "a collective has no partial form"),
+    (["--set", "faults.drop=0.1", "--backend", "dist"], "faults: simulated runs only so far"),
+    (["--set", "faults.drop=2"], "faults.drop=2: a probability in [0, 1]"),
+    (["--set", "faults.loss=0.1"], "faults.loss: unknown; the keys are drop, drop_model, burst, symmetric, down"),
+    (["--set", "faults.down=[{edge: [0, 7], rounds: [0, 5]}]"], "i != j are workers 0..3"),
+])
+def test_what_cannot_take_faults_is_refused_before_anything_is_written(tmp_path, capsys, extra, message):
+    out = tmp_path / "run"
+    assert main(["run", *RUN, *extra, "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and message in err, err
+    assert not out.exists()
