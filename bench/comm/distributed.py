@@ -24,6 +24,7 @@ from ..compressors.wire import decode, encode
 from ..errors import BenchError
 from ..topology import Topology
 from ..topology.links import Links
+from ..faults import delivered_weights, reweighted
 from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
@@ -49,7 +50,8 @@ class _Plan:
     w_local: np.ndarray
 
     @classmethod
-    def of(cls, W: np.ndarray, links: Links, lo: int, hi: int, k: int) -> "_Plan":
+    def of(cls, W: np.ndarray, links: Links, lo: int, hi: int, k: int,
+           delivered: np.ndarray | None = None) -> "_Plan":
         local = LocalLinks.of(links, lo, hi)
         owner_src, owner_dst = links.src // k, links.dst // k
         rank = lo // k
@@ -60,15 +62,17 @@ class _Plan:
         received = [e for p in sorted(recv_from) for e in recv_from[p]]
         w_local = np.zeros((hi - lo, (hi - lo) + len(received)))
         w_local[:, : hi - lo] = W[lo:hi, lo:hi]  # the diagonal and the links inside this process
+        weight = links.weight if delivered is None else delivered_weights(links, delivered)  # a lost link: 0
         for column, e in enumerate(received):
-            w_local[links.dst[e] - lo, hi - lo + column] = links.weight[e]
+            w_local[links.dst[e] - lo, hi - lo + column] = weight[e]
         return cls(local, send_to, recv_from, np.ascontiguousarray(w_local))
 
 
 class DistributedCommunicator(Communicator):
     def __init__(self, topology: Topology, compressor: Compressor, segments: list[int] | None,
-                 network: NetworkModel | None = None):
+                 network: NetworkModel | None = None, faults=None):
         super().__init__()
+        self.faults = faults  # a bench.faults.FaultSchedule (every process computes the same losses), or None
         self.topology, self.compressor, self.segments = topology, compressor, segments
         self.network = network or make_network()
         self.n = topology.n
@@ -126,7 +130,8 @@ class DistributedCommunicator(Communicator):
         modelled.comm_time_s = time.perf_counter() - start
         self._record(modelled)
 
-    def _settle_links(self, account, message: Message, arrived: dict, same_payload: bool, start: float) -> None:
+    def _settle_links(self, account, message: Message, arrived: dict, same_payload: bool, start: float,
+                      lost: int = 0) -> None:
         """``_settle`` for a round on the links (a gossip or an exchange), noting each incoming link's arrival."""
         links = self.plan.local.links
         model = link_arrivals(self.network, links, 8.0 * math.ceil(message.wire_bits / 8), same_payload)
@@ -135,8 +140,9 @@ class DistributedCommunicator(Communicator):
             entry[0] += 1
             entry[1] += seconds
             entry[2] += float(model[e])
-        self._settle(account(self.network, links, message), lambda net: account(net, links, message).comm_time_s,
-                     start)
+        modelled = account(self.network, links, message)
+        modelled.link_lost = lost
+        self._settle(modelled, lambda net: account(net, links, message).comm_time_s, start)
 
     # -- encoding: the message says which operator made it and over which segments ----------
     @staticmethod
@@ -198,8 +204,18 @@ class DistributedCommunicator(Communicator):
         received = [self._decode(torch.stack([arrived[int(e)][0] for e in plan.recv_from[p]]), message)
                     for p in sorted(plan.recv_from)]
         gathered = torch.cat([values, *received]) if received else values
-        mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
-        self._settle_links(account_gossip, message, arrived, True, start)
+        if self.faults is None:
+            mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
+            self._settle_links(account_gossip, message, arrived, True, start)
+            return mixed
+        # a round with losses: every message travels and is counted; the receiver drops what was lost and keeps
+        # its weight on its own row (D-PSGD's rule, bench/faults/reweight.py), as the simulator does
+        delivered = self.faults.delivered(self.round, links)
+        W = reweighted(self.topology.W_at(self.round), links, delivered)
+        w_local = _Plan.of(W, links, self.lo, self.hi, self.hi - self.lo, delivered).w_local
+        flat = gathered.reshape(gathered.shape[0], -1)
+        mixed = torch.sparse.mm(csr_like(w_local, flat), flat).reshape(values.shape)
+        self._settle_links(account_gossip, message, arrived, True, start, lost=int((~delivered).sum()))
         return mixed
 
     def exchange(self, message: Message) -> torch.Tensor:

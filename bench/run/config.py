@@ -390,9 +390,7 @@ def validate(cfg: RunConfig) -> None:
         from ..catalog.algorithms import METHODS
 
         METHODS.get(cfg.algorithm).check_faults(faults)
-    if faults.any and cfg.backend == "dist":
-        raise BenchError("faults: simulated runs only so far (backend=sim); the distributed runtime does not lose "
-                         "messages yet")
+
     if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):
         raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")
     if cfg.dist_timeout <= 0:

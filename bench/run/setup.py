@@ -10,6 +10,7 @@ from ..comm import Communicator, SimulatedCommunicator, make_network
 from ..compressors import Compressor, make_compressor
 from ..compressors.rows import RowStream
 from ..errors import BenchError
+from ..faults import FaultSchedule, parse_faults
 from ..tasks import Task, TaskSetup, make_task
 from ..topology import Topology, make_topology
 from .config import RunConfig
@@ -59,19 +60,18 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     segments = task.segments if cfg.per_layer else None
     network = make_network(cfg.network)
     ALGORITHMS.get(cfg.algorithm).check_network(network)
+    faults = parse_faults(cfg.faults, cfg.nodes)
+    ALGORITHMS.get(cfg.algorithm).check_faults(faults)
+    # the same losses in every process and runtime: a pure function of (seed, round, link)
+    schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.any else None
     if cfg.backend == "dist":
         from ..comm.distributed import DistributedCommunicator
 
         from ..comm.calibrate import pingpong
 
-        comm: Communicator = DistributedCommunicator(topology, compressor, segments, network)
+        comm: Communicator = DistributedCommunicator(topology, compressor, segments, network, faults=schedule)
         comm.calibrated = pingpong(device)
     else:
-        from ..faults import FaultSchedule, parse_faults
-
-        faults = parse_faults(cfg.faults, cfg.nodes)
-        ALGORITHMS.get(cfg.algorithm).check_faults(faults)
-        schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.any else None
         comm = SimulatedCommunicator(topology, network, faults=schedule)
     local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
                       decay_mask=task.decay_mask() if cfg.weight_decay else None)
