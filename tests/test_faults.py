@@ -149,3 +149,30 @@ def test_a_bad_fault_setting_is_one_line_naming_it(faults, message):
         parse_faults(faults, 8)
     text = str(err.value)
     assert message in text and "\n" not in text, text
+
+
+def test_a_synchronous_round_waits_for_its_slowest_worker():
+    from bench.faults.straggler import round_factor, worker_factors
+
+    fixed = parse_faults({"straggler": {"model": "fixed", "workers": [3], "factor": 4}}, 8).straggler
+    assert list(worker_factors(fixed, 8, 0, 5)) == [1, 1, 1, 4, 1, 1, 1, 1] and round_factor(fixed, 8, 0, 5) == 4
+    tail = parse_faults({"straggler": {"model": "exponential", "mean": 0.5}}, 8).straggler
+    per_worker = np.stack([worker_factors(tail, 8, 1, t) for t in range(4000)])
+    assert per_worker.mean() == pytest.approx(1.5, abs=0.02)  # 1 + Exp(mean 0.5)
+    rounds = np.array([round_factor(tail, 8, 1, t) for t in range(4000)])
+    # the max of 8 exponentials of mean 0.5 has mean 0.5 * H_8 = 1.359: the round pays for the slowest
+    assert rounds.mean() == pytest.approx(1 + 0.5 * sum(1 / k for k in range(1, 9)), abs=0.03)
+    assert round_factor(tail, 8, 1, 17) == round_factor(tail, 8, 1, 17) and round_factor(None, 8, 1, 17) == 1.0
+
+
+@pytest.mark.parametrize("faults, message", [
+    ({"straggler": {"model": "fixed", "workers": [9], "factor": 2}}, "faults.straggler.workers=[9]"),
+    ({"straggler": {"model": "fixed", "workers": [1], "factor": 0.5}}, "faults.straggler.factor=0.5: a slow-down"),
+    ({"straggler": {"model": "exponential", "mean": 0}}, "faults.straggler.mean=0: the mean extra share"),
+    ({"straggler": {"model": "pareto"}}, "faults.straggler={'model': 'pareto'}: {model: fixed"),
+    ({"straggler": {"model": "exponential", "mean": 1, "workers": [1]}}, "faults.straggler="),
+])
+def test_a_bad_straggler_is_one_line_naming_it(faults, message):
+    with pytest.raises(BenchError) as err:
+        parse_faults(faults, 8)
+    assert message in str(err.value) and "\n" not in str(err.value), str(err.value)

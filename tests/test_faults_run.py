@@ -92,3 +92,17 @@ def test_torch_distributed_processes_lose_the_same_messages_as_the_simulation(tm
     info = json.loads((out / "dpsgd-none" / "run.json").read_text())
     assert info["status"] == "completed" and info["runtime"]["processes"] == world
     assert info["faults"]["rule"] == "reweight"
+
+
+def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path):
+    assert main(["run", *RUN, "--out", str(tmp_path / "plain")]) == 0
+    slow = ["--set", "faults.straggler={model: fixed, workers: [2], factor: 3}"]
+    assert main(["run", *RUN, *slow, "--out", str(tmp_path / "slow")]) == 0
+    plain, slowed = metrics(tmp_path / "plain"), metrics(tmp_path / "slow")
+    assert list(slowed["time_compute_s"]) == pytest.approx(list(3 * plain["time_compute_s"]))
+    same = [c for c in plain.columns if c not in ("time_compute_s", "time_s", *WALL)]
+    assert plain[same].equals(slowed[same])  # the maths is untouched: the round only takes longer
+    record = json.loads((tmp_path / "slow" / "run.json").read_text())
+    assert record["faults"]["straggler"] == {"model": "fixed", "workers": [2], "factor": 3.0}
+    # any method takes stragglers: they change time, not what a message carries
+    assert main(["run", *RUN, "--algorithm", "choco", "--compressor", "sign", *slow, "--out", str(tmp_path / "c")]) == 0

@@ -47,7 +47,7 @@ class Method:
     @classmethod
     def check_faults(cls, spec) -> None:
         """One line when this method has no rule for lost messages and ``spec`` (a FaultSpec) loses some."""
-        if not spec.any or cls.fault_rule is not None:
+        if not spec.loses or cls.fault_rule is not None:
             return
         takes = ", ".join(n for n in METHODS.names() if METHODS.get(n).fault_rule is not None)
         why = ("a collective has no partial form" if cls.centralized else

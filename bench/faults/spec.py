@@ -4,13 +4,17 @@
     faults: {drop: 0.05, drop_model: gilbert-elliott, burst: 4}   # the same mean rate, in bursts of 4 rounds
     faults: {drop: 0.05, symmetric: true}                   # an edge loses both directions of a round together
     faults: {down: [{edge: [0, 1], rounds: [100, 200]}]}    # the edge 0-1 carries nothing in rounds 100..199
+    faults: {straggler: {model: fixed, workers: [3], factor: 4}}    # worker 3 computes 4 times slower
+    faults: {straggler: {model: exponential, mean: 0.5}}    # each step, each worker: 1 + Exp(mean 0.5) times
 
 ``drop`` is the mean share of messages lost, per directed link and round. Under ``bernoulli`` (the default)
 every message is lost on its own with that probability; under ``gilbert-elliott`` each link is a two-state
 chain, good (delivers) and bad (loses), that stays bad for ``burst`` rounds on average (p_bad->good =
 1/burst), with p_good->bad chosen so that the stationary share of bad rounds is ``drop``. ``symmetric``
-makes one draw per undirected edge and round, so the two directions are lost together. Every key has its
-range; anything else is one line naming the setting and what it allows (exit 2 where the CLI reads it)."""
+makes one draw per undirected edge and round, so the two directions are lost together. ``straggler``
+slows workers down: each worker's compute time of a step is the step's time (measured, or compute_time)
+times a factor, fixed for the ``workers`` named or 1 + an exponential draw of mean ``mean`` for every worker
+and step, and a synchronous round waits for its slowest worker. Every key has its range; anything else is one line naming the setting and what it allows (exit 2 where the CLI reads it)."""
 from __future__ import annotations
 
 import math
@@ -19,7 +23,8 @@ from dataclasses import dataclass
 from ..errors import BenchError
 
 DROP_MODELS = ("bernoulli", "gilbert-elliott")
-KEYS = ("drop", "drop_model", "burst", "symmetric", "down")
+KEYS = ("drop", "drop_model", "burst", "symmetric", "down", "straggler")
+STRAGGLER_MODELS = ("fixed", "exponential")
 
 
 @dataclass(frozen=True)
@@ -32,16 +37,38 @@ class Outage:
 
 
 @dataclass(frozen=True)
+class Straggler:
+    """``fixed``: the ``workers`` take ``factor`` times the step's compute time; ``exponential``: every worker
+    takes 1 + Exp(``mean``) times it, drawn anew each step."""
+    model: str
+    workers: tuple[int, ...] = ()
+    factor: float = 1.0
+    mean: float = 0.0
+
+    def to_dict(self) -> dict:
+        if self.model == "fixed":
+            return {"model": "fixed", "workers": list(self.workers), "factor": self.factor}
+        return {"model": "exponential", "mean": self.mean}
+
+
+@dataclass(frozen=True)
 class FaultSpec:
     drop: float = 0.0
     drop_model: str = "bernoulli"
     burst: float = 1.0
     symmetric: bool = False
     down: tuple[Outage, ...] = ()
+    straggler: Straggler | None = None
 
     @property
-    def any(self) -> bool:
+    def loses(self) -> bool:
+        """Whether some message is lost (what a method needs a rule for)."""
         return self.drop > 0 or bool(self.down)
+
+    @property
+    def present(self) -> bool:
+        """Whether the network is other than perfect: messages lost or workers slowed."""
+        return self.loses or self.straggler is not None
 
     @property
     def p_good_to_bad(self) -> float:
@@ -55,6 +82,8 @@ class FaultSpec:
             out["burst"] = self.burst
         if self.down:
             out["down"] = [{"edge": [o.a, o.b], "rounds": [o.start, o.stop]} for o in self.down]
+        if self.straggler is not None:
+            out["straggler"] = self.straggler.to_dict()
         return out
 
 
@@ -108,4 +137,24 @@ def parse_faults(value, n: int | None = None) -> FaultSpec:
     down = value.get("down", [])
     if not isinstance(down, list):
         _fail("down", down, "a list of {edge: [i, j], rounds: [start, stop]}")
-    return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down))
+    straggler = _straggler(value["straggler"], n) if "straggler" in value else None
+    return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down), straggler)
+
+
+def _straggler(value, n: int | None) -> Straggler:
+    allowed = ("{model: fixed, workers: [i, ...], factor: F >= 1} or {model: exponential, mean: M > 0}")
+    if not isinstance(value, dict) or value.get("model") not in STRAGGLER_MODELS:
+        _fail("straggler", value, allowed)
+    if value["model"] == "fixed":
+        if set(value) != {"model", "workers", "factor"}:
+            _fail("straggler", value, allowed)
+        workers = value["workers"]
+        if not (isinstance(workers, list) and workers and all(isinstance(w, int) and not isinstance(w, bool)
+                                                              and 0 <= w and (n is None or w < n) for w in workers)):
+            _fail("straggler.workers", workers, "a non-empty list of workers" + (f" 0..{n - 1}" if n else ""))
+        factor = _number("straggler.factor", value["factor"], 1.0, 1e6, "a slow-down factor >= 1")
+        return Straggler("fixed", tuple(sorted(set(workers))), factor)
+    if set(value) != {"model", "mean"}:
+        _fail("straggler", value, allowed)
+    return Straggler("exponential", mean=_number("straggler.mean", value["mean"], 1e-9, 1e6,
+                                                 "the mean extra share of a step's time, > 0"))

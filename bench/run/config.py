@@ -386,7 +386,7 @@ def validate(cfg: RunConfig) -> None:
     from ..faults import parse_faults
 
     faults = parse_faults(cfg.faults, cfg.nodes)
-    if faults.any:  # before anything is written: a method without a rule for lost messages is refused
+    if faults.loses:  # before anything is written: a method without a rule for lost messages is refused
         from ..catalog.algorithms import METHODS
 
         METHODS.get(cfg.algorithm).check_faults(faults)

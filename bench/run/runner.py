@@ -17,6 +17,7 @@ import torch
 
 from ..compressors import measure_delta
 from ..faults import parse_faults
+from ..faults.straggler import round_factor
 from ..errors import BenchError
 from . import failure
 from .config import RunConfig
@@ -54,6 +55,7 @@ class Loop:
         self.stop = self.total if cfg.stop_at is None else min(self.total, max(1, round(cfg.stop_at * self.spe)))
         self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
         self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers)
+        self.straggler = parse_faults(cfg.faults, cfg.nodes).straggler  # slow workers stretch a round's compute
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
         self.checkpoint = out / f"checkpoint{suffix}.pt"
         self.counters = Counters()
@@ -117,7 +119,7 @@ class Loop:
             # the unreliable network, when there is one (bench/faults): its schedule, seeded by the run's seed,
             # and the method's rule for a lost message; the totals are final.messages_sent/_dropped
             **({"faults": {**faults.to_dict(), "seed": cfg.seed, "rule": type(p.algo).fault_rule}}
-               if (faults := parse_faults(cfg.faults, cfg.nodes)).any else {}),
+               if (faults := parse_faults(cfg.faults, cfg.nodes)).present else {}),
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
             "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
         }
@@ -162,8 +164,10 @@ class Loop:
             torch.cuda.synchronize(self.device)
         computed = time.perf_counter() - tick
         traffic = p.algo.step(grads, lr)
+        base = computed if cfg.compute_time == "measured" else float(cfg.compute_time)
+        # a synchronous round waits for its slowest worker (faults.straggler; 1 without)
+        c.time_compute_s += base * round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step)
         c.global_step += 1
-        c.time_compute_s += computed if cfg.compute_time == "measured" else float(cfg.compute_time)
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
         loss = float(p.comm.global_mean(losses.reshape(-1, 1)))

@@ -63,7 +63,7 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     faults = parse_faults(cfg.faults, cfg.nodes)
     ALGORITHMS.get(cfg.algorithm).check_faults(faults)
     # the same losses in every process and runtime: a pure function of (seed, round, link)
-    schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.any else None
+    schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.loses else None
     if cfg.backend == "dist":
         from ..comm.distributed import DistributedCommunicator
 
