@@ -52,8 +52,8 @@ def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path
 
 
 @pytest.mark.parametrize("extra, message", [
-    (["--algorithm", "choco", "--compressor", "sign", "--set", "faults.drop=0.1"],
-     "faults: algorithm 'choco' has no rule for a lost message yet"),
+    (["--algorithm", "dcd", "--compressor", "sign", "--set", "faults.drop=0.1"],
+     "faults: algorithm 'dcd' has no rule for a lost message yet"),
     (["--algorithm", "allreduce", "--set", "faults.drop=0.1"], "a collective has no partial form"),
     (["--set", "faults.drop=2"], "faults.drop=2: a probability in [0, 1]"),
     (["--set", "faults.loss=0.1"], "faults.loss: unknown; the keys are drop, drop_model, burst, symmetric, down"),

@@ -18,7 +18,12 @@ the workers and the average never moves; with the identity and γ = 1, x̂_e = x
 columns of W_t sum to 1), so x ← W_t x; where a worker's copies agree (every link used every round, a
 deterministic operator) u is the static (W − I) x̂ and the iterates are the static method's.
 The orders keep their meaning: ``paper`` applies u of the round's own links, just refreshed; ``code`` applies
-u of the previous round's links (refreshed then), before this round's messages. Memory per worker: a copy per
+u of the previous round's links (refreshed then), before this round's messages.
+
+On a network that loses messages (the run's faults) the copies are kept per link too, on any graph, with an
+acknowledgement rule: a lost q_e is added at neither end (the sender learns of the loss), so the two ends of
+every link keep the same copy and u still sums to zero over the workers: the average is kept, whatever is
+lost (tests/test_faults_choco.py). Memory per worker: a copy per
 union out-link and one per union in-link (log₂ n of each on one-peer-exp), and u. Bits per round: one
 message per active out-link (one on one-peer-exp).
 """
@@ -39,7 +44,8 @@ class Choco(catalog.Choco, Algorithm):
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)
-        if self.comm.time_varying:
+        self.per_link = self.comm.time_varying or self.comm.faults is not None
+        if self.per_link:  # a link's copy changes only when it carries a message that arrives
             self.links = LinkCopies(self)
             self.x_hat, self.x_hat_in = self.links.zeros()  # per union link: [out-links, d], [in-links, d]
             self.buffers = ("x_hat", "x_hat_in", "u")
@@ -50,7 +56,7 @@ class Choco(catalog.Choco, Algorithm):
         self._q = torch.empty_like(self.x)
 
     def _exchange(self) -> None:
-        if self.comm.time_varying:
+        if self.per_link:
             self.links.refresh(self.x, self.x_hat, self.x_hat_in)
             self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
             return

@@ -115,15 +115,35 @@ class LinkCopies:
         on e and both ends add it, ``c_e += q_e``. ``exact``: the link carries ``value_j`` itself, ``c_e = value_j``."""
         r = self.round()
         rows = value.index_select(0, r.send_rows)
+        acked, heard_ok = self._deliveries()
         if exact:
             message = self._exact.compress(rows)
-            self.put(sent, heard, message.values, self.comm.exchange(message))
+            received = self.comm.exchange(message)
+            if acked is None:
+                self.put(sent, heard, message.values, received)
+                return
+            mine = torch.where(acked, message.values, self.sent_rows(sent))
+            self.put(sent, heard, mine, torch.where(heard_ok, received, self.heard_rows(sent, heard)))
             return
         q = self.compress(rows.sub_(self.sent_rows(sent)))
         received = self.comm.exchange(q)  # before the copies change: the message may refer to its input
-        sent.index_add_(0, r.sent, q.values)
+        sent.index_add_(0, r.sent, q.values if acked is None else q.values * acked)
         if heard is not None:
-            heard.index_add_(0, r.heard, received)
+            heard.index_add_(0, r.heard, received)  # a lost message arrives as zeros: the copy stays
+
+    def _deliveries(self):
+        """(acked [E_out, 1], heard [E_in, 1]) boolean columns of this round's links, or (None, None) when
+        every message arrives. The acknowledgement rule: a sender adds its message to the link's copy only
+        when it arrived, so both ends of every link keep the same copy whatever is lost."""
+        if self.comm.faults is None:
+            return None, None
+        out_ok, in_ok = self.comm.delivered()
+        device = self.like.device
+
+        def column(mask):
+            return torch.as_tensor(mask, device=device).reshape(-1, 1)
+
+        return column(out_ok), column(in_ok)
 
     # -- mixing with the copies ---------------------------------------------------------------
     def consensus(self, sent: torch.Tensor, heard: torch.Tensor | None, out: torch.Tensor) -> torch.Tensor:

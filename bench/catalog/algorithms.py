@@ -215,6 +215,7 @@ class Choco(Method):
     consensus_step = True
     settings = ("gamma", "order")
     Options = ChocoOptions
+    fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
 
 
 @register

@@ -107,6 +107,8 @@ class LocalLinks:
 class Communicator(ABC):
     """Mixing and averaging for the workers this process holds (rows of a ``[w, d]`` tensor)."""
 
+    faults = None  # a bench.faults.FaultSchedule when the run loses messages (set by the runtime)
+
     def __init__(self) -> None:
         self._pending = Traffic()
         self._union: LocalLinks | None = None
@@ -140,11 +142,23 @@ class Communicator(ABC):
             self._union = LocalLinks.of(self.topology.link_union(), mine.lo, mine.hi)
         return self._union
 
+    def delivered(self) -> tuple[np.ndarray, np.ndarray]:
+        """This round's deliveries as this process sees them: for each link it sends on (``links().out``) and
+        each it receives on (``links().into``), whether the message arrives; every one on a perfect network.
+        Every process computes the same (the schedule is a function of seed, round and link), so a sender
+        knows what its receivers got, as an acknowledgement would tell it."""
+        local = self.links()
+        if self.faults is None:
+            return np.ones(local.out.stop - local.out.start, bool), np.ones(len(local.into), bool)
+        mask = self.faults.delivered(self.round, local.links)
+        return mask[local.out], mask[local.into]
+
     @abstractmethod
     def exchange(self, message: Message) -> torch.Tensor:
         """A different message on every link: row k of ``message`` travels on link ``links().out.start + k``.
-        Returns, for each link in ``links().into``, what its receiver decoded (``[len(into), ...]``). Each copy
-        is counted on its link; a broadcast medium sends each such message on its own as well."""
+        Returns, for each link in ``links().into``, what its receiver decoded (``[len(into), ...]``; zeros for a
+        message the run's faults lost, see ``delivered``). Each copy is counted on its link; a broadcast medium
+        sends each such message on its own as well."""
 
     @abstractmethod
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:

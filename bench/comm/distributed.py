@@ -237,7 +237,12 @@ class DistributedCommunicator(Communicator):
         if arrived:
             ids = sorted(arrived)
             result[[position[e] for e in ids]] = self._decode(torch.stack([arrived[e][0] for e in ids]), message)
-        self._settle_links(account_exchange, message, arrived, False, start)
+        lost = 0
+        if self.faults is not None:  # what was lost on the way is not heard (its bytes travelled all the same)
+            _, heard = self.delivered()
+            result[torch.as_tensor(~heard, device=result.device)] = 0
+            lost = int((~self.faults.delivered(self.round, local.links)).sum())
+        self._settle_links(account_exchange, message, arrived, False, start, lost=lost)
         return result
 
     def _ring(self, chunks: list[torch.Tensor], reduce: bool) -> None:

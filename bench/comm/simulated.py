@@ -73,8 +73,16 @@ class SimulatedCommunicator(Communicator):
         links = self.links().links
         if message.values.shape[0] != links.E:
             raise ValueError(f"an exchange sends one row per link: {links.E} this round, got {message.values.shape[0]}")
-        self._record(account_exchange(self.network, links, message))
-        return message.values  # every link delivers what was sent on it
+        traffic = account_exchange(self.network, links, message)
+        if self.faults is None:
+            self._record(traffic)
+            return message.values  # every link delivers what was sent on it
+        _, arrived = self.delivered()
+        traffic.link_lost = int((~arrived).sum())
+        self._record(traffic)
+        keep = torch.as_tensor(arrived, device=message.values.device).reshape(-1, *[1] * (message.values.dim() - 1))
+        return torch.where(keep, message.values, torch.zeros((), dtype=message.values.dtype,
+                                                             device=message.values.device))
 
     def _account_gossip(self, message: Message) -> None:
         self._record(account_gossip(self.network, self.links().links, message))

@@ -1,0 +1,87 @@
+"""Choco-SGD on a network that loses messages (its fault_rule "ack"): copies per link on any graph, a lost
+message added at neither end. In float64: the average of the models is kept whatever is lost, Choco-Gossip
+still reaches consensus, a schedule that loses nothing is the method without faults, and a run replays its
+losses in the simulator and under torch.distributed processes alike."""
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch
+
+from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
+from bench.cli import main
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.faults import FaultSchedule, parse_faults
+from bench.topology import make_topology
+from test_algorithms import Quadratic, start
+from test_dist import BASE, SETTINGS, TIMING, launch
+from test_run import metrics
+
+D = 40
+
+
+def choco(topo, faults, compressor="sign", gamma=0.4, x0=None, momentum=0.0):
+    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
+    comm = SimulatedCommunicator(topo, faults=schedule)
+    return make_algorithm("choco", start(topo.n, identical=False) if x0 is None else x0, comm,
+                          compressor=make_compressor(compressor, algorithm="choco"),
+                          local=LocalStep(LocalStepConfig(momentum=momentum)), options={"gamma": gamma},
+                          generator=torch.Generator().manual_seed(3))
+
+
+@pytest.mark.parametrize("faults", [{"drop": 0.3}, {"drop": 0.5, "drop_model": "gilbert-elliott", "burst": 4},
+                                    {"down": [{"edge": [0, 1], "rounds": [0, 400]}]}])
+@pytest.mark.parametrize("compressor, gamma", [("sign", 0.4), ("top:0.1", 0.1)])  # γ that converge without losses
+def test_choco_gossip_keeps_the_average_whatever_is_lost_and_reaches_consensus(faults, compressor, gamma):
+    topo = make_topology("ring", 8)
+    algo = choco(topo, faults, compressor, gamma)
+    mean = algo.x.mean(dim=0).clone()
+    start_spread = float((algo.x - mean).norm())
+    lost = 0
+    for _ in range(2000):  # Choco-Gossip: no gradient
+        lost += algo.step(None, 0.0).link_lost
+    assert lost > 0
+    torch.testing.assert_close(algo.x.mean(dim=0), mean, rtol=0, atol=1e-12)  # each link adds and takes the same
+    # without losses these reach 1e-9 (sign: 1e-15) of the first spread by round 2000; with them at most 3e-8
+    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * start_spread
+
+
+def test_a_schedule_that_loses_nothing_is_choco_without_faults():
+    topo, problem = make_topology("ring", 8), Quadratic(8, D)
+    x0 = start(8, identical=False)
+    plain = choco(topo, None, x0=x0.clone(), momentum=0.9)
+    never = choco(topo, {"down": [{"edge": [0, 1], "rounds": [10**6, 10**6 + 1]}]}, x0=x0.clone(), momentum=0.9)
+    assert never.per_link and not plain.per_link
+    for _ in range(20):
+        a, b = plain.step(problem.grad(plain.x), 0.05), never.step(problem.grad(never.x), 0.05)
+        torch.testing.assert_close(never.x, plain.x, rtol=0, atol=1e-12)
+    assert a.wire_bits == b.wire_bits and b.link_lost == 0
+
+
+LOSSES = {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 2}
+
+
+@pytest.mark.slow  # processes
+@pytest.mark.parametrize("world", [4, 2])
+def test_choco_under_losses_in_torch_distributed_processes_is_the_simulation(tmp_path, world):
+    out = tmp_path / "dist"
+    runs = {"choco-sign": {"algorithm": "choco", "compressor": "sign", **SETTINGS, "faults": LOSSES}}
+    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(runs)], world,
+                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    errors = [p.communicate(timeout=600)[1] for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
+    faults = [arg for key, value in LOSSES.items() for arg in ("--set", f"faults.{key}={value}")]
+    assert main(["run", *BASE, "--algorithm", "choco", "--compressor", "sign", *faults, "--out",
+                 str(tmp_path / "sim")]) == 0
+    sim, dist = metrics(tmp_path / "sim"), metrics(out / "choco-sign")
+    for column in sim.columns:
+        if column not in TIMING:
+            pd.testing.assert_series_equal(sim[column], dist[column], rtol=1e-4, atol=1e-6, check_names=False,
+                                           obj=column)
+    assert sim["messages_dropped"].iloc[-1] > 0
+    assert json.loads((out / "choco-sign" / "run.json").read_text())["faults"]["rule"] == "ack"
