@@ -24,7 +24,7 @@ def describe_algorithm(name: str) -> dict:
 def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", nodes=8, seed=0,
              status="completed", epochs_points=None, spectral_gap=0.1, network="datacenter-10g",
              task="mnist1d-mlp", data="shuffle", steps_per_epoch=10, bits_per_step=1000.0,
-             seconds_per_epoch=2.0, **config) -> Path:
+             seconds_per_epoch=2.0, faults=None, messages_per_step=None, dropped_share=None, **config) -> Path:
     """Write a run directory at ``dir`` and return its path.
 
     ``epochs_points``: list of dicts (or a DataFrame), one per evaluation point, each with at
@@ -62,13 +62,17 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
         for col in ["time_s", "wall_s"]:
             if col not in m:
                 m[col] = m["time_compute_s"] + m["time_comm_s"]
+        if messages_per_step is not None:
+            share = (faults or {}).get("drop", 0.0) if dropped_share is None else dropped_share
+            m["messages_sent"] = (m["step"] * messages_per_step).round().astype("int64")
+            m["messages_dropped"] = (m["messages_sent"] * share).astype("int64")
         m = m[METRICS + [c for c in m.columns if c not in METRICS]]
     epochs = config.pop("epochs", float(m["epoch"].max()) if len(m) else 1.0)
     cfg = {"task": task, "algorithm": algorithm, "compressor": compressor, "topology": topology,
            "nodes": nodes, "weights": None, "epochs": epochs, "seed": seed, "lr": 0.1,
            "lr_schedule": "constant", "batch_size": 32, "data": data, "momentum": 0.0,
            "weight_decay": 0.0, "gamma": "auto", "network": network, "compute_time": "measured",
-           **config}
+           **({} if faults is None else {"faults": faults}), **config}
     fingerprint = hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()[:10]
     run_id = f"{task}_{algorithm}_{compressor}_{topology}{nodes}_s{seed}_{fingerprint}"
     final = {k: (None if isinstance(v, float) and math.isnan(v) else v)
@@ -87,6 +91,7 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
         "steps_per_epoch": steps_per_epoch, "total_steps": int(epochs * steps_per_epoch),
         "provenance": {"python": "test"}, "start_time": "2026-01-01T00:00:00+00:00",
         "final": final,
+        **_faults_record(faults, seed, algorithm),
     }
     path = Path(dir)
     path.mkdir(parents=True, exist_ok=True)
@@ -94,6 +99,18 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
     if write_metrics:
         m.to_parquet(path / "metrics.parquet", index=False)
     return path
+
+
+def _faults_record(faults, seed, algorithm) -> dict:
+    """run.json's "faults" object as bench's runner writes it: only for a network that is not perfect."""
+    from bench.algorithms import ALGORITHMS
+    from bench.faults import parse_faults
+
+    spec = parse_faults(faults)
+    if not spec.present:
+        return {}
+    rule = getattr(ALGORITHMS.get(algorithm), "fault_rule", None) if algorithm in ALGORITHMS else None
+    return {"faults": {**spec.to_dict(), "seed": seed, "rule": rule}}
 
 
 def make_cell(root, name, accs, **kw) -> list[Path]:

@@ -4,23 +4,17 @@ still reaches consensus, a schedule that loses nothing is the method without fau
 losses in the simulator and under torch.distributed processes alike."""
 from __future__ import annotations
 
-import json
-import subprocess
-from pathlib import Path
 
-import pandas as pd
 import pytest
 import torch
 
 from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
-from bench.cli import main
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
-from test_dist import BASE, SETTINGS, TIMING, launch
-from test_run import metrics
+from dist_faults import assert_dist_loses_as_the_simulation
 
 D = 40
 
@@ -63,25 +57,8 @@ def test_a_schedule_that_loses_nothing_is_choco_without_faults():
     assert a.wire_bits == b.wire_bits and b.link_lost == 0
 
 
-LOSSES = {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 2}
-
-
 @pytest.mark.slow  # processes
 @pytest.mark.parametrize("world", [4, 2])
 def test_choco_under_losses_in_torch_distributed_processes_is_the_simulation(tmp_path, world):
-    out = tmp_path / "dist"
-    runs = {"choco-sign": {"algorithm": "choco", "compressor": "sign", **SETTINGS, "faults": LOSSES}}
-    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(runs)], world,
-                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
-    errors = [p.communicate(timeout=600)[1] for p in ranks]
-    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
-    faults = [arg for key, value in LOSSES.items() for arg in ("--set", f"faults.{key}={value}")]
-    assert main(["run", *BASE, "--algorithm", "choco", "--compressor", "sign", *faults, "--out",
-                 str(tmp_path / "sim")]) == 0
-    sim, dist = metrics(tmp_path / "sim"), metrics(out / "choco-sign")
-    for column in sim.columns:
-        if column not in TIMING:
-            pd.testing.assert_series_equal(sim[column], dist[column], rtol=1e-4, atol=1e-6, check_names=False,
-                                           obj=column)
-    assert sim["messages_dropped"].iloc[-1] > 0
-    assert json.loads((out / "choco-sign" / "run.json").read_text())["faults"]["rule"] == "ack"
+    info = assert_dist_loses_as_the_simulation(tmp_path, world, "choco", "sign")
+    assert info["faults"]["rule"] == "ack"

@@ -4,17 +4,14 @@ same run, and what cannot take faults yet is refused in one line before anything
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from bench.cli import main
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
-from test_dist import BASE, SETTINGS, TIMING, launch
+from dist_faults import assert_dist_loses_as_the_simulation
 from test_run import WALL, metrics
 
 RUN = ["--task", "mnist1d-mlp", "--algorithm", "dpsgd", "--compressor", "none", "--topology", "ring", "--nodes", "4",
@@ -67,30 +64,10 @@ def test_what_cannot_take_faults_is_refused_before_anything_is_written(tmp_path,
     assert not out.exists()
 
 
-LOSSES = {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 2}
-
-
 @pytest.mark.slow  # processes
 @pytest.mark.parametrize("world", [4, 2])  # one worker a process, and two: a lost link inside a process too
 def test_torch_distributed_processes_lose_the_same_messages_as_the_simulation(tmp_path, world):
-    out = tmp_path / "dist"
-    runs = {"dpsgd-none": {"algorithm": "dpsgd", "compressor": "none", **SETTINGS, "faults": LOSSES}}
-    ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(runs)], world,
-                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
-    errors = [p.communicate(timeout=600)[1] for p in ranks]
-    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
-    faults = [arg for key, value in LOSSES.items() for arg in ("--set", f"faults.{key}={value}")]
-    assert main(["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", *faults, "--out",
-                 str(tmp_path / "sim")]) == 0
-    sim, dist = metrics(tmp_path / "sim"), metrics(out / "dpsgd-none")
-    for column in sim.columns:  # the runtimes add in different orders: the models agree to float rounding
-        if column not in TIMING:
-            pd.testing.assert_series_equal(sim[column], dist[column], rtol=1e-4, atol=1e-6, check_names=False,
-                                           obj=column)
-    assert list(sim["messages_dropped"]) == list(dist["messages_dropped"]) and sim["messages_dropped"].iloc[-1] > 0
-    assert list(sim["bits_per_worker"]) == list(dist["bits_per_worker"])
-    info = json.loads((out / "dpsgd-none" / "run.json").read_text())
-    assert info["status"] == "completed" and info["runtime"]["processes"] == world
+    info = assert_dist_loses_as_the_simulation(tmp_path, world, "dpsgd", "none")
     assert info["faults"]["rule"] == "reweight"
 
 

@@ -30,24 +30,21 @@ MAX_LOAD = 1.5   # 1-minute load average per core at bench perf's start (records
 CONFIRM = 2
 
 
-def _share(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value <= 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a share of the CPU, in [0, 1]")
-    return value
+def _number_type(within, says: str):
+    """An argparse type: a float for which ``within(value)`` holds, else ``TEXT must be <says>``."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not within(value):
+            raise argparse.ArgumentTypeError(f"{text!r} must be {says}")
+        return value
+    return parse
 
 
-def _per_core(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not (math.isfinite(value) and value >= 0):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite load per core >= 0")
-    return value
+_share = _number_type(lambda v: 0 <= v <= 1, "a share of the CPU, in [0, 1]")
+_per_core = _number_type(lambda v: math.isfinite(v) and v >= 0, "a finite load per core >= 0")
 
 
 def _records(text: str) -> int:
