@@ -20,12 +20,19 @@ BOOKKEEPING = {"seed", "quiet", "device", "data_root", "eval_local_workers", "ch
 IN_PROGRESS = {"running", "interrupted", "paused"}
 SHARED_COLUMNS = {"lr"}  # in the metrics (the schedule's value at each evaluation) and in the run (the peak)
 
+# the run's unreliable network (run.json "faults", written only when the network is not perfect; fault_columns)
+FAULT_COLUMNS = ["drop", "drop_model", "burst", "drop_symmetric", "outages", "straggler_mean", "straggler_factor"]
+# config keys added after runs were recorded without them: such a run ran at this value (so a run without the
+# key and one that sets it to something else are different cells)
+CONFIG_DEFAULTS = {"faults": {}}
+
 RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "topology", "nodes",
                "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
                "epochs", "n_params", "steps_per_epoch", "delta_measured", "cell", "n_points",
                "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
                "final_local_acc", "final_local_acc_std", "final_local_acc_min",
-               "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "max_bits_per_step", "bits_count"]
+               "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "max_bits_per_step", "bits_count",
+               *FAULT_COLUMNS, "dropped_share"]
 
 
 @dataclass
@@ -78,6 +85,40 @@ def _per_step(metrics: pd.DataFrame, column: str) -> float:
     # the bit counters are cumulative, so the last row over its step is the mean per step
     step = _last(metrics, "step")
     return _last(metrics, column) / step if step > 0 else math.nan
+
+
+def fault_columns(faults) -> dict:
+    """FAULT_COLUMNS of a ``faults`` object: run.json's (bench's normalised form) or a raw ``faults`` setting
+    (what a study's cell configures); None or {} is a perfect network.
+
+    ``drop``: the mean share of messages lost per directed link and round (0.0 without losses);
+    ``drop_model``: ``bernoulli`` or ``gilbert-elliott`` where drop > 0, else ``none``; ``burst``: the mean
+    length of a loss burst in rounds under gilbert-elliott, else NaN; ``drop_symmetric``: both directions of
+    an edge lost together; ``outages``: how many scheduled edge outages (``down``) the run had;
+    ``straggler_mean``: the exponential straggler's mean (each worker, each step: 1 + Exp(mean) times the
+    compute), 0.0 without a straggler and NaN for a fixed one (a few workers slowed by a constant: not on
+    that scale); ``straggler_factor``: a fixed straggler's factor, NaN otherwise."""
+    faults = faults or {}
+    if not isinstance(faults, dict):
+        raise TypeError(f"faults is a {type(faults).__name__}, not a mapping")
+    drop = _num(faults.get("drop", 0.0))
+    model = str(faults.get("drop_model", "bernoulli")) if drop > 0 else "none"
+    straggler = faults.get("straggler") or {}
+    kind = straggler.get("model") if isinstance(straggler, dict) else None
+    down = faults.get("down") or []
+    return {"drop": drop, "drop_model": model,
+            "burst": _num(faults.get("burst", 1.0)) if model == "gilbert-elliott" else math.nan,
+            "drop_symmetric": bool(faults.get("symmetric", False)),
+            "outages": len(down) if isinstance(down, list) else 0,
+            "straggler_mean": (0.0 if not kind else _num(straggler.get("mean")) if kind == "exponential" else math.nan),
+            "straggler_factor": _num(straggler.get("factor")) if kind == "fixed" else math.nan}
+
+
+def _dropped_share(metrics: pd.DataFrame) -> float:
+    """The share of the messages sent that were lost over the whole run (the counters are cumulative);
+    NaN for a run that recorded no counts (older runs) or sent no gossip message."""
+    sent = _last(metrics, "messages_sent")
+    return _last(metrics, "messages_dropped") / sent if sent > 0 else math.nan
 
 
 def _topology(cfg: dict, topo: dict) -> str:
@@ -150,6 +191,7 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         "max_bits_per_step": _per_step(metrics, "bits_per_worker_max"),
         # runs recorded before the per-link count counted a gossip message once whatever the degree
         "bits_count": record.get("bits_count", "message"),
+        **fault_columns(record.get("faults")), "dropped_share": _dropped_share(metrics),
     }
 
 
@@ -163,10 +205,12 @@ def _cell_keys(rows: list[dict], configs: list[dict]) -> list[str]:
     """Readable key of everything but the seed: the main parts, the LR, and any other config knob
     that differs between runs sharing those (so a momentum sweep gets one cell per value)."""
     bases = [("|".join(_fmt(r[p]) for p in CELL_PARTS) + f"|lr={_fmt(r['lr'])}") for r in rows]
+    # a key absent from a run's config comes from an older schema, not a different setting: the run
+    # had its default where one is known (CONFIG_DEFAULTS), else it is not compared on that key
+    configs = [{**{k: v for k, v in CONFIG_DEFAULTS.items() if k not in c}, **c} for c in configs]
     keys = []
     for base, cfg in zip(bases, configs):
         peers = [c for b, c in zip(bases, configs) if b == base]
-        # a key absent from a run's config comes from an older schema, not a different setting
         extra = [k for k in sorted(cfg) if k not in BOOKKEEPING
                  and len({_fmt(p[k]) for p in peers if k in p}) > 1]
         keys.append(base + "".join(f"|{k}={_fmt(cfg.get(k))}" for k in extra))

@@ -19,7 +19,7 @@ from analysis.labels import with_methods
 
 # figure name -> module; each module has plot_<name>(df, out_stem) and draw(...) -> (paths, caption) | reason
 FIGURES = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
-           "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods"]
+           "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods", "faults_effect"]
 # the question each figure answers: how `snakemake --report` groups them
 QUESTIONS = {
     "consensus": "1. Does compressed gossip reach consensus?",
@@ -32,6 +32,7 @@ QUESTIONS = {
     "noniid_effect": "5. What does non-i.i.d. data cost?",
     "sensitivity": "6. How sensitive is each method to its knobs?",
     "methods": "7. Which method wins at matched bits and matched time?",
+    "faults_effect": "8. What do lost messages and slow workers cost?",
 }
 DEFAULT_TARGET_REL = 0.95
 _FAILED = {"failed", "running", "interrupted", "unknown"}

@@ -17,11 +17,14 @@ from typing import Callable, Mapping, Sequence
 import pandas as pd
 
 from analysis.figures import iid_only, usable
+from analysis.load import FAULT_COLUMNS, fault_columns
 
 REFERENCE = "allreduce"  # the centralized reference every gap is measured against
 CELL_COLUMNS = ["task", "algorithm", "compressor", "topology", "nodes", "data"]
 SWEPT_KNOBS = ("lr", "gamma")  # what the sensitivity figure draws a curve against
 NO_SUBOPTIMALITY = "needs runs with train_subopt (the lsq and logreg tasks record it)"
+NO_FAULTS = ("needs runs on an unreliable network: a faults: setting with drop > 0 (losses at a rate) or an "
+             "exponential straggler")
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,39 @@ def sensitivity(grid: Grid) -> str | None:
     return "needs a tune: grid of >= 2 values of lr or gamma that some cell searches"
 
 
+def with_faults(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every FAULT_COLUMNS column (analysis.load.fault_columns): a frame without them (an
+    older summary, a hand-made one) is of runs on a perfect network."""
+    missing = {k: v for k, v in fault_columns(None).items() if k not in frame}
+    return frame.assign(**missing) if missing else frame
+
+
+def lossy(frame: pd.DataFrame) -> pd.Series:
+    """Runs that lost messages at a rate (independently or in bursts) and had nothing else wrong with the
+    network: no outage, no symmetric losses, no straggler."""
+    f = with_faults(frame)
+    return (f["drop"] > 0) & (f["outages"] == 0) & ~f["drop_symmetric"].astype(bool) & (f["straggler_mean"] == 0)
+
+
+def straggled(frame: pd.DataFrame) -> pd.Series:
+    """Runs whose workers straggled exponentially (straggler_mean > 0) on a network that lost nothing."""
+    f = with_faults(frame)
+    return (f["straggler_mean"] > 0) & (f["drop"] == 0) & (f["outages"] == 0)
+
+
+def perfect(frame: pd.DataFrame) -> pd.Series:
+    """Runs on a perfect network: nothing lost, nobody slowed."""
+    f = with_faults(frame)
+    return (f["drop"] == 0) & (f["outages"] == 0) & (f["straggler_mean"] == 0)
+
+
+def faults_effect(grid: Grid) -> str | None:
+    """A decentralized run that lost messages at a rate, or any run with an exponential straggler."""
+    runs = _runs(grid)
+    losses = lossy(runs) & (runs["algorithm"] != REFERENCE)
+    return None if (losses | straggled(runs)).any() else NO_FAULTS
+
+
 def consensus(grid: Grid) -> str | None:
     """A consensus: block with methods to run."""
     return None if grid.consensus.get("methods") else "needs a consensus: block with its methods"
@@ -131,6 +167,7 @@ REQUIRES: dict[str, Callable[[Grid], str | None]] = {
     "sensitivity": sensitivity,
     "speedup": speedup,
     "methods": _trains,
+    "faults_effect": faults_effect,
 }
 
 
@@ -140,5 +177,7 @@ def unmet(figures: Sequence[str], grid: Grid) -> list[tuple[str, str]]:
 
 
 def cells_frame(rows: Sequence[Mapping]) -> pd.DataFrame:
-    """A cells frame from one mapping per cell (a run's resolved settings): CELL_COLUMNS, in that order."""
-    return pd.DataFrame([{key: row.get(key) for key in CELL_COLUMNS} for row in rows], columns=CELL_COLUMNS)
+    """A cells frame from one mapping per cell (a run's resolved settings): CELL_COLUMNS, in that order, then
+    FAULT_COLUMNS read from its ``faults`` setting as analysis.load reads them from a run."""
+    return pd.DataFrame([{**{key: row.get(key) for key in CELL_COLUMNS}, **fault_columns(row.get("faults"))}
+                         for row in rows], columns=CELL_COLUMNS + FAULT_COLUMNS)
