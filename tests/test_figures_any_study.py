@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from analysis import figures
-from analysis.figures.requirements import REQUIRES, Grid, cells_frame, unmet
+from analysis.figures.requirements import NO_FAULTS, REQUIRES, Grid, cells_frame, unmet
 from analysis.tuning import select
 from analysis_fixtures import make_run
 from bench.pipeline import Study
@@ -124,6 +124,37 @@ def test_speedup_sensitivity_and_consensus_draw_from_one_method(count, tmp_path)
     assert_drawn(figures._drawer("consensus")(tmp_path, None, None, tmp_path / "fig"), tmp_path / "fig")
 
 
+@pytest.fixture(scope="module")
+def fault_runs(tmp_path_factory):
+    """Two seeds of all-reduce (on a perfect network and with stragglers) and of sign-Choco (messages lost at 0
+    and 5 %, and with stragglers) on a ring of 4."""
+    root = tmp_path_factory.mktemp("faults")
+    settings = [("allreduce", "none", {}), ("allreduce", "none", {"straggler": {"model": "exponential", "mean": 1.0}}),
+                ("choco", "sign", {"drop": 0.0}), ("choco", "sign", {"drop": 0.05}),
+                ("choco", "sign", {"straggler": {"model": "exponential", "mean": 1.0}})]
+    for k, (algorithm, compressor, faults) in enumerate(settings):
+        slow = 1 + faults.get("straggler", {}).get("mean", 0.0)
+        for seed in range(2):
+            final = 0.9 - (0.0 if algorithm == "allreduce" else 0.03 + faults.get("drop", 0.0)) + 0.002 * seed
+            make_run(root / f"{k}_s{seed}", algorithm=algorithm, compressor=compressor, nodes=4, seed=seed,
+                     faults=faults, messages_per_step=8, seconds_per_epoch=2.0 * slow,
+                     epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4, "local_evaluated": 4}
+                                    for e in range(5)])
+    points, summary, _ = figures.load_tables(root)
+    return root, points, summary
+
+
+@pytest.mark.parametrize("methods", [ONE, TWO, [("allreduce", "none")]], ids=["choco", "two methods", "allreduce"])
+def test_the_faults_figure_draws_from_one_method_and_is_refused_without_faults(fault_runs, runs, methods, tmp_path):
+    root, points, summary = fault_runs
+    assert REQUIRES["faults_effect"](Grid(of(summary, methods))) is None
+    assert_drawn(figures._drawer("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "f"),
+                 tmp_path / "f")
+    root, points, summary = runs  # a perfect network throughout
+    why = figures._drawer("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "g")
+    assert why == REQUIRES["faults_effect"](Grid(of(summary, methods))) and "unreliable network" in why
+
+
 def test_every_figure_has_a_requirement():
     assert set(REQUIRES) == set(figures.FIGURES)
 
@@ -146,7 +177,8 @@ def block(method, topology, nodes, **extra):
 
 def test_the_two_method_study_gives_every_figure_but_the_speedup():
     assert unmet(figures.FIGURES, grid_of(two_method_study())) == [
-        ("speedup", "needs runs with train_subopt (the lsq and logreg tasks record it)")]
+        ("speedup", "needs runs with train_subopt (the lsq and logreg tasks record it)"),
+        ("faults_effect", NO_FAULTS)]
 
 
 @pytest.mark.parametrize("figure, blocks, why", [
@@ -159,6 +191,9 @@ def test_the_two_method_study_gives_every_figure_but_the_speedup():
     ("sensitivity", {"a": block(["choco/sign"], "ring", [4])}, "tune: grid"),
     ("consensus", {"a": block(["choco/sign"], "ring", [4])}, "consensus: block"),
     ("accuracy_curves", {}, "training runs"),
+    ("faults_effect", {"a": block(["allreduce/none", "choco/sign"], "ring", [4])}, "unreliable network"),
+    ("faults_effect", {"a": block(["choco/sign"], "ring", [4], faults=[{"drop": 0.0}, {"down": [
+        {"edge": [0, 1], "rounds": [10, 20]}]}])}, "unreliable network"),  # no loss at a rate: nothing to draw
 ])
 def test_a_figure_the_cells_cannot_give_is_named_with_why(figure, blocks, why):
     config = {"study": "s", "task": "lsq" if figure == "speedup" else "mnist1d-mlp", "seeds": [0], "blocks": blocks}
@@ -166,6 +201,15 @@ def test_a_figure_the_cells_cannot_give_is_named_with_why(figure, blocks, why):
         config["tune"] = {"grid": {"weight_decay": [0.0, 1e-4]}}  # a grid, but no LR or γ to draw against
     ((name, reason),) = unmet([figure], grid_of(config))
     assert name == figure and why in reason
+
+
+@pytest.mark.parametrize("faults", [[{"drop": 0.0}, {"drop": 0.05}], [{"straggler": {"model": "exponential",
+                                                                                  "mean": 1.0}}]],
+                         ids=["losses", "stragglers"])
+def test_a_study_with_faults_gives_the_faults_figure(faults):
+    config = {"study": "s", "task": "mnist1d-mlp", "seeds": [0],
+              "blocks": {"a": block(["dpsgd/none", "choco/sign"], "ring", [4], faults=faults)}}
+    assert unmet(["faults_effect"], grid_of(config)) == []
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------------

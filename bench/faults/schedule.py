@@ -31,6 +31,8 @@ class FaultSchedule:
             self._unit = np.arange(union.E, dtype=np.int64)
             self.units = union.E
         self._chain: tuple[int, np.ndarray] | None = None  # (round, bad state per unit) of Gilbert-Elliott
+        self._last: tuple[int, np.ndarray] | None = None  # the round asked last and its losses (asked twice a round)
+        self._ids: dict[int, tuple[Links, np.ndarray]] = {}  # a round's Links -> its links' ids in the union
 
     def _draws(self, t: int) -> np.ndarray:
         return np.random.default_rng([SALT, self.seed, int(t)]).random(self.units)
@@ -51,7 +53,15 @@ class FaultSchedule:
         return bad
 
     def lost_union(self, t: int) -> np.ndarray:
-        """[E of the union] True where the link loses its message of round t."""
+        """[E of the union] True where the link loses its message of round t (read-only)."""
+        if self._last is not None and self._last[0] == t:
+            return self._last[1]
+        lost = self._lost(t)
+        lost.setflags(write=False)
+        self._last = (t, lost)
+        return lost
+
+    def _lost(self, t: int) -> np.ndarray:
         spec = self.spec
         lost = np.zeros(self.union.E, dtype=bool)
         if spec.drop > 0:
@@ -65,7 +75,10 @@ class FaultSchedule:
 
     def delivered(self, t: int, links: Links) -> np.ndarray:
         """[links.E] True where the round-t link delivers (``links``: that round's links, all in the union)."""
-        ids = links.ids_in(self.union)
+        known = self._ids.get(id(links))
+        if known is None or known[0] is not links:  # keyed by identity: a runtime keeps one Links per phase
+            known = self._ids[id(links)] = (links, links.ids_in(self.union))
+        ids = known[1]
         if (ids < 0).any():
             raise ValueError("a link of the round is not in the schedule's union of links")
         return ~self.lost_union(t)[ids]
