@@ -3,7 +3,6 @@ faults_effect figure drawn from a hand-made study with known answers, checked on
 import math
 
 import numpy as np
-import pandas as pd
 import pytest
 from matplotlib.colors import to_rgba
 
