@@ -176,3 +176,38 @@ def test_a_bad_straggler_is_one_line_naming_it(faults, message):
     with pytest.raises(BenchError) as err:
         parse_faults(faults, 8)
     assert message in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_workers_away_lose_their_links_both_ways_at_the_rate_asked():
+    s, topo = schedule({"active": 0.75}, n=16)
+    links = topo.link_union()
+    away = np.stack([s.away(t) for t in range(1000)])
+    assert away.mean() == pytest.approx(0.25, abs=0.01)
+    for t in (0, 7, 999):
+        expected = away[t][links.src] | away[t][links.dst]
+        assert (s.lost_union(t) == expected).all()
+    churn, _ = schedule({"absent": [{"worker": 2, "rounds": [5, 9]}]})
+    assert [bool(churn.away(t)[2]) for t in range(4, 10)] == [False, True, True, True, True, False]
+    assert not churn.away(6)[[0, 1, 3, 4, 5, 6, 7]].any()
+    # the activation draws are their own: adding losses keeps who is away
+    both, _ = schedule({"active": 0.75, "drop": 0.3}, n=16)
+    assert all((both.away(t) == s.away(t)).all() for t in range(50))
+
+
+def test_dpsgd_keeps_the_average_with_workers_away():
+    x, start_mean = consensus_run({"active": 0.6}, 3000)  # a worker away: its row is e_i, its links lost
+    assert np.abs(x.mean(axis=0) - start_mean).max() < 1e-12
+    assert np.abs(x - x.mean(axis=0)).max() < 1e-9
+
+
+@pytest.mark.parametrize("faults, message", [
+    ({"active": 0}, "faults.active=0: the chance that a worker takes part in a round, in (0, 1]"),
+    ({"active": 0.1}, "faults.active=0.1: at least 1/n = 0.125"),
+    ({"absent": [{"worker": 8, "rounds": [0, 5]}]}, "i is a worker 0..7"),
+    ({"absent": [{"worker": 1, "rounds": [5, 2]}]}, "0 <= start < stop"),
+    ({"absent": {"worker": 1}}, "faults.absent="),
+])
+def test_a_bad_activation_is_one_line_naming_it(faults, message):
+    with pytest.raises(BenchError) as err:
+        parse_faults(faults, 8)
+    assert message in str(err.value) and "\n" not in str(err.value), str(err.value)

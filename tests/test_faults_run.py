@@ -71,6 +71,12 @@ def test_torch_distributed_processes_lose_the_same_messages_as_the_simulation(tm
     assert info["faults"]["rule"] == "reweight"
 
 
+@pytest.mark.slow  # processes
+def test_workers_away_under_torch_distributed_are_those_of_the_simulation(tmp_path):
+    info = assert_dist_loses_as_the_simulation(tmp_path, 2, "dpsgd", "none", {"active": 0.6, "drop": 0.1})
+    assert info["faults"]["active"] == 0.6
+
+
 def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path):
     assert main(["run", *RUN, "--out", str(tmp_path / "plain")]) == 0
     slow = ["--set", "faults.straggler={model: fixed, workers: [2], factor: 3}"]
@@ -83,3 +89,29 @@ def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_pa
     assert record["faults"]["straggler"] == {"model": "fixed", "workers": [2], "factor": 3.0}
     # any method takes stragglers: they change time, not what a message carries
     assert main(["run", *RUN, "--algorithm", "choco", "--compressor", "sign", *slow, "--out", str(tmp_path / "c")]) == 0
+
+
+def test_a_worker_away_for_the_whole_run_keeps_its_first_model_and_sends_nothing(tmp_path):
+    away = ["--set", "faults.absent=[{worker: 1, rounds: [0, 1000000]}]"]
+    assert main(["run", *RUN, *away, "--out", str(tmp_path / "away")]) == 0
+    assert main(["run", *RUN, "--out", str(tmp_path / "plain")]) == 0
+    df, plain = metrics(tmp_path / "away"), metrics(tmp_path / "plain")
+    record = json.loads((tmp_path / "away" / "run.json").read_text())
+    steps, E = int(df["step"].iloc[-1]), make_topology("ring", 4).links_at(0).E
+    # worker 1 neither stepped nor mixed: its own model is the first one, scored as at step 0
+    first = json.loads((tmp_path / "plain" / "run.json").read_text())["final_local"]
+    assert record["final_local"]["test_acc"][1] == pytest.approx(df["local_test_acc_mean"].iloc[0])
+    assert record["final_local"]["test_acc"][0] != record["final_local"]["test_acc"][1]
+    assert first["test_acc"][1] != record["final_local"]["test_acc"][1]
+    # it sent nothing (its 2 ring links), and what was sent to it was lost
+    assert df["messages_sent"].iloc[-1] == steps * (E - 2) and df["messages_dropped"].iloc[-1] == steps * 2
+    assert df["bits_per_worker"].iloc[-1] == pytest.approx(plain["bits_per_worker"].iloc[-1] * 3 / 4)
+    assert record["faults"]["absent"] == [{"worker": 1, "rounds": [0, 1000000]}]
+
+
+def test_choco_cannot_sit_a_worker_out_yet(tmp_path, capsys):
+    assert main(["run", *RUN, "--algorithm", "choco", "--compressor", "sign", "--set", "faults.active=0.5",
+                 "--out", str(tmp_path / "c")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "faults.active/absent: algorithm 'choco' cannot sit a worker out yet" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "c").exists()

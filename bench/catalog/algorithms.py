@@ -47,6 +47,11 @@ class Method:
     @classmethod
     def check_faults(cls, spec) -> None:
         """One line when this method has no rule for lost messages and ``spec`` (a FaultSpec) loses some."""
+        if spec.away and cls.fault_rule is not None and cls.fault_rule != "reweight":
+            raise BenchError(f"faults.active/absent: algorithm {cls.name!r} cannot sit a worker out yet (its "
+                             "rule keeps copies per link, which a frozen worker would leave behind); methods "
+                             "that take workers away: " + ", ".join(
+                                 n for n in METHODS.names() if METHODS.get(n).fault_rule == "reweight"))
         if not spec.loses or cls.fault_rule is not None:
             return
         takes = ", ".join(n for n in METHODS.names() if METHODS.get(n).fault_rule is not None)

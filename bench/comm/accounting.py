@@ -78,3 +78,17 @@ def account_allgather(network: NetworkModel, message: Message, n: int) -> Traffi
     """A ring all-gather of one encoded message per worker: each forwards n − 1 messages on its ring link."""
     bits = link_bits(message)
     return Traffic.sent(np.full(n, (n - 1) * bits), message.paper_bits, network.allgather_time(bits, n))
+
+
+def unsent_from(traffic: Traffic, links: Links, away: np.ndarray) -> Traffic:
+    """``traffic`` of a gossip round less what workers that sat the round out did not send: their bits and
+    their out-links' messages (counted neither as sent nor as lost). Messages *to* them were sent and lost."""
+    if not away.any():
+        return traffic
+    idle = away[links.src]
+    worker_bits = traffic.worker_bits.copy()
+    worker_bits[away] = 0.0
+    traffic.worker_bits, traffic.wire_bits = worker_bits, float(worker_bits.mean())
+    traffic.link_messages -= int(idle.sum())
+    traffic.link_lost -= int(idle.sum())
+    return traffic

@@ -25,7 +25,8 @@ from ..errors import BenchError
 from ..topology import Topology
 from ..topology.links import Links
 from ..faults import delivered_weights, reweighted
-from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals
+from .accounting import (account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals,
+                         unsent_from)
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
@@ -131,7 +132,7 @@ class DistributedCommunicator(Communicator):
         self._record(modelled)
 
     def _settle_links(self, account, message: Message, arrived: dict, same_payload: bool, start: float,
-                      lost: int = 0) -> None:
+                      lost: int = 0, away=None) -> None:
         """``_settle`` for a round on the links (a gossip or an exchange), noting each incoming link's arrival."""
         links = self.plan.local.links
         model = link_arrivals(self.network, links, 8.0 * math.ceil(message.wire_bits / 8), same_payload)
@@ -142,6 +143,8 @@ class DistributedCommunicator(Communicator):
             entry[2] += float(model[e])
         modelled = account(self.network, links, message)
         modelled.link_lost = lost
+        if away is not None:  # workers that sat the round out sent nothing
+            modelled = unsent_from(modelled, links, away)
         self._settle(modelled, lambda net: account(net, links, message).comm_time_s, start)
 
     # -- encoding: the message says which operator made it and over which segments ----------
@@ -215,7 +218,8 @@ class DistributedCommunicator(Communicator):
         w_local = _Plan.of(W, links, self.lo, self.hi, self.hi - self.lo, delivered).w_local
         flat = gathered.reshape(gathered.shape[0], -1)
         mixed = torch.sparse.mm(csr_like(w_local, flat), flat).reshape(values.shape)
-        self._settle_links(account_gossip, message, arrived, True, start, lost=int((~delivered).sum()))
+        away = self.faults.away(self.round) if self.faults.spec.away else None
+        self._settle_links(account_gossip, message, arrived, True, start, lost=int((~delivered).sum()), away=away)
         return mixed
 
     def exchange(self, message: Message) -> torch.Tensor:

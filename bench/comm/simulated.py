@@ -5,7 +5,7 @@ import torch
 
 from ..compressors import Message
 from ..topology import Topology
-from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, unsent_from
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import Mixer
 from .netmodel import NetworkModel, make_network
@@ -64,6 +64,8 @@ class SimulatedCommunicator(Communicator):
         delivered = self.faults.delivered(self.round, links)
         traffic = account_gossip(self.network, links, message)
         traffic.link_lost = int((~delivered).sum())
+        if self.faults.spec.away:
+            traffic = unsent_from(traffic, links, self.faults.away(self.round))
         self._record(traffic)
         W = torch.as_tensor(reweighted(self.topology.W_at(self.round), links, delivered),
                             dtype=message.values.dtype, device=message.values.device)

@@ -16,6 +16,7 @@ from ..topology.links import Links
 from .spec import FaultSpec
 
 SALT = 0x5EED_FA17  # keeps these draws apart from every other stream of the run
+AWAY_SALT = 0xAB5E_17  # the draws of partial activation, apart from the losses' (adding one changes neither)
 
 
 class FaultSchedule:
@@ -61,12 +62,26 @@ class FaultSchedule:
         self._last = (t, lost)
         return lost
 
+    def away(self, t: int) -> np.ndarray:
+        """[n] True for the workers that sit out round t (partial activation, churn)."""
+        spec, n = self.spec, self.union.n
+        out = np.zeros(n, dtype=bool)
+        if spec.active < 1:
+            out |= np.random.default_rng([AWAY_SALT, self.seed, int(t)]).random(n) >= spec.active
+        for a in spec.absent:
+            if a.start <= t < a.stop:
+                out[a.worker] = True
+        return out
+
     def _lost(self, t: int) -> np.ndarray:
         spec = self.spec
         lost = np.zeros(self.union.E, dtype=bool)
         if spec.drop > 0:
             unit_lost = self._bad(t) if spec.drop_model == "gilbert-elliott" else self._draws(t) < spec.drop
             lost |= unit_lost[self._unit]
+        if spec.away:  # nothing reaches a worker that is away, and it sends nothing
+            gone = self.away(t)
+            lost |= gone[self.union.src] | gone[self.union.dst]
         for outage in spec.down:
             if outage.start <= t < outage.stop:
                 a, b = np.minimum(self.union.src, self.union.dst), np.maximum(self.union.src, self.union.dst)

@@ -6,6 +6,8 @@
     faults: {down: [{edge: [0, 1], rounds: [100, 200]}]}    # the edge 0-1 carries nothing in rounds 100..199
     faults: {straggler: {model: fixed, workers: [3], factor: 4}}    # worker 3 computes 4 times slower
     faults: {straggler: {model: exponential, mean: 0.5}}    # each step, each worker: 1 + Exp(mean 0.5) times
+    faults: {active: 0.5}                                   # each round each worker takes part with chance 1/2
+    faults: {absent: [{worker: 2, rounds: [100, 300]}]}     # worker 2 is away for rounds 100..299 (churn)
 
 ``drop`` is the mean share of messages lost, per directed link and round. Under ``bernoulli`` (the default)
 every message is lost on its own with that probability; under ``gilbert-elliott`` each link is a two-state
@@ -14,7 +16,10 @@ chain, good (delivers) and bad (loses), that stays bad for ``burst`` rounds on a
 makes one draw per undirected edge and round, so the two directions are lost together. ``straggler``
 slows workers down: each worker's compute time of a step is the step's time (measured, or compute_time)
 times a factor, fixed for the ``workers`` named or 1 + an exponential draw of mean ``mean`` for every worker
-and step, and a synchronous round waits for its slowest worker. Every key has its range; anything else is one line naming the setting and what it allows (exit 2 where the CLI reads it)."""
+and step, and a synchronous round waits for its slowest worker. ``active`` (partial activation) and
+``absent`` (churn) take workers out of rounds: an absent worker neither computes nor sends, its state stays
+as it was, the messages sent to it are lost, and it comes back with that stale state. Every key has its
+range; anything else is one line naming the setting and what it allows (exit 2 where the CLI reads it)."""
 from __future__ import annotations
 
 import math
@@ -23,7 +28,7 @@ from dataclasses import dataclass
 from ..errors import BenchError
 
 DROP_MODELS = ("bernoulli", "gilbert-elliott")
-KEYS = ("drop", "drop_model", "burst", "symmetric", "down", "straggler")
+KEYS = ("drop", "drop_model", "burst", "symmetric", "down", "straggler", "active", "absent")
 STRAGGLER_MODELS = ("fixed", "exponential")
 
 
@@ -32,6 +37,14 @@ class Outage:
     """The undirected edge ``a``-``b`` delivers nothing in rounds ``start`` <= t < ``stop``."""
     a: int
     b: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class Away:
+    """Worker ``worker`` takes no part in rounds ``start`` <= t < ``stop``."""
+    worker: int
     start: int
     stop: int
 
@@ -59,11 +72,18 @@ class FaultSpec:
     symmetric: bool = False
     down: tuple[Outage, ...] = ()
     straggler: Straggler | None = None
+    active: float = 1.0
+    absent: tuple[Away, ...] = ()
+
+    @property
+    def away(self) -> bool:
+        """Whether some worker sits out some round (partial activation or churn)."""
+        return self.active < 1 or bool(self.absent)
 
     @property
     def loses(self) -> bool:
-        """Whether some message is lost (what a method needs a rule for)."""
-        return self.drop > 0 or bool(self.down)
+        """Whether some message is lost (what a method needs a rule for): dropped, or to or from a worker away."""
+        return self.drop > 0 or bool(self.down) or self.away
 
     @property
     def present(self) -> bool:
@@ -84,6 +104,10 @@ class FaultSpec:
             out["down"] = [{"edge": [o.a, o.b], "rounds": [o.start, o.stop]} for o in self.down]
         if self.straggler is not None:
             out["straggler"] = self.straggler.to_dict()
+        if self.active < 1:
+            out["active"] = self.active
+        if self.absent:
+            out["absent"] = [{"worker": a.worker, "rounds": [a.start, a.stop]} for a in self.absent]
         return out
 
 
@@ -138,7 +162,28 @@ def parse_faults(value, n: int | None = None) -> FaultSpec:
     if not isinstance(down, list):
         _fail("down", down, "a list of {edge: [i, j], rounds: [start, stop]}")
     straggler = _straggler(value["straggler"], n) if "straggler" in value else None
-    return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down), straggler)
+    active = _number("active", value.get("active", 1.0), 1e-12, 1.0,
+                     "the chance that a worker takes part in a round, in (0, 1]")
+    if n is not None and active * n < 1:
+        _fail("active", value["active"], f"at least 1/n = {1 / n:.3g}: fewer would leave no worker in most rounds")
+    absent = value.get("absent", [])
+    if not isinstance(absent, list):
+        _fail("absent", absent, "a list of {worker: i, rounds: [start, stop]}")
+    return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down), straggler,
+                     active, tuple(_away(item, n) for item in absent))
+
+
+def _away(item, n: int | None) -> Away:
+    allowed = "each entry of faults.absent is {worker: i, rounds: [start, stop]} with 0 <= start < stop"
+    whole = (lambda v: isinstance(v, int) and not isinstance(v, bool))
+    if not isinstance(item, dict) or set(item) != {"worker", "rounds"}:
+        _fail("absent", item, allowed)
+    worker, rounds = item["worker"], item["rounds"]
+    if not (whole(worker) and 0 <= worker and (n is None or worker < n)):
+        _fail("absent", item, allowed + (f"; i is a worker 0..{n - 1}" if n else ""))
+    if not (isinstance(rounds, list) and len(rounds) == 2 and all(map(whole, rounds)) and 0 <= rounds[0] < rounds[1]):
+        _fail("absent", item, allowed)
+    return Away(worker, rounds[0], rounds[1])
 
 
 def _straggler(value, n: int | None) -> Straggler:

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from ..compressors import measure_delta
@@ -42,6 +43,29 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
     """Clip each worker's gradient (a row) to ``max_norm`` in place, as clip_grad_norm_ does per model."""
     norms = grads.norm(dim=1, keepdim=True)
     grads.mul_(torch.clamp(max_norm / (norms + 1e-12), max=1.0))
+
+
+def _rows_of(state, rows: torch.Tensor, workers: int):
+    """Copies of ``rows`` of every per-worker tensor (first dimension ``workers``) of an algorithm's state: x,
+    its buffers, the momentum; None for what has no rows yet (a momentum before the first step)."""
+    if isinstance(state, dict):
+        return {k: _rows_of(v, rows, workers) for k, v in state.items()}
+    if isinstance(state, torch.Tensor) and state.dim() >= 1 and state.shape[0] == workers:
+        return state.index_select(0, rows).clone()
+    return None
+
+
+def _put_rows(state, rows: torch.Tensor, kept, workers: int) -> None:
+    """Write ``kept`` (from _rows_of) back into the same rows of the state as it is now; a per-worker tensor
+    that did not exist before the step (the momentum) gets zeros there, as it was created from zeros."""
+    if isinstance(state, dict):
+        for k, v in state.items():
+            _put_rows(v, rows, kept.get(k) if isinstance(kept, dict) else None, workers)
+    elif isinstance(state, torch.Tensor) and state.dim() >= 1 and state.shape[0] == workers:
+        if kept is None:
+            state.index_fill_(0, rows, 0)
+        else:
+            state.index_copy_(0, rows, kept)
 
 
 class Loop:
@@ -163,7 +187,12 @@ class Loop:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         computed = time.perf_counter() - tick
+        away = self._away_rows(c.global_step)
+        workers = p.task.setup.hi - p.task.setup.lo
+        kept = _rows_of(p.algo.state_dict(), away, workers) if away is not None else None
         traffic = p.algo.step(grads, lr)
+        if away is not None:  # a worker that sat the round out neither stepped nor mixed: its state is as it was
+            _put_rows(p.algo.state_dict(), away, kept, workers)
         base = computed if cfg.compute_time == "measured" else float(cfg.compute_time)
         # a synchronous round waits for its slowest worker (faults.straggler; 1 without)
         c.time_compute_s += base * round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step)
@@ -174,6 +203,15 @@ class Loop:
         c.window_loss_sum += loss
         c.window_steps += 1
         return loss
+
+    def _away_rows(self, step: int) -> torch.Tensor | None:
+        """This process's rows of the workers that sit out round ``step`` (faults.active/absent), or None."""
+        schedule = self.p.comm.faults
+        if schedule is None or not schedule.spec.away:
+            return None
+        lo, hi = self.p.task.setup.lo, self.p.task.setup.hi
+        rows = np.flatnonzero(schedule.away(step)[lo:hi])
+        return torch.as_tensor(rows, device=self.device) if rows.size else None
 
     # -- the loop ----------------------------------------------------------------------------
     def run(self) -> int:
