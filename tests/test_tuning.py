@@ -70,11 +70,11 @@ def test_val_fraction_out_of_range_is_one_line_and_exit_2(tmp_path, capsys):
 
 
 def test_runs_without_validation_keep_their_ids():
-    # val_fraction, recipe and algorithm_options arrived after runs were written: at their defaults they leave the
+    # val_fraction, recipe, algorithm_options and faults arrived after runs were written: at their defaults they leave the
     # fingerprint alone (stop_at never enters it: how far to train now is not what the run is)
     cfg = RunConfig()
     legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction", "recipe", "stop_at",
-                                                                       "algorithm_options")}
+                                                                       "algorithm_options", "faults")}
     import hashlib
 
     expected = hashlib.sha256(json.dumps(legacy, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -82,6 +82,7 @@ def test_runs_without_validation_keep_their_ids():
     assert RunConfig(val_fraction=0.1).fingerprint() != expected
     assert RunConfig(recipe="tuned").fingerprint() != expected
     assert RunConfig(algorithm_options={"rank": 4}).fingerprint() != expected
+    assert RunConfig(faults={"drop": 0.1}).fingerprint() != expected
 
 
 # -- the selection rule ------------------------------------------------------------------------

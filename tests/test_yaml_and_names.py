@@ -205,6 +205,10 @@ def test_the_studies_of_this_checkout_keep_their_names():
         for scale in ("cpu", "gpu"):
             study = Study({**config, "scale": scale})
             for cell, settings in study.cells.items():
+                if any(isinstance(v, dict) for v in settings.values()):  # a mapping (faults) cannot read back:
+                    spelt = names.spelling(settings)  # its spelling, then ~ and the digest of its settings
+                    assert cell == names.bounded(spelt, settings, keep=False) and not names.reads_back(settings)
+                    continue
                 assert cell == names.spelling(settings), (path.name, cell)
             studies += 1
     assert studies > 20
