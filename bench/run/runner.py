@@ -18,6 +18,7 @@ import torch
 
 from ..compressors import measure_delta
 from ..faults import parse_faults
+from ..faults.away import kept_rows, restore_rows
 from ..faults.straggler import round_factor
 from ..errors import BenchError
 from . import failure
@@ -43,29 +44,6 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
     """Clip each worker's gradient (a row) to ``max_norm`` in place, as clip_grad_norm_ does per model."""
     norms = grads.norm(dim=1, keepdim=True)
     grads.mul_(torch.clamp(max_norm / (norms + 1e-12), max=1.0))
-
-
-def _rows_of(state, rows: torch.Tensor, workers: int):
-    """Copies of ``rows`` of every per-worker tensor (first dimension ``workers``) of an algorithm's state: x,
-    its buffers, the momentum; None for what has no rows yet (a momentum before the first step)."""
-    if isinstance(state, dict):
-        return {k: _rows_of(v, rows, workers) for k, v in state.items()}
-    if isinstance(state, torch.Tensor) and state.dim() >= 1 and state.shape[0] == workers:
-        return state.index_select(0, rows).clone()
-    return None
-
-
-def _put_rows(state, rows: torch.Tensor, kept, workers: int) -> None:
-    """Write ``kept`` (from _rows_of) back into the same rows of the state as it is now; a per-worker tensor
-    that did not exist before the step (the momentum) gets zeros there, as it was created from zeros."""
-    if isinstance(state, dict):
-        for k, v in state.items():
-            _put_rows(v, rows, kept.get(k) if isinstance(kept, dict) else None, workers)
-    elif isinstance(state, torch.Tensor) and state.dim() >= 1 and state.shape[0] == workers:
-        if kept is None:
-            state.index_fill_(0, rows, 0)
-        else:
-            state.index_copy_(0, rows, kept)
 
 
 class Loop:
@@ -189,10 +167,10 @@ class Loop:
         computed = time.perf_counter() - tick
         away = self._away_rows(c.global_step)
         workers = p.task.setup.hi - p.task.setup.lo
-        kept = _rows_of(p.algo.state_dict(), away, workers) if away is not None else None
+        kept = kept_rows(p.algo.state_dict(), away, workers) if away is not None else None
         traffic = p.algo.step(grads, lr)
         if away is not None:  # a worker that sat the round out neither stepped nor mixed: its state is as it was
-            _put_rows(p.algo.state_dict(), away, kept, workers)
+            restore_rows(p.algo.state_dict(), away, kept, workers)
         base = computed if cfg.compute_time == "measured" else float(cfg.compute_time)
         # a synchronous round waits for its slowest worker (faults.straggler; 1 without)
         c.time_compute_s += base * round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step)
