@@ -170,6 +170,10 @@ def test_every_registered_algorithm_reports_traffic_and_drains_it():
         elif cls.own_compression:  # its own messages (e.g. low rank), float32: on each of the 2 links of a ring
             assert second.wire_bits >= second.paper_bits > 0 and second.messages >= 1
             assert second.wire_bits % 2 == 0 and second.wire_bits_max == second.wire_bits
+        elif name == "adpsgd":  # no gossip: each of a full wave's n averagings sends the model both ways on one
+            # link (bench/algorithms/adpsgd.py), so a worker sends 2 models a wave on average, each its own payload
+            assert second.messages == n and second.link_messages == 2 * n
+            assert second.wire_bits == second.paper_bits == 2 * on_link
         else:  # gossip: every message of a round goes to both ring neighbours, a copy on each link
             assert second.messages >= 1 and second.wire_bits == second.messages * 2 * on_link
             assert second.paper_bits == second.messages * make_compressor(comp).paper_bits([D])

@@ -58,6 +58,16 @@ class Algorithm(Method, ABC):
     def step(self, grad: torch.Tensor | None, lr: float) -> Traffic:
         """One synchronous round. ``grad=None`` means no gradient (pure gossip, e.g. consensus)."""
 
+    def gradient_point(self) -> torch.Tensor:
+        """Where the runner takes the next step's gradients ``[w, d]``: the models, or what a method computes
+        on instead (AD-PSGD: each worker's snapshot, read when its computation started)."""
+        return self.x
+
+    def compute_units(self) -> float | None:
+        """After a step: how long it computed, in units of one gradient's compute time, when the method keeps
+        its own clock (AD-PSGD: the wave's advance); None: a synchronous round (the runner's straggler factor)."""
+        return None
+
     def _direction(self, grad: torch.Tensor | None) -> torch.Tensor | None:
         return None if grad is None else self.local.direction(self.x, grad)
 
@@ -71,6 +81,14 @@ class Algorithm(Method, ABC):
         state = {"x": self.x, "local": self.local.state_dict()}
         state.update({name: getattr(self, name) for name in self.buffers})
         return state
+
+    # the buffers kept per link, not per worker (copies heard, messages on their way): a worker that sits a round
+    # out keeps its rows of the others (bench/faults/away.py) but not these, which its links change alone
+    link_state: tuple[str, ...] = ()
+
+    def worker_state(self) -> dict:
+        """The state with a row per worker (every buffer but ``link_state``)."""
+        return {k: v for k, v in self.state_dict().items() if k not in self.link_state}
 
     def load_state_dict(self, state: dict) -> None:
         self.x = state["x"]

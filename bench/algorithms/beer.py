@@ -44,6 +44,14 @@ copies, so the iterates are those of Algorithm 1 with W_{t−1} in step t; with 
 gradient tracking on that sequence. Memory per worker: per union out-link and per union in-link a copy of x and a
 copy of v (4 log₂ n copies on one-peer-exp), with u_h and u_g. Bits per round: two messages per active
 out-link (one in the first step).
+
+On a network that loses messages (the run's faults) both copies are kept per link too, on any graph, with
+Choco's acknowledgement rule (its fault_rule "ack"): a lost q_e is added at neither end, so the two ends of
+every link keep the same h_e and g_e, a lost link's stale copy stays in u at both ends, and u_h, u_g still sum
+to zero over the workers. So ``mean(v^t) = mean(d_t)`` and ``mean(x^{t+1}) = mean(x^t) − η mean(d_t)`` whatever
+is lost, and a schedule that loses nothing gives the static iterates (for a compressor without randomness: a
+random one draws per link). Workers away (faults.active, absent) are refused: restoring an away worker's rows
+would leave the per-link copies of its links behind (tests/test_faults_methods.py).
 """
 from __future__ import annotations
 
@@ -68,11 +76,16 @@ class BEER(catalog.BEER, Algorithm):
         self.u_g = torch.zeros_like(self.x)  # (W − I) g
         self.previous = torch.zeros_like(self.x)  # d_{t−1}: the direction the tracker last took in
         self.t = 0  # directions taken in so far
-        if self.comm.time_varying:
+        # a link's copies change only when it carries a message that arrives (a time-varying graph, or losses)
+        self.per_link = self.comm.time_varying or self.comm.faults is not None
+        if self.per_link:
             self.links = LinkCopies(self)
             # per union out-link and per union in-link (h_in, g_in: None where they are the same rows)
             (self.h, self.h_in), (self.g, self.g_in) = self.links.zeros(), self.links.zeros()
-            self.buffers = type(self).buffers + ("h_in", "g_in")
+            # the q's on their way of each copy, when messages can be late (faults.late)
+            self.delay_h, self.delay_g = self.links.delay_zeros(), self.links.delay_zeros()
+            late = ("delay_h", "delay_g") if self.delay_h is not None else ()
+            self.buffers = type(self).buffers + ("h_in", "g_in") + late
             return
         # reused every round: the compressor's input and output
         self._diff = torch.empty_like(self.x)
@@ -80,10 +93,10 @@ class BEER(catalog.BEER, Algorithm):
 
     def _exchange(self, value: torch.Tensor, copy: str, direction: torch.Tensor) -> None:
         """``q = Q(value − copy)``; ``copy += q``; ``direction += (W − I) q``: one message (on a time-varying
-        graph one per link, and the direction recomputed over the round's links)."""
-        if self.comm.time_varying:
+        graph or a lossy network one per link, and the direction recomputed over the round's links)."""
+        if self.per_link:
             copies = getattr(self, copy), getattr(self, copy + "_in")
-            self.links.refresh(value, *copies)
+            self.links.refresh(value, *copies, delay=getattr(self, "delay_" + copy))
             self.links.consensus(*copies, out=direction)
             return
         copy = getattr(self, copy)

@@ -23,7 +23,9 @@ u of the previous round's links (refreshed then), before this round's messages.
 On a network that loses messages (the run's faults) the copies are kept per link too, on any graph, with an
 acknowledgement rule: a lost q_e is added at neither end (the sender learns of the loss), so the two ends of
 every link keep the same copy and u still sums to zero over the workers: the average is kept, whatever is
-lost (tests/test_faults_choco.py). Memory per worker: a copy per
+lost (tests/test_faults_choco.py). A late q_e (faults.late) is added at both ends when it arrives, staleness rounds
+on (the sender learns of it then): meanwhile the sender's next q_e is taken against a copy that lacks it, so it
+is sent again in part, and the copies still agree at both ends, so the average is kept. Memory per worker: a copy per
 union out-link and one per union in-link (log₂ n of each on one-peer-exp), and u. Bits per round: one
 message per active out-link (one on one-peer-exp).
 """
@@ -48,7 +50,8 @@ class Choco(catalog.Choco, Algorithm):
         if self.per_link:  # a link's copy changes only when it carries a message that arrives
             self.links = LinkCopies(self)
             self.x_hat, self.x_hat_in = self.links.zeros()  # per union link: [out-links, d], [in-links, d]
-            self.buffers = ("x_hat", "x_hat_in", "u")
+            self.delay = self.links.delay_zeros()  # the q's on their way when messages can be late
+            self.buffers = ("x_hat", "x_hat_in", "u") + (("delay",) if self.delay is not None else ())
             return
         self.x_hat = torch.zeros_like(self.x)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
@@ -57,7 +60,7 @@ class Choco(catalog.Choco, Algorithm):
 
     def _exchange(self) -> None:
         if self.per_link:
-            self.links.refresh(self.x, self.x_hat, self.x_hat_in)
+            self.links.refresh(self.x, self.x_hat, self.x_hat_in, delay=self.delay)
             self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
             return
         q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q)

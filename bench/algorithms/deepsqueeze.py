@@ -15,6 +15,15 @@ changes how fast the models agree. ``grad=None`` runs steps 2–4 alone (DeepSqu
 
 γ is Choco's ``gamma`` setting; with ``gamma=auto`` it is the γ tuned for Choco-Gossip on the run's graph and
 compressor (the suite has one consensus tuner), not a γ tuned for DeepSqueeze itself.
+
+On a network that loses messages (the run's faults) the gossip of c follows D-PSGD's rule (its fault_rule
+"reweight", applied by the communicator): a receiver keeps the weight of a lost c_j on its own c_i, so its
+consensus term is ``Σ_j w'_ij c_j − c_i`` over what arrived. Nothing else depends on delivery: the error is
+the sender's own (``v − c`` whether c arrived or not) and no copy is shared. With symmetric losses W' stays
+doubly stochastic, the consensus term sums to zero and the average moves exactly as SGD's; one-directional
+losses move it. A worker away (faults.active, absent) loses its links both ways and the runner restores its
+x and e: the others' consensus terms still sum to zero, so the average moves by the present workers' steps
+alone (tests/test_faults_methods.py).
 """
 from __future__ import annotations
 

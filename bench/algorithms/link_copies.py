@@ -110,40 +110,111 @@ class LinkCopies:
             heard.index_copy_(0, r.heard, received)
 
     def refresh(self, value: torch.Tensor, sent: torch.Tensor, heard: torch.Tensor | None,
-                exact: bool = False) -> None:
+                exact: bool = False, delay: dict | None = None) -> None:
         """Choco's update of a public copy on each active link e = j → i: ``q_e = Q(value_j − c_e)`` travels
-        on e and both ends add it, ``c_e += q_e``. ``exact``: the link carries ``value_j`` itself, ``c_e = value_j``."""
+        on e and both ends add it, ``c_e += q_e``. ``exact``: the link carries ``value_j`` itself, ``c_e = value_j``.
+        ``delay`` (from ``delay_zeros``): the messages still on their way when the run has late ones; each
+        end applies a late message when it arrives, ``staleness`` rounds on (the sender learns of it then, as
+        an acknowledgement would tell it), and an exact copy takes it only if it is newer than what it holds."""
         r = self.round()
+        if delay is not None:
+            self._arrive(sent, heard, delay, exact)
         rows = value.index_select(0, r.send_rows)
-        acked, heard_ok = self._deliveries()
+        acked, heard_ok, late_out, late_in = self._deliveries(delay is not None)
         if exact:
             message = self._exact.compress(rows)
             received = self.comm.exchange(message)
             if acked is None:
                 self.put(sent, heard, message.values, received)
                 return
+            if delay is not None:
+                self._hold(delay, "sent", r.sent, message.values, late_out, True)
+                if heard is not None:
+                    self._hold(delay, "heard", r.heard, received, late_in, True)
+                acked, heard_ok = acked & ~late_out, heard_ok & ~late_in
+                delay["round_sent"][r.sent[acked[:, 0]]] = self.comm.round
+                if heard is not None:
+                    delay["round_heard"][r.heard[heard_ok[:, 0]]] = self.comm.round
             mine = torch.where(acked, message.values, self.sent_rows(sent))
             self.put(sent, heard, mine, torch.where(heard_ok, received, self.heard_rows(sent, heard)))
             return
         q = self.compress(rows.sub_(self.sent_rows(sent)))
         received = self.comm.exchange(q)  # before the copies change: the message may refer to its input
+        if delay is not None:
+            self._hold(delay, "sent", r.sent, q.values, late_out, False)
+            acked = acked & ~late_out
+            if heard is not None:
+                self._hold(delay, "heard", r.heard, received, late_in, False)
+                received = received * ~late_in
         sent.index_add_(0, r.sent, q.values if acked is None else q.values * acked)
         if heard is not None:
             heard.index_add_(0, r.heard, received)  # a lost message arrives as zeros: the copy stays
 
-    def _deliveries(self):
+    def _deliveries(self, late: bool = False):
         """(acked [E_out, 1], heard [E_in, 1]) boolean columns of this round's links, or (None, None) when
-        every message arrives. The acknowledgement rule: a sender adds its message to the link's copy only
-        when it arrived, so both ends of every link keep the same copy whatever is lost."""
+        every message arrives, then (late_out, late_in) the same for the late ones (None without ``late``).
+        The acknowledgement rule: a sender adds its message to the link's copy only when it arrived, so both
+        ends of every link keep the same copy whatever is lost."""
         if self.comm.faults is None:
-            return None, None
-        out_ok, in_ok = self.comm.delivered()
+            return None, None, None, None
         device = self.like.device
 
         def column(mask):
             return torch.as_tensor(mask, device=device).reshape(-1, 1)
 
-        return column(out_ok), column(in_ok)
+        out_ok, in_ok = self.comm.delivered()
+        if not late:
+            return column(out_ok), column(in_ok), None, None
+        out_late, in_late = self.comm.late()
+        return column(out_ok), column(in_ok), column(out_late), column(in_late)
+
+    # -- late messages (faults.late) -------------------------------------------------------------
+    def delay_zeros(self) -> dict | None:
+        """The messages on their way, per union link and arrival slot (round mod staleness), for a run whose
+        messages can be late; None otherwise. An algorithm keeps it among its buffers (it is checkpointed)."""
+        faults = self.comm.faults
+        if faults is None or not faults.spec.delays:
+            return None
+        tau, like = faults.spec.staleness, self.like
+        sent, heard = self.zeros()
+        state = {"pending_sent": sent.unsqueeze(0).repeat(tau, 1, 1),
+                 "pending_heard": None if heard is None else heard.unsqueeze(0).repeat(tau, 1, 1)}
+        for side, rows in (("sent", sent), ("heard", heard)):  # exact copies: which slot holds a message, and
+            if rows is not None:                              # the round of the message each copy holds
+                state[f"valid_{side}"] = torch.zeros((tau, rows.shape[0]), dtype=torch.bool, device=like.device)
+                state[f"round_{side}"] = torch.full((rows.shape[0],), -1, dtype=torch.int64, device=like.device)
+        return state
+
+    def _arrive(self, sent: torch.Tensor, heard: torch.Tensor | None, delay: dict, exact: bool) -> None:
+        """The messages sent ``staleness`` rounds ago reach both ends of their links now."""
+        tau = delay["pending_sent"].shape[0]
+        t = self.comm.round
+        slot, then = t % tau, t - tau
+        for side, copies in (("sent", sent), ("heard", heard)):
+            if copies is None:
+                continue
+            pending = delay[f"pending_{side}"][slot]
+            if exact:
+                valid, held = delay[f"valid_{side}"][slot], delay[f"round_{side}"]
+                newer = valid & (held < then)
+                copies[newer] = pending[newer]
+                held[newer] = then
+                valid.zero_()
+            else:
+                copies.add_(pending)
+                pending.zero_()
+
+    def _hold(self, delay: dict, side: str, ids: torch.Tensor, rows: torch.Tensor, late: torch.Tensor,
+              exact: bool) -> None:
+        """Keep this round's late messages (``late``: a column of this round's links) until they arrive."""
+        pending = delay[f"pending_{side}"][self.comm.round % delay["pending_sent"].shape[0]]
+        if exact:
+            k = self.comm.round % delay["pending_sent"].shape[0]
+            mine = late[:, 0]
+            pending.index_copy_(0, ids[mine], rows[mine])
+            delay[f"valid_{side}"][k, ids[mine]] = True
+        else:
+            pending.index_add_(0, ids, rows * late)
 
     # -- mixing with the copies ---------------------------------------------------------------
     def consensus(self, sent: torch.Tensor, heard: torch.Tensor | None, out: torch.Tensor) -> torch.Tensor:

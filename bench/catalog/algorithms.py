@@ -43,10 +43,25 @@ class Method:
     # what it does with a message lost on a link (the run's faults): "reweight" (the receiver keeps the weight
     # of what did not arrive on its own model); None: no rule yet, so runs with faults are refused
     fault_rule: ClassVar[str | None] = None
+    # what it does with a message that arrives rounds late (faults.late): "stale" (the receiver mixes with the
+    # newest copy it has heard), "ack" (a per-link copy takes the message at both ends when it arrives)
+    late_rule: ClassVar[str | None] = None
+
+    @classmethod
+    def check_backend(cls, backend: str) -> None:
+        """One line when this method cannot run under ``backend`` (sim or dist); every method runs in both."""
 
     @classmethod
     def check_faults(cls, spec) -> None:
         """One line when this method has no rule for lost messages and ``spec`` (a FaultSpec) loses some."""
+        if spec.delays and cls.late_rule is None:
+            raise BenchError(f"faults.late: algorithm {cls.name!r} has no rule for a late message yet; methods "
+                             "that take late messages: " + ", ".join(
+                                 n for n in METHODS.names() if METHODS.get(n).late_rule is not None))
+        if spec.away and spec.pairwise and cls.fault_rule != "reweight":
+            raise BenchError(f"faults.pairwise: algorithm {cls.name!r} cannot gossip one edge a round (it "
+                             "cannot sit the other workers out); methods that can: " + ", ".join(
+                                 n for n in METHODS.names() if METHODS.get(n).fault_rule == "reweight"))
         if spec.away and cls.fault_rule is not None and cls.fault_rule != "reweight":
             raise BenchError(f"faults.active/absent: algorithm {cls.name!r} cannot sit a worker out yet (its "
                              "rule keeps copies per link, which a frozen worker would leave behind); methods "
@@ -133,6 +148,21 @@ def _order(method: str, order) -> None:
 
 # -- the options of each method ---------------------------------------------------------------------
 @dataclass(frozen=True)
+class ADPSGDOptions:
+    # the run's `faults` and `seed` settings, handed over by name (Method.settings): the stragglers pace its
+    # workers and the seed draws their neighbours (bench/faults/events.py); nothing else of faults is read
+    faults: dict | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        from ..faults.spec import parse_faults
+
+        parse_faults(self.faults)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise BenchError(f"adpsgd seed={self.seed!r} must be an integer >= 0")
+
+
+@dataclass(frozen=True)
 class BEEROptions:
     gamma: float = 1.0  # mixing step γ in (0, 1] of both gossips (the paper's γ)
 
@@ -197,6 +227,27 @@ class PowerSGDOptions:
 
 # -- the methods, in the order of their names (how `known: ...` lists them) ----------------------------
 @register
+class ADPSGD(Method):
+    name, label = "adpsgd", "AD-PSGD"
+    compresses = False
+    settings = ("faults", "seed")
+    Options = ADPSGDOptions
+
+    @classmethod
+    def check_backend(cls, backend: str) -> None:
+        if backend != "sim":
+            raise BenchError("algorithm 'adpsgd' runs in the simulator only (--backend sim): its event order is "
+                             "the straggler model's, not that of real processes")
+
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        super().check_topology(name, time_varying, options)
+        if time_varying:
+            raise BenchError(f"algorithm 'adpsgd' averages with a neighbour drawn from a fixed graph at each event, "
+                             f"but topology {name!r} changes its links every round: use a static graph")
+
+
+@register
 class AllReduce(Method):
     name, label = "allreduce", "all-reduce"
     compresses = False
@@ -211,6 +262,8 @@ class BEER(Method):
     consensus_step = True
     settings = ("gamma",)
     Options = BEEROptions
+    fault_rule = "ack"  # h and g per link, a lost message added at neither end: mean(v) tracks mean(d)
+    late_rule = "ack"  # a late q of h or g added at both ends when it lands
 
 
 @register
@@ -221,6 +274,7 @@ class Choco(Method):
     settings = ("gamma", "order")
     Options = ChocoOptions
     fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
+    late_rule = "ack"  # a late message added at both ends when it arrives
 
 
 @register
@@ -235,6 +289,8 @@ class DeepSqueeze(Method):
     consensus_step = True
     settings = ("gamma",)
     Options = DeepSqueezeOptions
+    # the gossip of c reweighted (D-PSGD's rule); no copies: the average is kept when losses are symmetric
+    fault_rule = "reweight"
 
 
 @register
@@ -256,6 +312,7 @@ class DPSGD(Method):
     name, label = "dpsgd", "D-PSGD"
     settings = ("order",)
     fault_rule = "reweight"  # bench/faults/reweight.py: the average is kept when losses are symmetric
+    late_rule = "stale"  # the newest model heard per in-link (then a lost message leaves the older copy too)
     Options = DPSGDOptions
     compresses = False
 

@@ -80,14 +80,17 @@ def account_allgather(network: NetworkModel, message: Message, n: int) -> Traffi
     return Traffic.sent(np.full(n, (n - 1) * bits), message.paper_bits, network.allgather_time(bits, n))
 
 
-def unsent_from(traffic: Traffic, links: Links, away: np.ndarray) -> Traffic:
-    """``traffic`` of a gossip round less what workers that sat the round out did not send: their bits and
-    their out-links' messages (counted neither as sent nor as lost). Messages *to* them were sent and lost."""
-    if not away.any():
+def unsent(traffic: Traffic, links: Links, idle: np.ndarray, broadcast: bool = False) -> Traffic:
+    """``traffic`` of a round on the links less what was never put on the links marked ``idle`` (a sender that
+    sat the round out; under pairwise gossip every link but the round's edge): their copies' bits and their
+    messages, counted neither as sent nor as lost. Messages sent *to* a worker away are sent and lost."""
+    idle = np.asarray(idle, dtype=bool)
+    if not idle.any():
         return traffic
-    idle = away[links.src]
-    worker_bits = traffic.worker_bits.copy()
-    worker_bits[away] = 0.0
+    n = traffic.worker_bits.shape[0]
+    sent = np.bincount(links.src[~idle], minlength=n)  # the copies each worker still sends
+    degree = np.maximum(links.out_degree, 1)
+    worker_bits = traffic.worker_bits * ((sent > 0) if broadcast else sent / degree)
     traffic.worker_bits, traffic.wire_bits = worker_bits, float(worker_bits.mean())
     traffic.link_messages -= int(idle.sum())
     traffic.link_lost -= int(idle.sum())

@@ -33,6 +33,7 @@ class Traffic:
     worker_bits: np.ndarray | None = field(default=None, repr=False, compare=False)
     link_messages: int = 0  # messages put on directed gossip links (one per link of a gossip or an exchange)
     link_lost: int = 0  # of those, lost on the way (the run's faults); their bits were sent all the same
+    link_late: int = 0  # of those, delivered rounds late (faults.late)
 
     @classmethod
     def sent(cls, worker_bits: np.ndarray, paper_bits: float, time_s: float, messages: int = 1,
@@ -51,6 +52,7 @@ class Traffic:
         self.messages += other.messages
         self.link_messages += other.link_messages
         self.link_lost += other.link_lost
+        self.link_late += other.link_late
         if other.worker_bits is not None:
             self.worker_bits = other.worker_bits.copy() if self.worker_bits is None else self.worker_bits + other.worker_bits
 
@@ -153,11 +155,33 @@ class Communicator(ABC):
         mask = self.faults.delivered(self.round, local.links)
         return mask[local.out], mask[local.into]
 
+    def late(self) -> tuple[np.ndarray, np.ndarray]:
+        """Like ``delivered``: for each link this process sends on and each it receives on, whether this round's
+        message arrives ``faults.staleness`` rounds late (it is then among the delivered ones; the method holds
+        it back until then, see bench/algorithms/link_copies.py)."""
+        local = self.links()
+        if self.faults is None or not self.faults.spec.delays:
+            return np.zeros(local.out.stop - local.out.start, bool), np.zeros(len(local.into), bool)
+        mask = self.faults.late(self.round, local.links)
+        return mask[local.out], mask[local.into]
+
+    def _faulted(self, traffic: Traffic, links) -> Traffic:
+        """``traffic`` of a round on ``links`` with the run's faults counted: the messages lost and late, and
+        nothing counted for what was never sent (bench/comm/accounting.py: unsent)."""
+        from .accounting import unsent
+
+        t = self.round
+        traffic.link_lost = int((~self.faults.delivered(t, links)).sum())
+        traffic.link_late = int(self.faults.late(t, links).sum())
+        if self.faults.spec.away:
+            traffic = unsent(traffic, links, self.faults.unsent(t, links), self.network.broadcast)
+        return traffic
+
     @abstractmethod
     def exchange(self, message: Message) -> torch.Tensor:
         """A different message on every link: row k of ``message`` travels on link ``links().out.start + k``.
         Returns, for each link in ``links().into``, what its receiver decoded (``[len(into), ...]``; zeros for a
-        message the run's faults lost, see ``delivered``). Each copy is counted on its link; a broadcast medium
+        message the run's faults lost, see ``delivered``; a late one as it was sent, see ``late``). Each copy is counted on its link; a broadcast medium
         sends each such message on its own as well."""
 
     @abstractmethod

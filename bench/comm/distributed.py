@@ -25,8 +25,7 @@ from ..errors import BenchError
 from ..topology import Topology
 from ..topology.links import Links
 from ..faults import delivered_weights, reweighted
-from .accounting import (account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals,
-                         unsent_from)
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, link_arrivals
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
@@ -132,7 +131,7 @@ class DistributedCommunicator(Communicator):
         self._record(modelled)
 
     def _settle_links(self, account, message: Message, arrived: dict, same_payload: bool, start: float,
-                      lost: int = 0, away=None) -> None:
+                      faulted: bool = False) -> None:
         """``_settle`` for a round on the links (a gossip or an exchange), noting each incoming link's arrival."""
         links = self.plan.local.links
         model = link_arrivals(self.network, links, 8.0 * math.ceil(message.wire_bits / 8), same_payload)
@@ -142,9 +141,8 @@ class DistributedCommunicator(Communicator):
             entry[1] += seconds
             entry[2] += float(model[e])
         modelled = account(self.network, links, message)
-        modelled.link_lost = lost
-        if away is not None:  # workers that sat the round out sent nothing
-            modelled = unsent_from(modelled, links, away)
+        if faulted:  # what was lost or late, and nothing for what was never sent
+            modelled = self._faulted(modelled, links)
         self._settle(modelled, lambda net: account(net, links, message).comm_time_s, start)
 
     # -- encoding: the message says which operator made it and over which segments ----------
@@ -218,8 +216,7 @@ class DistributedCommunicator(Communicator):
         w_local = _Plan.of(W, links, self.lo, self.hi, self.hi - self.lo, delivered).w_local
         flat = gathered.reshape(gathered.shape[0], -1)
         mixed = torch.sparse.mm(csr_like(w_local, flat), flat).reshape(values.shape)
-        away = self.faults.away(self.round) if self.faults.spec.away else None
-        self._settle_links(account_gossip, message, arrived, True, start, lost=int((~delivered).sum()), away=away)
+        self._settle_links(account_gossip, message, arrived, True, start, faulted=True)
         return mixed
 
     def exchange(self, message: Message) -> torch.Tensor:
@@ -241,12 +238,10 @@ class DistributedCommunicator(Communicator):
         if arrived:
             ids = sorted(arrived)
             result[[position[e] for e in ids]] = self._decode(torch.stack([arrived[e][0] for e in ids]), message)
-        lost = 0
         if self.faults is not None:  # what was lost on the way is not heard (its bytes travelled all the same)
             _, heard = self.delivered()
             result[torch.as_tensor(~heard, device=result.device)] = 0
-            lost = int((~self.faults.delivered(self.round, local.links)).sum())
-        self._settle_links(account_exchange, message, arrived, False, start, lost=lost)
+        self._settle_links(account_exchange, message, arrived, False, start, faulted=self.faults is not None)
         return result
 
     def _ring(self, chunks: list[torch.Tensor], reduce: bool) -> None:

@@ -5,7 +5,7 @@ import torch
 
 from ..compressors import Message
 from ..topology import Topology
-from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip, unsent_from
+from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import Mixer
 from .netmodel import NetworkModel, make_network
@@ -62,11 +62,7 @@ class SimulatedCommunicator(Communicator):
 
         links = self.links().links
         delivered = self.faults.delivered(self.round, links)
-        traffic = account_gossip(self.network, links, message)
-        traffic.link_lost = int((~delivered).sum())
-        if self.faults.spec.away:
-            traffic = unsent_from(traffic, links, self.faults.away(self.round))
-        self._record(traffic)
+        self._record(self._faulted(account_gossip(self.network, links, message), links))
         W = torch.as_tensor(reweighted(self.topology.W_at(self.round), links, delivered),
                             dtype=message.values.dtype, device=message.values.device)
         return W @ message.values
@@ -80,8 +76,7 @@ class SimulatedCommunicator(Communicator):
             self._record(traffic)
             return message.values  # every link delivers what was sent on it
         _, arrived = self.delivered()
-        traffic.link_lost = int((~arrived).sum())
-        self._record(traffic)
+        self._record(self._faulted(traffic, links))
         keep = torch.as_tensor(arrived, device=message.values.device).reshape(-1, *[1] * (message.values.dim() - 1))
         return torch.where(keep, message.values, torch.zeros((), dtype=message.values.dtype,
                                                              device=message.values.device))

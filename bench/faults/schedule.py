@@ -17,6 +17,8 @@ from .spec import FaultSpec
 
 SALT = 0x5EED_FA17  # keeps these draws apart from every other stream of the run
 AWAY_SALT = 0xAB5E_17  # the draws of partial activation, apart from the losses' (adding one changes neither)
+PAIR_SALT = 0x9A1_2ED6E  # the edge of each round of pairwise gossip
+LATE_SALT = 0x1A7E_D1A7  # which delivered messages arrive late
 
 
 class FaultSchedule:
@@ -31,6 +33,8 @@ class FaultSchedule:
         else:
             self._unit = np.arange(union.E, dtype=np.int64)
             self.units = union.E
+        lo, hi = np.minimum(union.src, union.dst), np.maximum(union.src, union.dst)
+        self._edges = sorted(set(zip(lo.tolist(), hi.tolist())))  # undirected, for pairwise gossip
         self._chain: tuple[int, np.ndarray] | None = None  # (round, bad state per unit) of Gilbert-Elliott
         self._last: tuple[int, np.ndarray] | None = None  # the round asked last and its losses (asked twice a round)
         self._ids: dict[int, tuple[Links, np.ndarray]] = {}  # a round's Links -> its links' ids in the union
@@ -62,16 +66,44 @@ class FaultSchedule:
         self._last = (t, lost)
         return lost
 
+    def pair(self, t: int) -> tuple[int, int]:
+        """The edge (i < j) that gossips in round t of pairwise gossip, uniform over the graph's edges."""
+        k = int(np.random.default_rng([PAIR_SALT, self.seed, int(t)]).integers(len(self._edges)))
+        return self._edges[k]
+
     def away(self, t: int) -> np.ndarray:
-        """[n] True for the workers that sit out round t (partial activation, churn)."""
+        """[n] True for the workers that sit out round t (partial activation, churn, pairwise gossip)."""
         spec, n = self.spec, self.union.n
         out = np.zeros(n, dtype=bool)
+        if spec.pairwise:
+            out[:] = True
+            out[list(self.pair(t))] = False
         if spec.active < 1:
             out |= np.random.default_rng([AWAY_SALT, self.seed, int(t)]).random(n) >= spec.active
         for a in spec.absent:
             if a.start <= t < a.stop:
                 out[a.worker] = True
         return out
+
+    def unsent_union(self, t: int) -> np.ndarray:
+        """[E of the union] True where nothing is put on the link in round t: its sender sits the round out, or
+        (pairwise gossip) the link is not the round's edge. Such a message is counted neither as sent nor lost."""
+        spec = self.spec
+        if not spec.away:
+            return np.zeros(self.union.E, dtype=bool)
+        idle = self.away(t)[self.union.src]
+        if spec.pairwise:
+            i, j = self.pair(t)
+            src, dst = self.union.src, self.union.dst
+            idle |= ~(((src == i) & (dst == j)) | ((src == j) & (dst == i)))
+        return idle
+
+    def late_union(self, t: int) -> np.ndarray:
+        """[E of the union] True where the round-t message arrives ``staleness`` rounds late (never a lost one)."""
+        if not self.spec.delays:
+            return np.zeros(self.union.E, dtype=bool)
+        draws = np.random.default_rng([LATE_SALT, self.seed, int(t)]).random(self.union.E)
+        return (draws < self.spec.late) & ~self.lost_union(t)
 
     def _lost(self, t: int) -> np.ndarray:
         spec = self.spec
@@ -88,12 +120,23 @@ class FaultSchedule:
                 lost |= (a == outage.a) & (b == outage.b)
         return lost
 
-    def delivered(self, t: int, links: Links) -> np.ndarray:
-        """[links.E] True where the round-t link delivers (``links``: that round's links, all in the union)."""
+    def ids(self, links: Links) -> np.ndarray:
+        """[links.E] each of a round's links' position in the union."""
         known = self._ids.get(id(links))
         if known is None or known[0] is not links:  # keyed by identity: a runtime keeps one Links per phase
             known = self._ids[id(links)] = (links, links.ids_in(self.union))
-        ids = known[1]
-        if (ids < 0).any():
+        if (known[1] < 0).any():
             raise ValueError("a link of the round is not in the schedule's union of links")
-        return ~self.lost_union(t)[ids]
+        return known[1]
+
+    def delivered(self, t: int, links: Links) -> np.ndarray:
+        """[links.E] True where the round-t link delivers, on time or late (``links``: that round's links)."""
+        return ~self.lost_union(t)[self.ids(links)]
+
+    def late(self, t: int, links: Links) -> np.ndarray:
+        """[links.E] True where the round-t link's message arrives late."""
+        return self.late_union(t)[self.ids(links)]
+
+    def unsent(self, t: int, links: Links) -> np.ndarray:
+        """[links.E] True where nothing is sent on the round-t link (see unsent_union)."""
+        return self.unsent_union(t)[self.ids(links)]

@@ -8,6 +8,8 @@
     faults: {straggler: {model: exponential, mean: 0.5}}    # each step, each worker: 1 + Exp(mean 0.5) times
     faults: {active: 0.5}                                   # each round each worker takes part with chance 1/2
     faults: {absent: [{worker: 2, rounds: [100, 300]}]}     # worker 2 is away for rounds 100..299 (churn)
+    faults: {pairwise: true}                                # each round one random edge gossips (Boyd et al. 2006)
+    faults: {late: 0.1, staleness: 2}                       # 10 % of the messages arrive 2 rounds late
 
 ``drop`` is the mean share of messages lost, per directed link and round. Under ``bernoulli`` (the default)
 every message is lost on its own with that probability; under ``gilbert-elliott`` each link is a two-state
@@ -18,7 +20,11 @@ slows workers down: each worker's compute time of a step is the step's time (mea
 times a factor, fixed for the ``workers`` named or 1 + an exponential draw of mean ``mean`` for every worker
 and step, and a synchronous round waits for its slowest worker. ``active`` (partial activation) and
 ``absent`` (churn) take workers out of rounds: an absent worker neither computes nor sends, its state stays
-as it was, the messages sent to it are lost, and it comes back with that stale state. Every key has its
+as it was, the messages sent to it are lost, and it comes back with that stale state. ``pairwise`` is randomised
+pairwise gossip: each round one undirected edge of the graph, drawn uniformly, takes part (its two workers
+compute and send to each other); every other worker sits the round out and sends nothing. ``late`` is the
+share of messages, per directed link and round, that arrive ``staleness`` rounds after they were sent
+(bounded staleness, in whole rounds >= 0; 0 keeps every message on time); a message is lost or late or on time, never two. Every key has its
 range; anything else is one line naming the setting and what it allows (exit 2 where the CLI reads it)."""
 from __future__ import annotations
 
@@ -28,7 +34,8 @@ from dataclasses import dataclass
 from ..errors import BenchError
 
 DROP_MODELS = ("bernoulli", "gilbert-elliott")
-KEYS = ("drop", "drop_model", "burst", "symmetric", "down", "straggler", "active", "absent")
+KEYS = ("drop", "drop_model", "burst", "symmetric", "down", "straggler", "active", "absent", "pairwise", "late",
+        "staleness")
 STRAGGLER_MODELS = ("fixed", "exponential")
 
 
@@ -74,16 +81,25 @@ class FaultSpec:
     straggler: Straggler | None = None
     active: float = 1.0
     absent: tuple[Away, ...] = ()
+    pairwise: bool = False
+    late: float = 0.0
+    staleness: int = 1
 
     @property
     def away(self) -> bool:
-        """Whether some worker sits out some round (partial activation or churn)."""
-        return self.active < 1 or bool(self.absent)
+        """Whether some worker sits out some round (partial activation, churn, pairwise gossip)."""
+        return self.active < 1 or bool(self.absent) or self.pairwise
 
     @property
     def loses(self) -> bool:
-        """Whether some message is lost (what a method needs a rule for): dropped, or to or from a worker away."""
-        return self.drop > 0 or bool(self.down) or self.away
+        """Whether some message is lost or late (what a method needs a rule for): dropped, late, or to or from a
+        worker away."""
+        return self.drop > 0 or bool(self.down) or self.away or self.delays
+
+    @property
+    def delays(self) -> bool:
+        """Whether some message arrives late."""
+        return self.late > 0 and self.staleness > 0
 
     @property
     def present(self) -> bool:
@@ -108,6 +124,10 @@ class FaultSpec:
             out["active"] = self.active
         if self.absent:
             out["absent"] = [{"worker": a.worker, "rounds": [a.start, a.stop]} for a in self.absent]
+        if self.pairwise:
+            out["pairwise"] = True
+        if self.delays:
+            out.update(late=self.late, staleness=self.staleness)
         return out
 
 
@@ -169,8 +189,21 @@ def parse_faults(value, n: int | None = None) -> FaultSpec:
     absent = value.get("absent", [])
     if not isinstance(absent, list):
         _fail("absent", absent, "a list of {worker: i, rounds: [start, stop]}")
+    pairwise = value.get("pairwise", False)
+    if not isinstance(pairwise, bool):
+        _fail("pairwise", pairwise, "true or false (one random edge takes part in each round)")
+    if pairwise and "active" in value:
+        _fail("pairwise", pairwise, "goes without faults.active (pairwise gossip already says who takes part)")
+    if pairwise and n is not None and n < 2:
+        _fail("pairwise", pairwise, "needs at least 2 workers")
+    late = _number("late", value.get("late", 0.0), 0.0, 1.0, "the share of messages that arrive late, in [0, 1]")
+    staleness = value.get("staleness", 1)
+    if "staleness" in value and late == 0:
+        _fail("staleness", staleness, "goes with faults.late > 0 (how many rounds a late message is late)")
+    if isinstance(staleness, bool) or not isinstance(staleness, int) or staleness < 0:
+        _fail("staleness", staleness, "a whole number of rounds >= 0 (0: the late messages are on time after all)")
     return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down), straggler,
-                     active, tuple(_away(item, n) for item in absent))
+                     active, tuple(_away(item, n) for item in absent), pairwise, late, staleness)
 
 
 def _away(item, n: int | None) -> Away:

@@ -383,12 +383,13 @@ def validate(cfg: RunConfig) -> None:
             raise BenchError(message)
     if cfg.backend not in ("sim", "dist"):
         raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
+    from ..catalog.algorithms import METHODS
     from ..faults import parse_faults
 
+    if cfg.algorithm in METHODS.names():  # before anything is written or launched
+        METHODS.get(cfg.algorithm).check_backend(cfg.backend)
     faults = parse_faults(cfg.faults, cfg.nodes)
     if faults.loses:  # before anything is written: a method without a rule for lost messages is refused
-        from ..catalog.algorithms import METHODS
-
         METHODS.get(cfg.algorithm).check_faults(faults)
 
     if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):

@@ -30,6 +30,8 @@ class Counters:
     initial_distance: float = 0.0
     messages_sent: int = 0  # messages put on directed gossip links, over all workers
     messages_dropped: int = 0  # of those, lost (the run's faults)
+    messages_late: int = 0  # of those, delivered faults.staleness rounds late
+    workers_absent: int = 0  # worker-rounds sat out (faults.active, absent, pairwise)
     rows: list[dict] = field(default_factory=list)
     # the latest all-worker scores: {"workers": [...], "test_acc": [...], "test_loss": [...]}
     local_all: dict | None = None
@@ -42,6 +44,7 @@ class Counters:
         self.paper_bits += traffic.paper_bits
         self.messages_sent += traffic.link_messages
         self.messages_dropped += traffic.link_lost
+        self.messages_late += traffic.link_late
         if traffic.worker_bits is not None:
             sent = traffic.worker_bits.tolist()
             self.worker_bits = sent if self.worker_bits is None else [a + b for a, b in zip(self.worker_bits, sent)]
@@ -124,6 +127,7 @@ def evaluation_row(task: Task, x: torch.Tensor, xbar: torch.Tensor, counters: Co
         "bits_per_worker": counters.bits, "bits_per_worker_max": counters.bits_max,
         "bits_paper_per_worker": counters.paper_bits,
         "messages_sent": counters.messages_sent, "messages_dropped": counters.messages_dropped,
+        "messages_late": counters.messages_late, "workers_absent": counters.workers_absent,
         "time_compute_s": counters.time_compute_s, "time_comm_s": counters.time_comm_s,
         "time_s": counters.time_compute_s + counters.time_comm_s, "wall_s": wall_s, "lr": lr,
     })

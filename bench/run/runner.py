@@ -120,7 +120,8 @@ class Loop:
             "bits_count": "broadcast" if p.comm.network.broadcast else "links",
             # the unreliable network, when there is one (bench/faults): its schedule, seeded by the run's seed,
             # and the method's rule for a lost message; the totals are final.messages_sent/_dropped
-            **({"faults": {**faults.to_dict(), "seed": cfg.seed, "rule": type(p.algo).fault_rule}}
+            **({"faults": {**faults.to_dict(), "seed": cfg.seed, "rule": type(p.algo).fault_rule,
+                            **({"late_rule": type(p.algo).late_rule} if faults.delays else {})}}
                if (faults := parse_faults(cfg.faults, cfg.nodes)).present else {}),
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
             "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
@@ -159,7 +160,7 @@ class Loop:
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
         tick = time.perf_counter()
-        grads, losses = p.task.gradients(p.algo.x, batch)
+        grads, losses = p.task.gradients(p.algo.gradient_point(), batch)
         if cfg.grad_clip is not None:
             clip_rows_(grads, cfg.grad_clip)
         if self.device.type == "cuda":
@@ -167,13 +168,16 @@ class Loop:
         computed = time.perf_counter() - tick
         away = self._away_rows(c.global_step)
         workers = p.task.setup.hi - p.task.setup.lo
-        kept = kept_rows(p.algo.state_dict(), away, workers) if away is not None else None
+        kept = kept_rows(p.algo.worker_state(), away, workers) if away is not None else None
         traffic = p.algo.step(grads, lr)
         if away is not None:  # a worker that sat the round out neither stepped nor mixed: its state is as it was
-            restore_rows(p.algo.state_dict(), away, kept, workers)
+            restore_rows(p.algo.worker_state(), away, kept, workers)
         base = computed if cfg.compute_time == "measured" else float(cfg.compute_time)
-        # a synchronous round waits for its slowest worker (faults.straggler; 1 without)
-        c.time_compute_s += base * round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step)
+        # a synchronous round waits for its slowest worker (faults.straggler; 1 without); a method with a clock
+        # of its own (AD-PSGD) says how far the step moved it
+        units = p.algo.compute_units()
+        c.time_compute_s += base * (units if units is not None
+                                    else round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step))
         c.global_step += 1
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
@@ -188,7 +192,9 @@ class Loop:
         if schedule is None or not schedule.spec.away:
             return None
         lo, hi = self.p.task.setup.lo, self.p.task.setup.hi
-        rows = np.flatnonzero(schedule.away(step)[lo:hi])
+        away = schedule.away(step)
+        self.counters.workers_absent += int(away.sum())
+        rows = np.flatnonzero(away[lo:hi])
         return torch.as_tensor(rows, device=self.device) if rows.size else None
 
     # -- the loop ----------------------------------------------------------------------------

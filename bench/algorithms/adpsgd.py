@@ -1,0 +1,112 @@
+"""AD-PSGD (Lian et al. 2018, "Asynchronous Decentralized Parallel Stochastic Gradient Descent"), simulated.
+
+Each worker i, over and over: reads its model x_i (the *snapshot*), computes a stochastic gradient there
+(its compute time), draws a neighbour j uniformly from the graph, averages atomically x_i = x_j = (x_i + x_j)/2,
+then steps x_i -= lr·d_i with the direction of the gradient at the snapshot (stale: neighbours may have
+averaged into x_i meanwhile, which leaves the snapshot as it was), and starts again from its x_i.
+
+When workers finish is bench/faults/events.py's event model: worker i's k-th gradient takes the straggler
+model's factor of it in step-units (1 without stragglers), and the completions, in time order, are cut into
+*waves* in which no worker appears twice. One runner step is one wave: the runner computes every row's
+gradient at ``gradient_point()`` (the snapshots) on the step's batches, and the wave's completions are applied
+one after another in their order; a worker not in the wave is still computing, so its gradient of the step
+is ignored (that batch is skipped, as a worker away skips it) and its momentum stays as it was. An epoch is
+``steps_per_epoch`` waves; with stragglers a wave holds fewer than n completions, so an epoch trains on fewer
+batches than a synchronous method's. The wave index is ``waves`` (checkpointed, the runner's global step),
+and the neighbours are a function of (seed, wave): a resumed run replays them.
+
+Time: ``compute_units()`` is the wave's advance of the clock (its last completion minus the previous wave's),
+so the run's compute time is the compute time of one gradient times the time of its last completion, where a
+synchronous method waits for the slowest worker every round. Communication: an averaging sends the model both
+ways between i and j, two messages of d float32 values (whole bytes on the link), one per direction. Each
+counts for its sender in ``worker_bits`` and once in ``link_messages``; the paper's accounting is one payload
+per message, as D-PSGD's (a model sent to k neighbours is one payload there; here each of the two messages is
+its own), averaged over the n workers. A wave's communication time is the network model's time of one such
+message on one link: its exchanges are taken to run in parallel and a worker that several others pick in one
+wave is not serialised, a lower bound. The simulator only: the runtime of torch.distributed has rounds, not
+events (refused where the communicator is not the simulated one), and no rule for lost messages yet.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from ..catalog import algorithms as catalog
+from ..comm import SimulatedCommunicator, Traffic
+from ..compressors import make_compressor
+from ..errors import BenchError
+from ..faults.away import kept_rows, restore_rows
+from ..faults.events import Waves
+from ..faults.spec import parse_faults
+from .base import ALGORITHMS, Algorithm
+
+
+@ALGORITHMS.register("adpsgd")
+class ADPSGD(catalog.ADPSGD, Algorithm):
+    buffers = ("snapshot", "waves")
+
+    def setup(self) -> None:
+        if not isinstance(self.comm, SimulatedCommunicator):
+            raise BenchError("algorithm 'adpsgd' runs in the simulator only (--backend sim): its workers finish "
+                             "at event times, which torch.distributed's synchronous rounds do not have")
+        if self.comm.time_varying:
+            raise BenchError("algorithm 'adpsgd' draws neighbours from a fixed graph; this one changes every round")
+        self.snapshot = self.x.clone()  # where each worker's gradient under way is taken
+        self.waves = 0  # waves done: the index of the next one
+        links = self.comm.links().links
+        neighbours = [links.dst[links.src == i] for i in range(links.n)]
+        self.events = Waves(parse_faults(self.options.faults).straggler, neighbours, self.options.seed)
+        exact = make_compressor("none")
+        d = self.x.shape[1]
+        self._bits = 8.0 * math.ceil(exact.wire_bits([d]) / 8)  # one float32 model on a link, whole bytes
+        self._payload = exact.paper_bits([d])
+        self._units: float | None = None
+
+    def gradient_point(self) -> torch.Tensor:
+        return self.snapshot
+
+    def compute_units(self) -> float | None:
+        return self._units
+
+    def _wave_direction(self, grad: torch.Tensor, workers: np.ndarray) -> torch.Tensor:
+        """Every row's direction from its gradient at its snapshot; the local step's state (momentum) of the
+        workers not in the wave is written back as it was."""
+        idle = np.setdiff1d(np.arange(self.x.shape[0]), workers)
+        if idle.size == 0:
+            return self.local.direction(self.snapshot, grad)
+        rows = torch.as_tensor(idle, device=self.x.device)
+        state = self.local.state_dict()
+        kept = kept_rows(state, rows, self.x.shape[0])
+        d = self.local.direction(self.snapshot, grad)
+        restore_rows(self.local.state_dict(), rows, kept, self.x.shape[0])
+        return d
+
+    def step(self, grad, lr: float) -> Traffic:
+        wave = self.events.wave(self.waves)
+        d = None if grad is None else self._wave_direction(grad, wave.workers)
+        x, snapshot = self.x, self.snapshot
+        for i, j in zip(wave.workers.tolist(), wave.peers.tolist()):
+            if j >= 0:
+                mean = x[i].add(x[j]).mul_(0.5)
+                x[i], x[j] = mean, mean
+            if d is not None:
+                x[i].sub_(d[i], alpha=lr)
+            snapshot[i] = x[i]
+        self.waves += 1
+        self._units = wave.advance
+        done = self.comm.drain()  # nothing went through the communicator; draining keeps its round the wave's
+        done.add(self._traffic(wave))
+        return done
+
+    def _traffic(self, wave) -> Traffic:
+        paired = wave.peers >= 0
+        exchanges = int(paired.sum())
+        worker_bits = np.zeros(self.x.shape[0])
+        np.add.at(worker_bits, wave.workers[paired], self._bits)
+        np.add.at(worker_bits, wave.peers[paired], self._bits)
+        net = self.comm.network
+        time_s = net.exchange_time(np.zeros(1, dtype=np.int64), np.full(1, self._bits)) if exchanges else 0.0
+        paper = 2 * exchanges * self._payload / self.x.shape[0]
+        return Traffic.sent(worker_bits, paper, time_s, messages=exchanges, link_messages=2 * exchanges)

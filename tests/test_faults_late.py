@@ -1,0 +1,240 @@
+"""Late messages (faults.late, staleness τ) and randomised pairwise gossip (faults.pairwise), in float64:
+what each method's rule keeps (Choco's average whatever is late; D-PSGD's consensus from models up to τ rounds
+old), that a late message is applied exactly τ rounds on, what is counted, and the same in both runtimes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
+from bench.cli import main
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.faults import FaultSchedule, parse_faults
+from bench.topology import make_topology
+from test_algorithms import Quadratic, start
+from test_dist import BASE
+from dist_faults import assert_dist_loses_as_the_simulation
+
+
+def build(name, topo, faults, compressor="none", options=None, x0=None, seed=1):
+    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), seed) if faults else None
+    comm = SimulatedCommunicator(topo, faults=schedule)
+    return make_algorithm(name, start(topo.n, identical=False) if x0 is None else x0, comm,
+                          compressor=make_compressor(compressor, algorithm=name),
+                          local=LocalStep(LocalStepConfig()), options=options or {},
+                          generator=torch.Generator().manual_seed(3))
+
+
+# -- the schedule ------------------------------------------------------------------------------
+def test_late_messages_are_the_asked_share_of_the_delivered_ones_and_never_lost_ones():
+    topo = make_topology("ring", 16)
+    schedule = FaultSchedule(parse_faults({"drop": 0.2, "late": 0.3, "staleness": 2}, 16), topo.link_union(), 5)
+    late = np.stack([schedule.late_union(t) for t in range(2000)])
+    lost = np.stack([schedule.lost_union(t) for t in range(2000)])
+    assert not (late & lost).any()
+    assert abs(late.sum() / (~lost).sum() - 0.3) < 0.01  # 30 % of what is delivered
+    again = FaultSchedule(parse_faults({"drop": 0.2, "late": 0.3, "staleness": 2}, 16), topo.link_union(), 5)
+    assert np.array_equal(again.late_union(1234), late[1234])  # a pure function of (seed, round, link)
+
+
+def test_pairwise_gossip_takes_one_edge_a_round_uniformly_and_sends_only_on_it():
+    topo = make_topology("ring", 8)
+    schedule = FaultSchedule(parse_faults({"pairwise": True}, 8), topo.link_union(), 2)
+    union = topo.link_union()
+    seen = []
+    for t in range(4000):
+        i, j = schedule.pair(t)
+        assert j in topo.neighbors(i) if hasattr(topo, "neighbors") else abs(i - j) in (1, 7)
+        away = schedule.away(t)
+        assert away.sum() == 6 and not away[i] and not away[j]
+        sent = ~schedule.unsent_union(t)
+        assert sorted(zip(union.src[sent].tolist(), union.dst[sent].tolist())) == [(i, j), (j, i)]
+        assert not schedule.lost_union(t)[sent].any()
+        seen.append((i, j))
+    counts = np.unique(np.array(seen), axis=0, return_counts=True)[1]
+    assert len(counts) == 8 and counts.min() > 400 and counts.max() < 600  # 500 expected per edge
+
+
+# -- what the methods keep ---------------------------------------------------------------------
+@pytest.mark.parametrize("faults", [{"late": 0.3, "staleness": 1}, {"late": 0.5, "staleness": 3},
+                                    {"late": 0.3, "staleness": 2, "drop": 0.2}])
+@pytest.mark.parametrize("compressor, gamma", [("sign", 0.2), ("top:0.1", 0.1)])
+def test_choco_gossip_with_late_messages_keeps_the_average_and_reaches_consensus(faults, compressor, gamma):
+    topo = make_topology("ring", 8)
+    algo = build("choco", topo, faults, compressor, {"gamma": gamma})
+    mean, spread = algo.x.mean(dim=0).clone(), float((algo.x - algo.x.mean(dim=0)).norm())
+    late = 0
+    for _ in range(3000):
+        late += algo.step(None, 0.0).link_late
+    assert late > 0
+    torch.testing.assert_close(algo.x.mean(dim=0), mean, rtol=0, atol=1e-12)  # both ends take each q alike
+    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
+
+
+def test_late_messages_make_choco_need_a_smaller_step():
+    """A late q is sent again in part (the sender's copy lacks it until it lands), so the copies overshoot when
+    both arrive: Choco-Gossip sign at γ = 0.4 reaches consensus on time and with 30 % of messages one round late,
+    and diverges with half of them three rounds late; γ = 0.2 converges there (measured: 1e-16 of the spread)."""
+    topo = make_topology("ring", 8)
+
+    def spread_after(faults, gamma):
+        algo = build("choco", topo, faults, "sign", {"gamma": gamma})
+        first = float((algo.x - algo.x.mean(dim=0)).norm())
+        for _ in range(3000):
+            algo.step(None, 0.0)
+        return float((algo.x - algo.x.mean(dim=0)).norm()) / first
+
+    assert spread_after(None, 0.4) < 1e-9 and spread_after({"late": 0.3, "staleness": 1}, 0.4) < 1e-9
+    assert not spread_after({"late": 0.5, "staleness": 3}, 0.4) < 1.0  # diverged (inf or nan compare False)
+    assert spread_after({"late": 0.5, "staleness": 3}, 0.2) < 1e-9
+
+
+def test_a_late_q_is_added_at_both_ends_exactly_staleness_rounds_on():
+    """Choco-Gossip with the identity and γ ≈ 0 (x stays): each link's copy against a hand replay of the rule, a q
+    of round s that is late landing in round s + 2, lost ones never, and the sender's next q taken against a copy
+    that lacks what is on its way (so the copy overshoots when both land)."""
+    topo = make_topology("ring", 4)
+    algo = build("choco", topo, {"late": 0.5, "staleness": 2, "drop": 0.2}, "none", {"gamma": 1e-300})
+    schedule, union = algo.comm.faults, algo.comm.union_links().links
+    x, src = algo.x.clone(), torch.as_tensor(union.src.copy())  # x + 1e-300·u is x in float64
+    copy, on_way = torch.zeros_like(algo.x_hat), {}
+    overshoot = False
+    for t in range(16):
+        copy += on_way.pop(t, torch.zeros_like(copy))
+        q = x[src] - copy
+        late = torch.as_tensor(schedule.late_union(t).copy()).unsqueeze(1)
+        lost = torch.as_tensor(schedule.lost_union(t).copy()).unsqueeze(1)
+        on_way[t + 2] = torch.where(late, q, 0.0)
+        copy += torch.where(late | lost, 0.0, q)
+        algo.step(None, 0.0)
+        torch.testing.assert_close(algo.x_hat, copy, rtol=0, atol=1e-12)
+        overshoot |= bool(((copy - x[src]).abs() > 1e-9).any())
+    assert overshoot  # some copy went past x_src: a late q landed on top of its re-send
+
+
+def test_dpsgd_with_late_messages_mixes_the_newest_copy_heard_and_reaches_consensus():
+    topo = make_topology("ring", 8)
+    algo = build("dpsgd", topo, {"late": 0.4, "staleness": 3})
+    assert algo.stale
+    spread = float((algo.x - algo.x.mean(dim=0)).norm())
+    for _ in range(600):
+        algo.step(None, 0.0)
+    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-8 * spread
+
+
+def test_dpsgd_stale_rule_on_time_is_dpsgd():
+    """late = 1e-300: the stale rule's machinery, every message on time: D-PSGD's iterates exactly."""
+    topo, problem = make_topology("ring", 8), Quadratic(8, 40)
+    x0 = start(8, identical=False)
+    plain, stale = build("dpsgd", topo, None, x0=x0.clone()), build("dpsgd", topo, {"late": 1e-300}, x0=x0.clone())
+    assert stale.stale
+    for _ in range(20):
+        plain.step(problem.grad(plain.x), 0.05)
+        traffic = stale.step(problem.grad(stale.x), 0.05)
+        torch.testing.assert_close(stale.x, plain.x, rtol=0, atol=1e-12)
+    assert traffic.link_late == 0
+
+
+def test_dpsgd_stale_rule_uses_the_model_of_the_round_a_late_message_was_sent():
+    """One worker's out-link late every round with staleness 2: its neighbour mixes its model of 2 rounds ago."""
+    topo = make_topology("ring", 4)
+    algo = build("dpsgd", topo, {"late": 1.0, "staleness": 2}, x0=torch.arange(4.0, dtype=torch.float64)
+                 .reshape(4, 1).repeat(1, 3))
+    history = [algo.x.clone()]
+    for _ in range(6):
+        algo.step(None, 0.0)
+        history.append(algo.x.clone())
+    W = torch.tensor(topo.W, dtype=torch.float64)
+    # every message late by 2: rounds 0, 1 hear nothing (weights on self); from round 2 on x_j of round t − 2
+    for t in range(6):
+        heard = history[t - 2] if t >= 2 else None
+        expect = history[t].clone() if heard is None else \
+            torch.diag(W).unsqueeze(1) * history[t] + (W - torch.diag(torch.diag(W))) @ heard
+        torch.testing.assert_close(history[t + 1], expect, rtol=0, atol=1e-12)
+
+
+def test_pairwise_dpsgd_averages_one_edge_a_round_and_keeps_the_average():
+    topo = make_topology("ring", 8)
+    algo = build("dpsgd", topo, {"pairwise": True})
+    mean, spread = algo.x.mean(dim=0).clone(), float((algo.x - algo.x.mean(dim=0)).norm())
+    before = algo.x.clone()
+    traffic = algo.step(None, 0.0)
+    moved = (algo.x != before).any(dim=1)
+    assert moved.sum() == 2 and traffic.link_messages == 2 and traffic.link_lost == 0
+    for _ in range(3000):
+        algo.step(None, 0.0)
+    torch.testing.assert_close(algo.x.mean(dim=0), mean, rtol=0, atol=1e-12)
+    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
+
+
+# -- bad input and refusals --------------------------------------------------------------------
+@pytest.mark.parametrize("faults, says", [
+    ({"late": 1.5}, "faults.late"), ({"late": -0.1}, "faults.late"), ({"late": 0.1, "staleness": -1}, "faults.staleness"),
+    ({"late": 0.1, "staleness": 1.5}, "faults.staleness"), ({"staleness": 2}, "faults.staleness"),
+    ({"pairwise": "yes"}, "faults.pairwise"), ({"pairwise": True, "active": 0.5}, "faults.pairwise")])
+def test_bad_late_and_pairwise_settings_name_the_setting(faults, says):
+    with pytest.raises(BenchError, match=says.replace(".", r"\.")):
+        parse_faults(faults, 8)
+
+
+@pytest.mark.parametrize("algorithm, compressor, faults, says", [
+    ("deepsqueeze", "sign", "late=0.1", "faults.late"), ("choco", "sign", "pairwise=true", "faults.pairwise")])
+def test_a_method_without_the_rule_is_refused_before_anything_is_written(tmp_path, capsys, algorithm, compressor,
+                                                                        faults, says):
+    out = tmp_path / "run"
+    code = main(["run", *BASE, "--algorithm", algorithm, "--compressor", compressor, "--set", f"faults.{faults}",
+                 "--out", str(out)])
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0]
+
+
+def test_a_run_counts_late_messages_and_absent_workers(tmp_path):
+    out = tmp_path / "run"
+    assert main(["run", *BASE, "--algorithm", "dpsgd", "--set", "faults.late=0.25", "--set", "faults.staleness=2",
+                 "--out", str(out)]) == 0
+    import pandas as pd
+    m = pd.read_parquet(out / "metrics.parquet")
+    assert m["messages_late"].iloc[-1] > 0 and m["messages_dropped"].iloc[-1] == 0
+    share = m["messages_late"].iloc[-1] / m["messages_sent"].iloc[-1]
+    assert 0.1 < share < 0.4
+    out2 = tmp_path / "pair"
+    assert main(["run", *BASE, "--algorithm", "dpsgd", "--set", "faults.pairwise=true", "--out", str(out2)]) == 0
+    m2 = pd.read_parquet(out2 / "metrics.parquet")
+    steps = m2["step"].iloc[-1]
+    assert m2["workers_absent"].iloc[-1] == 2 * steps and m2["messages_sent"].iloc[-1] == 2 * steps
+
+
+@pytest.mark.slow  # processes
+@pytest.mark.parametrize("world", [4, 2])
+@pytest.mark.parametrize("algorithm, compressor", [("dpsgd", "none"), ("choco", "sign")])
+def test_late_messages_replay_under_torch_distributed_as_in_the_simulator(tmp_path, world, algorithm, compressor):
+    assert_dist_loses_as_the_simulation(tmp_path, world, algorithm, compressor,
+                                        {"drop": 0.1, "late": 0.3, "staleness": 2})
+
+
+@pytest.mark.slow  # processes
+def test_pairwise_gossip_replays_under_torch_distributed_as_in_the_simulator(tmp_path):
+    assert_dist_loses_as_the_simulation(tmp_path, 2, "dpsgd", "none", {"pairwise": True, "drop": 0.2})
+
+
+def test_late_messages_to_workers_away_still_land_and_their_copies_are_not_rolled_back(tmp_path):
+    """D-PSGD's per-link copies are link state, not a worker's: a runner that sits workers out (pairwise gossip)
+    restores their rows of x and momentum but leaves the copies heard and the messages on their way, so a late
+    message sent before its receiver left lands all the same; the run replays exactly."""
+    import pandas as pd
+
+    args = [*BASE, "--algorithm", "dpsgd", "--set", "faults.pairwise=true", "--set", "faults.late=0.5",
+            "--set", "faults.staleness=3"]
+    assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
+    assert main(["run", *args, "--out", str(tmp_path / "b")]) == 0
+    a, b = pd.read_parquet(tmp_path / "a" / "metrics.parquet"), pd.read_parquet(tmp_path / "b" / "metrics.parquet")
+    assert a["messages_late"].iloc[-1] > 0 and a["workers_absent"].iloc[-1] == 2 * a["step"].iloc[-1]
+    pd.testing.assert_series_equal(a["test_loss"], b["test_loss"])
+    pd.testing.assert_series_equal(a["consensus_distance"], b["consensus_distance"])
+    algo = build("dpsgd", make_topology("ring", 4), {"pairwise": True, "late": 0.5, "staleness": 3})
+    assert set(algo.worker_state()) == {"x", "local"}  # what the runner rolls back for a worker away
+    assert {"heard", "delay"} <= set(algo.state_dict())  # what it checkpoints
