@@ -21,7 +21,8 @@ IN_PROGRESS = {"running", "interrupted", "paused"}
 SHARED_COLUMNS = {"lr"}  # in the metrics (the schedule's value at each evaluation) and in the run (the peak)
 
 # the run's unreliable network (run.json "faults", written only when the network is not perfect; fault_columns)
-FAULT_COLUMNS = ["drop", "drop_model", "burst", "drop_symmetric", "outages", "straggler_mean", "straggler_factor"]
+FAULT_COLUMNS = ["drop", "drop_model", "burst", "drop_symmetric", "outages", "straggler_mean", "straggler_factor",
+                 "late", "staleness", "active", "absences", "pairwise"]
 # config keys added after runs were recorded without them: such a run ran at this value (so a run without the
 # key and one that sets it to something else are different cells)
 CONFIG_DEFAULTS = {"faults": {}}
@@ -97,7 +98,10 @@ def fault_columns(faults) -> dict:
     an edge lost together; ``outages``: how many scheduled edge outages (``down``) the run had;
     ``straggler_mean``: the exponential straggler's mean (each worker, each step: 1 + Exp(mean) times the
     compute), 0.0 without a straggler and NaN for a fixed one (a few workers slowed by a constant: not on
-    that scale); ``straggler_factor``: a fixed straggler's factor, NaN otherwise."""
+    that scale); ``straggler_factor``: a fixed straggler's factor, NaN otherwise; ``late`` and ``staleness``:
+    the share of messages late and by how many rounds (0 and 0 without); ``active``: the chance a worker takes
+    part in a round (1 without partial activation); ``absences``: how many scheduled absences (churn);
+    ``pairwise``: one random edge a round (randomised pairwise gossip)."""
     faults = faults or {}
     if not isinstance(faults, dict):
         raise TypeError(f"faults is a {type(faults).__name__}, not a mapping")
@@ -111,7 +115,12 @@ def fault_columns(faults) -> dict:
             "drop_symmetric": bool(faults.get("symmetric", False)),
             "outages": len(down) if isinstance(down, list) else 0,
             "straggler_mean": (0.0 if not kind else _num(straggler.get("mean")) if kind == "exponential" else math.nan),
-            "straggler_factor": _num(straggler.get("factor")) if kind == "fixed" else math.nan}
+            "straggler_factor": _num(straggler.get("factor")) if kind == "fixed" else math.nan,
+            "late": (late := _num(faults.get("late", 0.0))),
+            "staleness": _num(faults.get("staleness", 1)) if late > 0 else 0.0,
+            "active": _num(faults.get("active", 1.0)),
+            "absences": len(faults.get("absent") or []) if isinstance(faults.get("absent") or [], list) else 0,
+            "pairwise": bool(faults.get("pairwise", False))}
 
 
 def _dropped_share(metrics: pd.DataFrame) -> float:

@@ -108,6 +108,24 @@ def test_fault_columns_come_from_run_json_and_old_runs_read_as_a_perfect_network
     assert runs["cell"].nunique() == 4  # one cell each: they differ only in faults
 
 
+def test_late_messages_and_workers_away_are_neither_a_perfect_network_nor_a_loss_rate(tmp_path):
+    """A run with late messages (or pairwise gossip, or workers away) at drop 0 is not drawn as the perfect
+    network's point, nor one with losses as a plain loss rate."""
+    from analysis.figures import requirements as req
+
+    make_run(tmp_path / "late", faults={"late": 0.2, "staleness": 2})
+    make_run(tmp_path / "pair", faults={"pairwise": True}, seed=1)
+    make_run(tmp_path / "away", faults={"drop": 0.05, "active": 0.5}, seed=2)
+    make_run(tmp_path / "plain", faults={"drop": 0.05}, seed=3)
+    runs = load_runs(tmp_path).runs
+    runs = runs.set_index(runs["path"].map(lambda p: p.rsplit("/", 1)[-1]))
+    assert runs.loc["late", ["late", "staleness", "active", "pairwise"]].tolist() == [0.2, 2.0, 1.0, False]
+    assert runs.loc["pair", "pairwise"] and runs.loc["away", "active"] == 0.5
+    assert req.perfect(runs).to_dict() == {"late": False, "pair": False, "away": False, "plain": False}
+    assert req.lossy(runs).to_dict() == {"late": False, "pair": False, "away": False, "plain": True}
+    assert runs["cell"].nunique() == 4
+
+
 def test_runs_differing_only_in_faults_are_different_cells_also_against_an_older_run(tmp_path):
     make_run(tmp_path / "old")  # its config has no faults key: it ran on a perfect network
     make_run(tmp_path / "lossy", faults={"drop": 0.05})

@@ -26,7 +26,8 @@ from analysis.labels import centralized, method_label, method_sort_key, style, w
 MAX_TOPOLOGIES = 4
 DODGE = 5.0  # points between the series drawn at one x, so that their bars do not hide each other
 BURST_DASHES = ["--", "-.", ":"]  # one per burst length; independent losses are solid
-KEYS = ["topology", "method", "drop", "drop_model", "burst", "straggler_mean"]
+KEYS = ["topology", "method", "drop", "drop_model", "burst", "straggler_mean", "late", "staleness", "active",
+        "absences", "pairwise"]
 REFERENCE_LABEL = "all-reduce, perfect network"
 
 

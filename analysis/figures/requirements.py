@@ -124,23 +124,29 @@ def with_faults(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.assign(**missing) if missing else frame
 
 
+def _nothing_else(f: pd.DataFrame) -> pd.Series:
+    """No outage, no late message, every worker in every round (no activation, churn or pairwise gossip)."""
+    return ((f["outages"] == 0) & (f["late"] == 0) & (f["active"] == 1) & (f["absences"] == 0)
+            & ~f["pairwise"].astype(bool))
+
+
 def lossy(frame: pd.DataFrame) -> pd.Series:
     """Runs that lost messages at a rate (independently or in bursts) and had nothing else wrong with the
-    network: no outage, no symmetric losses, no straggler."""
+    network: no outage, no symmetric losses, no straggler, nothing late, every worker present."""
     f = with_faults(frame)
-    return (f["drop"] > 0) & (f["outages"] == 0) & ~f["drop_symmetric"].astype(bool) & (f["straggler_mean"] == 0)
+    return (f["drop"] > 0) & ~f["drop_symmetric"].astype(bool) & (f["straggler_mean"] == 0) & _nothing_else(f)
 
 
 def straggled(frame: pd.DataFrame) -> pd.Series:
     """Runs whose workers straggled exponentially (straggler_mean > 0) on a network that lost nothing."""
     f = with_faults(frame)
-    return (f["straggler_mean"] > 0) & (f["drop"] == 0) & (f["outages"] == 0)
+    return (f["straggler_mean"] > 0) & (f["drop"] == 0) & _nothing_else(f)
 
 
 def perfect(frame: pd.DataFrame) -> pd.Series:
     """Runs on a perfect network: nothing lost, nobody slowed."""
     f = with_faults(frame)
-    return (f["drop"] == 0) & (f["outages"] == 0) & (f["straggler_mean"] == 0)
+    return (f["drop"] == 0) & (f["straggler_mean"] == 0) & _nothing_else(f)
 
 
 def faults_effect(grid: Grid) -> str | None:
