@@ -186,6 +186,46 @@ def _straggler(spec: str) -> list[str]:
     return ["--set", f"faults.straggler={spec}"]
 
 
+@pytest.mark.parametrize("losses", [{"drop": 0.3}, {"drop": 0.4, "drop_model": "gilbert-elliott", "burst": 4},
+                                    {"down": [{"edge": [0, 1], "rounds": [0, 10**6]}]}])
+def test_under_losses_an_averaging_missing_a_message_is_skipped_at_both_ends_and_the_average_kept(losses):
+    """The ack rule: an averaging happens only when both of its messages arrive in the wave, and then exactly; the
+    average of the models moves only by the steps (float64), and the gossip still reaches consensus."""
+    from bench.faults import FaultSchedule
+
+    n, faults = 8, {**losses, **EXPONENTIAL}
+    topo = make_topology("ring", n)
+    schedule = FaultSchedule(parse_faults(faults, n), topo.link_union(), 5)
+    algo = make_algorithm("adpsgd", start(n), SimulatedCommunicator(topo, faults=schedule),
+                          options={"faults": faults, "seed": 5})
+    union = topo.link_union()
+    link = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(union.src, union.dst))}
+    mean0, spread0 = algo.x.mean(0).clone(), float(((algo.x - algo.x.mean(0)) ** 2).sum())
+    dropped = skipped = 0
+    for w in range(600):
+        before = algo.x.clone()
+        wave, lost = algo.events.wave(w), schedule.lost_union(w)
+        traffic = algo.step(None, 0.0)
+        expect = before.clone()  # a hand replay of the wave: averaging only where both directions arrived
+        for i, j in zip(wave.workers.tolist(), wave.peers.tolist()):
+            if lost[link[(i, j)]] or lost[link[(j, i)]]:
+                skipped += 1
+                continue
+            expect[i] = expect[j] = (expect[i] + expect[j]) / 2
+        torch.testing.assert_close(algo.x, expect, rtol=0, atol=1e-12)
+        dropped += traffic.link_lost
+        torch.testing.assert_close(algo.x.mean(0), mean0, rtol=0, atol=1e-12)
+    assert dropped > 0 and skipped > 0
+    assert float(((algo.x - algo.x.mean(0)) ** 2).sum()) < 1e-12 * spread0
+
+
+def test_workers_away_and_late_messages_are_refused_for_adpsgd(tmp_path, capsys):
+    for setting in ("faults.active=0.5", "faults.late=0.1"):
+        out = tmp_path / setting
+        assert main([*RUN, "--set", setting, "--out", str(out)]) == 2 and not out.exists()
+        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
 def test_a_run_with_stragglers_counts_its_events_and_their_clock(tmp_path):
     out = tmp_path / "a"
     assert main([*RUN, *_straggler("{model: exponential, mean: 0.5}"), "--out", str(out)]) == 0

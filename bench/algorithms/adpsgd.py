@@ -24,7 +24,15 @@ per message, as D-PSGD's (a model sent to k neighbours is one payload there; her
 its own), averaged over the n workers. A wave's communication time is the network model's time of one such
 message on one link: its exchanges are taken to run in parallel and a worker that several others pick in one
 wave is not serialised, a lower bound. The simulator only: the runtime of torch.distributed has rounds, not
-events (refused where the communicator is not the simulated one), and no rule for lost messages yet.
+events (refused where the communicator is not the simulated one).
+
+On a network that loses messages (faults.drop, down; the loss schedule's round is the wave) an averaging needs
+both of its messages: when either direction of the pair's link loses its message in that wave, neither end
+averages (each learns it, as an acknowledgement would tell it) and i steps alone. So every averaging that
+happens is the exact pairwise mean and the average of the models moves only by the steps (the ``ack`` rule;
+tests/test_adpsgd.py measures it in float64). Both messages were sent and count; the lost ones are
+``messages_dropped``. Workers away, pairwise gossip and late messages are refused: the waves already say who
+takes part, and a late model has no place in an atomic average.
 """
 from __future__ import annotations
 
@@ -63,6 +71,8 @@ class ADPSGD(catalog.ADPSGD, Algorithm):
         self._bits = 8.0 * math.ceil(exact.wire_bits([d]) / 8)  # one float32 model on a link, whole bytes
         self._payload = exact.paper_bits([d])
         self._units: float | None = None
+        union = self.comm.union_links().links  # a message's link id in the loss schedule's union
+        self._link = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(union.src, union.dst))}
 
     def gradient_point(self) -> torch.Tensor:
         return self.snapshot
@@ -87,7 +97,14 @@ class ADPSGD(catalog.ADPSGD, Algorithm):
         wave = self.events.wave(self.waves)
         d = None if grad is None else self._wave_direction(grad, wave.workers)
         x, snapshot = self.x, self.snapshot
+        lost = self.comm.faults.lost_union(self.waves) if self.comm.faults is not None else None
+        dropped = 0
         for i, j in zip(wave.workers.tolist(), wave.peers.tolist()):
+            if j >= 0 and lost is not None:
+                missing = int(lost[self._link[(i, j)]]) + int(lost[self._link[(j, i)]])
+                dropped += missing
+                if missing:  # the ack rule: an averaging needs both messages, so neither end averages
+                    j = -2
             if j >= 0:
                 mean = x[i].add(x[j]).mul_(0.5)
                 x[i], x[j] = mean, mean
@@ -97,7 +114,9 @@ class ADPSGD(catalog.ADPSGD, Algorithm):
         self.waves += 1
         self._units = wave.advance
         done = self.comm.drain()  # nothing went through the communicator; draining keeps its round the wave's
-        done.add(self._traffic(wave))
+        traffic = self._traffic(wave)
+        traffic.link_lost = dropped
+        done.add(traffic)
         return done
 
     def _traffic(self, wave) -> Traffic:

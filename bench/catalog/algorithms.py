@@ -230,6 +230,14 @@ class PowerSGDOptions:
 class ADPSGD(Method):
     name, label = "adpsgd", "AD-PSGD"
     compresses = False
+    fault_rule = "ack"  # an averaging whose either message is lost is skipped at both ends: the average is kept
+
+    @classmethod
+    def check_faults(cls, spec) -> None:
+        if spec.away:
+            raise BenchError("faults.active/absent/pairwise: algorithm 'adpsgd' has its own waves of who takes part "
+                             "(the straggler model's event times); use faults.straggler instead")
+        super().check_faults(spec)
     settings = ("faults", "seed")
     Options = ADPSGDOptions
 
