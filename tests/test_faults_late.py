@@ -238,3 +238,19 @@ def test_late_messages_to_workers_away_still_land_and_their_copies_are_not_rolle
     algo = build("dpsgd", make_topology("ring", 4), {"pairwise": True, "late": 0.5, "staleness": 3})
     assert set(algo.worker_state()) == {"x", "local"}  # what the runner rolls back for a worker away
     assert {"heard", "delay"} <= set(algo.state_dict())  # what it checkpoints
+
+
+@pytest.mark.parametrize("algorithm, compressor", [("dpsgd", "none"), ("choco", "sign"), ("beer", "sign")])
+def test_a_paused_run_with_messages_on_their_way_continues_as_if_never_stopped(tmp_path, algorithm, compressor):
+    """The delay lines (messages sent but not landed) and the copies heard are checkpointed: a run paused half way
+    and continued gives the uninterrupted run's metrics exactly."""
+    from test_run import WALL, metrics
+
+    args = [*BASE, "--algorithm", algorithm, "--compressor", compressor, "--set", "faults.late=0.4",
+            "--set", "faults.staleness=3", "--set", "faults.drop=0.1", "--set", "compute_time=0.01"]
+    assert main(["run", *args, "--out", str(tmp_path / "whole")]) == 0
+    assert main(["run", *args, "--set", "stop_at=0.5", "--out", str(tmp_path / "parts")]) == 0
+    assert main(["run", *args, "--out", str(tmp_path / "parts")]) == 0
+    whole, parts = metrics(tmp_path / "whole"), metrics(tmp_path / "parts")
+    assert whole["messages_late"].iloc[-1] > 0
+    assert whole.drop(columns=WALL).equals(parts.drop(columns=WALL))
