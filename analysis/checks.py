@@ -9,10 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-
-class DamagedFile(Exception):
-    """A table a command reads back (summary.csv, tuned.csv) that lacks what it needs: analysis.cli says
-    so in one line naming the file, exit status 2."""
+from analysis.errors import DamagedFile  # raised by read_table (analysis.tuning imports it from here)
 
 
 # ---- run.json ----------------------------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune|
-history|bisect``.
+history``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -12,33 +12,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.checks import DamagedFile
+from analysis.argparsing import Parser
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
+from analysis.errors import DamagedFile, UsageError
 from analysis.files import write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
                               perf_problem)
-from analysis.summary import cell_summary, read_summary, summarize
+from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, summarize
 
-DELEGATED = {"figures": "analysis.figures", "report": "analysis.report", "tune": "analysis.tuning",
-             "history": "analysis.history", "bisect": "analysis.bisect"}
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit status 2."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse prints usage + message; people need the one line
-        raise UsageError(message)
-
-    def parse_known_args(self, args=None, namespace=None):
-        # argparse drops "--" from an option's value: `--target-acc=--` became an empty list no type check saw
-        for word in sys.argv[1:] if args is None else args:
-            flag, eq, value = word.partition("=")
-            if word.startswith("-") and eq and value == "--":
-                self.error(f"argument {flag}: '--' is not a value")
-        return super().parse_known_args(args, namespace)
+# sub-commands with their own parser and main(argv)
+DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
+             "history": "analysis.history"}
 
 
 def _number(kind, low=None):
@@ -165,7 +150,7 @@ def cmd_claims(args) -> int:
         except (OSError, ValueError):  # not CSV at all: no targets in it to keep, so computed again
             summary = None
     if summary is None:
-        summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or 0.95})
+        summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or DEFAULT_TARGET_REL})
     table = check_claims(summary, read_traces(Path(args.dir)), min_seeds=args.min_seeds)
     out = Path(args.dir) / "claims.csv"
     write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
@@ -175,8 +160,8 @@ def cmd_claims(args) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     invoked = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    parser = _Parser(prog="choco-analysis" if invoked == "choco-analysis" else "python -m analysis", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="choco-analysis" if invoked == "choco-analysis" else "python -m analysis", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     def target_options(p):
         p.add_argument("--target-acc", type=_number(float, 0.0), help="absolute target of the metric")

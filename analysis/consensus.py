@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.checks import DamagedFile, read_table
+from analysis.checks import read_table
+from analysis.errors import DamagedFile
 from analysis.files import write_atomically, write_text_atomically
 from analysis.report_html import names_as_text
 

@@ -5,6 +5,11 @@ An algorithm's display name and whether it compresses are written by bench into 
 ``learn`` so analysis never keeps its own list of algorithms. A run recorded before those fields
 existed shows its registry name.
 
+A compressor's name in figures, its family, its place in legends and its marker are bench's too: each
+operator declares them and run.json's ``"compressor"`` object carries them (``label``, ``family``, ``order``,
+``marker``), which the loader hands to ``learn_compressor``; a run recorded before those fields existed is
+shown as bench's five operators were then (``_BEFORE``), so old results look as they always did.
+
 A method is an (algorithm, compressor) pair. Its colour and marker come from ``style``: the marker is
 the compressor's; the colour is a shade of the algorithm's hue where it has few compressors, else one
 of a qualitative palette, each far from every other method's (CIE ΔE) and from the exact methods'
@@ -27,6 +32,9 @@ from analysis.colours import colour_difference, lab as _lab  # noqa: F401 (colou
 _ALGORITHMS: dict[str, dict] = {}
 # method label -> (algorithm, compressor spec), for every method seen by method_label
 _METHODS: dict[str, tuple[str, str]] = {}
+# compressor spec as a run's config writes it -> what its run.json says of the operator: label, family,
+# order ([rank, size]) and marker (absent: no fixed marker)
+_COMPRESSORS: dict[str, dict] = {}
 
 # hues of the compressing algorithms (colour-blind safe, after seaborn's "colorblind"), in learned order
 _HUES = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133", "#fbafe4"]
@@ -38,15 +46,19 @@ _EXACT_COLOURS = ["#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0"]  # methods that se
 _EXACT_DASHES = ["-", "--", "-.", ":"]
 SHADES = 2  # an algorithm with up to this many compressors has shades of its hue (three would not be DISTINCT)
 DISTINCT = 25.0  # CIE76 ΔE at which two colours read as two at a glance, lines and markers alike
-# marker of each compressor family (the part of a spec before ':')
-_MARKERS = {"none": "o", "sign": "D", "top": "s", "rand": "^", "qsgd": "v"}
+# how runs recorded before bench described its compressors show them, by family (the part of a spec before
+# ':'): the marker and legend rank bench's operators declare now, so old and new runs look alike
+_BEFORE = {"none": ("o", 0), "qsgd": ("v", 1), "rand": ("^", 2), "top": ("s", 3), "sign": ("D", 4)}
+_LAST = 5  # the legend rank of a compressor neither described nor in _BEFORE
 _OTHER_MARKERS = ["P", "X", "h", "<", ">", "p", "*"]
 
 
 def reset() -> None:
-    """Forget every learned algorithm and method (a fresh process)."""
+    """Forget every learned algorithm, compressor and method (a fresh process)."""
     _ALGORITHMS.clear()
     _METHODS.clear()
+    _COMPRESSORS.clear()
+    _looks.cache_clear()
 
 
 def learn(name, description=None) -> None:
@@ -63,6 +75,51 @@ def learn(name, description=None) -> None:
             known["own_compression"] = description["own_compression"]
         if isinstance(description.get("centralized"), bool):
             known["centralized"] = description["centralized"]
+        if isinstance(description.get("headline"), bool):
+            known["headline"] = description["headline"]
+        slope = description.get("consensus_slope", "unsaid")
+        if slope is None or (isinstance(slope, (int, float)) and not isinstance(slope, bool)):
+            known["consensus_slope"] = slope
+
+
+# what runs written before run.json said so are taken to say (the paper's method, its bound's slope)
+_METHOD_FACTS_BEFORE = {"choco": {"headline": True, "consensus_slope": -4.0}}
+
+
+def _fact(name, key):
+    known = _ALGORITHMS.get(str(name), {})
+    return known[key] if key in known else _METHOD_FACTS_BEFORE.get(str(name), {}).get(key)
+
+
+def headline(name) -> bool:
+    """Whether the algorithm is drawn beside the exact references where a figure has room for few methods."""
+    return bool(_fact(name, "headline"))
+
+
+def consensus_slope(name) -> float | None:
+    """The slope in ρ of the algorithm's consensus-distance bound, as its run.json says (None: no bound)."""
+    return _fact(name, "consensus_slope")
+
+
+def learn_compressor(spec, description=None) -> None:
+    """Remember how a run's compressor ``spec`` (as its config writes it) is shown, from its run.json's
+    "compressor" object: ``label``, ``family``, ``order`` ([rank, size]) and ``marker``."""
+    if not isinstance(spec, str) or not spec or not isinstance(description, dict):
+        return
+    said = {key: description[key] for key in ("label", "family", "marker")
+            if isinstance(description.get(key), str) and description[key]}
+    order = description.get("order")
+    if isinstance(order, (list, tuple)) and len(order) == 2 and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in order):
+        said["order"] = (order[0], float(order[1]))
+    if said and _COMPRESSORS.get(spec) != said:
+        _COMPRESSORS[spec] = said
+        _looks.cache_clear()  # markers depend on what is known of the compressors
+
+
+def _described(spec) -> dict | None:
+    """What a run said of ``spec``'s looks, or None (a run recorded before bench said it)."""
+    return _COMPRESSORS.get(str(spec))
 
 
 def algorithm_label(name) -> str:
@@ -76,10 +133,14 @@ def compresses(name, compressor="none") -> bool:
 
 
 def compressor_label(spec) -> str:
-    """Paper-style name of a compressor spec: ``top:0.01`` -> ``top 1%``, ``qsgd:4`` -> ``QSGD 4-bit``."""
+    """Paper-style name of a compressor spec: ``top:0.01`` -> ``top 1%``, ``qsgd:4`` -> ``QSGD 4-bit``, as the
+    run described it (then the options the spec spells out: ``random 1%, unbiased``)."""
     head, _, options = str(spec).partition(",")
     name, _, arg = head.partition(":")
-    if name in ("top", "rand") and arg:
+    said = (_described(spec) or {}).get("label")
+    if said:
+        label = said
+    elif name in ("top", "rand") and arg:
         label = f"{'top' if name == 'top' else 'random'} {float(arg) * 100:g}%"
     elif name == "qsgd" and arg:
         label = f"QSGD {arg}-bit"
@@ -89,9 +150,13 @@ def compressor_label(spec) -> str:
 
 
 def compressor_order(spec) -> tuple:
-    """Paper order: none, QSGD by bits, random and top by kept fraction (descending), sign, others."""
+    """Legend order, as the runs describe their compressors: the paper's none, QSGD by bits, random and top
+    by kept fraction (descending), sign, then others."""
+    said = (_described(spec) or {}).get("order")
+    if said is not None:
+        return (said[0], said[1], str(spec))
     name, _, arg = str(spec).partition(",")[0].partition(":")
-    rank = {"none": 0, "qsgd": 1, "rand": 2, "top": 3, "sign": 4}.get(name, 5)
+    rank = _BEFORE[name][1] if name in _BEFORE else _LAST
     try:
         size = -float(arg)
     except ValueError:
@@ -140,13 +205,25 @@ def with_methods(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _family(compressor: str) -> str:
-    return compressor.partition(",")[0].partition(":")[0]
+    return (_described(compressor) or {}).get("family") or compressor.partition(",")[0].partition(":")[0]
+
+
+def _fixed_marker(compressor: str) -> str | None:
+    """The marker the compressor's run declared, else its family's (one a run of the family declared, or
+    _BEFORE's), else None: the family takes the next of _OTHER_MARKERS."""
+    said = (_described(compressor) or {}).get("marker")
+    if said:
+        return said
+    family = _family(compressor)
+    kin = [d["marker"] for d in _COMPRESSORS.values() if d.get("family") == family and d.get("marker")]
+    return kin[0] if kin else _BEFORE[family][0] if family in _BEFORE else None
 
 
 def _marker(compressor: str, others: list[str]) -> str:
+    fixed = _fixed_marker(compressor)
+    if fixed is not None:
+        return fixed
     family = _family(compressor)
-    if family in _MARKERS:
-        return _MARKERS[family]
     return _OTHER_MARKERS[others.index(family) % len(_OTHER_MARKERS)] if family in others else "o"
 
 
@@ -190,7 +267,7 @@ def _looks(study: tuple, extra: tuple = ()) -> dict:
     entries = study + extra
     exact_ones = list(dict.fromkeys(a for _, a, _, e in entries if e))
     compressing = list(dict.fromkeys(a for _, a, _, e in entries if not e))
-    families = [_family(c) for _, _, c, _ in entries if _family(c) not in _MARKERS]
+    families = [_family(c) for _, _, c, _ in entries if _fixed_marker(c) is None]
     others = sorted(set(families[:len(study)])) + list(dict.fromkeys(families[len(study):]))
     sizes = Counter(a for _, a, _, e in study if not e)
     sizes.update(a for _, a, _, e in extra if not e and a not in sizes)

@@ -282,6 +282,7 @@ def load_runs(root) -> Runs:
         if status in IN_PROGRESS:
             problems.append((str(path), f"in progress (status {status}); kept with {len(metrics)} points"))
         labels.learn(row["algorithm"], record.get("algorithm"))  # its display name, from bench's own description
+        labels.learn_compressor(row["compressor"], record.get("compressor"))  # its label, order and marker, likewise
         rows.append(row)
         configs.append(record.get("config", {}))
         tables.append(metrics)

@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from analysis.display import as_percent
 from analysis.files import write_atomically
-from analysis.figures import IID_SCHEMES, as_percent, one_cell_per, usable
 from analysis.labels import method_label, method_sort_key
-from analysis.summary import REFERENCE
 from analysis.report_html import md_text
+from analysis.selection import IID_SCHEMES, one_cell_per, usable
+from analysis.summary import REFERENCE
 
 SETTING = ["task", "topology", "nodes", "algorithm", "compressor"]
 COLUMNS = ["task", "topology", "nodes", "method", "algorithm", "compressor", "data", "seeds", "diverged",

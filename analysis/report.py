@@ -11,8 +11,10 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from analysis.display import as_percent
+from analysis.figures.index import read_index
 from analysis.files import write_text_atomically
-from analysis.figures import as_percent, load_tables, read_index, usable
+from analysis import labels
 from analysis.labels import compressor_label, method_label
 from analysis.lag import lag_section
 from analysis.lag import write_tables as write_lag_tables
@@ -20,13 +22,13 @@ from analysis.load import load_runs
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
 from analysis.report_html import inside, md_code, md_text, warn
+from analysis.selection import usable
 from analysis.speedup import speedup_section, write_speedup_csv
+from analysis.summary import load_tables
 from analysis.tuning import tuning_markdown
 from analysis.tables import (AVERAGED, LOCAL, cell_table_markdown, has_local, table1_algorithms,
                              table1_latex, table1_markdown)
 
-# Choco-SGD's bound on the consensus distance scales as 1/(ρ⁴δ²) (Koloskova et al. 2020)
-CHOCO_CONSENSUS_SLOPE = -4.0
 
 
 # what a time-to-accuracy crossing is read on, in words
@@ -157,7 +159,8 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
                          ("final_consensus_distance", "consensus distance")):
             if y not in g:
                 continue
-            theory = CHOCO_CONSENSUS_SLOPE if (algorithm == "choco" and y == "final_consensus_distance") else None
+            # the slope of the method's own bound, as its runs say (Choco's 1/(ρ⁴δ²): −4)
+            theory = labels.consensus_slope(algorithm) if y == "final_consensus_distance" else None
             try:
                 fit = spectral_fit(g, y=y, reference_slope=theory)
             except ValueError as err:

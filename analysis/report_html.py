@@ -63,8 +63,8 @@ def rst_text(value) -> str:
 def report_caption(fig_dir, figure: str) -> str:
     """The caption of ``figure`` in ``fig_dir/index.json`` as one paragraph of literal reST, for
     ``snakemake --report`` (a placeholder before it is drawn, and the reason when the index is damaged)."""
-    from .cli import UsageError
-    from .figures import read_index
+    from analysis.errors import UsageError
+    from analysis.figures.index import read_index  # here: the figures' catalog is not the report page's
 
     try:
         caption = read_index(Path(fig_dir)).get(figure, f"{figure}: not drawn yet")

@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.files import write_atomically
-from analysis.figures import usable
 from analysis.labels import method_label, method_sort_key
-from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
 from analysis.report_html import md_text
+from analysis.selection import usable
+from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
 
 METRIC = "train_subopt"
 TARGET_FACTORS = (2.0, 1.25)  # default targets = factor × the n = 1 floor: the transient, then near the floor

@@ -11,10 +11,11 @@ import pandas as pd
 from scipy import stats
 
 from analysis.checks import read_table
-from analysis.load import RUN_COLUMNS, Runs
+from analysis.load import RUN_COLUMNS, Runs, load_runs
 from analysis.tta import AXES, CENSORED, DIVERGED, REACHED, increasing_metric, summarize_seeds, time_to_target
 
 REFERENCE = "allreduce"
+DEFAULT_TARGET_REL = 0.95  # the pipeline's target: 0.95 × the best all-reduce accuracy (load_tables)
 METRIC_HINTS = {"test_acc", "test_loss", "train_loss", "train_loss_workers", "local_test_acc_mean",
                 "consensus_distance", "test_ppl", "train_subopt"}
 IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compressor", "topology",
@@ -204,3 +205,25 @@ def spectral_fit(table: pd.DataFrame, y: str = "final_gap", x: str = "spectral_g
     if reference_slope is not None:
         out["reference_in_ci"] = bool(lo <= reference_slope <= hi)
     return out
+
+
+def load_tables(run_dir: Path, with_skipped: bool = False):
+    """(points, summary, note) of the runs under ``run_dir``, what the figures and the report draw from; a table
+    that cannot be had is None and ``note`` says why. ``DIR/summary.csv`` (from ``python -m analysis summarize``)
+    wins; without it the summary is computed with the pipeline's default target, DEFAULT_TARGET_REL.
+    ``with_skipped``: also the run directories left out and why (Runs.skipped), from the same reading."""
+    summary_csv = Path(run_dir) / "summary.csv"
+    try:  # one of other columns or values raises DamagedFile (one line from the command line)
+        summary = read_summary(summary_csv) if summary_csv.is_file() else None
+    except (OSError, ValueError):  # damaged (pandas' parser errors are ValueErrors): computed again below
+        summary = None
+
+    def out(points, summary, note, skipped=()):
+        return (points, summary, note, list(skipped)) if with_skipped else (points, summary, note)
+
+    runs = load_runs(run_dir)
+    if not len(runs):
+        return out(None, summary, f"no readable runs under {run_dir}", runs.skipped)
+    if summary is None:
+        summary = summarize(runs, target_rel=DEFAULT_TARGET_REL)
+    return out(runs.points, summary, "", runs.skipped)

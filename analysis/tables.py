@@ -7,10 +7,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.figures import as_percent, usable
+from analysis.display import as_percent
 from analysis.labels import (algorithm_label, bits_counts, bits_short, compresses, compressor_label, compressor_order,
                              method_label, method_sort_key)
 from analysis.report_html import md_text
+from analysis.selection import usable
 
 def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(Table 1's columns: the algorithms that compress, the references: those that send exact models),

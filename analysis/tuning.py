@@ -30,8 +30,10 @@ from analysis.files import write_text_atomically
 from analysis.checks import DamagedFile, read_table, record_problem
 from analysis.report_html import md_text
 
-# the knobs a tuning grid may search (each a `bench run` setting)
+# the knobs a tuning grid may search (run settings, and γ, the knob of the methods with a consensus step)
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
+# the bounds of the algorithms' knobs, for runs written before run.json carried them (algorithm.knobs)
+KNOB_HIGHS_BEFORE = {"gamma": 1.0}
 COLUMNS = ["cell", "trial", "status", "task", "algorithm", "compressor", "topology", "nodes", "data",
            "lr", "weight_decay", "gamma", "momentum", "epochs", "epochs_done", "val_fraction", "criterion",
            "val_acc", "val_ppl", "val_loss", "selected"]
@@ -73,8 +75,24 @@ def read_trial(path: Path) -> dict | None:
 
 
 def read_trials(cell_dir: Path) -> pd.DataFrame:
-    rows = [row for p in sorted(Path(cell_dir).iterdir()) if p.is_dir() and (row := read_trial(p))]
-    return pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("criterion", "selected")])
+    """The trials of a cell; ``attrs["knob_highs"]``: the largest value each algorithm knob takes, as the runs'
+    records say (a grid is never extended past it)."""
+    paths = [p for p in sorted(Path(cell_dir).iterdir()) if p.is_dir()]
+    rows = [row for p in paths if (row := read_trial(p))]
+    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("criterion", "selected")])
+    frame.attrs["knob_highs"] = _knob_highs(paths)
+    return frame
+
+
+def _knob_highs(paths: list[Path]) -> dict[str, float]:
+    highs = dict(KNOB_HIGHS_BEFORE)
+    for path in paths:
+        try:
+            knobs = json.loads((path / "run.json").read_text())["algorithm"]["knobs"]
+            highs.update({k: float(v["high"]) for k, v in knobs.items() if isinstance(v, dict) and "high" in v})
+        except Exception:  # an unreadable or older record: the bounds known before
+            continue
+    return highs
 
 
 def criterion(trials: pd.DataFrame) -> tuple[str, bool]:
@@ -139,17 +157,17 @@ def _last_to_diverge(trials: pd.DataFrame, point: pd.Series) -> pd.DataFrame:
     return out
 
 
-def _beyond(grid: list[float], chosen: float, knob: str) -> float | None:
+def _beyond(grid: list[float], chosen: float, ceiling: float | None) -> float | None:
     """One geometric step past the edge of ``grid`` that ``chosen`` sits on, or None (not at an edge,
-    see _at_edge; γ never above 1)."""
-    if not _at_edge(pd.Series(grid), chosen, knob):
+    see _at_edge); never above the knob's ``ceiling`` (γ ≤ 1)."""
+    if not _at_edge(pd.Series(grid), chosen, ceiling):
         return None
     low, high = (grid[0], grid[1]) if chosen == grid[0] else (grid[-2], grid[-1])
     if low <= 0 or high <= 0:
         return None
     step = high / low
     value = float(f"{(chosen / step if chosen == grid[0] else chosen * step):.3g}")  # a value one can write down
-    return min(value, 1.0) if knob == "gamma" else value
+    return min(value, ceiling) if ceiling is not None else value
 
 
 def rank(trials: pd.DataFrame, at: float) -> dict:
@@ -170,7 +188,7 @@ def rank(trials: pd.DataFrame, at: float) -> dict:
         best = out["ranking"][0]["values"]
         for knob in knobs:
             grid = sorted(trials[knob].dropna().unique())
-            value = _beyond(grid, best[knob], knob)
+            value = _beyond(grid, best[knob], trials.attrs.get("knob_highs", KNOB_HIGHS_BEFORE).get(knob))
             if value is not None:
                 out["edges"].append({"knob": knob, "value": float(best[knob]), "extend_to": float(value)})
     return out
@@ -229,12 +247,12 @@ def study_table(study_dir: Path) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[COLUMNS]
 
 
-def _at_edge(values: pd.Series, chosen: float, knob: str = "") -> bool:
+def _at_edge(values: pd.Series, chosen: float, high: float | None = None) -> bool:
     """Whether ``chosen`` is the smallest or largest of a grid of at least three values (then the
     optimum may lie outside the grid). Not an edge: zero at the bottom (no weight decay is a real
-    choice) and γ = 1 at the top (γ cannot exceed 1)."""
+    choice) and the knob's largest value at the top (γ = 1)."""
     grid = sorted(values.dropna().unique())
-    top = chosen == grid[-1] and not (knob == "gamma" and chosen == 1.0) if grid else False
+    top = chosen == grid[-1] and not (high is not None and chosen >= high) if grid else False
     return len(grid) >= 3 and (top or (chosen == grid[0] and chosen != 0))
 
 

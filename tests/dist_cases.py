@@ -6,7 +6,7 @@ from datetime import timedelta
 
 import torch.distributed as dist
 
-from bench.run import resolve, run
+from bench.run import start
 
 
 def main() -> int:
@@ -14,8 +14,7 @@ def main() -> int:
     dist.init_process_group("gloo", timeout=timedelta(seconds=60))
     status = 0
     for name, settings in cases.items():
-        cfg = resolve({}, {}, {**settings, "backend": "dist", "quiet": True})
-        status |= run(cfg, f"{out}/{name}")
+        status |= start({**settings, "backend": "dist", "quiet": True}, f"{out}/{name}")
         dist.barrier()
     dist.destroy_process_group()
     return status

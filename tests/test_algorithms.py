@@ -35,7 +35,7 @@ def start(n, d=D, identical=True, seed=1):
 
 
 def build(name, topo, x0, compressor="none", options=None, local_cfg=None, seed=3):
-    comp = make_compressor(compressor, algorithm=name)
+    comp = make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction)
     return make_algorithm(name, x0, SimulatedCommunicator(topo), compressor=comp,
                           local=LocalStep(local_cfg or LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2)),
                           options=options, generator=torch.Generator().manual_seed(seed))
@@ -141,7 +141,7 @@ def test_bad_choco_options_are_one_line_errors(bad):
 
 def _accepts(cls, spec):
     try:
-        cls.check_compressor(make_compressor(spec, algorithm=cls.name))
+        cls.check_compressor(make_compressor(spec, contraction=cls.contraction))
     except BenchError:
         return False
     return True
@@ -265,7 +265,7 @@ def test_ecd_with_a_sparsifier_equals_per_neighbour_estimates(compressor):
     W = torch.tensor(topo.W.copy(), dtype=torch.float64)
     problem, x0 = Quadratic(n, d), start(n, d, identical=False)
     algo = build("ecd", topo, x0, compressor, local_cfg=LocalStepConfig())
-    twin = make_compressor(compressor, algorithm="ecd")
+    twin = make_compressor(compressor, contraction=ALGORITHMS.get("ecd").contraction)
     gen = torch.Generator().manual_seed(3)  # the same draws as the module's generator
     est = {(i, j): x0[j].clone() for i in range(n) for j in range(n) if W[i, j] > 0}
     x = x0.clone()
@@ -295,12 +295,14 @@ def test_every_algorithm_says_what_the_suite_needs_to_know(name):
 
     cls = ALGORITHMS.get(name)
     info = cls.describe()
-    assert info["name"] == name and info["label"] and set(info) == {"name", "label", "compresses", "contraction",
-                                                                   "consensus_step", "centralized", "own_compression"}
+    assert info["name"] == name and info["label"] and set(info) == {
+        "name", "label", "compresses", "contraction", "consensus_step", "centralized", "own_compression",
+        "consensus_slope", "headline", "knobs"}
     fields = {f.name for f in dataclasses.fields(cls.Options)}
     assert set(cls.settings) <= set(KEYS) and set(cls.settings) <= fields
-    assert not cls.consensus_step or "gamma" in cls.settings
+    assert set(info["knobs"]) == fields  # every option is declared with its default
+    assert not cls.consensus_step or info["knobs"]["gamma"]["tune"]  # a consensus step is the method's knob
     # QSGD takes the form the class asks for: rescaled (a contraction) or unbiased
-    assert make_compressor("qsgd:4", algorithm=name).unbiased is not cls.contraction
+    assert make_compressor("qsgd:4", contraction=cls.contraction).unbiased is not cls.contraction
     for opts in cls.examples:
         parse_options(cls, opts)

@@ -10,8 +10,8 @@ import pytest
 
 from matplotlib.colors import to_rgba
 
-from analysis import figures, labels, report
-from analysis.figures import accuracy_curves, accuracy_vs_spectral_gap, consensus, gap_vs_nodes, time_to_accuracy
+from analysis import labels, report
+from analysis.figures import accuracy_curves, accuracy_vs_spectral_gap, command, consensus, gap_vs_nodes, time_to_accuracy
 from analysis.tables import accuracy_text, cell_table_markdown, table1_latex, table1_markdown
 from analysis_fixtures import make_cell
 
@@ -328,11 +328,11 @@ def test_cell_table_from_runs_and_from_cell_summary(summary):
 
 
 def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypatch):
-    monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
+    monkeypatch.setattr(command, "load_tables", lambda d: (points, summary, ""))
     monkeypatch.setattr(report, "load_tables", lambda d, with_skipped=False: (points, summary, "", []))
     study = tmp_path / "scaling"
     study.mkdir()
-    assert figures.main([str(study)]) == 0
+    assert command.main([str(study)]) == 0
     index = json.loads((study / "figures" / "index.json").read_text())
     # no traces.csv (consensus) and one data partition (noniid_effect): the other figures are drawn (methods:
     # the fixture has >= 4 methods at one task, n and network)
@@ -348,17 +348,17 @@ def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypat
 
 
 def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, monkeypatch):
-    monkeypatch.setattr(figures, "load_tables", lambda d: (points, summary, ""))
-    assert figures.main([str(tmp_path), "--only", "gap_vs_nodes"]) == 0
+    monkeypatch.setattr(command, "load_tables", lambda d: (points, summary, ""))
+    assert command.main([str(tmp_path), "--only", "gap_vs_nodes"]) == 0
     # no traces.csv: consensus is not drawn, which, asked for by name, is an error (the figure's pipeline job fails)
-    assert figures.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
+    assert command.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
     index = json.loads((tmp_path / "figures" / "index.json").read_text())
     assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}
 
 
 def test_missing_directory_exits_2(tmp_path, capsys):
     assert report.main([str(tmp_path / "nope")]) == 2
-    assert figures.main([str(tmp_path / "nope")]) == 2
+    assert command.main([str(tmp_path / "nope")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 2 and "nope" in err
 

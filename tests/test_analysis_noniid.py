@@ -86,7 +86,7 @@ def test_a_study_on_one_partition_has_no_noniid_section_or_figure(tmp_path):
 
 
 def test_figures_of_topology_and_n_keep_the_iid_partition_only():
-    from analysis.figures import iid_only
+    from analysis.selection import iid_only
 
     runs = pd.DataFrame({"data": ["sorted", "sorted", "shuffle", "dirichlet:0.1"], "run_id": list("abcd")})
     assert list(iid_only(runs)["run_id"]) == ["c"]

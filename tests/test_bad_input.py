@@ -113,6 +113,10 @@ BAD_SETTINGS = [  # (arguments added to FAST, words the error line must hold)
     (["--set", "device=cuda:-1"], ["cuda:-1"]),
     # more workers than a mixing matrix can be built for
     (["--nodes", "10000000"], ["nodes=10000000", "4096"]),
+    # the flags are plain text, typed by the settings: what --set refuses, a flag refuses with the same line
+    (["--nodes", "four"], ["nodes='four'", "integer"]),
+    (["--batch-size", "0.5"], ["batch_size='0.5'", "integer"]),
+    (["--epochs", "ten"], ["epochs='ten'", "number"]),
     # accepted but wrong: true is not a batch size of 1, a loss bound must be > 0, NaN is not negative
     (["--set", "batch_size=true"], ["batch_size=True", "integer"]),
     (["--set", "nodes=false"], ["nodes=False", "integer"]),
@@ -216,7 +220,7 @@ def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkey
     def refuse(*_args, **_kwargs):
         raise PermissionError(13, "Permission denied", str(locked / "run.json"))
 
-    monkeypatch.setattr(bench.run, "run", refuse)
+    monkeypatch.setattr(bench.run, "start", refuse)  # what `bench run` calls
     assert_refused(*_bench(["run", *FAST, "--out", str(locked)], capsys), str(locked / "run.json"), "Permission denied")
 
 

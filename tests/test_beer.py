@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from bench.algorithms import LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
@@ -138,7 +138,7 @@ def test_two_compressed_messages_a_round_one_in_the_first(compressor):
     """The tracker's copy g starts at 0 and first moves in step 2; from then on q_g and q_h travel every round."""
     n, segments = 8, [10, 30]
     topo = make_topology("ring", n)
-    comp = make_compressor(compressor, algorithm="beer")
+    comp = make_compressor(compressor, contraction=ALGORITHMS.get("beer").contraction)
     algo = make_algorithm("beer", start(n), SimulatedCommunicator(topo), compressor=comp, options={"gamma": 0.5},
                           generator=torch.Generator().manual_seed(0), segments=segments)
     problem = Quadratic(n, D)

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import bench.cache
-import bench.run.schedule as schedule
+import bench.algorithms.step_tuning as schedule
 from bench.cache import cache_dir, cache_path, locked, update_json
 from bench.errors import BenchError
 

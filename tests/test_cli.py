@@ -1,11 +1,39 @@
-"""The command line: JSON output of `bench topology`, one-line errors with exit status 2."""
+"""The command line: its registry of commands, JSON output of `bench topology`, one-line errors with exit
+status 2."""
 import json
+import re
 import subprocess
 import sys
 
 import pytest
 
-from bench.cli import main
+from bench.cli import COMMANDS, main
+
+
+def test_every_registered_command_has_help_and_a_run_and_the_help_lists_exactly_them(capsys):
+    for name, module in COMMANDS.items():
+        assert module.NAME == name and module.HELP.strip(), module.__name__
+        assert callable(module.add_arguments) and callable(module.run), module.__name__
+    with pytest.raises(SystemExit) as stop:
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert stop.value.code == 0
+    assert re.findall(r"^    ([a-z][\w-]*)\s", out, flags=re.M) == list(COMMANDS)  # one line each, in order
+    for module in COMMANDS.values():
+        assert " ".join(module.HELP.split()[:4]) in " ".join(out.split()), module.NAME
+
+
+def test_the_help_of_every_command_needs_neither_torch_nor_analysis():
+    # a command module imports what it runs inside run(): the parser is built for every command at once
+    code = ("import contextlib, io, sys\nfrom bench.cli import COMMANDS, main\n"
+            "for name in COMMANDS:\n"
+            "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+            "        try:\n            main([name, '--help'])\n"
+            "        except SystemExit as stop:\n            assert stop.code == 0, name\n"
+            "    assert out.getvalue().startswith('usage: bench ' + name), name\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'analysis')))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", (proc.stdout[-300:], proc.stderr[-500:])
 
 
 def test_topology_json_has_the_contract_keys(capsys):
@@ -90,3 +118,20 @@ def test_one_node_is_allowed_on_complete_only(capsys):
     proc = subprocess.run([sys.executable, "-m", "bench", "topology", "--topology", "ring", "--nodes", "1"],
                           capture_output=True, text=True)
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "n=1" in proc.stderr
+
+
+def test_run_settings_json_is_the_flags_layer_beneath_the_flags_and_set(tmp_path, capsys):
+    # the pipeline hands each job its settings as one JSON object; a flag or --set beside it wins
+    fast = ["--set", "compute_time=0.01", "--set", "task_options.n_train=64", "--set", "batch_size=8", "--quiet"]
+    settings = json.dumps({"task": "lsq", "nodes": 8, "epochs": 1, "seed": 2, "lr": 0.3})
+    assert main(["run", "--settings", settings, "--nodes", "4", "--set", "lr=0.05", *fast,
+                 "--out", str(tmp_path / "json")]) == 0
+    assert main(["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "2", "--lr", "0.05", *fast,
+                 "--out", str(tmp_path / "flags")]) == 0
+    json_run, flags_run = (json.loads((tmp_path / d / "run.json").read_text()) for d in ("json", "flags"))
+    assert json_run["config"]["nodes"] == 4 and json_run["config"]["lr"] == 0.05
+    assert json_run["run_id"] == flags_run["run_id"] and json_run["fingerprint"] == flags_run["fingerprint"]
+    capsys.readouterr()
+    assert main(["run", "--settings", "{not json", "--out", str(tmp_path / "bad")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "not JSON" in err and not (tmp_path / "bad").exists()

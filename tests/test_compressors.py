@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from bench.catalog.algorithms import METHODS
 from bench.compressors import COMPRESSORS, Message, make_compressor, measure_delta
 from bench.compressors.sparsify import kept_count
 from bench.errors import BenchError
@@ -33,10 +34,18 @@ def split(x: torch.Tensor, segments=SEGMENTS):
 
 
 # ------------------------------------------------------------------ generic, every operator --
-def test_every_registered_operator_has_examples():
-    assert {"none", "sign", "top", "rand", "qsgd"} <= set(COMPRESSORS.names())
+def test_every_registered_operator_has_examples_and_says_how_figures_show_it():
+    assert COMPRESSORS.names()
     for name in COMPRESSORS.names():
-        assert COMPRESSORS.get(name).examples, f"{name} declares no example specs for the tests"
+        cls = COMPRESSORS.get(name)
+        assert cls.examples, f"{name} declares no example specs for the tests"
+        assert cls.usage.partition(":")[0] == name and cls.summary and "\n" not in cls.summary
+        assert isinstance(cls.order, int) and (cls.marker is None or isinstance(cls.marker, str))
+    # two operators with fixed markers never share one, unless they are one family
+    fixed = {}
+    for cls in map(COMPRESSORS.get, COMPRESSORS.names()):
+        if cls.marker:
+            assert fixed.setdefault(cls.marker, cls.family or cls.name) == (cls.family or cls.name)
 
 
 @pytest.mark.parametrize("spec", EXAMPLE_SPECS)
@@ -48,6 +57,10 @@ def test_spec_round_trip_and_describe(spec):
     assert info["spec"] == comp.spec and info["name"] == comp.name
     assert info["unbiased"] == comp.unbiased
     assert info["form"] in ("exact", "contraction", "unbiased")
+    # what analysis learns of it (run.json's compressor entry): its label, family, legend order and marker
+    assert info["label"] == comp.label and info["label"] and "," not in info["label"]
+    assert info["family"] == (comp.family or comp.name) and info["order"] == [comp.order, -comp.size]
+    assert info.get("marker") == comp.marker
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -392,26 +405,29 @@ def test_bad_specs_raise_bench_error_naming_the_value(spec, bad):
     assert bad in message and "\n" not in message
 
 
-@pytest.mark.parametrize("algorithm, biased", [
-    ("choco", True), ("dcd", False), ("ecd", False), ("dpsgd", False), ("allreduce", False), (None, False),
-])
-def test_qsgd_form_follows_the_algorithm(algorithm, biased):
-    comp = make_compressor("qsgd:4", algorithm)
-    assert comp.biased is biased and comp.unbiased is (not biased)
-    form = "contraction" if biased else "unbiased"
-    assert comp.describe()["form"] == form
-    assert comp.spec == f"qsgd:4,biased={'true' if biased else 'false'}"
-    # An explicit option always wins over the algorithm's default.
-    assert make_compressor("qsgd:4,biased=false", algorithm).unbiased
-    assert not make_compressor("qsgd:4,biased=true", algorithm).unbiased
+@pytest.mark.parametrize("contraction", [True, False])
+def test_qsgd_form_follows_what_the_caller_needs(contraction):
+    comp = make_compressor("qsgd:4", contraction=contraction)
+    assert comp.biased is contraction and comp.unbiased is (not contraction)
+    assert comp.describe()["form"] == ("contraction" if contraction else "unbiased")
+    assert comp.spec == f"qsgd:4,biased={'true' if contraction else 'false'}"
+    # An explicit option always wins over the caller's default.
+    assert make_compressor("qsgd:4,biased=false", contraction=contraction).unbiased
+    assert not make_compressor("qsgd:4,biased=true", contraction=contraction).unbiased
+
+
+@pytest.mark.parametrize("algorithm, biased", [("choco", True), ("dcd", False), ("ecd", False), ("dpsgd", False)])
+def test_qsgd_takes_the_form_it_always_took_for_the_papers_methods(algorithm, biased):
+    """Their classes say whether they need a contraction; the run ids of their QSGD runs hang on it."""
+    assert make_compressor("qsgd:4", contraction=METHODS.get(algorithm).contraction).biased is biased
 
 
 def test_canonical_specs():
     assert make_compressor("rand:0.01").spec == "rand:0.01,unbiased=false"
     assert make_compressor("rand:0.01,unbiased=1").spec == "rand:0.01,unbiased=true"
     assert make_compressor(" top:0.01 ").spec == "top:0.01"
-    assert make_compressor("qsgd:4,biased=true", "dcd").spec == "qsgd:4,biased=true"
-    assert make_compressor("sign", "choco").spec == "sign"
+    assert make_compressor("qsgd:4,biased=true", contraction=False).spec == "qsgd:4,biased=true"
+    assert make_compressor("sign", contraction=True).spec == "sign"
 
 
 def test_compress_rejects_bad_shapes_and_segments():

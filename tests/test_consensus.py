@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from bench.consensus import best_of, initial_vectors, run_consensus, tune_gamma
+from bench.algorithms.gossip import best_of, initial_vectors, run_consensus, tune_gamma
 from bench.topology import make_topology
 
 N, DIM = 25, 2000

@@ -82,7 +82,7 @@ def expected_line(method):
 
     algorithm, _, spec = method.partition("/")
     try:
-        ALGORITHMS.get(algorithm).check_compressor(make_compressor(spec, algorithm=algorithm))
+        ALGORITHMS.get(algorithm).check_compressor(make_compressor(spec, contraction=ALGORITHMS.get(algorithm).contraction))
     except BenchError as err:
         return str(err)
     raise AssertionError(f"{method} was expected to be refused")

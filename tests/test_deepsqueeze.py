@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from bench.algorithms import LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
@@ -35,7 +35,7 @@ def test_the_update_is_the_authors_written_out(compressor):
     W = torch.tensor(topo.W, dtype=torch.float64)
     problem, x0 = Quadratic(n, d), start(n, d, identical=False)
     algo = build("deepsqueeze", topo, x0, compressor, {"gamma": gamma}, local_cfg=LocalStepConfig())
-    twin = make_compressor(compressor, algorithm="deepsqueeze")
+    twin = make_compressor(compressor, contraction=ALGORITHMS.get("deepsqueeze").contraction)
     gen = torch.Generator().manual_seed(3)  # the module's generator's seed in build
     x, e = x0.clone(), torch.zeros_like(x0)
     for _ in range(10):
@@ -93,7 +93,7 @@ def test_gossip_alone_brings_the_models_together():
 def test_one_compressed_message_a_round_in_wire_and_paper_bits(compressor):
     n, segments = 8, [10, 30]
     topo = make_topology("ring", n)
-    comp = make_compressor(compressor, algorithm="deepsqueeze")
+    comp = make_compressor(compressor, contraction=ALGORITHMS.get("deepsqueeze").contraction)
     algo = make_algorithm("deepsqueeze", start(n), SimulatedCommunicator(topo), compressor=comp,
                           options={"gamma": 0.5}, generator=torch.Generator().manual_seed(0), segments=segments)
     problem = Quadratic(n, D)

@@ -174,6 +174,26 @@ def test_processes_holding_some_workers_augment_and_normalise_as_the_simulation(
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-5)
 
 
+def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp_path):
+    """`bench.run.start` with backend dist and no argv: the ranks read its settings from a file (none is left
+    behind) and train what one process simulates."""
+    import tempfile
+
+    from bench.run import start
+
+    settings = {**SETTINGS, "algorithm": "choco", "compressor": "sign", "quiet": True}
+    assert start(settings, tmp_path / "sim") == 0
+    before = set(Path(tempfile.gettempdir()).glob("bench-ranks-*"))
+    assert start({**settings, "backend": "dist", "procs": 2}, tmp_path / "dist") == 0
+    sim, dist = metrics(tmp_path / "sim").drop(columns=TIMING), metrics(tmp_path / "dist").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
+    info = json.loads((tmp_path / "dist" / "run.json").read_text())
+    assert info["status"] == "completed" and info["runtime"]["processes"] == 2
+    assert info["config"] == {**json.loads((tmp_path / "sim" / "run.json").read_text())["config"],
+                              "backend": "dist", "procs": 2}
+    assert set(Path(tempfile.gettempdir()).glob("bench-ranks-*")) <= before  # the settings file is removed
+
+
 def test_torchrun_launch(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "bench", "run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist",

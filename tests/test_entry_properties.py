@@ -792,7 +792,7 @@ def test_a_study_builds_runs_bench_accepts_or_one_line(case, base):
         return
     study = built[0]
     seen = []
-    with mock.patch.object(bench.run, "run", lambda cfg, out, **kw: seen.append(cfg) or 0):
+    with mock.patch.object(bench.run, "start", lambda cfg, out, **kw: seen.append(cfg) or 0):  # what `bench run` calls
         for job in study.jobs():
             for asked in job.runs:
                 tuned = study.tuned_cells.get(job.cell, ()) if job.rule != "tune_cell" else ()

@@ -23,7 +23,7 @@ def choco(topo, faults, compressor="sign", gamma=0.4, x0=None, momentum=0.0):
     schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
     comm = SimulatedCommunicator(topo, faults=schedule)
     return make_algorithm("choco", start(topo.n, identical=False) if x0 is None else x0, comm,
-                          compressor=make_compressor(compressor, algorithm="choco"),
+                          compressor=make_compressor(compressor, contraction=True),
                           local=LocalStep(LocalStepConfig(momentum=momentum)), options={"gamma": gamma},
                           generator=torch.Generator().manual_seed(3))
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
 from bench.cli import main
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
@@ -23,7 +23,7 @@ def build(name, topo, faults, compressor="none", options=None, x0=None, seed=1):
     schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), seed) if faults else None
     comm = SimulatedCommunicator(topo, faults=schedule)
     return make_algorithm(name, start(topo.n, identical=False) if x0 is None else x0, comm,
-                          compressor=make_compressor(compressor, algorithm=name),
+                          compressor=make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction),
                           local=LocalStep(LocalStepConfig()), options=options or {},
                           generator=torch.Generator().manual_seed(3))
 

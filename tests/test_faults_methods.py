@@ -30,7 +30,7 @@ def build(name, topo, faults, compressor="sign", gamma=0.4, x0=None, local=None)
     schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults is not None else None
     comm = SimulatedCommunicator(topo, faults=schedule)
     return make_algorithm(name, start(topo.n, identical=False) if x0 is None else x0, comm,
-                          compressor=make_compressor(compressor, algorithm=name),
+                          compressor=make_compressor(compressor, contraction=METHODS.get(name).contraction),
                           local=LocalStep(local or LocalStepConfig()), options={"gamma": gamma},
                           generator=torch.Generator().manual_seed(3))
 
@@ -57,7 +57,7 @@ def test_deepsqueeze_under_losses_is_the_authors_update_with_the_reweighted_matr
     n, gamma = 8, 0.3
     topo, problem = make_topology("ring", n), Quadratic(n, D)
     algo = build("deepsqueeze", topo, faults, compressor, gamma)
-    twin, schedule = make_compressor(compressor, algorithm="deepsqueeze"), algo.comm.faults
+    twin, schedule = make_compressor(compressor, contraction=METHODS.get("deepsqueeze").contraction), algo.comm.faults
     x, e, lost = algo.x.clone(), torch.zeros_like(algo.x), 0
     for t in range(30):
         links = topo.links_at(t)

@@ -11,6 +11,7 @@ from analysis.figures import faults_effect
 from analysis.figures.requirements import Grid, faults_effect as requirement
 from analysis.labels import method_label
 from analysis.load import load_runs
+from analysis.summary import load_tables
 from analysis_fixtures import make_run
 
 NODES = 16
@@ -65,7 +66,7 @@ def fault_study(root, seeds=(0, 1)):
                     (algorithm, compressor), "ring", 0.0, False, seed)
                 run(root, f"{algorithm}-{compressor}_m{mean}", algorithm, compressor, "ring", seed, final,
                     faults=slow, seconds_per_epoch=2.0 * (1 + mean))
-    return figures.load_tables(root)
+    return load_tables(root)
 
 
 @pytest.fixture(scope="module")
@@ -197,7 +198,7 @@ def test_without_faults_the_figure_is_refused_with_a_reason(tmp_path):
     for seed in (0, 1):
         make_run(tmp_path / f"a{seed}", algorithm="allreduce", compressor="none", seed=seed)
         make_run(tmp_path / f"c{seed}", seed=seed)
-    points, summary, _ = figures.load_tables(tmp_path)
+    points, summary, _ = load_tables(tmp_path)
     why = faults_effect.draw(tmp_path, points, summary, tmp_path / "f")
     assert isinstance(why, str) and "unreliable network" in why and why == requirement(Grid(summary))
     assert not list(tmp_path.glob("f.*"))

@@ -15,6 +15,7 @@ import yaml
 
 from analysis import figures
 from analysis.figures.requirements import NO_FAULTS, REQUIRES, Grid, cells_frame, unmet
+from analysis.summary import load_tables
 from analysis.tuning import select
 from analysis_fixtures import make_run
 from bench.pipeline import Study
@@ -48,8 +49,12 @@ def runs(tmp_path_factory):
                          spectral_gap=1.0 if algorithm == "allreduce" else rho,
                          epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4, "consensus_distance": xi}
                                         for e in range(5)])
-    points, summary, _ = figures.load_tables(root)
+    points, summary, _ = load_tables(root)
     return root, points, summary
+
+
+def draw(name):
+    return figures.CATALOG[name].draw
 
 
 def of(frame, methods):
@@ -67,7 +72,7 @@ def assert_drawn(result, out_stem):
 @pytest.mark.parametrize("methods", [ONE, TWO], ids=["one method", "two methods"])
 def test_each_figure_of_the_runs_draws_from_one_method_or_says_what_it_needs(runs, name, methods, tmp_path):
     root, points, summary = runs
-    result = figures._drawer(name)(root, of(points, methods), of(summary, methods), tmp_path / name)
+    result = draw(name)(root, of(points, methods), of(summary, methods), tmp_path / name)
     why = REQUIRES[name](Grid(of(summary, methods)))
     if len(methods) == 1 and name in NEEDS_ALLREDUCE:  # one decentralized method: no gap to draw
         assert result == why and "all-reduce" in why
@@ -113,15 +118,15 @@ def consensus_traces(methods):
 
 @pytest.mark.parametrize("count", [1, 2], ids=["one method", "two methods"])
 def test_speedup_sensitivity_and_consensus_draw_from_one_method(count, tmp_path):
-    speedup = figures._drawer("speedup")(tmp_path, lsq_points(TWO[-count:]), None, tmp_path / "speedup")
+    speedup = draw("speedup")(tmp_path, lsq_points(TWO[-count:]), None, tmp_path / "speedup")
     assert_drawn(speedup, tmp_path / "speedup")
     tuning_table(TWO[-count:]).to_csv(tmp_path / "tuned.csv", index=False)
-    assert_drawn(figures._drawer("sensitivity")(tmp_path, None, None, tmp_path / "sensitivity"),
+    assert_drawn(draw("sensitivity")(tmp_path, None, None, tmp_path / "sensitivity"),
                  tmp_path / "sensitivity")
     (tmp_path / "consensus").mkdir()
     consensus_traces([("sign", 0.4, 0.3, 132), ("exact", 1.0, 1.0, 3200)][:count]).to_csv(
         tmp_path / "consensus" / "traces.csv", index=False)
-    assert_drawn(figures._drawer("consensus")(tmp_path, None, None, tmp_path / "fig"), tmp_path / "fig")
+    assert_drawn(draw("consensus")(tmp_path, None, None, tmp_path / "fig"), tmp_path / "fig")
 
 
 @pytest.fixture(scope="module")
@@ -140,7 +145,7 @@ def fault_runs(tmp_path_factory):
                      faults=faults, messages_per_step=8, seconds_per_epoch=2.0 * slow,
                      epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4, "local_evaluated": 4}
                                     for e in range(5)])
-    points, summary, _ = figures.load_tables(root)
+    points, summary, _ = load_tables(root)
     return root, points, summary
 
 
@@ -148,15 +153,11 @@ def fault_runs(tmp_path_factory):
 def test_the_faults_figure_draws_from_one_method_and_is_refused_without_faults(fault_runs, runs, methods, tmp_path):
     root, points, summary = fault_runs
     assert REQUIRES["faults_effect"](Grid(of(summary, methods))) is None
-    assert_drawn(figures._drawer("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "f"),
+    assert_drawn(draw("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "f"),
                  tmp_path / "f")
     root, points, summary = runs  # a perfect network throughout
-    why = figures._drawer("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "g")
+    why = draw("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "g")
     assert why == REQUIRES["faults_effect"](Grid(of(summary, methods))) and "unreliable network" in why
-
-
-def test_every_figure_has_a_requirement():
-    assert set(REQUIRES) == set(figures.FIGURES)
 
 
 # -- the study's cells, as the DAG build reads them (workflow/rules/common.smk) ---------------------------------

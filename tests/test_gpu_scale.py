@@ -1,6 +1,7 @@
 """`--config scale=gpu`: every study builds its DAG, and the `bench run` lines carry the paper's model and
 hyper-parameters. The expected values are the paper's numbers (shared/PAPER.md; where it is silent, the
 authors' scripts in epfml/ChocoSGD, marked so), written here, not read back from the study files."""
+import json
 import os
 import shlex
 import subprocess
@@ -44,30 +45,29 @@ PAPER = {"table1": TABLE1, "scaling": SCALING, "social": SOCIAL_RESNET, "social-
          "datacenter": DATACENTER}
 
 
-def parse(command: str) -> dict[str, str]:
-    """The flags and --set values of one `bench run` command line."""
-    return parse_words(shlex.split(command.split("bench run", 1)[1]))
+def parse(command: str) -> dict:
+    """The settings of one `bench run` command line (its --settings JSON), with its out directory."""
+    words = shlex.split(command.split("bench run", 1)[1])
+    return {**flat(json.loads(words[words.index("--settings") + 1])), "out": words[words.index("--out") + 1]}
 
 
 def parse_plan(line: str) -> list[dict]:
-    """The trials of one tuning job (`python -m bench.pipeline.halving PLAN`), each parsed as a `bench run`
-    line, with its out directory and the halving's rungs (epochs)."""
-    import json
-
+    """The trials of one tuning job (`python -m bench.pipeline.halving PLAN`), each with its settings, its out
+    directory and the halving's rungs (epochs)."""
     words = shlex.split(line)
     plan = json.loads(words[words.index("bench.pipeline.halving") + 1])
-    return [{**parse_words(argv[argv.index("run") + 1:]), "out": f"{plan['dir']}/{name}", "rungs": plan["rungs"]}
-            for name, argv in plan["trials"].items()]
+    return [{**flat(trial["settings"]), "out": f"{plan['dir']}/{name}", "rungs": plan["rungs"]}
+            for name, trial in plan["trials"].items()]
 
 
-def parse_words(words: list[str]) -> dict[str, str]:
+def flat(settings: dict) -> dict:
+    """Settings with each option of a mapping (task_options, algorithm_options) as ``group.option``."""
     out = {}
-    for flag, value in zip(words, words[1:]):
-        if flag == "--set":
-            key, _, val = value.partition("=")
-            out[key] = val
-        elif flag.startswith("--") and not value.startswith("--"):
-            out[flag[2:]] = value
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{option}": v for option, v in value.items()})
+        else:
+            out[key] = value
     return out
 
 
@@ -108,26 +108,26 @@ def test_run_lines_carry_the_papers_settings(gpu_runs, study):
                 continue
             if key == "data" and "data=" in run["out"]:  # a non-i.i.d. variant of the study
                 continue
-            assert run.get(key) == value, f"{study}: {key}={run.get(key)!r}, the paper's {value!r}"
+            assert run.get(key) == yaml.safe_load(value), f"{study}: {key}={run.get(key)!r}, the paper's {value!r}"
         assert run.get("device") == "cuda"
         assert run.get("compute_time", "measured") == "measured"  # a CPU study's modelled step time never leaks
     for run in trials:  # the full schedule, paused at shorter rungs, on a validation split, no local models
         assert float(run["epochs"]) == float(finals[0]["epochs"]) == run["rungs"][-1] > run["rungs"][0]
-        assert float(run["val_fraction"]) > 0 and run["eval_local_workers"] == "0"
+        assert float(run["val_fraction"]) > 0 and run["eval_local_workers"] == 0
 
 
 def test_scaling_covers_the_papers_node_counts_with_lr_tuned(gpu_runs):
     finals, trials = gpu_runs["scaling"]
-    assert {r["nodes"] for r in finals} == {"4", "16", "36", "64"}
+    assert {r["nodes"] for r in finals} == {4, 16, 36, 64}
     assert all("lr" not in r for r in finals)  # each cell's tuned LR comes from its tuned YAML
-    assert {r["lr"] for r in trials} >= {"0.1"}
+    assert {r["lr"] for r in trials} >= {0.1}
 
 
 def test_table1_tunes_lr_weight_decay_and_gamma(gpu_runs):
     finals, trials = gpu_runs["table1"]
     assert all("lr" not in r and "weight_decay" not in r for r in finals)
     assert {"lr", "weight_decay"} <= set(trials[0])
-    assert any("gamma" in r for r in trials if r["algorithm"] == "choco" and r["compressor"] != "none")
+    assert any("algorithm_options.gamma" in r for r in trials if r["algorithm"] == "choco" and r["compressor"] != "none")
     methods = {(r["algorithm"], r["compressor"]) for r in finals}
     assert len(methods) == 3 * 11 + 2  # 11 compressors x {DCD, ECD, Choco}, all-reduce and D-PSGD
 
@@ -135,7 +135,7 @@ def test_table1_tunes_lr_weight_decay_and_gamma(gpu_runs):
 def test_no_cpu_model_size_reaches_the_lstm(gpu_runs):
     finals, _ = gpu_runs["social-lstm"]
     assert {r["algorithm"] for r in finals} == {"allreduce", "dpsgd", "choco"}
-    assert all(r["task_options.hidden"] == "650" for r in finals)
+    assert all(r["task_options.hidden"] == 650 for r in finals)
 
 
 # -- the merge rule -----------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""analysis history and analysis bisect on synthetic histories: planted steps are found at their commit, flat
+"""analysis history and bench bisect on synthetic histories: planted steps are found at their commit, flat
 noise is not, the newest commit's regression is exit status 1, bisect names the commit that introduced a step."""
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ import pandas as pd
 import pytest
 
 from analysis import history
-from analysis.bisect import BisectError, bisect, metric_values, parse_metric
+from bench.cli import main as bench_main
+from bench.track.bisection import BisectError, bisect, metric_values, parse_metric
 from analysis.cli import main as analysis_main
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -316,9 +317,40 @@ def test_bisect_bad_input_is_one_line_and_exit_2(tmp_path, capsys, args, message
     for i in range(2):
         subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
                         "--allow-empty", "-m", f"c{i}"], check=True)
-    assert analysis_main(["bisect", *args, "--repo", str(repo)]) == 2
+    assert bench_main(["bisect", *args, "--repo", str(repo)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err
+
+
+def test_bench_bisect_names_the_first_bad_commit_from_stored_records(tmp_path, capsys, monkeypatch):
+    """The whole command on a real repository, every probe answered by the records already in --history
+    (a measurement would fail the test: `bench track` is not run)."""
+    from bench.track import bisection
+
+    repo, root = tmp_path / "repo", tmp_path / "history"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    commits = []
+    for i in range(9):
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q",
+                        "--allow-empty", "-m", f"c{i}"], check=True)
+        commits.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True,
+                                      text=True, check=True).stdout.strip())
+        values = [1.0, 1.01, 0.99] if i < 6 else [1.5, 1.51, 1.49]  # seconds: commit 6 made it 50 % slower
+        write(root, {**make_record(i, perf={"b.x_seconds": values}), "commit": commits[-1]})
+
+    def track(self, *args, cwd=None):
+        assert "--print-machine" in args, args
+        return "cpu-2c-test\n{}\n"
+
+    monkeypatch.setattr(bisection.TrackProbe, "_track", track)
+    argv = ["bisect", commits[0], commits[-1], "--metric", "perf.b.x_seconds", "--repo", str(repo),
+            "--history", str(root)]
+    assert bench_main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["first_bad"] == commits[6] and result["mode"] == "rel" and result["tolerance"] == 0.15
+    assert set(result["probes"]) < set(commits) and len(result["probes"]) <= 2 + 3
+    assert bench_main(argv) == 0
+    assert f"first bad commit: {commits[6]} {commits[6][:7]}" in capsys.readouterr().out
 
 
 def test_commits_of_the_same_second_are_ordered_by_their_place_on_the_chain(tmp_path):

@@ -16,12 +16,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.bisect import commit_range
 from analysis.cli import main as analysis_main
-from analysis.cli import UsageError
 from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
+from bench.track.bisection import commit_range
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 CELL = "choco-sign_ring8"
@@ -447,6 +446,6 @@ def test_git_gets_end_of_options_even_when_the_check_is_bypassed(tmp_path, check
 def test_bisect_refuses_a_revision_that_starts_with_a_dash(tmp_path, checkout):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
-    with pytest.raises(UsageError, match="may not be empty or start with '-'"):
+    with pytest.raises(BenchError, match="may not be empty or start with '-'"):
         commit_range(str(checkout), f"--output={victim}", "HEAD")
     assert victim.read_text() == "keep me\n"

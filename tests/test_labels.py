@@ -86,3 +86,64 @@ def test_a_topology_has_one_glyph_and_line_in_every_figure():
     looks = [labels.topology_style(t, ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"])
              for t in ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"]]
     assert len({(s["marker"], str(s["linestyle"])) for s in looks}) == len(looks)
+
+
+def _look(spec):
+    """(label, legend order, marker) analysis gives a compressor spec, as Choco-SGD's."""
+    marker = labels.style(labels.method_label("choco", spec))["marker"]
+    return labels.compressor_label(spec), labels.compressor_order(spec), marker
+
+
+def test_what_bench_says_of_its_compressors_is_how_analysis_showed_them_before():
+    """Every registered operator's examples (and specs as people write them, options left open): the label,
+    legend order and marker learned from run.json equal those of a run recorded before bench said them, so
+    figures of old and new results look alike; only operators of the families analysis knew then."""
+    from bench.compressors import COMPRESSORS, make_compressor
+
+    specs = [spec for name in COMPRESSORS.names() for spec in COMPRESSORS.get(name).examples]
+    specs += [spec.partition(",")[0] for spec in specs if "," in spec]
+    checked = 0
+    for spec in specs:
+        description = json.loads(json.dumps(make_compressor(spec).describe()))
+        if description["family"] not in labels._BEFORE:
+            continue
+        labels.reset()
+        before = _look(spec)
+        labels.learn_compressor(spec, description)
+        assert labels._described(spec) and _look(spec) == before, spec
+        checked += 1
+    assert checked >= len(labels._BEFORE)
+
+
+def test_a_new_compressor_is_named_ordered_and_drawn_as_its_run_json_says(tmp_path):
+    labels.reset()
+    make_run(tmp_path / "a", algorithm="choco", compressor="qsgd:4")
+    make_run(tmp_path / "old", algorithm="choco", compressor="sign")  # recorded before bench described it
+    for name, spec, said in [("b", "zip:3,fast=true", {"label": "ZIP 3", "family": "zip", "order": [0.5, -3],
+                                                        "marker": "*"}),
+                             ("c", "top-layer:0.1", {"label": "top 10% a layer", "family": "top", "order": [3, -0.1]})]:
+        run = make_run(tmp_path / name, algorithm="choco", compressor=spec)
+        record = json.loads((run / "run.json").read_text())
+        record["compressor"].update(said)
+        (run / "run.json").write_text(json.dumps(record))
+    load_runs(tmp_path)
+    assert labels.compressor_label("zip:3,fast=true") == "ZIP 3, fast"
+    assert labels.method_label("choco", "top-layer:0.1") == "Choco-SGD (top 10% a layer)"
+    assert labels.compressor_label("sign") == "sign" and labels.compressor_label("qsgd:4") == "QSGD 4-bit"
+    ordered = sorted(["sign", "top-layer:0.1", "qsgd:4", "zip:3,fast=true", "none"], key=labels.compressor_order)
+    assert ordered == ["none", "zip:3,fast=true", "qsgd:4", "top-layer:0.1", "sign"]
+    assert _look("zip:3,fast=true")[2] == "*"
+    assert _look("top-layer:0.1")[2] == _look("top:0.5")[2] == "s"  # its family's marker
+    assert _look("sign")[2] == "D"  # the old run: as before
+
+
+def test_what_the_analysis_asks_of_a_method_comes_from_its_record():
+    """The method drawn beside the exact references in a crowded figure, and the slope its consensus bound
+    is fitted against, are what run.json says; runs written before it said so keep Choco's."""
+    labels.reset()
+    assert labels.headline("choco") and labels.consensus_slope("choco") == -4.0  # old records
+    assert not labels.headline("dcd") and labels.consensus_slope("dcd") is None
+    labels.learn("mine", {"label": "Mine", "compresses": True, "headline": True, "consensus_slope": -2.0})
+    labels.learn("choco", {"label": "Choco-SGD", "compresses": True, "headline": False, "consensus_slope": None})
+    assert labels.headline("mine") and labels.consensus_slope("mine") == -2.0
+    assert not labels.headline("choco") and labels.consensus_slope("choco") is None

@@ -155,17 +155,17 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
         assert phrase in text, phrase
     # every flag has a help text
     flags = re.findall(r"^  (--[a-z-]+)", out, flags=re.M)
-    assert len(flags) == 20
+    assert len(flags) == 21
     assert not re.search(r"^  --[a-z-]+( [A-Z=_]+)?\s*$", out, flags=re.M)  # no flag without a text beside or below
 
 
 def test_the_names_in_the_help_are_the_registries_and_the_help_needs_no_torch():
     from bench.algorithms import ALGORITHMS
-    from bench.cli import TASK_NAMES, algorithm_names
+    from bench.cli.run import algorithm_names, task_names
     from bench.tasks import TASKS
 
     assert algorithm_names() == sorted(ALGORITHMS.names())
-    assert sorted(TASK_NAMES) == sorted(TASKS.names())
+    assert sorted(task_names()) == sorted(TASKS.names())
     code = ("import contextlib, io, sys\nfrom bench.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['run', '--help'])\n    except SystemExit:\n        pass\n"

@@ -15,7 +15,7 @@ import torch
 from bench.cli import main
 from bench.compressors import make_compressor
 from bench.run import resolve
-from bench.run.schedule import resolve_gamma
+from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
 from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
 
@@ -138,18 +138,21 @@ def test_a_baseline_repeating_a_seed_is_refused(tmp_path, capsys):
 
 
 def test_gamma_is_tuned_again_for_an_edited_edge_list(tmp_path, monkeypatch):
-    import bench.run.schedule as schedule
+    import bench.algorithms.step_tuning as step_tuning
 
     tuned = []
-    real = schedule.tune_gamma
-    monkeypatch.setattr(schedule, "tune_gamma", lambda topo, *a, **k: tuned.append(topo.W.copy()) or real(topo, *a, **k))
+    real = step_tuning.tune_gamma
+    monkeypatch.setattr(step_tuning, "tune_gamma",
+                        lambda topo, *a, **k: tuned.append(topo.W.copy()) or real(topo, *a, **k))
     edges = tmp_path / "edges.txt"
-    compressor = make_compressor("top:0.5", algorithm="choco")
+    compressor = make_compressor("top:0.5", contraction=True)
     gammas = []
     for text in (RING4, COMPLETE4, RING4):
         edges.write_text(text)
         cfg = resolve({}, {"topology": f"file:{edges}", "nodes": 4}, {"gamma_tune_steps": 20})
-        gammas.append(resolve_gamma(cfg, make_topology(cfg.topology, 4), compressor)[0])
+        choco = ALGORITHMS.get("choco")
+        options = parse_options(choco, cfg.algorithm_options)
+        gammas.append(choco.resolve_options(options, make_topology(cfg.topology, 4), compressor)[0].gamma)
     assert len(tuned) == 2 and not np.allclose(tuned[0], tuned[1])  # the ring again comes from the cache
     assert gammas[0] == gammas[2]
 
@@ -314,7 +317,7 @@ def _writers(tmp_path):
     from bench.data.base import save_npz_atomic
     from bench.plan.table import write_csv
     from bench.run.outputs import save_checkpoint, write_json, write_metrics
-    from bench.run.schedule import store_gamma
+    from bench.algorithms.step_tuning import store_gamma
 
     traces = pd.DataFrame({"method": "exact", "gamma": 1.0, "step": [0, 1], "rel_error": [1.0, 0.1],
                            "bits_per_worker": [0, 64]})

@@ -286,10 +286,14 @@ def test_recipe_tuned_fills_what_was_not_given_and_names_what_exists():
     from bench.errors import BenchError
 
     cfg = resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}, {"recipe": "tuned"})
-    assert (cfg.lr, cfg.gamma, cfg.momentum, cfg.nesterov, cfg.batch_size) == (0.3, 0.3, 0.9, False, 32)
+    assert (cfg.lr, cfg.algorithm_options["gamma"], cfg.momentum, cfg.nesterov, cfg.batch_size) == (0.3, 0.3, 0.9,
+                                                                                                  False, 32)
     explicit = resolve({"momentum": 0.5}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign",
                                            "lr": 0.05}, {"recipe": "tuned"})
-    assert (explicit.lr, explicit.momentum, explicit.gamma) == (0.05, 0.5, 0.3)  # given values win
+    assert (explicit.lr, explicit.momentum, explicit.algorithm_options["gamma"]) == (0.05, 0.5, 0.3)  # given win
+    given = resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign", "gamma": 0.7},
+                    {"recipe": "tuned"})
+    assert given.algorithm_options == {"gamma": 0.7}  # a knob given by its shortcut wins over the recipe's
     assert resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}, {}).lr == 0.1
     with pytest.raises(BenchError, match="no tuned settings for choco/qsgd:2 on mnist1d-mlp; tuned: "):
         resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "qsgd:2"}, {"recipe": "tuned"})

@@ -5,6 +5,7 @@ import dataclasses
 import pytest
 
 from bench.cli import main
+from bench.catalog.algorithms import METHODS, parse_options
 from bench.errors import BenchError
 from bench.run.config import KEYS, RunConfig, _coerce, check_keys, parse_sets, resolve
 
@@ -67,10 +68,11 @@ def test_what_each_kind_of_field_accepts():
     assert _coerce("milestones", [150, "225"]) == (150.0, 225.0)
     assert _coerce("task_options", {"hidden": [8]}) == {"hidden": [8]}
     assert _coerce("eval_local_workers", "all") == "all" and _coerce("eval_local_workers", "3") == 3
-    assert _coerce("gamma", "auto") == "auto" and _coerce("compute_time", "measured") == "measured"
-    # each field takes its own words only (the words live beside the field, in its metadata)
-    assert KEYS["gamma"].metadata["words"] == ("auto",) and KEYS["compute_time"].metadata["words"] == ("measured",)
-    others = (("gamma", "measured"), ("compute_time", "auto"), ("gamma", "AUTO"), ("eval_local_workers", "All"))
+    assert _coerce("compute_time", "measured") == "measured"
+    # each field takes its own words only (the words live beside the field, in its metadata); γ's `auto` is
+    # its algorithm's knob now (tests/test_knobs.py)
+    assert KEYS["compute_time"].metadata["words"] == ("measured",)
+    others = (("compute_time", "auto"), ("compute_time", "Measured"), ("eval_local_workers", "All"))
     for key, word in others:
         with pytest.raises(BenchError):
             _coerce(key, word)
@@ -93,7 +95,6 @@ BAD = [  # (key, value, the message)
     ("lr", "x", "lr='x' must be a number"),
     ("lr", False, "lr=False must be a number, not true/false"),
     ("epochs", "ten", "epochs='ten' must be a number"),
-    ("gamma", "x\ny", "gamma='x\\ny' must be a number"),
     ("compute_time", [1], "compute_time=[1] must be a number"),
     ("grad_clip", "x", "grad_clip='x' must be a number"),
     ("procs", "two", "procs='two' must be an integer"),
@@ -111,23 +112,27 @@ def test_a_coerce_error_is_one_line_naming_the_key(key, value, message):
         assert text == message
 
 
-# ---- algorithm_options.K=V is K=V ----------------------------------------------------------------
-def test_algorithm_options_set_is_the_setting():
+# ---- a knob's run-level word is its algorithm option ------------------------------------------------
+def test_a_knob_s_shortcut_is_the_algorithm_option():
     plain = resolve({}, {}, parse_sets(["gamma=0.3"]))
-    aliased = resolve({}, {}, parse_sets(["algorithm_options.gamma=0.3"]))
-    assert aliased.gamma == 0.3 and aliased.fingerprint() == plain.fingerprint() == "8aa0b7b4aa"
-    assert parse_sets(["algorithm_options={gamma: 0.3, order: code}"]) == {"gamma": 0.3, "order": "code"}
-    assert parse_sets(["algorithm_options.gamma=0.3", "gamma=0.5"]) == {"gamma": 0.5}  # the later one
+    spelled = resolve({}, {}, parse_sets(["algorithm_options.gamma=0.3"]))
+    assert plain.algorithm_options == spelled.algorithm_options == {"gamma": 0.3}
+    assert plain.fingerprint() == spelled.fingerprint() == "8aa0b7b4aa"  # the id of gamma=0.3 when it was a setting
+    assert parse_sets(["algorithm_options={gamma: 0.3, order: code}"]) == {"algorithm_options": {"gamma": 0.3,
+                                                                                               "order": "code"}}
+    # within one layer the later spelling wins
+    assert resolve({}, {}, parse_sets(["algorithm_options.gamma=0.3", "gamma=0.5"])).algorithm_options == {"gamma": 0.5}
 
 
-def test_algorithm_options_mapping_is_flattened():
+def test_shortcuts_and_the_mapping_meet_in_one_place():
     cfg = resolve({"algorithm_options": {"gamma": 0.3, "order": "code"}}, {}, {})
-    assert (cfg.gamma, cfg.order) == (0.3, "code")
+    assert cfg.algorithm_options == {"gamma": 0.3, "order": "code"}
     assert cfg.fingerprint() == resolve({"gamma": 0.3, "order": "code"}, {}, {}).fingerprint()
     # file ← flags ← --set still holds; within one mapping the later key wins
-    assert resolve({"algorithm_options": {"gamma": 0.3}}, {}, {"gamma": 0.5}).gamma == 0.5
-    assert resolve({"gamma": 0.5, "algorithm_options": {"gamma": 0.3}}, {}, {}).gamma == 0.3
+    assert resolve({"algorithm_options": {"gamma": 0.3}}, {}, {"gamma": 0.5}).algorithm_options["gamma"] == 0.5
+    assert resolve({"gamma": 0.5, "algorithm_options": {"gamma": 0.3}}, {}, {}).algorithm_options["gamma"] == 0.3
     check_keys({"algorithm_options": {"gamma": 0.3}, "lr": 0.1}, "the study's defaults")  # studies take it too
+    check_keys({"gamma": 0.3}, "the study's defaults")
 
 
 @pytest.mark.parametrize("call,words", [
@@ -143,13 +148,16 @@ def test_a_bad_algorithm_options_is_one_line(call, words):
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
-def test_an_algorithm_s_own_options_stay_its_own_and_it_checks_them(tmp_path, capsys):
-    """A key that is not a setting (gamma, order are) stays in algorithm_options, and the algorithm's
-    class names what it does not know, in one line, before anything is written."""
-    cfg = resolve({}, {}, parse_sets(["algorithm_options.gama=0.3", "algorithm_options.gamma=0.2"]))
-    assert cfg.algorithm_options == {"gama": 0.3} and cfg.gamma == 0.2
-    assert resolve({"algorithm_options": {"gama": 0.3}}, {}, {}).algorithm_options == {"gama": 0.3}
+def test_an_algorithm_checks_its_own_options_before_anything_is_written(tmp_path, capsys):
+    """A name the algorithm's class does not know is refused by that class, in one line, when the settings are
+    resolved (before anything is written); a shortcut knob a method does not have stays in the run's settings
+    (its id is what it was) but is not the method's option."""
+    with pytest.raises(BenchError, match="^unknown option 'gama' for algorithm 'choco'; allowed: gamma, "):
+        resolve({}, {}, parse_sets(["algorithm_options.gama=0.3", "algorithm_options.gamma=0.2"]))
     assert resolve({}, {}, {}).fingerprint() == resolve({"algorithm_options": {}}, {}, {}).fingerprint()
+    dpsgd = resolve({}, {}, {"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5})
+    assert dpsgd.algorithm_options == {"gamma": 0.5}
+    assert dataclasses.asdict(parse_options(METHODS.get("dpsgd"), dpsgd.algorithm_options)) == {"order": "paper"}
     out = tmp_path / "run"
     status = main(["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--quiet", "--algorithm", "choco",
                    "--set", "algorithm_options.gama=0.3", "--out", str(out)])
@@ -170,4 +178,4 @@ def test_a_bad_algorithm_options_exits_with_one_line(tmp_path, capsys):
 
 
 def test_fields_are_plain_dataclass_fields():  # the metadata changes nothing the run records
-    assert dataclasses.asdict(RunConfig())["gamma"] == "auto" and RunConfig().to_dict()["milestones"] == []
+    assert dataclasses.asdict(RunConfig())["algorithm_options"] == {} and RunConfig().to_dict()["milestones"] == []

@@ -10,8 +10,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-import bench.cli
-import bench.run
 from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline import check
@@ -80,18 +78,19 @@ NASTY = ["/data/it's", "$(touch PWNED)", "x; touch PWNED", "a`touch PWNED`b", 's
          "0.10", "[1, 2]", "key: value"]  # the last three: what `--set` would read as YAML
 
 
-def bench_run_config(command: str, monkeypatch):
-    """The RunConfig `bench run` resolves from one command line of the pipeline."""
+def bench_run_config(command: str):
+    """The RunConfig and out directory of one command line of the pipeline, its settings read back as
+    `bench run --settings` reads them (bench.run.settings_file)."""
+    from bench.run.settings_file import load_settings
+
     words = shlex.split(command)
     assert words[:4] == ["python", "-m", "bench", "run"]
-    seen = []
-    monkeypatch.setattr(bench.run, "run", lambda cfg, out, **kw: seen.append((cfg, out)) or 0)
-    assert bench.cli.main(words[3:]) == 0
-    return seen[0]
+    assert words[4] == "--settings" and words[-2] == "--out"
+    return load_settings(words[5]), words[-1]
 
 
 @pytest.mark.parametrize("value", NASTY)
-def test_every_command_line_gives_bench_the_studys_exact_value(value, monkeypatch):
+def test_every_command_line_gives_bench_the_studys_exact_value(value):
     tuned = {"grid": {"lr": [0.1, 0.2]}, "seeds": [0]}
     for config in (study(defaults={"epochs": 1, "gamma": 0.5, "data_root": value}, tune=tuned),
                    study({"data_root": [value]}, group_seeds=True, tune=tuned)):
@@ -100,7 +99,7 @@ def test_every_command_line_gives_bench_the_studys_exact_value(value, monkeypatc
             for settings in job.runs:
                 out = f"results/v/{job.name}/it's $(touch PWNED)"
                 line = s.command(settings, out, s.tuned_cells.get(job.cell, ()) if job.rule != "tune_cell" else ())
-                cfg, parsed_out = bench_run_config(line, monkeypatch)
+                cfg, parsed_out = bench_run_config(line)
                 assert cfg.data_root == value and str(parsed_out) == out
                 assert cfg.seed == settings["seed"] and cfg.topology == "ring"
 
@@ -110,7 +109,8 @@ def test_a_tuned_cells_command_reads_its_tuned_values_and_leaves_them_out():
     run = s.runs["choco-sign_ring4_s0"]
     words = shlex.split(s.command(run, "out", s.tuned_cells["choco-sign_ring4"], "tuned/it's.yaml"))
     assert words[words.index("--config") + 1] == "tuned/it's.yaml" and "--replace-stale" in words
-    assert not any(w.startswith("lr=") for w in words)
+    settings = json.loads(words[words.index("--settings") + 1])
+    assert "lr" not in settings and settings["seed"] == 0 and settings["algorithm"] == "choco"
 
 
 @pytest.mark.slow

@@ -4,33 +4,37 @@ import math
 import pytest
 import torch
 
+from bench.catalog import tasks as catalog_tasks
 from bench.errors import BenchError
 from bench.tasks import TASKS, TaskSetup, make_task
 
 from datafiles import write_cifar, write_imagefolder, write_wikitext
 
 
-def setup_for(name, tmp_path, n=3, batch=4, **options):
-    root = None
-    data = "shuffle"
-    if name.startswith("cifar10"):
-        write_cifar(tmp_path / "cifar-10-batches-py", per_batch=12)
-        root = str(tmp_path)
-    elif name.startswith("wikitext2"):
-        write_wikitext(tmp_path / "wt2")
-        root, data = str(tmp_path / "wt2"), "split"
-        options = {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5, **options}
-    elif name.startswith("imagenet"):
-        write_imagefolder(tmp_path / "imagenet")
-        root, batch, n = str(tmp_path / "imagenet"), 2, 2
-        options = {"size": 32, **options}
-    elif name.startswith("mnist1d"):
-        options = {"n_train": 200, "n_test": 100, **options}
-    return TaskSetup(n_workers=n, batch_size=batch, data=data, seed=0, data_root=root, options=options)
+def _cifar(root):
+    write_cifar(root / "cifar-10-batches-py", per_batch=12)
+    return root
 
 
-# every registered task must appear here, so a new task is exercised automatically
+# the local data a task's ``dataset`` reads, written tiny in its real format; each gives the task's data root
+DATA_FILES = {"cifar10": _cifar, "wikitext2": lambda root: write_wikitext(root / "wt2"),
+              "imagenet": lambda root: write_imagefolder(root / "imagenet")}
+
+
+def setup_for(name, tmp_path, n=None, batch=None, example=0, **options):
+    """The task's declared example (bench/catalog/tasks.py) as a TaskSetup, its data written under ``tmp_path``;
+    ``n``, ``batch`` and ``options`` override the example's."""
+    settings = catalog_tasks.TASKS.get(name).examples[example]
+    dataset = getattr(TASKS.get(name), "dataset", None)
+    root = DATA_FILES[dataset](tmp_path) if dataset in DATA_FILES else None
+    return TaskSetup(n_workers=n or settings.get("nodes", 3), batch_size=batch or settings.get("batch_size", 4),
+                     data=settings.get("data", "shuffle"), seed=0, data_root=None if root is None else str(root),
+                     options={**settings.get("task_options", {}), **options})
+
+
+# every registered task and each of its declared examples, so a new task is exercised automatically
 NAMES = sorted(TASKS.names())
+EXAMPLES = [(name, k) for name in NAMES for k in range(len(catalog_tasks.TASKS.get(name).examples))]
 
 
 def _resnet50_slow(names):
@@ -38,9 +42,10 @@ def _resnet50_slow(names):
     return [pytest.param(name, marks=pytest.mark.slow) if name == "imagenet-resnet50" else name for name in names]
 
 
-@pytest.mark.parametrize("name", _resnet50_slow(NAMES))
-def test_task_gives_gradients_and_metrics(name, tmp_path):
-    task = make_task(name, setup_for(name, tmp_path))
+@pytest.mark.parametrize("name, example", [
+    pytest.param(name, k, marks=[pytest.mark.slow] * (name == "imagenet-resnet50")) for name, k in EXAMPLES])
+def test_every_task_example_builds_and_steps(name, example, tmp_path):
+    task = make_task(name, setup_for(name, tmp_path, example=example))
     x = task.init_params()
     assert x.shape == (task.setup.n_workers, task.d) and sum(task.segments) == task.d
     assert torch.equal(x[0], x[-1])  # every worker starts from the same model

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 import torch
 
-from bench.algorithms import make_algorithm
+from bench.algorithms import ALGORITHMS, make_algorithm
 from bench.cli import main
 from bench.comm import Mixer, SimulatedCommunicator
 from bench.compressors import make_compressor
-from bench.consensus import initial_vectors, run_consensus
+from bench.algorithms.gossip import initial_vectors, run_consensus
 from bench.errors import BenchError
 from bench.topology import TimeVaryingTopology, make_topology
 
@@ -280,10 +280,10 @@ DIST_SCRIPT = textwrap.dedent('''
     import sys
     from datetime import timedelta
     import torch, torch.distributed as dist
-    from bench.algorithms import make_algorithm
+    from bench.algorithms import ALGORITHMS, make_algorithm
     from bench.comm.distributed import DistributedCommunicator, block_of
     from bench.compressors import make_compressor
-    from bench.consensus import initial_vectors
+    from bench.algorithms.gossip import initial_vectors
     from bench.topology import make_topology
 
     out, n, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
@@ -294,7 +294,7 @@ DIST_SCRIPT = textwrap.dedent('''
     topology = make_topology("one-peer-exp", n)
     results = {}
     for name, comp in METHODS:
-        compressor = make_compressor(comp, algorithm=name)
+        compressor = make_compressor(comp, contraction=ALGORITHMS.get(name).contraction)
         comm = DistributedCommunicator(topology, compressor, None)
         x0 = initial_vectors(n, 12, seed=3, dtype=torch.float32)[lo:hi]
         options = {"gamma": 0.3} if name in ("choco", "beer") else None
@@ -332,7 +332,7 @@ def test_four_gloo_processes_reproduce_the_simulation_on_the_one_peer_graph(tmp_
     assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
     topology = make_topology("one-peer-exp", n)
     for name, comp in METHODS:
-        compressor = make_compressor(comp, algorithm=name)
+        compressor = make_compressor(comp, contraction=ALGORITHMS.get(name).contraction)
         comm = SimulatedCommunicator(topology)
         options = {"gamma": 0.3} if name in ("choco", "beer") else None
         algo = make_algorithm(name, initial_vectors(n, 12, seed=3, dtype=torch.float32), comm, compressor=compressor,

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
 from bench.cli import main
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
-from bench.consensus import initial_vectors, run_consensus
+from bench.algorithms.gossip import initial_vectors, run_consensus
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
 
@@ -32,7 +32,7 @@ class EveryRoundPerLink(SimulatedCommunicator):
 
 def build(name, comm, x0, compressor="none", options=None, momentum=0.0):
     options = GAMMA[name] if options is None else options
-    return make_algorithm(name, x0, comm, compressor=make_compressor(compressor, algorithm=name),
+    return make_algorithm(name, x0, comm, compressor=make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction),
                           local=LocalStep(LocalStepConfig(momentum=momentum)), options=options,
                           generator=torch.Generator().manual_seed(3))
 

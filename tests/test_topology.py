@@ -9,31 +9,29 @@ import numpy as np
 import pytest
 
 from bench.errors import BenchError
-from bench.topology import TOPOLOGIES, WEIGHT_SCHEMES, Topology, make_topology
+from bench.specs import parse_spec
+from bench.topology import (TOPOLOGIES, WEIGHT_SCHEMES, Example, TimeVaryingTopology, Topology, graph_digest,
+                            help_text, make_topology)
 
-# Small valid (spec, n) examples per registered topology; "{edges}" becomes a file written by the test.
-# Chosen so some are regular bipartite (ring 8, torus 16, complete 2, star 2), where maxdeg must be rejected.
-EXAMPLES: dict[str, list[tuple[str, int]]] = {
-    "ring": [("ring", 3), ("ring", 5), ("ring", 8)],
-    "torus": [("torus", 9), ("torus", 12), ("torus", 16)],
-    "complete": [("complete", 2), ("complete", 7)],
-    "star": [("star", 2), ("star", 6)],
-    "exponential": [("exponential", 2), ("exponential", 6), ("exponential", 16)],
-    # 3-regular with loops at 0, 1, p − 1; at p = 11 (≡ 1 mod 5) the chords 3 -- 4 and 7 -- 8 are cycle edges
-    "expander": [("expander", 3), ("expander", 7), ("expander", 11), ("expander", 13)],
-    # m = 2 is a 4-cycle (bipartite, regular) whose loops keep maxdeg valid
-    "margulis": [("margulis", 4), ("margulis", 9), ("margulis", 25)],
-    "social": [("social", 32)],
-    "random-regular": [("random-regular:3", 10), ("random-regular:2", 12)],
-    "erdos-renyi": [("erdos-renyi:0.4", 12), ("erdos-renyi:1", 5)],
-    "file": [("file:{edges}", 6)],
-}
-# A connected, irregular, non-bipartite 6-node graph (a triangle with a tail and a pendant).
-EDGE_FILE = "# test graph\n0 1\n1 2\n2 0\n2 3   # tail\n3 4\n\n4 5\n1 5\n"
+# Every registered topology's examples (bench/topology/graphs.py declares them with their gaps), so a new
+# topology is tested without editing a list; some are regular bipartite (ring 8, torus 16, complete 2, star 2),
+# where maxdeg must be rejected.
+EXAMPLES = [example for name in TOPOLOGIES.names() for example in TOPOLOGIES.get(name).examples]
+STATIC = [e for e in EXAMPLES if not TOPOLOGIES.get(parse_spec(e.spec).name).time_varying]
 
-CASES = [(spec, n) for name in EXAMPLES for spec, n in EXAMPLES[name]]
-# Topologies whose W changes every round: tests/test_time_varying.py checks them.
-TIME_VARYING = {"one-peer-exp"}
+
+def example_id(example: Example) -> str:
+    return f"{example.spec.partition(':')[0] if example.file_text else example.spec}-{example.n}"
+
+
+def built(example: Example, tmp_path, weights=None):
+    """The example's topology; a kind read from a file gets the example's text written to ``{path}``."""
+    spec = example.spec
+    if example.file_text is not None:
+        path = tmp_path / "edges.txt"
+        path.write_text(example.file_text)
+        spec = spec.format(path=path)
+    return spec, make_topology(spec, example.n, weights=weights)
 
 
 def as_networkx(topology: Topology) -> nx.Graph:
@@ -47,18 +45,65 @@ def expected_weight(scheme: str, d_i: int, d_j: int, max_degree: int) -> float:
     return {"uniform": 1 / (max_degree + 1), "metropolis": 1 / (1 + max(d_i, d_j)), "maxdeg": 1 / max(d_i, d_j)}[scheme]
 
 
-def test_every_registered_topology_has_examples():
-    assert set(EXAMPLES) | TIME_VARYING == set(TOPOLOGIES.names()) and not set(EXAMPLES) & TIME_VARYING
+def test_every_registered_topology_declares_examples_of_itself():
+    for name in TOPOLOGIES.names():
+        kind = TOPOLOGIES.get(name)
+        assert kind.examples and kind.usage.partition(":")[0] == name
+        assert all(parse_spec(e.spec).name == name and 0 < e.gap[0] <= e.gap[1] <= 1 for e in kind.examples)
     assert set(WEIGHT_SCHEMES.names()) == {"uniform", "metropolis", "maxdeg"}
 
 
+@pytest.mark.parametrize("example", EXAMPLES, ids=example_id)
+def test_every_example_is_a_doubly_stochastic_gossip_with_its_stated_gap(example, tmp_path):
+    """Each example on its default weights: n nodes, every round's W non-negative and doubly stochastic (a
+    static W also symmetric), and the spectral gap (of one period's product for a time-varying one) in the
+    range the example states."""
+    spec, topology = built(example, tmp_path)
+    kind = TOPOLOGIES.get(parse_spec(spec).name)
+    assert topology.n == example.n and topology.name == spec and topology.kind == kind.name
+    assert isinstance(topology, TimeVaryingTopology) is kind.time_varying
+    rounds = [topology.W_at(t) for t in range(topology.period)] if kind.time_varying else [topology.W]
+    for W in rounds:
+        assert W.shape == (example.n, example.n) and W.dtype == np.float64 and W.min() >= 0
+        assert np.abs(W.sum(axis=0) - 1).max() <= 1e-12 and np.abs(W.sum(axis=1) - 1).max() <= 1e-12
+        assert kind.time_varying or np.abs(W - W.T).max() <= 1e-12
+    low, high = example.gap
+    assert low - 1e-12 <= topology.spectral_gap <= high + 1e-12, topology.spectral_gap
+    # exact gossip contracts the distance to the average by at least 1 − gap a round (a period)
+    x = np.random.default_rng(0).standard_normal(example.n)
+    y = x.copy()
+    for W in rounds:
+        y = W @ y
+    assert np.linalg.norm(y - x.mean()) <= (1 - topology.spectral_gap) * np.linalg.norm(x - x.mean()) + 1e-12
+
+
+def test_a_kind_declares_what_make_topology_asks_of_it(tmp_path):
+    """Only a single-node kind takes n = 1; only an external one is named by the digest of its edges."""
+    for name in TOPOLOGIES.names():
+        kind = TOPOLOGIES.get(name)
+        example = kind.examples[0]
+        spec, topology = built(example, tmp_path)
+        assert (graph_digest(spec, example.n) is None) is (topology.digest is None) is not kind.external
+        if not kind.single_node and not kind.external:
+            with pytest.raises(BenchError, match=r"number of nodes must be >= 2; got n=1"):
+                make_topology(example.spec, 1)
+    singles = [name for name in TOPOLOGIES.names() if TOPOLOGIES.get(name).single_node]
+    assert all(make_topology(name, 1).spectral_gap == 1.0 for name in singles)
+
+
+def test_the_help_lists_every_topology_as_it_declares_itself():
+    text = help_text()
+    for name in TOPOLOGIES.names():
+        kind = TOPOLOGIES.get(name)
+        assert (f"{kind.usage} ({kind.note})" if kind.note else kind.usage) in text
+    assert "\n" not in text
+
+
 @pytest.mark.parametrize("scheme", ["uniform", "metropolis", "maxdeg"])
-@pytest.mark.parametrize("spec, n", CASES)
-def test_mixing_matrix_invariants(spec, n, scheme, tmp_path):
-    edge_file = tmp_path / "edges.txt"
-    edge_file.write_text(EDGE_FILE)
-    spec = spec.format(edges=edge_file)
-    graph_only = make_topology(spec, n)  # default weights always valid
+@pytest.mark.parametrize("example", STATIC, ids=example_id)
+def test_mixing_matrix_invariants(example, scheme, tmp_path):
+    spec, graph_only = built(example, tmp_path)  # default weights always valid
+    n = example.n
     graph = as_networkx(graph_only)
     # a self-loop keeps a node's self-weight positive under maxdeg too (Margulis, expander)
     regular_bipartite = (len(set(dict(graph.degree).values())) == 1 and nx.is_bipartite(graph)
@@ -296,12 +341,6 @@ def test_a_single_worker_is_the_complete_graph_on_one_node():
     assert topology.W.tolist() == [[1.0]] and topology.num_edges == 0 and topology.neighbors(0) == []
     # no second eigenvalue: exact gossip is done after one round, as on any complete graph
     assert (topology.spectral_gap, topology.lambda2, topology.beta, topology.max_degree) == (1.0, 0.0, 0.0, 0)
-
-
-@pytest.mark.parametrize("spec", ["ring", "torus", "star", "exponential", "erdos-renyi:0.5", "random-regular:2"])
-def test_only_complete_takes_one_node(spec):
-    with pytest.raises(BenchError, match=r"number of nodes must be >= 2; got n=1"):
-        make_topology(spec, 1)
 
 
 # ---- expanders --------------------------------------------------------------------------------------------

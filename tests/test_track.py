@@ -14,6 +14,16 @@ from bench.cli import main as bench_main
 ROOT = Path(__file__).resolve().parents[1]
 
 
+def test_no_module_beside_the_benchmark_runner_hides_one_of_the_standard_library():
+    # benchfile.py runs as a script, its folder first on sys.path: a bisect.py there was the `bisect` that
+    # `random` imports, and every user benchmark failed to start
+    import sys
+
+    names = {p.stem for p in (ROOT / "bench" / "track").glob("*.py")}
+    assert (ROOT / "bench" / "track" / "benchfile.py").is_file()
+    assert not names & set(sys.stdlib_module_names)
+
+
 def git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
                           check=True, capture_output=True, text=True).stdout.strip()
@@ -141,7 +151,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, checkout, args, mess
 
 @pytest.mark.slow
 def test_bench_track_runs_the_study_and_perf_of_this_checkout(tmp_path):
-    # a slice of the quick set (one cell, perf group b), as `analysis bisect` probes it
+    # a slice of the quick set (one cell, perf group b), as `bench bisect` probes it
     out = tmp_path / "history"
     proc = subprocess.run([*_python(), "-m", "bench", "track", "--out", str(out), "--parts", "perf,study",
                            "--perf-only", "b", "--cells", "choco-sign_ring8", "--quiet"],

@@ -75,6 +75,7 @@ def test_runs_without_validation_keep_their_ids():
     cfg = RunConfig()
     legacy = {k: v for k, v in cfg.to_dict().items() if k not in ("quiet", "val_fraction", "recipe", "stop_at",
                                                                        "algorithm_options", "faults")}
+    legacy.update(gamma="auto", gamma_tune_steps=1000, order="paper")  # run settings then, the algorithm's now
     import hashlib
 
     expected = hashlib.sha256(json.dumps(legacy, sort_keys=True, default=str).encode()).hexdigest()[:10]
@@ -223,7 +224,7 @@ def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(t
             assert config["lr"] == chosen["lr"] and config["val_fraction"] == 0.0  # final runs: full training set
             assert config["epochs"] == 2  # trials ran 0.5 x the epochs
             if cell.startswith("choco"):
-                assert config["gamma"] == chosen["gamma"] == best["gamma"]
+                assert config["algorithm_options"]["gamma"] == chosen["gamma"] == best["gamma"]  # the method's knob
     by_hand = json.loads((study / "runs" / "dpsgd-none_ring4_lr=0.2_s0" / "run.json").read_text())["config"]
     assert by_hand["lr"] == 0.2 and not (study / "tuned" / "dpsgd-none_ring4_lr=0.2.yaml").exists()
     assert (study / "figures" / "sensitivity.png").stat().st_size > 0
@@ -237,11 +238,10 @@ def _fake_trainer(accuracy, calls):
     epoch given by ``accuracy(lr, epoch)``; a run continued to a later stop_at keeps its earlier points."""
     from analysis_fixtures import make_run
 
-    def run(argv):
-        sets = dict(a.split("=", 1) for a, prev in zip(argv[1:], argv) if prev == "--set")
-        out = Path(argv[argv.index("--out") + 1])
-        lr, full = float(sets["lr"]), 8.0
-        stop = float(sets.get("stop_at", full))
+    def run(command, settings, out):
+        assert command == ["python", "-m", "bench", "run"]
+        lr, full = float(settings["lr"]), 8.0
+        stop = float(settings.get("stop_at", full))
         calls.append((out.name, stop))
         points = [{"epoch": e, "val_acc": accuracy(lr, e), "val_loss": 1 - accuracy(lr, e)}
                   for e in (0.0, 1.0, 2.0, 4.0, 8.0) if e <= stop]
@@ -254,7 +254,8 @@ def _fake_trainer(accuracy, calls):
 
 def _plan(tmp_path, lrs):
     return {"cell": "c", "dir": str(tmp_path / "tune" / "c"), "rungs": [2.0, 4.0, 8.0], "keep": 1 / 3,
-            "trials": {f"lr={lr}_s0": ["python", "-m", "bench", "run", "--set", f"lr={lr}"] for lr in lrs}}
+            "trials": {f"lr={lr}_s0": {"command": ["python", "-m", "bench", "run"], "settings": {"lr": lr}}
+                       for lr in lrs}}
 
 
 def _in_process_rank(cell_dir, at):
@@ -330,7 +331,8 @@ def test_a_plain_trial_runs_in_process_and_a_bad_one_is_a_status_not_a_crash(tmp
 
     refuse = types.SimpleNamespace(run=lambda *a, **k: pytest.fail("a plain trial must not start a process"))
     monkeypatch.setattr(halving, "subprocess", refuse)
-    argv = ["python", "-m", "bench", "run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--quiet"]
-    assert halving._run([*argv, "--set", "stop_at=0.5", "--out", str(tmp_path / "t")]) == 0
+    command, settings = ["python", "-m", "bench", "run"], {"task": "lsq", "nodes": 4, "epochs": 1, "quiet": True}
+    assert halving._run(command, {**settings, "stop_at": 0.5}, tmp_path / "t") == 0
     assert json.loads((tmp_path / "t" / "run.json").read_text())["status"] == "paused"
-    assert halving._run([*argv, "--set", "lr=-1", "--out", str(tmp_path / "bad")]) == 2
+    assert halving._run(command, {**settings, "lr": -1}, tmp_path / "bad") == 2
+    assert not (tmp_path / "bad" / "run.json").exists()

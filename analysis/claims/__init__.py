@@ -18,7 +18,7 @@ import pandas as pd
 
 from analysis.claims.base import (CLAIMS, FAILS, HOLDS, INCOMPLETE, INCONCLUSIVE, LEGACY_VERDICTS, MIN_SEEDS,
                                   VERDICTS, Claim, Verdict)
-from analysis.checks import DamagedFile
+from analysis.errors import DamagedFile
 from analysis.claims.evidence import Evidence
 from analysis.consensus import read_trace
 from analysis.claims import table1, gossip, scaling, bits  # noqa: F401  (each registers its claims)

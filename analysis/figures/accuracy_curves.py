@@ -14,8 +14,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
+from analysis import labels  # noqa: E402
 from analysis.labels import bits_counts, bits_label, method_sort_key, style, with_methods  # noqa: E402
+from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
+
+QUESTION = "2. How fast does each method learn: epochs, bits, time?"  # the report groups the figures by it
+ORDER = 10  # its place among the figures (analysis/figures/__init__.py)
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
@@ -130,10 +135,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     runs = one_cell_per(runs, ["method"])
     notes = ""
     if runs["method"].nunique() > MAX_LINES:
-        # a Table 1 grid has ~34 methods: keep the references and the paper's method
-        keep = runs["algorithm"].isin(["allreduce", "dpsgd", "choco"])
-        notes = " Only all-reduce, D-PSGD and Choco are drawn; Table 1 has the other methods."
+        # a Table 1 grid has ~34 methods: keep the exact references and the headline method (its class says so)
+        keep = [labels.exact(a, c) or labels.headline(a) for a, c in zip(runs["algorithm"], runs["compressor"])]
         runs = runs[keep]
+        drawn = sorted({labels.algorithm_label(a) for a in runs["algorithm"]})
+        notes = f" Only {', '.join(drawn)} are drawn; Table 1 has the other methods."
     sel = points[points["run_id"].isin(set(runs["run_id"]))]
     metric = pick_metric(sel)
     if metric is None:

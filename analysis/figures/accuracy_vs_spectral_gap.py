@@ -13,10 +13,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
+from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
 
+QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
+ORDER = 30  # its place among the figures (analysis/figures/__init__.py)
 
 MIN_SPAN = 10.0  # percentage points: the least height of the accuracy axis
 LABEL_GAP = 4.0  # points: the least room between two tick labels of one row, and between two rows

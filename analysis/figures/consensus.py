@@ -12,8 +12,14 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.figures import save_figure  # noqa: E402
+from analysis.consensus import read_trace  # noqa: E402
+from analysis.display import save_figure  # noqa: E402
+from analysis.errors import DamagedFile  # noqa: E402
 from analysis.labels import bits_label, compressor_label, compressor_order, styles_with  # noqa: E402
+
+QUESTION = "1. Does compressed gossip reach consensus?"  # the report groups the figures by it
+ORDER = 50  # its place among the figures (analysis/figures/__init__.py)
+READS_RUNS = False  # drawn from consensus/traces.csv, not from the runs
 
 EXACT = "exact"
 MARK_EVERY = 0.1
@@ -65,3 +71,24 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(handles)),
                frameon=False, fontsize=10)
     return save_figure(fig, out_stem)
+
+
+def draw(run_dir: Path, points, summary, out_stem: Path):
+    """The consensus figure from every ``traces.csv`` under the results directory."""
+    files = sorted(Path(run_dir).rglob("traces.csv"))
+    if not files:
+        return f"no traces.csv under {run_dir} (written by `bench consensus --out`)"
+    try:
+        traces = pd.concat([read_trace(f) for f in files], ignore_index=True)
+    except (OSError, ValueError, DamagedFile) as err:
+        return f"a consensus trace cannot be read: {' '.join(str(err).split())}"
+    first = traces.iloc[0]
+    caption = (f"Average consensus (Choco-Gossip, no gradient) on a {first['topology']} of n = {first['nodes']} "
+               f"workers (spectral gap ρ = {first['spectral_gap']:.3g}), d = {first['dim']}: consensus error "
+               "relative to the start against gossip rounds (left) and against Mbit a worker put on its links (right, "
+               "log scale, from the first round on: round 0 sends nothing, so it has no place on that axis), for "
+               "each compressor (γ as shown) and for exact gossip, each in the colour and marker its Choco-SGD "
+               "method (exact gossip: D-PSGD's) has in the other figures. The dotted line marks 10⁻⁴. "
+               "The paper expects linear convergence for every compressor, at a rate set by ρ²δ, so the "
+               "compressed methods need more rounds but fewer bits.")
+    return plot_consensus(traces, out_stem), caption

@@ -18,10 +18,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
-from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures import requirements as req  # noqa: E402
 from analysis.figures.time_to_accuracy import BEYOND, bar_table, log_axis, run_ends  # noqa: E402
 from analysis.labels import centralized, method_label, method_sort_key, style, with_methods  # noqa: E402
+from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
+
+QUESTION = "8. What do lost messages and slow workers cost?"  # the report groups the figures by it
+ORDER = 110  # its place among the figures (analysis/figures/__init__.py)
 
 MAX_TOPOLOGIES = 4
 DODGE = 5.0  # points between the series drawn at one x, so that their bars do not hide each other

@@ -13,9 +13,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style, topology_style, with_methods  # noqa: E402
+from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
+
+QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
+ORDER = 20  # its place among the figures (analysis/figures/__init__.py)
+
 
 def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     """One row per (topology, method, nodes): all-reduce's mean final accuracy at that n minus the
@@ -104,6 +109,8 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return why
     best = None
     for task, g in data.groupby("task"):
+        if requirements.gap_vs_nodes(requirements.Grid(g)):
+            continue  # e.g. n = 1 and 4 of lsq beside a scaling study of another task: no line against n
         ref_n = set(g.loc[g["algorithm"] == "allreduce", "nodes"])
         shared = ref_n & set(g.loc[g["algorithm"] != "allreduce", "nodes"])
         if len(shared) >= 2 and (best is None or len(shared) > best[1]):

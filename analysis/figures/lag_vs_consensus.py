@@ -14,10 +14,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
-from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
+from analysis.display import save_figure  # noqa: E402
 from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style, topology_style  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
+from analysis.selection import IID_SCHEMES  # noqa: E402
+
+QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
+ORDER = 60  # its place among the figures (analysis/figures/__init__.py)
 
 MAX_PANELS = 4
 

@@ -13,9 +13,13 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
-from analysis.figures import IID_SCHEMES, as_percent, save_figure, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.labels import (bits_counts, bits_label, centralized, method_sort_key, style, topology_style,  # noqa: E402
                              with_methods)
+from analysis.selection import IID_SCHEMES, usable  # noqa: E402
+
+QUESTION = "7. Which method wins at matched bits and matched time?"  # the report groups the figures by it
+ORDER = 100  # its place among the figures (analysis/figures/__init__.py)
 
 
 def _partition_order(schemes) -> list[str]:

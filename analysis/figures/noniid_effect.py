@@ -12,10 +12,14 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 
-from analysis.figures import IID_SCHEMES, save_figure  # noqa: E402
+from analysis.display import save_figure  # noqa: E402
 from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.noniid import noniid_table  # noqa: E402
+from analysis.selection import IID_SCHEMES  # noqa: E402
+
+QUESTION = "5. What does non-i.i.d. data cost?"  # the report groups the figures by it
+ORDER = 70  # its place among the figures (analysis/figures/__init__.py)
 
 MAX_PANELS = 4
 

@@ -7,6 +7,9 @@ same function on them (one row per run instead of one per cell). Every other fig
 single method up. Data can still fall short where cells cannot tell (every seed diverged, no gap
 to all-reduce to fit): then ``draw`` says why and the figure's job fails.
 
+A figure's requirement is the function here of its name, marked ``@needs``; a figure without one needs
+training runs only.
+
 This module imports no plotting library: the DAG build reads it for every study.
 """
 from __future__ import annotations
@@ -16,8 +19,9 @@ from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 
-from analysis.figures import iid_only, usable
+from analysis.figures import FIGURES
 from analysis.load import FAULT_COLUMNS, fault_columns
+from analysis.selection import iid_only, usable
 
 REFERENCE = "allreduce"  # the centralized reference every gap is measured against
 CELL_COLUMNS = ["task", "algorithm", "compressor", "topology", "nodes", "data"]
@@ -41,6 +45,16 @@ class Grid:
     metrics: Sequence[str] | None = None
 
 
+_NEEDS: dict[str, Callable[[Grid], str | None]] = {}  # figure -> its requirement, when more than training runs
+
+
+def needs(requirement: Callable[[Grid], str | None]):
+    """Marks ``requirement`` as what the figure of its name needs; a figure without one draws from any
+    training runs (_trains)."""
+    _NEEDS[requirement.__name__] = requirement
+    return requirement
+
+
 def _runs(grid: Grid) -> pd.DataFrame:
     return iid_only(usable(grid.cells))
 
@@ -49,21 +63,23 @@ def _trains(grid: Grid) -> str | None:
     return None if len(usable(grid.cells)) else "needs training runs (a block of cells)"
 
 
+@needs
 def gap_vs_nodes(grid: Grid) -> str | None:
     """All-reduce and a decentralized method at >= 2 shared node counts of one task, and one decentralized
     (topology, method) at >= 2 node counts: a gap against n is a line."""
-    runs = _runs(grid)
-    for _, g in runs.groupby("task"):
+    why = "needs all-reduce and decentralized runs at >= 2 node counts of one task"
+    for _, g in _runs(grid).groupby("task"):  # any task will do: a study of several is drawn on its best
         ref = g["algorithm"] == REFERENCE
         if len(set(g.loc[ref, "nodes"]) & set(g.loc[~ref, "nodes"])) < 2:
             continue
         spread = g[~ref].groupby(["topology", "algorithm", "compressor"])["nodes"].nunique()
         if (spread >= 2).any():
             return None
-        return "no decentralized (topology, method) run at >= 2 node counts"
-    return "needs all-reduce and decentralized runs at >= 2 node counts of one task"
+        why = "no decentralized (topology, method) run at >= 2 node counts"
+    return why
 
 
+@needs
 def accuracy_vs_spectral_gap(grid: Grid) -> str | None:
     """Decentralized runs on >= 2 topologies at one (task, n)."""
     runs = _runs(grid)
@@ -75,6 +91,7 @@ def accuracy_vs_spectral_gap(grid: Grid) -> str | None:
     return "needs decentralized runs on >= 2 topologies at one number of workers"
 
 
+@needs
 def lag_vs_consensus(grid: Grid) -> str | None:
     """>= 2 decentralized settings (method, topology, n) with an all-reduce run at the same task, data and
     n, in one data partition: a fit of the gap against the consensus distance needs two points."""
@@ -89,6 +106,7 @@ def lag_vs_consensus(grid: Grid) -> str | None:
             "same task, data and n")
 
 
+@needs
 def noniid_effect(grid: Grid) -> str | None:
     """One setting (task, topology, n, method) run on >= 2 data partitions."""
     runs = usable(grid.cells)
@@ -98,6 +116,7 @@ def noniid_effect(grid: Grid) -> str | None:
     return "no setting (task, topology, n, method) was run on two or more data partitions"
 
 
+@needs
 def speedup(grid: Grid) -> str | None:
     """A task that records the sub-optimality (lsq, logreg), run at n = 1 (the baseline) and at another n."""
     if grid.metrics is not None and "train_subopt" not in grid.metrics:
@@ -109,6 +128,7 @@ def speedup(grid: Grid) -> str | None:
     return "needs runs at n = 1 (the baseline) and at another n of one task"
 
 
+@needs
 def sensitivity(grid: Grid) -> str | None:
     """A tuning grid of >= 2 learning rates or γ values that some cell searches."""
     for knob in SWEPT_KNOBS:
@@ -149,6 +169,7 @@ def perfect(frame: pd.DataFrame) -> pd.Series:
     return (f["drop"] == 0) & (f["straggler_mean"] == 0) & _nothing_else(f)
 
 
+@needs
 def faults_effect(grid: Grid) -> str | None:
     """A decentralized run that lost messages at a rate, or any run with an exponential straggler."""
     runs = _runs(grid)
@@ -156,25 +177,14 @@ def faults_effect(grid: Grid) -> str | None:
     return None if (losses | straggled(runs)).any() else NO_FAULTS
 
 
+@needs
 def consensus(grid: Grid) -> str | None:
     """A consensus: block with methods to run."""
     return None if grid.consensus.get("methods") else "needs a consensus: block with its methods"
 
 
-# figure name -> what it needs (None: it can be drawn); every figure of analysis.figures.FIGURES has one
-REQUIRES: dict[str, Callable[[Grid], str | None]] = {
-    "accuracy_curves": _trains,
-    "gap_vs_nodes": gap_vs_nodes,
-    "accuracy_vs_spectral_gap": accuracy_vs_spectral_gap,
-    "time_to_accuracy": _trains,
-    "consensus": consensus,
-    "lag_vs_consensus": lag_vs_consensus,
-    "noniid_effect": noniid_effect,
-    "sensitivity": sensitivity,
-    "speedup": speedup,
-    "methods": _trains,
-    "faults_effect": faults_effect,
-}
+# figure name -> what it needs (None: it can be drawn), for every figure of the catalog
+REQUIRES: dict[str, Callable[[Grid], str | None]] = {name: _NEEDS.get(name, _trains) for name in FIGURES}
 
 
 def unmet(figures: Sequence[str], grid: Grid) -> list[tuple[str, str]]:

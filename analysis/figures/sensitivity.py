@@ -15,10 +15,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.checks import DamagedFile  # noqa: E402
-from analysis.figures import save_figure  # noqa: E402
+from analysis.display import save_figure  # noqa: E402
+from analysis.errors import DamagedFile  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.tuning import read_tuned  # noqa: E402
+
+QUESTION = "6. How sensitive is each method to its knobs?"  # the report groups the figures by it
+ORDER = 80  # its place among the figures (analysis/figures/__init__.py)
 
 KNOBS = ("lr", "weight_decay", "gamma", "momentum")
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}

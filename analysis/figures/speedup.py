@@ -16,11 +16,14 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
-from analysis.figures import save_figure  # noqa: E402
+from analysis.display import save_figure  # noqa: E402
 from analysis.figures import requirements  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.speedup import (CONSTANT, SQRT_N, curves, fit_theory_constant, in_regime, regime_title,  # noqa: E402
                               regimes, speedup_points, speedup_table)
+
+QUESTION = "4. Does training speed up linearly with n?"  # the report groups the figures by it
+ORDER = 90  # its place among the figures (analysis/figures/__init__.py)
 
 REGIME_STYLES = ["-", "--", ":", "-."]  # line style of each LR regime in the curve panels, in regimes() order
 TARGET_GREYS = ["0.45", "0.7"]  # first and second target sub-optimality

@@ -16,8 +16,12 @@ import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
-from analysis.figures import as_percent, iid_only, one_cell_per, save_figure, select_setting, usable  # noqa: E402
+from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
+
+QUESTION = "2. How fast does each method learn: epochs, bits, time?"  # the report groups the figures by it
+ORDER = 40  # its place among the figures (analysis/figures/__init__.py)
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
                "bits_to_target": "bits a worker put on its links to target"}

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.cli import UsageError, _Parser
+from analysis.argparsing import Parser
+from analysis.errors import UsageError
 from analysis.files import write_atomically, write_text_atomically
 from analysis.history.compare import compare, lines, point_of
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
@@ -68,11 +69,11 @@ def default_out(first: Path) -> Path:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from analysis import history  # the package's docstring describes the command
-
-    p = _Parser(prog="python -m analysis history", description=history.__doc__.split("\n\n")[0],
-                epilog="Tolerances: " + ", ".join(f"{k} {'%d%%' % (v * 100) if m == 'rel' else v}"
-                                                   for k, (m, v) in TOLERANCES.items()) + " (docs/tracking.md).")
+    # the package's docstring describes the command (the package is loaded before this module, always)
+    history = sys.modules[__package__]
+    p = Parser(prog="python -m analysis history", description=history.__doc__.split("\n\n")[0],
+               epilog="Tolerances: " + ", ".join(f"{k} {'%d%%' % (v * 100) if m == 'rel' else v}"
+                                                  for k, (m, v) in TOLERANCES.items()) + " (docs/tracking.md).")
     p.add_argument("dirs", nargs="+", metavar="DIR",
                    help="results/history/<machine>, or results/history for every machine")
     p.add_argument("--out", default=None, help="figures and tables (default: DIR.report beside the first DIR; "

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from analysis.cli import UsageError
+from analysis.errors import UsageError
 from analysis.history.changepoint import _median, change, mann_whitney, tolerance, verdict
 
 COLUMNS = ["quantity", "kind", "unit", "a_median", "b_median", "change", "mode", "tolerance", "p", "a_records",

@@ -16,7 +16,7 @@ import subprocess
 
 import pandas as pd
 
-from analysis.cli import UsageError
+from analysis.errors import UsageError
 from analysis.history.order import graph_positions
 from analysis.history.records import STUDY_FIELDS, Skipped, point_key
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pandas as pd
 
-from analysis.cli import UsageError
+from analysis.errors import UsageError
 from analysis.history.records import _NOTES, _parse_date
 
 ORDERS = ("graph", "git", "date")

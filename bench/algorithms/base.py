@@ -42,6 +42,8 @@ class Algorithm(Method, ABC):
         self.check_compressor(self.compressor)
         self.local = local or LocalStep()
         self.options = options if options is not None else self.Options()
+        # a knob left to auto is found now (the runner resolves it first, with its seed and messages)
+        self.options, self.resolved = self.resolve_options(self.options, comm.topology, self.compressor)
         self.generator = generator
         self.segments = list(segments) if segments is not None else None
         # each segment's tensor shape (a layer's weight matrix, ...), for methods that compress by shape
@@ -50,6 +52,13 @@ class Algorithm(Method, ABC):
         if self.shapes is not None and (self.segments is None or [math.prod(s) for s in self.shapes] != self.segments):
             raise BenchError("shapes must match segments: one shape per segment, of its size")
         self.setup()
+
+    @classmethod
+    def resolve_options(cls, options, topology, compressor, seed: int = 0, quiet: bool = True):
+        """``options`` with every knob left to ``auto`` given its value on ``topology`` with ``compressor``
+        (``seed`` names a random graph; ``quiet``: say nothing), and what run.json records of how it was found.
+        A method without such a knob has no consensus step to record."""
+        return options, {"gamma": {"value": None, "source": "unused"}}
 
     def setup(self) -> None:
         """Allocate algorithm buffers from ``self.x``."""

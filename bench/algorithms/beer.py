@@ -60,11 +60,12 @@ import torch
 from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from .base import ALGORITHMS, Algorithm
+from .step_tuning import TunesItsStep
 from .link_copies import LinkCopies
 
 
 @ALGORITHMS.register("beer")
-class BEER(catalog.BEER, Algorithm):
+class BEER(TunesItsStep, catalog.BEER, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
 

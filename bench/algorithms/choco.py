@@ -36,11 +36,12 @@ import torch
 from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from .base import ALGORITHMS, Algorithm
+from .step_tuning import TunesItsStep
 from .link_copies import LinkCopies
 
 
 @ALGORITHMS.register("choco")
-class Choco(catalog.Choco, Algorithm):
+class Choco(TunesItsStep, catalog.Choco, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"})
     buffers = ("x_hat", "u")
 

@@ -32,10 +32,11 @@ import torch
 from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from .base import ALGORITHMS, Algorithm
+from .step_tuning import TunesItsStep
 
 
 @ALGORITHMS.register("deepsqueeze")
-class DeepSqueeze(catalog.DeepSqueeze, Algorithm):
+class DeepSqueeze(TunesItsStep, catalog.DeepSqueeze, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
     buffers = ("error",)
 

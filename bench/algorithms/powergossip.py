@@ -59,6 +59,7 @@ from ..compressors import make_compressor
 from ..compressors.rows import RowStream
 from ..errors import BenchError
 from .base import ALGORITHMS, Algorithm
+from .step_tuning import TunesItsStep
 
 SEED_BOUND = 2**62
 
@@ -136,7 +137,7 @@ class EdgeSlots:
 
 
 @ALGORITHMS.register("powergossip")
-class PowerGossip(catalog.PowerGossip, Algorithm):
+class PowerGossip(TunesItsStep, catalog.PowerGossip, Algorithm):
     examples = ({}, {"rank": 2, "gamma": 0.5}, {"warm_start": False}, {"rank": 2, "gamma": 0.5, "warm_start": False})
     buffers = ("t", "seed", "edge_bases")
 

@@ -3,8 +3,8 @@ a compressor, a graph and a network, and their own options. bench/algorithms/<na
 (``class Choco(catalog.Choco, Algorithm)``); the run, the pipeline's checks and the analysis read these."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import ClassVar, Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Literal
 
 from ..errors import BenchError
 from ..registry import Registry
@@ -38,7 +38,7 @@ class Method:
     # keeps running sums of (W − I)·(public copies), valid only while W stays the same: refused on a
     # time-varying graph (one-peer-exp), where it would not reach consensus
     fixed_graph: ClassVar[bool] = False
-    # the `bench run` settings that are this method's options (handed to Options by the same name)
+    # run settings that are not knobs but that the method reads (handed to Options by the same name)
     settings: ClassVar[tuple[str, ...]] = ()
     # what it does with a message lost on a link (the run's faults): "reweight" (the receiver keeps the weight
     # of what did not arrive on its own model); None: no rule yet, so runs with faults are refused
@@ -46,6 +46,11 @@ class Method:
     # what it does with a message that arrives rounds late (faults.late): "stale" (the receiver mixes with the
     # newest copy it has heard), "ack" (a per-link copy takes the message at both ends when it arrives)
     late_rule: ClassVar[str | None] = None
+    # the slope in ρ (log-log) of its paper's bound on the consensus distance, which the report fits against
+    # (Choco: 1/(ρ⁴δ²), Koloskova et al. 2020); None: no such bound
+    consensus_slope: ClassVar[float | None] = None
+    # drawn beside the exact references when a figure has room for only a few methods (Choco, the paper's)
+    headline: ClassVar[bool] = False
 
     @classmethod
     def check_backend(cls, backend: str) -> None:
@@ -109,16 +114,63 @@ class Method:
                              f"algorithm {cls.name!r} uses; use medium=links or one of {gossiping}")
 
     @classmethod
+    def tunable(cls, compressor: str) -> tuple[str, ...]:
+        """The method's knobs a tuning grid may search with ``compressor`` (a spec): those its Options mark
+        ``tune`` (γ), and none with the `none` compressor (γ = 1 is exact gossip; PowerGossip, which compresses
+        by itself, keeps γ as given there too, as studies always did)."""
+        if compressor == "none":
+            return ()
+        return tuple(f.name for f in fields(cls.Options) if f.metadata.get("tune"))
+
+    @classmethod
+    def planning_options(cls, raw: dict) -> dict:
+        """``raw`` options with every knob left to tuning fixed at a value that costs a step the same (a plan
+        times steps; it tunes nothing)."""
+        out = dict(raw)
+        for f in fields(cls.Options):
+            if "planned" in f.metadata and out.get(f.name, f.default) == AUTO:
+                out[f.name] = f.metadata["planned"]
+        return out
+
+    # bumped when how the method finds an `auto` knob changes (BEER and DeepSqueeze: γ tuned on their own
+    # gossip, no longer on Choco-Gossip's): such runs get new ids, the others keep theirs
+    auto_revision: ClassVar[int] = 0
+
+    @classmethod
+    def identity(cls, raw: dict, compressor: str) -> dict:
+        """What, beyond its settings, tells this method's runs apart (added to the run's fingerprint): the
+        revision of how a knob left to ``auto`` is found, when one is and tuning happens (compressed messages)."""
+        if not cls.auto_revision or compressor == "none":
+            return {}
+        auto = any(raw.get(f.name, f.default) == AUTO for f in fields(cls.Options) if f.metadata.get("tune"))
+        return {"auto_revision": cls.auto_revision} if auto else {}
+
+    @classmethod
+    def knobs(cls) -> dict:
+        """Each option's default and, for a number, its bounds: written into run.json, so that the analysis
+        learns a knob's range (a tuning grid is never extended past it) from the runs."""
+        out = {}
+        for f in fields(cls.Options):
+            info = {"default": f.default, **{k: f.metadata[k] for k in ("low", "high", "tune") if k in f.metadata}}
+            out[f.name] = info
+        return out
+
+    @classmethod
     def describe(cls) -> dict:
         return {"name": cls.name, "label": cls.label, "compresses": cls.compresses, "contraction": cls.contraction,
                 "consensus_step": cls.consensus_step, "centralized": cls.centralized,
-                "own_compression": cls.own_compression}
+                "own_compression": cls.own_compression, "consensus_slope": cls.consensus_slope,
+                "headline": cls.headline, "knobs": cls.knobs()}
 
 
 def parse_options(cls: type[Method], raw: dict | None):
-    """Build an algorithm's frozen options from a dict, rejecting unknown keys with one line."""
+    """Build an algorithm's frozen options from a dict, rejecting unknown keys with one line. A shortcut knob
+    the method does not have (a study's ``gamma`` default reaching D-PSGD's cells) is not its option: left out."""
     raw = dict(raw or {})
     known = {f.name: f for f in fields(cls.Options)}
+    for name in set(raw) - set(known):
+        if name in shortcuts():
+            del raw[name]
     unknown = sorted(set(raw) - set(known))
     if unknown:
         allowed = ", ".join(known) or "none"
@@ -126,9 +178,85 @@ def parse_options(cls: type[Method], raw: dict | None):
     return cls.Options(**raw)
 
 
-def _gamma(method: str, gamma, spell=repr) -> None:
-    if not 0.0 < float(gamma) <= 1.0:
-        raise BenchError(f"{method} gamma={spell(gamma)} must be in (0, 1]")
+# -- knobs ------------------------------------------------------------------------------------------------
+# An option field's metadata says how a value from YAML or --set is read and checked (``read``: one function,
+# the knob's only range check), whether a run-level word names it (``shortcut``: `--set gamma=0.3` is
+# ``algorithm_options.gamma``), whether a tuning grid may search it (``tune``), its bounds for the analysis
+# (``low``/``high``), and the value a plan times it at when it is left to tuning (``planned``).
+AUTO = "auto"
+
+
+def knob(default: Any, read, **meta) -> Any:
+    return field(default=default, metadata={"read": read, **meta})
+
+
+class KnobOptions:
+    """Base of options classes whose fields are knobs: each given value is read (coerced and checked) by its
+    field's ``read`` on construction, so a knob is checked in one place."""
+
+    method: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        for f in fields(self):
+            read = f.metadata.get("read")
+            if read is not None:
+                object.__setattr__(self, f.name, read(f"{self.method} {f.name}", getattr(self, f.name)))
+
+
+def read_step(where: str, value: Any) -> float | str:
+    """A consensus step: ``auto`` or a number in (0, 1] (a whole number as a float, as run ids were taken)."""
+    if isinstance(value, str) and value == AUTO:
+        return value
+    if isinstance(value, bool):
+        raise BenchError(f"{where}={value!r} must be 'auto' or in (0, 1]")
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise BenchError(f"{where}={value!r} must be 'auto' or in (0, 1]") from None
+    if not 0.0 < number <= 1.0:  # NaN fails too
+        raise BenchError(f"{where}={number!r} must be 'auto' or in (0, 1]")
+    return number
+
+
+def read_rounds(where: str, value: Any) -> int:
+    """A count of rounds >= 1 (a whole float as an int)."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
+    try:
+        number = float(value) if ok else None
+    except ValueError:
+        number = None
+    if number is None or not number.is_integer():
+        raise BenchError(f"{where}={value!r} must be an integer")
+    if number < 1:
+        raise BenchError(f"{where}={int(number)} must be >= 1")
+    return int(number)
+
+
+def read_order(where: str, value: Any) -> str:
+    if value not in ("paper", "code"):
+        raise BenchError(f"{where}={value!r}; allowed: paper, code")
+    return value
+
+
+@dataclass(frozen=True)
+class ConsensusStepOptions(KnobOptions):
+    """The knobs of a method with a consensus step γ."""
+
+    # γ in (0, 1], or auto: tuned by the method on its own gossip (grad = 0) over logspace(-3, 0, 20), as the
+    # paper's authors tuned Choco's, once per (graph, n, compressor), cached; 1 under exact messages
+    gamma: float | str = knob(AUTO, read_step, shortcut=True, tune=True, low=0.0, high=1.0, planned=0.5)
+    gamma_tune_steps: int = knob(1000, read_rounds, shortcut=True)  # gossip rounds per γ of the grid under auto
+
+
+def shortcuts() -> dict:
+    """The run-level words that name a knob (``gamma``, ``gamma_tune_steps``, ``order``) -> the option field;
+    one field per word, which every method that has the knob shares (tests/test_knobs.py)."""
+    out = {}
+    for name in METHODS.names():
+        for f in fields(METHODS.get(name).Options):
+            if f.metadata.get("shortcut"):
+                out.setdefault(f.name, f)
+    return out
 
 
 def _rank(method: str, rank) -> None:
@@ -141,11 +269,6 @@ def _flag(where: str, value) -> None:
         raise BenchError(f"{where}={value!r} must be true or false")
 
 
-def _order(method: str, order) -> None:
-    if order not in ("paper", "code"):
-        raise BenchError(f"{method} order={order!r}; allowed: paper, code")
-
-
 # -- the options of each method ---------------------------------------------------------------------
 @dataclass(frozen=True)
 class ADPSGDOptions:
@@ -154,38 +277,29 @@ class ADPSGDOptions:
     faults: dict | None = None
     seed: int = 0
 
-    def __post_init__(self) -> None:
-        from ..faults.spec import parse_faults
-
-        parse_faults(self.faults)
+    def __post_init__(self) -> None:  # the faults are read (and refused) with the run's settings, in validate
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise BenchError(f"adpsgd seed={self.seed!r} must be an integer >= 0")
 
 
-@dataclass(frozen=True)
-class BEEROptions:
-    gamma: float = 1.0  # mixing step γ in (0, 1] of both gossips (the paper's γ)
-
-    def __post_init__(self) -> None:
-        _gamma("beer", self.gamma)
+def order_knob() -> Any:  # gossip-then-step (paper) or step-then-gossip (the authors' code); a field per class
+    return knob("paper", read_order, shortcut=True)
 
 
 @dataclass(frozen=True)
-class ChocoOptions:
-    gamma: float = 1.0  # consensus step size γ in (0, 1]; tune it (bench tune-gamma) for compression
-    order: Literal["paper", "code"] = "paper"  # see bench/algorithms/choco.py
-
-    def __post_init__(self) -> None:
-        _gamma("choco", self.gamma, spell=str)
-        _order("choco", self.order)
+class BEEROptions(ConsensusStepOptions):  # γ: the mixing step of both gossips (the paper's γ)
+    method = "beer"
 
 
 @dataclass(frozen=True)
-class DeepSqueezeOptions:
-    gamma: float = 1.0  # consensus step γ in (0, 1]; the authors' consensus_stepsize
+class ChocoOptions(ConsensusStepOptions):
+    method = "choco"
+    order: Literal["paper", "code"] = order_knob()  # see bench/algorithms/choco.py
 
-    def __post_init__(self) -> None:
-        _gamma("deepsqueeze", self.gamma)
+
+@dataclass(frozen=True)
+class DeepSqueezeOptions(ConsensusStepOptions):  # γ: the authors' consensus_stepsize
+    method = "deepsqueeze"
 
 
 @dataclass(frozen=True)
@@ -197,23 +311,21 @@ class DGCOptions:
 
 
 @dataclass(frozen=True)
-class DPSGDOptions:
-    order: Literal["paper", "code"] = "paper"  # gossip-then-step (paper) or step-then-gossip (code)
-
-    def __post_init__(self) -> None:
-        _order("dpsgd", self.order)
+class DPSGDOptions(KnobOptions):
+    method = "dpsgd"
+    order: Literal["paper", "code"] = order_knob()  # gossip-then-step (paper) or step-then-gossip (code)
 
 
 @dataclass(frozen=True)
-class PowerGossipOptions:
+class PowerGossipOptions(ConsensusStepOptions):  # γ: the authors' diffusion_rate
+    method = "powergossip"
     rank: int = 1  # r, the rank of each layer's approximation of the model differences (the authors' default 1)
-    gamma: float = 1.0  # consensus step (the authors' diffusion_rate)
     # True: a basis per edge, warm-started from its last difference (published); False: one shared random basis
     warm_start: bool = True
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         _rank("powergossip", self.rank)
-        _gamma("powergossip", self.gamma)
         _flag("powergossip warm_start", self.warm_start)
 
 
@@ -268,7 +380,7 @@ class BEER(Method):
     # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
     contraction = True
     consensus_step = True
-    settings = ("gamma",)
+    auto_revision = 1
     Options = BEEROptions
     fault_rule = "ack"  # h and g per link, a lost message added at neither end: mean(v) tracks mean(d)
     late_rule = "ack"  # a late q of h or g added at both ends when it lands
@@ -277,9 +389,9 @@ class BEER(Method):
 @register
 class Choco(Method):
     name, label = "choco", "Choco-SGD"
+    consensus_slope, headline = -4.0, True
     contraction = True
     consensus_step = True
-    settings = ("gamma", "order")
     Options = ChocoOptions
     fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
     late_rule = "ack"  # a late message added at both ends when it arrives
@@ -295,7 +407,7 @@ class DeepSqueeze(Method):
     name, label = "deepsqueeze", "DeepSqueeze"
     contraction = True  # the analysis bounds the compression error relative to its input
     consensus_step = True
-    settings = ("gamma",)
+    auto_revision = 1
     Options = DeepSqueezeOptions
     # the gossip of c reweighted (D-PSGD's rule); no copies: the average is kept when losses are symmetric
     fault_rule = "reweight"
@@ -318,7 +430,6 @@ class DGC(Method):
 @register
 class DPSGD(Method):
     name, label = "dpsgd", "D-PSGD"
-    settings = ("order",)
     fault_rule = "reweight"  # bench/faults/reweight.py: the average is kept when losses are symmetric
     late_rule = "stale"  # the newest model heard per in-link (then a lost message leaves the older copy too)
     Options = DPSGDOptions
@@ -341,7 +452,6 @@ class PowerGossip(Method):
     name, label = "powergossip", "PowerGossip"
     own_compression = True  # low rank, by itself: the --compressor stays `none`
     consensus_step = True
-    settings = ("gamma",)
     Options = PowerGossipOptions
 
     @classmethod

@@ -23,6 +23,9 @@ class TaskInfo:
     name: str
     options: dict[str, Any]  # option -> default
     metrics: tuple[str, ...] = ("test_loss", "test_acc")  # what each evaluation records of the averaged model
+    # small builds the generic tests run on every task (tests/test_tasks.py): `bench run` settings, each of
+    # nodes, batch_size, data and task_options optional (3 workers, batch 4, data shuffle, the defaults)
+    examples: tuple[dict[str, Any], ...] = ({},)
 
 
 TASKS: Registry[TaskInfo] = Registry("task")
@@ -30,20 +33,26 @@ TASKS.retire("consensus", "is not a training task: the consensus problem runs wi
              "(and Choco's γ is tuned on it with `bench tune-gamma`)")
 
 
-def _add(name: str, options: dict[str, Any], metrics: tuple[str, ...] = ("test_loss", "test_acc")) -> None:
-    TASKS.register(name)(TaskInfo(name, options, metrics))
+def _add(name: str, options: dict[str, Any], metrics: tuple[str, ...] = ("test_loss", "test_acc"),
+         examples: tuple[dict[str, Any], ...] = ({},)) -> None:
+    TASKS.register(name)(TaskInfo(name, options, metrics, examples))
+
+
+SMALL_MNIST1D = ({"task_options": {"n_train": 200, "n_test": 100}},)
 
 
 # in the order bench.tasks registers them (how `known: ...` lists them)
 _add("wikitext2-lstm", {"emb": 650, "hidden": 650, "num_layers": 3, "dropout": 0.4, "tie_weights": True, "bptt": 30,
                         "eval_batch": 10, "train_eval_tokens": 20000, "vectorize": "auto"},
-     ("test_loss", "test_acc", "test_ppl"))
-_add("mnist1d-mlp", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "hidden": (100, 100)})
-_add("mnist1d-cnn", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "channels": 25})
+     ("test_loss", "test_acc", "test_ppl"),
+     ({"data": "split", "task_options": {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5}},))
+_add("mnist1d-mlp", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "hidden": (100, 100)}, examples=SMALL_MNIST1D)
+_add("mnist1d-cnn", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "channels": 25}, examples=SMALL_MNIST1D)
 _add("digits-mlp", {**SUPERVISED, "hidden": (64,)})
 _add("cifar10-resnet20", dict(SUPERVISED))
 _add("cifar10-resnet8", dict(SUPERVISED))
-_add("imagenet-resnet50", {**SUPERVISED, "size": 224, "eval_batch": 64})
+_add("imagenet-resnet50", {**SUPERVISED, "size": 224, "eval_batch": 64},
+     examples=({"nodes": 2, "batch_size": 2, "task_options": {"size": 32}},))
 # convex problems with a known optimum f*: each evaluation also records train_subopt = f(x̄) − f*
 _add("lsq", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))
 _add("logreg", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))

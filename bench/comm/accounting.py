@@ -14,7 +14,7 @@ import numpy as np
 
 from ..compressors import Message
 from ..topology.links import Links
-from .base import Traffic
+from .traffic import Traffic
 from .netmodel import NetworkModel
 
 

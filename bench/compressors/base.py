@@ -8,13 +8,13 @@ from typing import Any, ClassVar, NamedTuple, Sequence
 
 import torch
 
-from ..catalog.compressors import SPECS, OperatorSpec
+from ..catalog.compressors import SPECS, OperatorSpec, check_contraction
 from ..errors import BenchError
 from ..registry import Registry
 from ..specs import parse_spec
 from .rows import RandomSource
 
-# Holds the operator classes; each offers ``from_spec(spec, algorithm)``.
+# Holds the operator classes; each offers ``from_spec(spec, contraction)``.
 COMPRESSORS: Registry[type["Compressor"]] = Registry("compressor")
 
 
@@ -44,12 +44,11 @@ class WireField(NamedTuple):
 
 class Compressor(OperatorSpec):
     """Base of every operator, on top of its spec class (bench/catalog/compressors.py: its knobs,
-    ``from_spec``, ``spec``, ``unbiased``, ``sparse``), which each operator inherits first. Operators
-    define ``_compress_segment`` (segment → parts), ``_decode_segment`` (parts → values), ``wire_fields``
-    (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
+    ``from_spec``, ``spec``, ``unbiased``, ``sparse``, ``examples``, its looks in figures), which each
+    operator inherits first. Operators define ``_compress_segment`` (segment → parts), ``_decode_segment``
+    (parts → values), ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
-    examples: ClassVar[tuple[str, ...]] = ()  # small specs the generic tests run on every operator
 
     # -- the maths of one segment ------------------------------------------------------------
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
@@ -128,7 +127,9 @@ class Compressor(OperatorSpec):
 
     def describe(self) -> dict[str, Any]:
         knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
-        return {"spec": self.spec, "name": self.name, "unbiased": bool(self.unbiased), "form": self.form, **knobs}
+        # looks(): how figures show it (label, family, legend order, marker), which analysis learns from run.json
+        return {"spec": self.spec, "name": self.name, "unbiased": bool(self.unbiased), "form": self.form, **knobs,
+                **self.looks()}
 
 
 def register(cls: type[Compressor]) -> type[Compressor]:
@@ -139,11 +140,12 @@ def register(cls: type[Compressor]) -> type[Compressor]:
     return cls
 
 
-def make_compressor(spec: str, algorithm: str | None = None) -> Compressor:
-    """Build the operator a spec such as ``qsgd:4`` names; ``algorithm`` settles QSGD's form
-    when the spec leaves it open (contraction for choco, unbiased otherwise)."""
+def make_compressor(spec: str, *, contraction: bool = False) -> Compressor:
+    """Build the operator a spec such as ``qsgd:4`` names; ``contraction`` (the algorithm class's
+    ``contraction``: its analysis needs a δ-contraction) settles QSGD's form when the spec leaves it open."""
     parsed = parse_spec(spec)
-    return COMPRESSORS.get(parsed.name).from_spec(parsed, algorithm)
+    SPECS.get(parsed.name)  # an unknown name: the catalog's line, as parse_compressor says it
+    return COMPRESSORS.get(parsed.name).from_spec(parsed, check_contraction(contraction))
 
 
 def measure_delta(

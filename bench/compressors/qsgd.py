@@ -21,7 +21,6 @@ from .rows import RandomSource, draw_uniform
 @register
 class QSGD(catalog.QSGD, Compressor):
     stochastic: ClassVar[bool] = True
-    examples: ClassVar[tuple[str, ...]] = ("qsgd:2,biased=true", "qsgd:2,biased=false", "qsgd:8,biased=true")
 
     @property
     def levels(self) -> int:

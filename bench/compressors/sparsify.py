@@ -118,7 +118,6 @@ class _Sparse:
 
 @register
 class TopK(catalog.TopK, _Sparse, Compressor):
-    examples: ClassVar[tuple[str, ...]] = ("top:0.1", "top:0.5", "top:1.0")
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
@@ -147,7 +146,6 @@ class TopK(catalog.TopK, _Sparse, Compressor):
 @register
 class RandK(catalog.RandK, _Sparse, Compressor):
     stochastic: ClassVar[bool] = True
-    examples: ClassVar[tuple[str, ...]] = ("rand:0.1", "rand:0.3,unbiased=true")
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         w, d = seg.shape

@@ -26,7 +26,7 @@ from .timing import repeat
 
 def _choco(spec: str, x: torch.Tensor):
     return make_algorithm("choco", x.clone(), SimulatedCommunicator(make_topology("ring", x.shape[0])),
-                          compressor=make_compressor(spec, algorithm="choco"), options={"gamma": 0.5},
+                          compressor=make_compressor(spec, contraction=True), options={"gamma": 0.5},
                           generator=torch.Generator(device=x.device).manual_seed(0))
 
 

@@ -46,19 +46,16 @@ def gradient_speedup(spec: dict, root: Path, work: Path, repeats: int, device: s
 
 
 def short_run(spec: dict, root: Path, out: Path, vectorize: bool, device: str) -> tuple[pd.DataFrame, str]:
-    """A real `bench run` (the command line, in this process); its metrics and the gradient path it took."""
-    from ..cli import main
+    """A real run (``bench.run.start``, what `bench run` does, in this process); its metrics and the gradient
+    path it took."""
+    from ..run import start
 
-    argv = ["run", "--task", f"cifar10-{spec['model']}", "--algorithm", CIFAR_RUN["algorithm"],
-            "--compressor", CIFAR_RUN["compressor"], "--topology", CIFAR_RUN["topology"], "--nodes", str(spec["n"]),
-            "--epochs", str(spec["run_epochs"]), "--seed", "0", "--out", str(out), "--device", device, "--quiet",
-            "--set", f"batch_size={spec['batch']}", "--set", f"data_root={root}",
-            "--set", f"task_options.vectorize={str(vectorize).lower()}"]
-    for key in ("gamma", "lr", "momentum", "nesterov", "weight_decay"):
-        argv += ["--set", f"{key}={CIFAR_RUN[key]}"]
-    code = main(argv)
+    settings = {"task": f"cifar10-{spec['model']}", **CIFAR_RUN, "nodes": spec["n"],
+                "epochs": spec["run_epochs"], "seed": 0, "device": device, "quiet": True,
+                "batch_size": spec["batch"], "data_root": str(root), "task_options": {"vectorize": vectorize}}
+    code = start(settings, out)
     if code != 0:
-        raise RuntimeError(f"bench run with vectorize={vectorize} exited {code}: {' '.join(argv)}")
+        raise RuntimeError(f"the run with vectorize={vectorize} exited {code}: {settings}")
     info = json.loads((out / "run.json").read_text())
     return pd.read_parquet(out / "metrics.parquet"), info["task"]["gradient_path"]["path"]
 

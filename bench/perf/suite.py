@@ -77,7 +77,7 @@ def communication_round(compressor: str, n: int, d: int, repeats: int, device: s
     gen = torch.Generator(device=dev).manual_seed(0)
     x = torch.randn(n, d, generator=gen, device=dev)
     algo = make_algorithm("choco", x, SimulatedCommunicator(make_topology("ring", n)),
-                          compressor=make_compressor(compressor, algorithm="choco"), options={"gamma": 0.5},
+                          compressor=make_compressor(compressor, contraction=True), options={"gamma": 0.5},
                           generator=gen)
     target = torch.empty_like(x)
     rounds, copies = [], []

@@ -42,7 +42,7 @@ class Checks:
         topology, compressor, the algorithm's use of it, network."""
         check_option_values(cfg.task, cfg.task_options)
         algorithm = METHODS.get(cfg.algorithm)
-        algorithm.check_compressor(parse_compressor(cfg.compressor, algorithm=cfg.algorithm))
+        algorithm.check_compressor(parse_compressor(cfg.compressor, contraction=algorithm.contraction))
         options = parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         algorithm.check_network(make_network(cfg.network))
         algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights), options)
@@ -56,6 +56,6 @@ class Checks:
         for spec in consensus.get("methods", []):
             if spec != "exact":
                 try:
-                    parse_compressor(spec, algorithm="choco")
+                    parse_compressor(spec, contraction=METHODS.get("choco").contraction)
                 except BenchError as err:
                     raise BenchError(f"consensus.methods: {err}") from None

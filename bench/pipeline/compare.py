@@ -63,7 +63,7 @@ def _name(text: str) -> str:
 
 
 def add_arguments(p, positive_int, positive_float, node_count) -> None:
-    """The flags of `bench compare` (bench/cli.py builds the parser and passes its own type checks in)."""
+    """The flags of `bench compare` (bench/cli/compare.py builds the parser and passes its own type checks in)."""
     p.add_argument("methods", nargs="+", metavar="METHOD",
                    help="algorithm/compressor as in a study's blocks, e.g. mine/sign or choco/top:0.01")
     p.add_argument("--against", default=None, metavar="LIST",
@@ -111,7 +111,7 @@ def check_method(method: str) -> tuple[str, str]:
     algorithm, _, compressor = method.partition("/")
     try:
         cls = METHODS.get(algorithm)
-        cls.check_compressor(parse_compressor(compressor or "none", algorithm=algorithm))
+        cls.check_compressor(parse_compressor(compressor or "none", contraction=cls.contraction))
     except BenchError as err:
         raise BenchError(f"method {method!r}: {err}") from None
     return algorithm, compressor or "none"
@@ -127,7 +127,8 @@ def baselines(methods: list[str]) -> list[str]:
     for method in methods:
         compressor = method.partition("/")[2] or "none"
         try:
-            METHODS.get(COMPRESSED_BASELINE).check_compressor(parse_compressor(compressor, COMPRESSED_BASELINE))
+            baseline = METHODS.get(COMPRESSED_BASELINE)
+            baseline.check_compressor(parse_compressor(compressor, contraction=baseline.contraction))
         except BenchError:
             continue
         if compressor != "none":

@@ -27,26 +27,31 @@ from ..errors import BenchError
 from ..files import atomic_write_text
 
 RECORD = "halving.json"
-Runner = Callable[[list[str]], int]
+# one trial: (its launcher's words, its settings: the plan's plus stop_at, its run directory) -> exit status
+Runner = Callable[[list[str], dict, Path], int]
 Ranker = Callable[[Path, float], dict]
 
 
 IN_PROCESS = ["python", "-m", "bench", "run"]
 
 
-def _run(argv: list[str]) -> int:
-    """One trial: `bench run` in this process when it is a plain one (no torch import and data loading
-    per trial: hundreds of trials pay that once), anything else (torchrun) as a child process."""
-    if argv[: len(IN_PROCESS)] != IN_PROCESS:
-        return subprocess.run(argv).returncode
-    from ..cli import main
+def _run(command: list[str], settings: dict, out: Path) -> int:
+    """One trial: in this process (``bench.run.start``) when its launcher is a plain `bench run` (no torch
+    import and data loading per trial: hundreds of trials pay that once), anything else (torchrun) as a
+    child process given the same settings. Trials of an earlier grid found in ``out`` are set aside."""
+    if command != IN_PROCESS:
+        from ..run.settings_file import dumps
+
+        return subprocess.run([*command, "--settings", dumps(settings), "--replace-stale", "--out", str(out)]).returncode
+    from ..run import start
 
     try:
-        return int(main(argv[len(IN_PROCESS) - 1:]) or 0)
-    except SystemExit as stop:  # argparse
-        return stop.code if isinstance(stop.code, int) else 2
+        return start(settings, out, replace_stale=True)
+    except BenchError as err:  # as `bench run` would: one line, status 2, and the other trials go on
+        print(f"bench: error: {err}", file=sys.stderr, flush=True)
+        return 2
     except Exception as err:  # a trial that crashes is ranked out; the others go on
-        print(f"{argv[-1]}: failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
+        print(f"{out}: failed: {type(err).__name__}: {err}", file=sys.stderr, flush=True)
         return 1
 
 
@@ -58,15 +63,13 @@ def _rank(cell_dir: Path, at: float) -> dict:
     return json.loads(proc.stdout)
 
 
-def _with_value(argv: list[str], knob: str, value: float) -> list[str]:
-    """``argv`` with its ``--set knob=…`` replaced by ``value``."""
-    out, found = list(argv), False
-    for i, word in enumerate(out):
-        if i and out[i - 1] == "--set" and word.startswith(f"{knob}="):
-            out[i], found = f"{knob}={float(value)!r}", True
-    if not found:
-        raise BenchError(f"a trial's command sets no {knob}: cannot extend the grid along it")
-    return out
+def _with_value(settings: dict, knob: str, value: float) -> dict:
+    """A trial's ``settings`` with ``knob`` at ``value``, where the trial holds it (its own key, or inside
+    ``algorithm_options`` where bench keeps an algorithm's knob such as γ)."""
+    options = settings.get("algorithm_options")
+    if knob not in settings and isinstance(options, dict) and knob in options:
+        return {**settings, "algorithm_options": {**options, knob: float(value)}}
+    return {**settings, knob: float(value)}
 
 
 def halve(plan: dict, run: Runner = _run, rank: Ranker = _rank) -> dict:
@@ -74,19 +77,19 @@ def halve(plan: dict, run: Runner = _run, rank: Ranker = _rank) -> dict:
     cell_dir = Path(plan["dir"])
     rungs = [float(e) for e in plan["rungs"]]
     keep = float(plan.get("keep", 1 / 3))
-    trials: dict[str, list[str]] = {name: list(argv) for name, argv in plan["trials"].items()}
+    trials: dict[str, dict] = {name: dict(trial) for name, trial in plan["trials"].items()}
     alive = sorted(trials)
     record = {"cell": plan["cell"], "rungs": [], "keep": keep, "extended": []}
     failures = []
 
     def train(names: list[str], stop_at: float | None) -> None:
         for i, name in enumerate(names, 1):
-            # not --quiet: the job's log gets each trial's progress lines (one per evaluation off a terminal)
-            argv = [*trials[name], *(["--set", f"stop_at={stop_at!r}"] if stop_at is not None else []),
-                    "--replace-stale", "--out", str(cell_dir / name)]  # trials of an earlier grid: set aside
+            # not quiet: the job's log gets each trial's progress lines (one per evaluation off a terminal)
+            trial = trials[name]
+            settings = {**trial["settings"], **({"stop_at": stop_at} if stop_at is not None else {})}
             print(f"{plan['cell']}: trial {i}/{len(names)} {name}"
                   f"{f' to {stop_at:g} epochs' if stop_at is not None else ' on the full schedule'}", flush=True)
-            status = run(argv)
+            status = run(list(trial["command"]), settings, cell_dir / name)
             if status != 0:  # a failed trial is ranked out, not fatal to the cell
                 failures.append({"trial": name, "status": status, "stop_at": stop_at})
 
@@ -110,7 +113,8 @@ def halve(plan: dict, run: Runner = _run, rank: Ranker = _rank) -> dict:
         for name in winner["trials"]:
             new = name.replace(f"{edge['knob']}=", f"{edge['knob']}~", 1)  # a name no grid point has
             new = f"{new}-ext{edge['extend_to']:.3g}"
-            trials[new] = _with_value(trials[name], edge["knob"], edge["extend_to"])
+            trials[new] = {**trials[name], "settings": _with_value(trials[name]["settings"], edge["knob"],
+                                                                   edge["extend_to"])}
             names.append(new)
         print(f"{plan['cell']}: best {edge['knob']} = {edge['value']:g} is at the edge of its grid; "
               f"trying {edge['extend_to']:.3g} on the full schedule", flush=True)

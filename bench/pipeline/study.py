@@ -58,10 +58,13 @@ def set_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).removesuffix("...\n").strip()
 
 
-def _has_consensus_step(algorithm: str) -> bool:
+def _searched_by(algorithm: str, compressor: str, key: str) -> bool:
+    """Whether a tuning grid's ``key`` is searched for a cell of ``algorithm`` with ``compressor``: a run setting
+    always; a knob of the algorithm's when its class says tuning it changes something (γ under compression)."""
     from ..catalog.algorithms import METHODS
+    from ..run.config import KEYS
 
-    return METHODS.get(algorithm).consensus_step
+    return key in KEYS or key in METHODS.get(algorithm).tunable(compressor)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
@@ -179,13 +182,13 @@ class Study:
 
     # -- tuning ------------------------------------------------------------------------------
     def tuned_keys(self, settings: dict[str, Any]) -> list[str]:
-        """The grid's knobs a cell searches: those its block does not fix by hand, and γ only for
-        Choco with a compressor (exact gossip needs none)."""
+        """The grid's knobs a cell searches: those its block does not fix by hand, and an algorithm's knob only
+        where its class tunes it (γ for a method with a consensus step under compression)."""
         keys = []
         for key in sorted(self.tune_grid):
             if key in settings:
                 continue
-            if key == "gamma" and not (_has_consensus_step(settings["algorithm"]) and settings["compressor"] != "none"):
+            if not _searched_by(settings["algorithm"], settings["compressor"], key):
                 continue
             keys.append(key)
         return keys
@@ -220,7 +223,8 @@ class Study:
         """What `python -m bench.pipeline.halving` needs to tune ``cell`` into ``out``."""
         return {"cell": cell, "dir": out, "rungs": self.rungs(self.cells[cell]),
                 "keep": float(self.tune.get("keep", 1 / 3)), "extend": bool(self.tune.get("extend", True)),
-                "trials": {name: [*self.launcher(t), *self.run_args(t)] for name, t in self.trials(cell).items()}}
+                "trials": {name: {"command": self.launcher(t), "settings": self.job_settings(t)}
+                           for name, t in self.trials(cell).items()}}
 
     def tuning_work(self, cell: str) -> tuple[dict[str, Any], ...]:
         """The `bench run`s a cell's halving makes, each as the settings of a run of the same cost: every
@@ -256,10 +260,20 @@ class Study:
         return ["env", "OMP_NUM_THREADS=1", "python", "-m", "torch.distributed.run", "--standalone",
                 "--nproc-per-node", str(self.processes(settings)), "-m", "bench", "run"]
 
-    def run_args(self, settings: dict[str, Any], tuned: Sequence[str] = ()) -> list[str]:
-        """The `bench run` flags of one run: task, defaults, then the run's own settings. The ``tuned``
-        knobs are left out: they come from the cell's tuned YAML (`--config`)."""
-        merged = {k: v for k, v in self.merged(settings).items() if k not in tuned}
+    def job_settings(self, settings: dict[str, Any], tuned: Sequence[str] = ()) -> dict[str, Any]:
+        """What a job hands `bench run --settings`: the values of the validated `RunConfig` for the settings
+        the run is given (task, defaults, its own), so the job checks nothing the DAG did not. The ``tuned``
+        knobs are left out (they come from the cell's tuned YAML, `--config`), and with them whatever
+        bench derives from them (nesterov after momentum 0)."""
+        from ..run.settings_file import config_of, given
+
+        values = {k: v for k, v in {**self.merged(settings), "task": self.task}.items() if k not in tuned}
+        return given(config_of(values), values)
+
+    def run_args(self, settings: dict[str, Any]) -> list[str]:
+        """The same settings as `bench run` flags and `--set` words, which every version of `bench run`
+        reads (`bench track` runs older checkouts with them); the pipeline's jobs get ``job_settings``."""
+        merged = dict(self.merged(settings))
         words = ["--task", str(self.task)]
         for key in ("algorithm", "compressor", "topology", "nodes", "seed", "epochs"):
             if key in merged:
@@ -274,10 +288,13 @@ class Study:
 
     def command(self, settings: dict[str, Any], out: str, tuned: Sequence[str] = (),
                 tuned_config: str | None = None) -> str:
-        """The shell line of one run, every word quoted: a study's values never reach the shell as code.
-        ``tuned_config``: the cell's tuned YAML, read with `--config` (a re-tuned cell's earlier final runs
-        hold other settings: they are set aside to runs/.stale/, not refused)."""
-        words = [*self.launcher(settings), *self.run_args(settings, tuned)]
+        """The shell line of one run, every word quoted (a study's values never reach the shell as code): its
+        settings as one JSON value (``job_settings``). ``tuned_config``: the cell's tuned YAML, read with
+        `--config` (a re-tuned cell's earlier final runs hold other settings: they are set aside to
+        runs/.stale/, not refused)."""
+        from ..run.settings_file import dumps
+
+        words = [*self.launcher(settings), "--settings", dumps(self.job_settings(settings, tuned))]
         if tuned_config is not None:
             words += ["--config", tuned_config, "--replace-stale"]
         # not --quiet: a job's log is its progress (one plain line per evaluation off a terminal)

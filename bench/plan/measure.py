@@ -98,8 +98,8 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
         changes["topology"] = "ring" if nodes > 2 else "complete"
         notes.append(f"timed with {nodes} of {cfg.nodes} workers ({changes['topology']}); s/step scaled by n "
                      "(extrapolated)")
-    if cfg.gamma == "auto" and ALGORITHMS.get(cfg.algorithm).consensus_step:
-        changes["gamma"] = 0.5  # γ changes no step's cost: not tuned for the plan
+    # a knob left to tuning changes no step's cost: fixed at a planning value, not tuned for the plan
+    changes["algorithm_options"] = ALGORITHMS.get(cfg.algorithm).planning_options(cfg.algorithm_options)
     if vectorize is not None:
         changes["task_options"] = {**cfg.task_options, "vectorize": vectorize}
         notes.append(f"gradient path imposed (vectorize={str(vectorize).lower()})")

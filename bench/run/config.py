@@ -1,27 +1,27 @@
-"""The resolved settings of one training run: defaults ← YAML file ← flags ← ``--set key=value``.
+"""The settings of one training run, resolved: defaults ← YAML file ← flags ← ``--set key=value``, and their checks.
 
-Every key is a field of ``RunConfig`` (commented once, here); an unknown key is one clear line
-listing the known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes);
-``algorithm_options.KEY=VALUE`` (or a mapping ``algorithm_options: {KEY: VALUE}``) reaches the algorithm's
-options: a KEY that is also a setting of its own (gamma, order) is that setting, any other is kept in
-``algorithm_options`` and checked by the algorithm's class (e.g. PowerSGD's rank).
+Every key is a field of ``RunConfig`` (commented once, here); an unknown key is one clear line listing the
+known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes); ``algorithm_options.KEY=VALUE``
+(or a mapping ``algorithm_options: {KEY: VALUE}``) reaches the algorithm's options class, which owns and checks
+every knob of the method (γ, order, PowerSGD's rank, ...). A few knobs keep a run-level word as a shortcut
+(``gamma=0.3`` is ``algorithm_options.gamma=0.3``; the algorithm classes name them, ``catalog.algorithms.shortcuts``).
+How text becomes values is bench/run/parsing.py; a run's identity is bench/run/identity.py.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import json
 import math
-import types
 import typing
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from .. import yamlio
+from ..catalog.algorithms import METHODS, parse_options, shortcuts
 from ..errors import BenchError
 from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
+from . import identity, parsing
+from .parsing import load_yaml, parse_sets  # noqa: F401  (the command line's, from here as before)
 
 
 # A field's annotation says what `_coerce` accepts for it (None-able, a number, a list, a mapping); its
@@ -51,10 +51,6 @@ class RunConfig:
     nesterov: bool = True
     weight_decay: float = 1e-4  # not applied to BatchNorm parameters
     grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
-    # Choco consensus step; auto: tuned on the consensus problem (cached)
-    gamma: float | str = field(default="auto", metadata={"words": ("auto",)})
-    gamma_tune_steps: int = 1000  # Choco-Gossip rounds per γ of the grid when gamma=auto
-    order: str = "paper"  # choco/dpsgd: paper or the authors' code order
     per_layer: bool = True  # compress each parameter tensor separately (as the paper)
     network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
     # measured, or seconds per step to model a target device
@@ -76,9 +72,9 @@ class RunConfig:
     data_root: str | None = None  # directory of CIFAR-10 / WikiText-2 / ImageNet (or a cache dir)
     quiet: bool = False  # no progress output
     recipe: str = "none"  # none | tuned: take lr, momentum, weight decay, γ, batch size from recipes.yaml
-    # the algorithm's own knobs that are not settings above (e.g. rank=4), checked by its Options class
+    # the algorithm's knobs (gamma, order, rank=4, ...), owned and checked by its Options class
     algorithm_options: dict[str, Any] = field(
-        default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {rank: 4}"})
+        default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {gamma: 0.3}"})
     task_options: dict[str, Any] = field(  # per-task knobs, e.g. hidden=[100, 100]
         default_factory=dict, metadata={"expects": "a mapping of option names to values, e.g. {hidden: [64, 64]}"})
     # an unreliable network (bench/faults/spec.py): lost messages per directed link and round, seeded by seed
@@ -91,18 +87,8 @@ class RunConfig:
         return out
 
     def fingerprint(self) -> str:
-        """Hash of everything that changes the numbers (not quiet/device/paths of output)."""
-        d = self.to_dict()
-        for key in ("quiet", "stop_at"):  # how far to train now is not what the run is
-            d.pop(key)
-        for key, default in _LATER_KEYS.items():  # runs made before a key existed keep their id
-            if d.get(key) == default:
-                d.pop(key)
-        if self.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
-            d["graph_digest"] = self.graph_digest
-        if ALGORITHM_REVISIONS.get(self.algorithm):  # the method's maths changed: earlier runs are not this one
-            d["algorithm_revision"] = ALGORITHM_REVISIONS[self.algorithm]
-        return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:10]
+        """Hash of everything that changes the numbers (bench/run/identity.py)."""
+        return identity.fingerprint(self)
 
     @functools.cached_property
     def graph_digest(self) -> str | None:
@@ -113,23 +99,32 @@ class RunConfig:
         return graph_digest(self.topology, self.nodes, self.weights, self.seed)
 
     def run_id(self) -> str:
-        return (f"{self.task}_{self.algorithm}_{self.compressor}_{self.topology}{self.nodes}_s{self.seed}"
-                .replace(":", "").replace(",", "-").replace("/", "-") + f"_{self.fingerprint()}")
+        return identity.run_id(self)
+
+    def algorithm_settings(self) -> dict[str, Any]:
+        """What the algorithm's options class is built from: the run settings it reads by name (its class's
+        ``settings``, e.g. AD-PSGD's faults and seed), then its knobs."""
+        names = METHODS.get(self.algorithm).settings if self.algorithm in METHODS else ()
+        return {**{key: getattr(self, key) for key in names}, **self.algorithm_options}
 
 
 KEYS = {f.name: f for f in fields(RunConfig)}
-# keys added after runs were first written, and the default that reproduces those runs
-_LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
-# a method whose update changed after runs of it were written: its runs get new ids, so a finished
-# directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
-ALGORITHM_REVISIONS = {"ecd": 1}
+KINDS = {name: parsing.kinds(hint) for name, hint in typing.get_type_hints(RunConfig).items() if name in KEYS}
+ALIAS = "algorithm_options"
+_LATER_KEYS, ALGORITHM_REVISIONS = identity.LATER_KEYS, identity.ALGORITHM_REVISIONS  # as before, for readers
 RECIPES = Path(__file__).with_name("recipes.yaml")  # tuned settings per task and method (see its header)
+NONE_WORDS = parsing.NONE_WORDS
+
+
+def _coerce(key: str, value: Any) -> Any:
+    """A value from YAML or ``--set`` into the type of setting ``key`` (bench/run/parsing.py)."""
+    return parsing.coerce(KEYS[key], KINDS[key], value)
 
 
 def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
     """The tuned settings of ``algorithm/compressor`` on ``task`` from recipes.yaml; one clear line
     naming what exists when there is no such entry."""
-    recipes = _yaml(RECIPES.read_text(), str(RECIPES)) or {}
+    recipes = parsing.load_yaml_text(RECIPES.read_text(), str(RECIPES)) or {}
     methods = recipes.get(task)
     if not methods:
         raise BenchError(f"recipe=tuned: no tuned settings for task {task!r}; tuned tasks: {', '.join(sorted(recipes))}"
@@ -140,192 +135,52 @@ def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
     return dict(methods[method])
 
 
-NONE_WORDS = ("none", "null", "")  # what a None-able field reads as None (any case)
-
-
-def _kinds(hint: Any) -> tuple[Any, tuple[Any, ...]]:
-    """A field's annotation as (origin, accepted types): tuple/dict with their item types, else None
-    and the members of the union (``float | None`` -> (None, (float, NoneType)))."""
-    origin = typing.get_origin(hint)
-    if origin in (tuple, dict):
-        return origin, typing.get_args(hint)
-    return None, typing.get_args(hint) if origin in (typing.Union, types.UnionType) else (hint,)
-
-
-KINDS = {name: _kinds(hint) for name, hint in typing.get_type_hints(RunConfig).items() if name in KEYS}
-
-
-def _coerce(key: str, value: Any) -> Any:
-    """Values from YAML or ``--set`` into the field's type, as its annotation says; one line naming the
-    key on failure. A None-able field takes none/null/'' as None; a number field that also takes ``str``
-    takes only the words of its metadata; ``int | float`` keeps whole numbers ints (run ids stay)."""
-    meta = KEYS[key].metadata
-    origin, kinds = KINDS[key]
-    if origin is tuple:
-        return _sequence(key, value, kinds[0], meta.get("expects", "a list of numbers"))
-    if origin is dict:
-        return _mapping(key, value, meta.get("expects", "a mapping of names to values"))
-    if type(None) in kinds and (value is None or (isinstance(value, str) and value.lower() in NONE_WORDS)):
-        return None
-    if isinstance(value, str) and value in meta.get("words", ()):
-        return value
-    try:
-        if bool in kinds:
-            return _boolean(key, value)
-        if float in kinds:
-            number = _number(key, value, float)
-            return int(number) if int in kinds and number.is_integer() else number
-        if int in kinds:
-            return _number(key, value, int)
-    except BenchError:
-        if "expects" not in meta:
-            raise
-        raise BenchError(f"{key}={value!r} must be {meta['expects']}") from None
-    return str(value)
-
-
-def _sequence(key: str, value: Any, kind: type, expects: str) -> tuple:
-    """A number, a list, or a comma/space separated string as a tuple of ``kind``."""
-    if isinstance(value, (int, float)):
-        value = [value]
-    if isinstance(value, str):
-        value = [v for v in value.replace(",", " ").split()]
-    try:
-        return tuple(kind(v) for v in value)
-    except (TypeError, ValueError, OverflowError):  # OverflowError: an integer beyond float's range
-        raise BenchError(f"{key}={value!r} must be {expects}") from None
-
-
-def _mapping(key: str, value: Any, expects: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise BenchError(f"{key}={value!r} must be {expects}")
-    named = [k for k in value if not isinstance(k, str)]
-    if named:
-        raise BenchError(f"{key} key {named[0]!r} must be an option name (a string)")
-    return dict(value)
-
-
-def _boolean(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if str(value).lower() in ("true", "1", "yes"):
-        return True
-    if str(value).lower() in ("false", "0", "no"):
-        return False
-    raise BenchError(f"{key}={value!r} must be true or false")
-
-
-def _number(key: str, value: Any, kind):
-    what = "an integer" if kind is int else "a number"
-    if isinstance(value, bool):  # int(True) is 1: `batch_size=true` must not become a batch of one
-        raise BenchError(f"{key}={value!r} must be {what}, not true/false")
-    try:
-        out = kind(value)
-        if kind is int and isinstance(value, float) and value != out:
-            raise ValueError
-        return out
-    except (TypeError, ValueError, OverflowError):  # OverflowError: int(inf)
-        raise BenchError(f"{key}={value!r} must be {what}") from None
-
-
 def check_keys(values: dict[str, Any], where: str) -> None:
-    """One line naming ``where`` and the first key of ``values`` that is not a setting."""
-    _check_keys(_flatten(values), where)
-
-
-ALIAS = "algorithm_options"  # `algorithm_options: {gamma: 0.3}` / `--set algorithm_options.gamma=0.3` set gamma
-
-
-def _alias_options(value: Any) -> dict[str, Any]:
-    return _mapping(ALIAS, value, "a mapping of option names to values, e.g. {gamma: 0.3}")
-
-
-def _flatten(values: dict[str, Any]) -> dict[str, Any]:
-    """``values`` with the keys of an ``algorithm_options`` mapping that are settings (gamma, order) spread
-    into their place (later wins); the algorithm's other options stay in ``algorithm_options``."""
-    if ALIAS not in values:
-        return values
-    out: dict[str, Any] = {}
-    for key, value in values.items():
-        if key != ALIAS:
-            out[key] = value
-            continue
-        options = _alias_options(value)
-        own = {k: v for k, v in options.items() if k not in KEYS or k in (ALIAS, "task_options", "faults")}
-        out.update({k: v for k, v in options.items() if k not in own})
-        if own:
-            out[ALIAS] = {**out.get(ALIAS, {}), **own}
-    return out
+    """One line naming ``where`` and the first key of ``values`` that is not a setting (nor a knob's shortcut)."""
+    _check_keys(values, where)
 
 
 def _check_keys(values: dict[str, Any], where: str) -> None:
-    unknown = sorted((k for k in values if k not in KEYS), key=str)
+    known = {**KEYS, **shortcuts()}
+    unknown = sorted((k for k in values if k not in known), key=str)
     if unknown:
-        raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(KEYS)}")
+        raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(known)}")
 
 
-def _yaml(text: str, where: str) -> Any:
-    """YAML ``text`` as plain data (bench/yamlio.py: no aliases, tags or deep nesting); one line naming ``where``."""
-    return yamlio.load_yaml(text, where)
-
-
-def load_yaml(path: str) -> dict[str, Any]:
-    where = f"config file {path!r}"
-    loaded = yamlio.read_yaml(path, where, "a YAML file of settings")
-    if loaded is None:
-        return {}
-    if not isinstance(loaded, dict):
-        raise BenchError(f"{where} must hold a mapping of settings")
-    named = [k for k in loaded if not isinstance(k, str)]
-    if named:
-        raise BenchError(f"{where} has the key {named[0]!r}; settings are names, e.g. lr or nodes")
-    return loaded
-
-
-def parse_sets(items: list[str]) -> dict[str, Any]:
+def _knobs_inside(values: dict[str, Any]) -> dict[str, Any]:
+    """One layer's values with each knob's shortcut word moved into ``algorithm_options`` (within the layer the
+    later of ``gamma: …`` and ``algorithm_options: {gamma: …}`` wins)."""
+    named = shortcuts()
+    if not any(k in named for k in values) and ALIAS not in values:
+        return values
     out: dict[str, Any] = {}
-    for item in items:
-        key, eq, raw = item.partition("=")
-        if not eq or not key:
-            raise BenchError(f"--set {item!r} is not key=value")
-        shown = item if len(item) <= 60 else item[:57] + "..."
-        value = _yaml(raw, f"--set {shown!r}") if raw else ""
-        if key.startswith(ALIAS + "."):  # algorithm_options.gamma=0.3 is gamma=0.3; .rank=4 stays the algorithm's
-            name = key.split(".", 1)[1]
-            if name in KEYS and name not in (ALIAS, "task_options", "faults"):
-                key = name
-            else:
-                options = out.setdefault(ALIAS, {})
-                if not isinstance(options, dict):  # an earlier `--set algorithm_options=0`
-                    _alias_options(options)
-                options[name] = value
-                continue
-        if key == ALIAS:
-            flat = _flatten({ALIAS: value})
-            mine = flat.pop(ALIAS, {})
-            out.update(flat)
-            if mine:
-                out[ALIAS] = {**(out.get(ALIAS) if isinstance(out.get(ALIAS), dict) else {}), **mine}
-        elif key.startswith(("task_options.", "faults.")):
-            group, name = key.split(".", 1)
-            options = out.setdefault(group, {})
-            if not isinstance(options, dict):  # an earlier `--set task_options=0`
-                _coerce(group, options)
-            options[name] = value
+    options: dict[str, Any] = {}
+    for key, value in values.items():
+        if key in named:
+            options[key] = value
+        elif key == ALIAS:
+            options.update(_coerce(ALIAS, value))
         else:
             out[key] = value
+    out[ALIAS] = options
     return out
+
+
+def _read_knobs(options: dict[str, Any]) -> dict[str, Any]:
+    """The shortcut knobs of ``options`` read by their own field's reader (γ as a float or auto, rounds as an
+    int): one form per value, so a run's identity does not depend on how it was spelled."""
+    named = shortcuts()
+    return {k: named[k].metadata["read"](k, v) if k in named else v for k, v in options.items()}
 
 
 def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values: dict[str, Any]) -> RunConfig:
     merged: dict[str, Any] = {}
     for values, where in ((file_values, "the config file"), (flag_values, "the flags"), (set_values, "--set")):
-        values = _flatten(values)
         _check_keys(values, where)
-        for key, value in values.items():
-            if key in ("task_options", ALIAS, "faults"):
+        for key, value in _knobs_inside(values).items():
+            if key in parsing.GROUPS:
                 value = _coerce(key, value)  # a mapping, before it is merged with another
-            if key in ("task_options", ALIAS, "faults") and key in merged:
+            if key in parsing.GROUPS and key in merged:
                 merged[key] = {**merged[key], **value}
             else:
                 merged[key] = value
@@ -334,7 +189,11 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
         raise BenchError(f"recipe={recipe!r}; allowed: none, tuned")
     if recipe == "tuned":  # beneath everything given explicitly
         base = {k: merged.get(k, KEYS[k].default) for k in ("task", "algorithm", "compressor")}
-        merged = {**recipe_values(**base), **merged}
+        tuned = _knobs_inside(recipe_values(**base))
+        options = {**tuned.get(ALIAS, {}), **merged.get(ALIAS, {})}
+        merged = {**tuned, **merged, **({ALIAS: options} if options else {})}
+    if ALIAS in merged:
+        merged[ALIAS] = _read_knobs(merged[ALIAS])
     if "nesterov" not in merged and "momentum" in merged and _coerce("momentum", merged["momentum"]) == 0:
         merged["nesterov"] = False  # momentum 0 asks for plain SGD: Nesterov's look-ahead needs momentum
     cfg = RunConfig(**{k: _coerce(k, v) for k, v in merged.items()})
@@ -343,7 +202,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
 
 
 def validate(cfg: RunConfig) -> None:
-    """Range checks that need no registry; names are checked where they are looked up."""
+    """Range checks of the settings; the algorithm's knobs by its options class; names are checked where
+    they are looked up."""
     for f in fields(cfg):  # NaN passes every `not (x < 0)` and inf overflows step counts: refuse both first
         value = getattr(cfg, f.name)
         if any(isinstance(v, float) and not math.isfinite(v) for v in (value if f.name == "milestones" else [value])):
@@ -364,7 +224,6 @@ def validate(cfg: RunConfig) -> None:
         (cfg.lr_decay > 0, f"lr_decay={cfg.lr_decay} must be > 0"),
         (cfg.warmup_epochs >= 0, f"warmup_epochs={cfg.warmup_epochs} must be >= 0"),
         (cfg.eval_every > 0, f"eval_every={cfg.eval_every} must be > 0"),
-        (cfg.gamma_tune_steps >= 1, f"gamma_tune_steps={cfg.gamma_tune_steps} must be >= 1"),
         (cfg.checkpoint_every > 0, f"checkpoint_every={cfg.checkpoint_every} must be > 0"),
         (cfg.eval_local_workers == "all" or cfg.eval_local_workers >= 0,
          f"eval_local_workers={cfg.eval_local_workers} must be 'all' or a count >= 0"),
@@ -373,21 +232,20 @@ def validate(cfg: RunConfig) -> None:
         (cfg.divergence_loss > 0, f"divergence_loss={cfg.divergence_loss} must be > 0 (a training loss above it "
                                   "marks the run diverged)"),
         (is_device(cfg.device), f"device={cfg.device!r}; allowed: {DEVICES}"),
-        (cfg.order in ("paper", "code"), f"order={cfg.order!r}; allowed: paper, code"),
         (cfg.compute_time == "measured" or float(cfg.compute_time) >= 0,
          f"compute_time={cfg.compute_time!r} must be 'measured' or seconds >= 0"),
-        (cfg.gamma == "auto" or 0 < float(cfg.gamma) <= 1, f"gamma={cfg.gamma!r} must be 'auto' or in (0, 1]"),
     ]
     for ok, message in checks:
         if not ok:
             raise BenchError(message)
     if cfg.backend not in ("sim", "dist"):
         raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
-    from ..catalog.algorithms import METHODS
     from ..faults import parse_faults
 
-    if cfg.algorithm in METHODS.names():  # before anything is written or launched
-        METHODS.get(cfg.algorithm).check_backend(cfg.backend)
+    if cfg.algorithm in METHODS:  # before anything is written or launched
+        method = METHODS.get(cfg.algorithm)
+        parse_options(method, cfg.algorithm_settings())  # its knobs, by the class that owns them
+        method.check_backend(cfg.backend)
     faults = parse_faults(cfg.faults, cfg.nodes)
     if faults.loses:  # before anything is written: a method without a rule for lost messages is refused
         METHODS.get(cfg.algorithm).check_faults(faults)

@@ -1,8 +1,9 @@
 """Process groups for ``--backend dist``: join the one torchrun made, or spawn one on this machine.
 
 ``bench run --backend dist`` under ``torchrun --nproc-per-node P`` joins torchrun's group;
-without torchrun it starts P copies of itself (``procs``, default: one per worker) with the
-rendezvous variables set, watches them, and stops them all when one fails.
+without torchrun it starts P ranks (``procs``, default: one per worker) with the rendezvous variables
+set, watches them, and stops them all when one fails. Its ranks read the run's settings from one file
+(bench/run/rank.py), so a run started from Python (``bench.run.start``) launches them as `bench run` does.
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -46,9 +49,14 @@ def _free_port() -> int:
 GRACE_S = 5.0
 
 
-def spawn(argv: list[str], procs: int, grace_s: float = GRACE_S) -> "Outcome":
-    """Run ``python -m bench <argv>`` as ``procs`` ranks on this machine."""
-    return launch_ranks([sys.executable, "-m", "bench", *argv], procs, grace_s)
+def spawn(cfg, out: Path, procs: int, grace_s: float = GRACE_S) -> "Outcome":
+    """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine: every setting written to a
+    file the ranks load (and check) before they start, removed once they have all stopped."""
+    from .settings_file import write_settings
+
+    with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
+        settings = write_settings(cfg, Path(folder) / "settings.json")
+        return launch_ranks([sys.executable, "-m", "bench.run.rank", str(settings), str(out)], procs, grace_s)
 
 
 class Outcome(int):

@@ -1,12 +1,13 @@
-"""A run directory's life before training: lock it, refuse (or set aside) what another run left
-there, recognise a finished run, then start the runner's loop in this process or in one process per
-worker group (``--backend dist``)."""
+"""The one way into a run (``start``), and a run directory's life before training: lock it, refuse (or set
+aside) what another run left there, recognise a finished run, then start the runner's loop in this process
+or in one process per worker group (``--backend dist``)."""
 from __future__ import annotations
 
 import json
 import os
 import sys
 from pathlib import Path
+from typing import Any, Mapping
 
 import torch
 
@@ -108,19 +109,32 @@ def _takes_lock(cfg: RunConfig) -> bool:
     return os.environ.get(CHILD_FLAG) is None and os.environ.get("RANK") == "0"
 
 
-def run(cfg: RunConfig, out: Path, argv: list[str] | None = None, replace_stale: bool = False) -> int:
-    """Train (or resume, or recognise as done) one run in ``out``; returns the exit status. A run of
+def start(settings: RunConfig | Mapping[str, Any], out: str | Path, *, replace_stale: bool = False,
+          argv: list[str] | None = None) -> int:
+    """Train (or resume, or recognise as done) the run of ``settings`` in ``out``; returns the exit status
+    `bench run` exits with (0 for a run that completed, diverged or paused; 128 + N after signal N).
+    ``settings``: a resolved ``RunConfig``, or a mapping of setting names to values resolved here (bench's
+    defaults beneath them); a bad one raises BenchError (one line) before anything is written. A run of
     other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``.
-    One process writes ``out`` at a time; a second one is refused."""
+    ``argv``, the command line a run came from, is not needed: `--backend dist` ranks read the settings
+    from a file (bench/run/dist.py), so a run started from Python launches them the same way."""
+    from .settings_file import config_of
+
+    cfg = settings if isinstance(settings, RunConfig) else config_of(settings)
+    return run(cfg, out, replace_stale=replace_stale)
+
+
+def run(cfg: RunConfig, out: str | Path, replace_stale: bool = False) -> int:
+    """``start`` of a resolved config. One process writes ``out`` at a time; a second one is refused."""
     out = Path(out)
     if not _takes_lock(cfg):
-        return _run(cfg, out, argv, replace_stale)
+        return _run(cfg, out, replace_stale)
     with run_directory_lock(out):
         remove_temporaries(out)  # of writers killed mid-write; no one else writes here now
-        return _run(cfg, out, argv, replace_stale)
+        return _run(cfg, out, replace_stale)
 
 
-def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool) -> int:
+def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
     previous = read_json(out / "run.json")
     if not isinstance(previous, dict):
         previous = None
@@ -148,12 +162,10 @@ def _run(cfg: RunConfig, out: Path, argv: list[str] | None, replace_stale: bool)
     from .dist import CHILD_FLAG, init_group, spawn, under_launcher
 
     if not under_launcher():
-        if argv is None:
-            raise BenchError("backend=dist outside torchrun needs the command line to re-launch")
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        outcome = spawn(argv, procs)
+        outcome = spawn(cfg, out, procs)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
         return int(outcome)

@@ -104,7 +104,7 @@ class Loop:
                                   "time_varying", "period", "gap_of")},
             "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
                 p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
-            "gamma": {"value": p.gamma, "source": p.gamma_source},
+            **p.resolved,  # how knobs left to auto were found: {"gamma": {"value", "source"}}
             "algorithm": {**type(p.algo).describe(), "options": dataclasses.asdict(p.algo.options)},
             "task": p.task.describe(),
             "evaluation": {"every_steps": self.eval_every, "local_workers": self.local_workers,

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, make_algorithm, parse_options
+from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, parse_options
 from ..comm import Communicator, SimulatedCommunicator, make_network
 from ..compressors import Compressor, make_compressor
 from ..compressors.rows import RowStream
@@ -14,7 +14,6 @@ from ..faults import FaultSchedule, parse_faults
 from ..tasks import Task, TaskSetup, make_task
 from ..topology import Topology, make_topology
 from .config import RunConfig
-from .schedule import resolve_gamma
 
 
 @dataclass
@@ -26,8 +25,7 @@ class Parts:
     algo: Algorithm
     generator: torch.Generator  # compression randomness (checkpointed)
     x0: torch.Tensor
-    gamma: float | None
-    gamma_source: str
+    resolved: dict  # how the algorithm found the knobs left to auto (run.json)
     rank: int = 0
     world: int = 1
 
@@ -43,10 +41,10 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
     if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
         raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
-    compressor = make_compressor(cfg.compressor, algorithm=cfg.algorithm)
     algorithm = ALGORITHMS.get(cfg.algorithm)
-    algorithm.check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)),
-                             parse_options(algorithm, cfg.algorithm_options))
+    compressor = make_compressor(cfg.compressor, contraction=algorithm.contraction)
+    options = parse_options(algorithm, cfg.algorithm_settings())  # its knobs, read by the class that owns them
+    algorithm.check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)), options)
     rows = None
     if cfg.backend == "dist":
         from ..comm.distributed import block_of
@@ -56,7 +54,8 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
                                          val_fraction=cfg.val_fraction,
                                          seed=cfg.seed, device=cfg.device, data_root=cfg.data_root,
                                          options=cfg.task_options, rows=rows))
-    gamma, gamma_source = resolve_gamma(cfg, topology, compressor)
+    # a knob left to auto (γ) is found by the algorithm on its own gossip, said unless quiet
+    options, resolved = algorithm.resolve_options(options, topology, compressor, seed=cfg.seed, quiet=cfg.quiet)
     segments = task.segments if cfg.per_layer else None
     network = make_network(cfg.network)
     ALGORITHMS.get(cfg.algorithm).check_network(network)
@@ -75,13 +74,10 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
         comm = SimulatedCommunicator(topology, network, faults=schedule)
     local = LocalStep(LocalStepConfig(cfg.momentum, cfg.nesterov, cfg.weight_decay),
                       decay_mask=task.decay_mask() if cfg.weight_decay else None)
-    # the settings the algorithm's class names as its options; γ as resolved above
-    options = {key: gamma if key == "gamma" else getattr(cfg, key) for key in ALGORITHMS.get(cfg.algorithm).settings}
-    options.update(cfg.algorithm_options)  # its other knobs (e.g. rank), checked by its Options class
     generator = torch.Generator(device=device).manual_seed(cfg.seed + 1)
     # every process draws the simulation's random numbers and keeps its own rows
     stream = RowStream(generator, cfg.nodes, task.setup.lo, task.setup.hi)
     x0 = task.init_params()
-    algo = make_algorithm(cfg.algorithm, x0, comm, compressor, local, options, stream, segments=segments,
-                          shapes=task.shapes if cfg.per_layer else None)
-    return Parts(topology, compressor, task, comm, algo, generator, x0, gamma, gamma_source, rank, world)
+    algo = algorithm(x0, comm, compressor=compressor, local=local, options=options, generator=stream,
+                     segments=segments, shapes=task.shapes if cfg.per_layer else None)
+    return Parts(topology, compressor, task, comm, algo, generator, x0, resolved, rank, world)

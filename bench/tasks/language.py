@@ -33,6 +33,7 @@ def batchify(stream: torch.Tensor, batch: int) -> torch.Tensor:
 @register  # options (emb, hidden, num_layers, dropout, tie_weights, bptt, ...) and metrics: bench/catalog/tasks.py
 class LanguageTask(Task):
     name = "wikitext2-lstm"
+    dataset = "wikitext2"  # what it reads (as a supervised task's ``dataset``)
     vectorizable = True
 
     def __init__(self, setup: TaskSetup):
@@ -40,7 +41,7 @@ class LanguageTask(Task):
         if setup.data != "split":
             raise BenchError(f"task {self.name!r} deals contiguous text shards; use data=split (got {setup.data!r})")
         opts = self.options
-        self.data = load_dataset("wikitext2", setup.data_root, setup.seed)
+        self.data = load_dataset(self.dataset, setup.data_root, setup.seed)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(setup.seed)
             self.model = make_model("lstm", vocab_size=len(self.data.vocab), emb=opts["emb"], hidden=opts["hidden"],

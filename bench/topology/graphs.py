@@ -25,33 +25,22 @@ from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
-from ..registry import Registry
 from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
+from .kinds import TOPOLOGIES, Example, topology
 from .time_varying import PeerSchedule, TimeVaryingTopology
-
-Builder = Callable[[Spec, int, int], "Graph | PeerSchedule"]
-"""(parsed spec, n, seed) -> Graph, or PeerSchedule for a time-varying topology."""
-
-TOPOLOGIES: Registry[Builder] = Registry("topology")
 
 # Random graphs are redrawn with seed+1, seed+2, ... until connected; this bounds the redraws.
 MAX_TRIES = 100
 SOCIAL_N = 32
-# The only graph defined on a single node: one worker is plain SGD (the n = 1 baseline of a speed-up
-# study); every other topology needs n >= 2 so that a typo like --nodes 1 on a ring is still caught.
-SINGLE_NODE = ("complete",)
-# Graphs read from outside the suite: their spec names a place whose contents may change, so runs and
-# caches name them by the digest of their edges (spec and n define every other graph).
-EXTERNAL = ("file",)
 
 
 def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology | TimeVaryingTopology:
     """Build and validate the topology named by ``spec`` on n nodes (weights default per docs/paper.md).
     A time-varying one (``one-peer-exp``) is a TimeVaryingTopology: its round-t matrix is ``W_at(t)``."""
     parsed = parse_spec(spec)
-    builder = TOPOLOGIES.get(parsed.name)
-    n = check_n(n, minimum=1 if parsed.name in SINGLE_NODE else 2)
+    kind = TOPOLOGIES.get(parsed.name)
+    n = check_n(n, minimum=1 if kind.single_node else 2)
     if weights is not None:
         if not isinstance(weights, str):
             known = ", ".join(WEIGHT_SCHEMES.names())
@@ -59,7 +48,7 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
         WEIGHT_SCHEMES.get(weights)  # fail on a typo before building a possibly large graph
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise BenchError(f"topology seed must be an integer; got {seed!r}")
-    graph = builder(parsed, n, int(seed))
+    graph = kind.build(parsed, n, int(seed))
     if isinstance(graph, PeerSchedule):
         return TimeVaryingTopology(n, graph.peers, weights if weights is not None else graph.default_weights,
                                    name=parsed.text, kind=parsed.name)
@@ -70,7 +59,7 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
         name=parsed.text,
         kind=parsed.name,
         grid_shape=graph.grid_shape,
-        external=parsed.name in EXTERNAL,
+        external=kind.external,
         loops=graph.loops,
     )
 
@@ -78,7 +67,7 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
 def graph_digest(spec: str, n: int, weights: str | None = None, seed: int = 0) -> str | None:
     """The digest of the edges of a graph read from outside (``file:PATH``), checked as
     make_topology checks it; None for graphs that their spec and n define."""
-    if parse_spec(spec).name not in EXTERNAL:
+    if not TOPOLOGIES.get(parse_spec(spec).name).external:
         return None
     return make_topology(spec, n, weights=weights, seed=seed).digest
 
@@ -136,7 +125,8 @@ def _is_connected(n: int, edges: np.ndarray) -> bool:
 
 
 # ---- deterministic graphs --------------------------------------------------------------------
-@TOPOLOGIES.register("ring")
+@topology("ring", Example("ring", 3, (1.0, 1.0)), Example("ring", 5, (0.4606, 0.4607)),
+          Example("ring", 8, (0.1952, 0.1953)))
 def ring(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     # n = 2 would give the single edge twice; the paper's ring has two distinct neighbours.
@@ -144,7 +134,7 @@ def ring(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(_circulant(n, [1]), "uniform")
 
 
-@TOPOLOGIES.register("torus")
+@topology("torus", Example("torus", 9, (0.6, 0.6)), Example("torus", 12, (0.4, 0.4)), Example("torus", 16, (0.4, 0.4)))
 def torus(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     # Sides of 2 make r+1 and r-1 the same node (the 2x2 trap of docs/paper.md), so both sides need >= 3.
@@ -160,27 +150,30 @@ def torus(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(edges, "uniform", grid_shape=(a, b))
 
 
-@TOPOLOGIES.register("complete")
+@topology("complete", Example("complete", 2, (1.0, 1.0)), Example("complete", 7, (1.0, 1.0)), single_node=True)
 def complete(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     return Graph(np.stack(np.triu_indices(n, k=1), axis=1), "uniform")
 
 
-@TOPOLOGIES.register("star")
+@topology("star", Example("star", 2, (1.0, 1.0)), Example("star", 6, (1 / 6, 1 / 6)))
 def star(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     leaves = np.arange(1, n)
     return Graph(np.stack([np.zeros_like(leaves), leaves], axis=1), "uniform")
 
 
-@TOPOLOGIES.register("exponential")
+@topology("exponential", Example("exponential", 2, (1.0, 1.0)), Example("exponential", 6, (0.8, 0.8)),
+          Example("exponential", 16, (0.5, 0.5)))
 def exponential(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     offsets = [1 << k for k in range(n.bit_length()) if (1 << k) < n]
     return Graph(_circulant(n, offsets), "uniform")
 
 
-@TOPOLOGIES.register("expander")
+# 3-regular with loops at 0, 1, p − 1; at p = 11 (≡ 1 mod 5) the chords 3 -- 4 and 7 -- 8 are cycle edges
+@topology("expander", Example("expander", 3, (1.0, 1.0)), Example("expander", 7, (0.2950, 0.2951)),
+          Example("expander", 11, (0.1968, 0.1969)), Example("expander", 13, (0.1722, 0.1723)), note="n prime")
 def expander(spec: Spec, n: int, seed: int) -> Graph:
     """The 3-regular expander on Z_p of the authors' code (``ExpanderGraph``): the cycle i -- i+1 plus
     i -- i⁻¹ mod p, with a self-loop at 0 (no inverse) and at the self-inverse 1 and p − 1.
@@ -200,7 +193,9 @@ def expander(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(edges, "maxdeg", loops=loops)
 
 
-@TOPOLOGIES.register("margulis")
+# m = 2 is a 4-cycle (bipartite, regular) whose loops keep maxdeg valid
+@topology("margulis", Example("margulis", 4, (2 / 3, 2 / 3)), Example("margulis", 9, (0.6, 0.6)),
+          Example("margulis", 25, (0.3069, 0.3070)), note="n a square")
 def margulis(spec: Spec, n: int, seed: int) -> Graph:
     """Margulis–Gabber–Galil on Z_m × Z_m (node x·m + y), as networkx's ``margulis_gabber_galil_graph``
     that the authors' ``MargulisExpanderGraph`` uses: (x, y) is linked to (x ± 2y, y), (x ± (2y + 1), y),
@@ -219,7 +214,9 @@ def margulis(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(edges, "maxdeg", loops=loops)
 
 
-@TOPOLOGIES.register("one-peer-exp")
+# one period averages exactly: the gap of its product is 1
+@topology("one-peer-exp", Example("one-peer-exp", 4, (1.0, 1.0)), Example("one-peer-exp", 16, (1.0, 1.0)),
+          note="time-varying, n a power of 2", time_varying=True)
 def one_peer_exponential(spec: Spec, n: int, seed: int) -> PeerSchedule:
     """Time-varying one-peer exponential graph (Ying et al. 2021): in round t worker i averages with
     (i + 2^(t mod τ)) mod n, τ = log2 n, W_t = ½(I + P_t). For n a power of 2 one period averages exactly."""
@@ -231,7 +228,7 @@ def one_peer_exponential(spec: Spec, n: int, seed: int) -> PeerSchedule:
     return PeerSchedule([(nodes + (1 << k)) % n for k in range(n.bit_length() - 1)], "uniform")
 
 
-@TOPOLOGIES.register("social")
+@topology("social", Example("social", SOCIAL_N, (0.0903, 0.0904)), note=f"n = {SOCIAL_N}")
 def social(spec: Spec, n: int, seed: int) -> Graph:
     """Davis Southern Women: nodes 0..17 are the women, 18..31 the events E1..E14, in networkx's order."""
     _plain(spec)
@@ -245,7 +242,9 @@ def social(spec: Spec, n: int, seed: int) -> Graph:
 
 
 # ---- random graphs ---------------------------------------------------------------------------
-@TOPOLOGIES.register("random-regular")
+# a connected 2-regular graph is a cycle: the 12-ring's gap whatever the draw
+@topology("random-regular", Example("random-regular:3", 10, (0.05, 0.6)),
+          Example("random-regular:2", 12, (0.0893, 0.0894)), usage="random-regular:K")
 def random_regular(spec: Spec, n: int, seed: int) -> Graph:
     spec.check_options(set())
     if spec.arg is None:
@@ -271,7 +270,9 @@ def random_regular(spec: Spec, n: int, seed: int) -> Graph:
     )
 
 
-@TOPOLOGIES.register("erdos-renyi")
+# at P = 1 every pair is linked: metropolis gives 1/n everywhere, exact averaging
+@topology("erdos-renyi", Example("erdos-renyi:0.4", 12, (0.05, 0.8)), Example("erdos-renyi:1", 5, (1.0, 1.0)),
+          usage="erdos-renyi:P")
 def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
     """G(n, P): each pair linked independently with probability P, drawn with numpy (fast at n = 1024)."""
     spec.check_options(set())
@@ -289,7 +290,10 @@ def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
 
 
 # ---- user-supplied graphs --------------------------------------------------------------------
-@TOPOLOGIES.register("file")
+# a connected, irregular, non-bipartite 6-node graph (a triangle with a tail and a pendant)
+@topology("file", Example("file:{path}", 6, (0.2598, 0.2599),
+                          "# a graph\n0 1\n1 2\n2 0\n2 3   # tail\n3 4\n\n4 5\n1 5\n"),
+          usage="file:PATH", note="an edge list", external=True)
 def edge_list_file(spec: Spec, n: int, seed: int) -> Graph:
     """Edge list: one ``i j`` pair of 0-based nodes a line; ``#`` starts a comment; each edge once or both ways."""
     spec.check_options(set())

@@ -46,7 +46,7 @@ __all__ = ["CODE_PATHS", "DEFAULT_CONFIG", "DEFAULT_PARTS", "benchmark_files", "
 
 
 def add_arguments(p, output_dir, positive_float, device) -> None:
-    """The flags of `bench track` (bench/cli.py builds the parser; its own type checks are passed in)."""
+    """The flags of `bench track` (bench/cli/track.py builds the parser; its own type checks are passed in)."""
     p.add_argument("--repo", default=None, metavar="DIR",
                    help="checkout whose code is measured: a worktree of another commit (default: this checkout)")
     p.add_argument("--out", type=output_dir, default=DEFAULT_OUT, metavar="DIR",

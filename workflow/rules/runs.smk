@@ -1,6 +1,8 @@
 # Training runs: one job per run, or one job per cell holding all its seeds (group_seeds: true).
 # A run directory that is interrupted keeps its checkpoint, so a restarted pipeline resumes it.
 # Runs with backend: dist are launched with torchrun and reserve one core per process.
+# Each `bench run` gets its run's settings as one JSON value (`--settings`), the values of the RunConfig
+# validated when the DAG was built (bench/pipeline/study.py, Study.job_settings).
 # A run's log is its progress: one line per evaluation (step/total, epoch, loss, accuracy, consensus
 # distance, elapsed, ETA), γ tuning and data preparation, and the closing status line, flushed as
 # written so that a SLURM job's log can be followed while it runs.

@@ -1,7 +1,9 @@
-"""Average consensus with and without compression: Choco-Gossip against exact gossip.
+"""Average consensus with and without compression: a method's gossip alone (its step with no gradient) against
+exact gossip.
 
-Each worker starts from its own random vector; the goal is the exact initial average. This is
-the problem on which the paper's authors tune the consensus step γ (``tune_gamma``).
+Each worker starts from its own random vector; the goal is the exact initial average. This is the problem on
+which the paper's authors tune Choco's consensus step γ (``tune_gamma``), and on which every method with a
+consensus step tunes its own (its gossip: Choco-Gossip for Choco, BEER's or DeepSqueeze's for theirs).
 """
 from __future__ import annotations
 
@@ -11,11 +13,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from .algorithms import make_algorithm
-from .comm import SimulatedCommunicator, Traffic
-from .compressors import make_compressor, measure_delta
-from .errors import BenchError
-from .topology import Topology
+from ..comm import SimulatedCommunicator, Traffic
+from ..compressors import make_compressor, measure_delta
+from ..errors import BenchError
+from ..topology import Topology
+from .base import ALGORITHMS, parse_options
 
 DEFAULT_GAMMA_GRID = tuple(float(g) for g in np.logspace(-3, 0, 20))
 DIVERGED_FACTOR = 1e3  # relative error above this: the iteration blew up (as a training loss > 1e3 does)
@@ -43,9 +45,16 @@ def initial_vectors(n: int, dim: int, seed: int, dtype=torch.float64) -> torch.T
     return torch.randn(n, dim, generator=gen, dtype=dtype)
 
 
+def _make(method: str, x0, comm, compressor=None, options=None, generator=None):
+    cls = ALGORITHMS.get(method)
+    return cls(x0, comm, compressor=compressor, options=parse_options(cls, options), generator=generator)
+
+
 def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0, steps: int = 1000,
-                  dim: int = 2000, seed: int = 0, record_every: int = 1, dtype=torch.float64) -> ConsensusTrace:
-    """Choco-Gossip with ``compressor`` (``None``: exact gossip ``x ← W x``) for ``steps`` rounds."""
+                  dim: int = 2000, seed: int = 0, record_every: int = 1, dtype=torch.float64,
+                  method: str = "choco") -> ConsensusTrace:
+    """The gossip of ``method`` (its step without gradients; Choco-Gossip by default) with ``compressor``
+    (``None``: exact gossip ``x ← W x``) for ``steps`` rounds."""
     if topology.n < 2:  # its error is 0 from the start, and the relative error 0/0
         raise BenchError(f"consensus needs n >= 2 workers; got n={topology.n} (one worker is its own average)")
     x0 = initial_vectors(topology.n, dim, seed, dtype)
@@ -53,11 +62,11 @@ def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0
     comm = SimulatedCommunicator(topology)
     gen = torch.Generator().manual_seed(seed + 1)
     if compressor is None:
-        algo = make_algorithm("dpsgd", x0, comm)
+        algo = _make("dpsgd", x0, comm)
         trace = ConsensusTrace("exact", 1.0)
     else:
-        comp = make_compressor(compressor, algorithm="choco")
-        algo = make_algorithm("choco", x0, comm, compressor=comp, options={"gamma": gamma}, generator=gen)
+        comp = make_compressor(compressor, contraction=ALGORITHMS.get(method).contraction)  # Choco's: one
+        algo = _make(method, x0, comm, compressor=comp, options={"gamma": gamma}, generator=gen)
         trace = ConsensusTrace(comp.spec, gamma)
         trace.delta_measured = measure_delta(comp, x0, torch.Generator().manual_seed(seed + 2))
 
@@ -86,11 +95,11 @@ def run_consensus(topology: Topology, compressor: str | None, gamma: float = 1.0
 
 
 def tune_gamma(topology: Topology, compressor: str, grid=DEFAULT_GAMMA_GRID, steps: int = 1000,
-               dim: int = 2000, seed: int = 0, progress=iter) -> list[ConsensusTrace]:
-    """One Choco-Gossip run per γ of ``grid`` (iterated through ``progress``, e.g. a bar); the best
-    is the lowest final error (``best_of``)."""
+               dim: int = 2000, seed: int = 0, progress=iter, method: str = "choco") -> list[ConsensusTrace]:
+    """One run of ``method``'s gossip (Choco-Gossip by default) per γ of ``grid`` (iterated through
+    ``progress``, e.g. a bar); the best is the lowest final error (``best_of``)."""
     return [run_consensus(topology, compressor, gamma=g, steps=steps, dim=dim, seed=seed,
-                          record_every=max(1, steps // 50)) for g in progress(grid)]
+                          record_every=max(1, steps // 50), method=method) for g in progress(grid)]
 
 
 def best_of(traces: list[ConsensusTrace]) -> ConsensusTrace:

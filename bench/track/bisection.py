@@ -1,4 +1,4 @@
-"""`python -m analysis bisect GOOD BAD --metric NAME`: the commit that introduced a step in a tracked quantity.
+"""`bench bisect GOOD BAD --metric NAME`: the commit that introduced a step in a tracked quantity.
 
 A binary search over the first-parent commits from GOOD to BAD, as `git bisect` does: each probe checks the
 commit out in a temporary worktree and runs the part of the quick set that measures NAME there (`bench
@@ -6,13 +6,15 @@ track --repo WORKTREE` of this checkout, which appends its record to --history l
 bad when NAME's median is worse than GOOD's by more than the tolerance of its kind (analysis.history). A
 commit whose probe fails (does not build, the run crashes, the figure is missing) is skipped, as `git bisect
 skip` does. Records already in --history for this machine are reused (--fresh measures again).
+It starts `bench track` across commits, so it lives beside it; the records are read with analysis.history
+(imported where they are read: bench itself does not need analysis). Not named bisect.py: benchfile.py
+runs as a script with this folder first on sys.path, where a bisect.py would hide the standard library's.
 
 NAME is a quantity of `python -m analysis history`: perf.<figure> (e.g. perf.b.round_vs_copy_sign) or
 study.<cell>.<field> (e.g. study.choco-sign_ring8.final_test_acc). Exit 0 with the first bad commit named;
 2 on bad input, including a BAD that is not worse than GOOD."""
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import os
@@ -24,15 +26,12 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
-
-from analysis.cli import UsageError, _Parser
-from analysis.history.changepoint import _median, change, verdict
-from analysis.history.records import STUDY_FIELDS, TOLERANCES, load_records, observations, point_key
-
-TRACKER = Path(__file__).resolve().parents[1]  # the checkout whose bench track probes every commit
+from ..errors import BenchError
+from .quickset import STUDY_FIELDS
+from .record import ROOT as TRACKER  # the checkout whose bench track probes every commit
 
 
-class BisectError(UsageError):
+class BisectError(BenchError):
     """A bisection that cannot proceed: one line, exit status 2."""
 
 
@@ -42,6 +41,8 @@ def bisect(commits: list[str], measure: Callable[[str], "list[float] | None"], h
     values of the metric at a commit (None when it cannot be measured: the commit is skipped). A commit is
     bad when the median of its values is worse than GOOD's by more than ``tol`` (``mode`` rel or abs).
     Returns {"first_bad", "candidates" (more than one when skipped commits hide it), "probes", "reference"}."""
+    from analysis.history.changepoint import _median, change, verdict
+
     if len(commits) < 2:
         raise BisectError("GOOD and BAD are the same commit")
     probes: dict[str, dict] = {}
@@ -144,6 +145,8 @@ def parse_metric(name: str) -> dict:
 def metric_values(records: list[dict], metric: str) -> tuple[list[float], dict | None]:
     """The values of ``metric`` in ``records`` (perf repeats pooled, a seed's re-runs by their median) and
     its meta (kind, direction), or ([], None)."""
+    from analysis.history.records import observations
+
     table = observations(records)
     name = metric.split("@")[0]
     rows = table[table["quantity"].str.split("@").str[0] == name]
@@ -179,6 +182,8 @@ class TrackProbe:
         return proc.stdout
 
     def _stored(self, commit: str) -> list[dict]:
+        from analysis.history.records import load_records, point_key
+
         folder = self.history / self.machine / commit
         if not folder.is_dir():
             return []
@@ -197,6 +202,8 @@ class TrackProbe:
         return values or None
 
     def _measure(self, commit: str):
+        from analysis.history.records import load_records
+
         scratch = Path(tempfile.mkdtemp(prefix="choco-bisect-"))
         tree = scratch / commit[:12]
         self.say(f"bisect: {commit[:12]}: bench track in a worktree ({' '.join(self.flags)})")
@@ -218,9 +225,8 @@ class TrackProbe:
                 shutil.rmtree(scratch, ignore_errors=True)
 
 
-# -- the command ------------------------------------------------------------------------------------------
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m analysis bisect", description=__doc__.split("\n\n")[0])
+# -- the command (bench/cli/bisect.py builds the parser) -------------------------------------------------
+def add_arguments(p) -> None:
     p.add_argument("good", metavar="GOOD", help="a commit where the metric was as it should be")
     p.add_argument("bad", metavar="BAD", help="a later commit where it had regressed")
     p.add_argument("--metric", required=True, help="a quantity of analysis history, e.g. perf.b.round_vs_copy_sign")
@@ -233,10 +239,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--fresh", action="store_true", help="measure every probe, even with records in --history")
     p.add_argument("--keep-worktrees", action="store_true", help="leave the probes' worktrees in place")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    return p
 
 
-def run(args) -> int:
+def cmd_bisect(args) -> int:
+    from analysis.history.records import TOLERANCES
+
     if not Path(args.repo).is_dir():
         raise BisectError(f"--repo {args.repo}: not a directory")
     if args.tol is not None and not (math.isfinite(args.tol) and args.tol > 0):
@@ -244,8 +251,11 @@ def run(args) -> int:
     parse_metric(args.metric)
     commits = commit_range(args.repo, args.good, args.bad)
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
-    probe = TrackProbe(args.repo, Path(args.history).resolve(), args.metric, args.fresh, args.keep_worktrees, say,
-                       args.device)
+    try:
+        probe = TrackProbe(args.repo, Path(args.history).resolve(), args.metric, args.fresh, args.keep_worktrees,
+                           say, args.device)
+    except RuntimeError as err:  # bench track itself failed (not a probe: those are skipped)
+        raise BisectError(str(err)) from None
     say(f"bisect: {args.metric} over {len(commits)} commits ({commits[0][:12]}..{commits[-1][:12]}), "
         f"about {math.ceil(math.log2(max(2, len(commits) - 1)))} probes after GOOD and BAD, on {probe.machine}")
     # the metric's kind decides the tolerance and the direction: known once GOOD is measured
@@ -275,19 +285,3 @@ def run(args) -> int:
         for c in result["candidates"]:
             print(f"  {c} {subjects[c]} ({result['probes'].get(c, {}).get('state', 'untested')})")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return run(build_parser().parse_args(argv))
-    except UsageError as err:
-        print(f"analysis bisect: error: {err}", file=sys.stderr)
-        return 2
-    except RuntimeError as err:  # bench track itself failed (not a probe: those are skipped)
-        print(f"analysis bisect: error: {err}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

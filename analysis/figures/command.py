@@ -1,0 +1,55 @@
+"""``python -m analysis figures DIR [--only NAME ...]``: draws every figure the runs in DIR support and merges
+their captions into DIR/figures/index.json; a figure named with ``--only`` that cannot be drawn is an error
+(exit status 1, the reason on stderr). Bad input is one line, exit status 2."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from analysis.figures import CATALOG, FIGURES
+from analysis.figures.index import open_index_lock, read_index, update_index
+from analysis.summary import load_tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
+    p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
+    p.add_argument("--only", nargs="+", choices=FIGURES, metavar="NAME", help=f"draw only these: {', '.join(FIGURES)}")
+    args = p.parse_args(argv)
+    if not args.dir.is_dir():
+        print(f"error: results directory not found: {args.dir}", file=sys.stderr)
+        return 2
+    fig_dir = args.dir / "figures"
+    # refused before any figure is drawn: a link where the lock should be, a damaged index (merged into, not lost)
+    lock = open_index_lock(fig_dir)
+    try:
+        read_index(fig_dir)
+        status = _draw(args, fig_dir, lock)
+    finally:
+        os.close(lock)  # releases the lock
+    return status
+
+
+def _draw(args, fig_dir: Path, lock: int) -> int:
+    points, summary, note = load_tables(args.dir)
+    wanted = args.only or FIGURES
+    drawn: dict[str, str] = {}
+    missed = []
+    for name in wanted:
+        result = CATALOG[name].draw(args.dir, points, summary, fig_dir / name)
+        if isinstance(result, str):
+            why = result + (f" ({note})" if note and CATALOG[name].reads_runs else "")
+            print(f"skipped {name}: {why}")
+            missed.append(f"{name}: {why}")
+            continue
+        paths, drawn[name] = result
+        for path in paths:
+            print(f"wrote {path}")
+    print(f"wrote {update_index(fig_dir, lock, drawn, set(wanted))}")
+    if args.only and missed:  # asked for by name (a pipeline job): not drawing it is the job's failure, said here
+        for line in missed:
+            print(f"error: figure {line}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,53 @@
+"""A run's identity: the fingerprint of everything that changes its numbers, and the run id (its directory
+name) built on it. Run ids name directories that hold hours of training, so this form is kept: a run that
+was written before a setting existed, or before a knob moved into the algorithm's options, keeps its id
+(tests/test_run_config_types.py pins them literally)."""
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import TYPE_CHECKING, Any
+
+from ..catalog.algorithms import METHODS, shortcuts
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+
+# settings added after runs were first written, and the value that reproduces those runs
+LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
+# a method whose update changed after runs of it were written: its runs get new ids, so a finished
+# directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
+ALGORITHM_REVISIONS = {"ecd": 1}
+UNTIMED = ("quiet", "stop_at")  # how far to train now, and how loudly, is not what the run is
+
+
+def identity_dict(cfg: "RunConfig") -> dict[str, Any]:
+    """The settings as run ids were first taken: the knobs a run-level word names (gamma, gamma_tune_steps,
+    order) at the top level with their defaults, as when they were settings of the run."""
+    d = cfg.to_dict()
+    options = dict(d["algorithm_options"])
+    for name, field in shortcuts().items():
+        d[name] = options.pop(name, field.default)
+    d["algorithm_options"] = options
+    for key in UNTIMED:
+        d.pop(key)
+    for key, default in LATER_KEYS.items():  # runs made before a key existed keep their id
+        if d.get(key) == default:
+            d.pop(key)
+    if cfg.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
+        d["graph_digest"] = cfg.graph_digest
+    if ALGORITHM_REVISIONS.get(cfg.algorithm):  # the method's maths changed: earlier runs are not this one
+        d["algorithm_revision"] = ALGORITHM_REVISIONS[cfg.algorithm]
+    if cfg.algorithm in METHODS:
+        d.update(METHODS.get(cfg.algorithm).identity(cfg.algorithm_options, cfg.compressor))
+    return d
+
+
+def fingerprint(cfg: "RunConfig") -> str:
+    """Hash of everything that changes the numbers (not quiet/device/paths of output)."""
+    return hashlib.sha256(json.dumps(identity_dict(cfg), sort_keys=True, default=str).encode()).hexdigest()[:10]
+
+
+def run_id(cfg: "RunConfig") -> str:
+    return (f"{cfg.task}_{cfg.algorithm}_{cfg.compressor}_{cfg.topology}{cfg.nodes}_s{cfg.seed}"
+            .replace(":", "").replace(",", "-").replace("/", "-") + f"_{fingerprint(cfg)}")

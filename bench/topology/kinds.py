@@ -1,0 +1,67 @@
+"""The registry of topology kinds: each builder is filed with what the rest of the suite asks of it — how a
+spec spells it and what n it needs (the `bench run --help` line, ``help_text``), whether it is defined on one
+node or read from outside, and small examples with their spectral gaps that the generic tests build."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..registry import Registry
+from ..specs import Spec
+
+Builder = Callable[[Spec, int, int], object]
+"""(parsed spec, n, seed) -> Graph, or PeerSchedule for a time-varying topology."""
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small topology the generic tests build (tests/test_topology.py): its spec, n and the spectral gap
+    its default weights give, within [gap[0], gap[1]] (a closed form where there is one)."""
+
+    spec: str
+    n: int
+    gap: tuple[float, float]
+    # for a kind read from a file: the text the test writes, whose path replaces ``{path}`` in the spec
+    file_text: str | None = None
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    build: Builder
+    usage: str  # how a spec spells it, e.g. ``random-regular:K``
+    note: str  # what the help adds (what n it needs, what it is), or ""
+    examples: tuple[Example, ...]
+    # the only kind defined on a single node (one worker is plain SGD, the n = 1 baseline of a speed-up
+    # study); every other needs n >= 2 so that a typo like --nodes 1 on a ring is still caught
+    single_node: bool = False
+    # read from outside the suite: the spec names a place whose contents may change, so runs and caches
+    # name the graph by the digest of its edges (spec and n define every other graph)
+    external: bool = False
+    time_varying: bool = False  # its builder gives a PeerSchedule: W changes every round
+
+
+TOPOLOGIES: Registry[Kind] = Registry("topology")
+
+
+def topology(name: str, *examples: Example, usage: str | None = None, note: str = "", single_node: bool = False,
+             external: bool = False, time_varying: bool = False) -> Callable[[Builder], Builder]:
+    """Decorator: file the builder under ``name`` with what it declares of itself."""
+    if not examples:
+        raise RuntimeError(f"topology {name!r} declares no examples for the tests")
+
+    def add(build: Builder) -> Builder:
+        TOPOLOGIES.register(name)(Kind(name, build, usage or name, note, examples, single_node, external,
+                                                time_varying))
+        return build
+
+    return add
+
+
+def help_text() -> str:
+    """The topologies as `bench run --help` lists them, from what each kind declares (no torch)."""
+    kinds = [TOPOLOGIES.get(name) for name in TOPOLOGIES.names()]
+    entries = [f"{k.usage} ({k.note})" if k.note else k.usage for k in kinds]
+    example = next((e.spec for k in kinds if k.usage != k.name and not k.external for e in k.examples), None)
+    listing = ", ".join(entries[:-1]) + f" or {entries[-1]}" if len(entries) > 1 else "".join(entries)
+    return f"the communication graph: {listing}" + (f", e.g. {example}" if example else "")

@@ -1,0 +1,176 @@
+"""Every figure found by its module, and every one drawn: the catalog read from the modules keeps the pipeline's
+names, order and report questions; `python -m analysis figures` on two tiny studies (run directories from
+tests/analysis_fixtures.py, a tuned.csv and a consensus trace) draws each figure or says why not, and every
+figure is drawn from at least one of them; a new figure module is found without editing any list."""
+import contextlib
+import io
+import json
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import figures
+from analysis.figures import command
+from analysis.figures import requirements as req
+from analysis.summary import load_tables
+from analysis.tuning import select
+from analysis_fixtures import make_run
+
+ROOT = Path(__file__).resolve().parents[1]
+TWO = [("allreduce", "none"), ("choco", "sign")]
+RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
+# an i.i.d. and a sorted partition at two n on a ring, a torus at the larger n: gaps against n and ρ, a lag
+# against consensus, and the cost of sorted data
+SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
+            ("ring", 9, "sorted")]
+FAULTS = [("allreduce", "none", {}), ("allreduce", "none", {"straggler": {"model": "exponential", "mean": 1.0}}),
+          ("choco", "sign", {"drop": 0.0}), ("choco", "sign", {"drop": 0.05}),
+          ("choco", "sign", {"straggler": {"model": "exponential", "mean": 1.0}})]
+
+
+def grid_study(root: Path) -> Path:
+    """Two methods, two seeds, in SETTINGS on mnist1d-mlp; lsq at n = 1 and 4 recording the sub-optimality
+    c/√(n t); a tuned.csv of three learning rates per method; a consensus trace of sign and exact gossip."""
+    for algorithm, compressor in TWO:
+        for topology, nodes, data in SETTINGS:
+            rho = RHO[(topology, nodes)]
+            lag = 0.0 if algorithm == "allreduce" else (0.02 + 0.1 * (1 - rho)) * (3 if data == "sorted" else 1)
+            for seed in range(2):
+                final = 0.9 - lag - (0.03 if data == "sorted" else 0.0) + 0.002 * seed
+                xi = 0.0 if algorithm == "allreduce" else 1e-3 / rho**2
+                make_run(root / "runs" / f"{algorithm}_{topology}{nodes}_{data}_s{seed}", algorithm=algorithm,
+                         compressor=compressor, topology=topology, nodes=nodes, data=data, seed=seed,
+                         spectral_gap=1.0 if algorithm == "allreduce" else rho,
+                         epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4,
+                                         "consensus_distance": xi} for e in range(5)])
+        for nodes in (1, 4):
+            for seed in range(2):
+                steps = np.arange(0, 65, 4)
+                subopt = np.where(steps > 0, 1 / np.sqrt(nodes * np.maximum(steps, 1)), 10.0)
+                make_run(root / "runs" / f"lsq_{algorithm}_n{nodes}_s{seed}", task="lsq", algorithm=algorithm,
+                         compressor=compressor, topology="complete" if nodes == 1 else "ring", nodes=nodes,
+                         seed=seed, lr=0.02, steps_per_epoch=16,
+                         epochs_points=[{"epoch": s / 16, "train_subopt": v} for s, v in zip(steps, subopt)])
+    trials = [{"cell": f"{a}_ring4", "trial": f"lr={lr}_s0", "lr": lr, "status": "completed",
+               "val_acc": 0.8 - abs(math.log10(lr / 0.1)) / 10, "val_loss": 0.3, "task": "mnist1d-mlp",
+               "algorithm": a, "compressor": c, "topology": "ring", "nodes": 4, "data": "shuffle",
+               "weight_decay": 0.0, "gamma": 0.5, "momentum": 0.0, "epochs": 1.0, "epochs_done": 1.0,
+               "val_fraction": 0.1, "val_ppl": math.nan} for a, c in TWO for lr in (0.01, 0.1, 1.0)]
+    pd.concat([select(pd.DataFrame(g)) for _, g in pd.DataFrame(trials).groupby("cell")]).to_csv(
+        root / "tuned.csv", index=False)
+    (root / "consensus").mkdir()
+    pd.DataFrame([{"method": m, "gamma": g, "step": s, "rel_error": 0.5 ** (s * k), "bits_per_worker": s * b,
+                   "topology": "ring", "nodes": 8, "spectral_gap": 0.195, "dim": 100, "seed": 0}
+                  for m, g, k, b in [("sign", 0.4, 0.3, 132), ("exact", 1.0, 1.0, 3200)] for s in range(0, 40, 4)]
+                 ).to_csv(root / "consensus" / "traces.csv", index=False)
+    return root
+
+
+def faults_study(root: Path) -> Path:
+    """All-reduce on a perfect network and with stragglers, sign-Choco losing 0 and 5 % of its messages and
+    with stragglers, two seeds each, on a ring of 4: nothing but the faults figure's data."""
+    for k, (algorithm, compressor, faults) in enumerate(FAULTS):
+        slow = 1 + faults.get("straggler", {}).get("mean", 0.0)
+        for seed in range(2):
+            final = 0.9 - (0.0 if algorithm == "allreduce" else 0.03 + faults.get("drop", 0.0)) + 0.002 * seed
+            make_run(root / "runs" / f"{k}_s{seed}", algorithm=algorithm, compressor=compressor, nodes=4, seed=seed,
+                     faults=faults, messages_per_step=8, seconds_per_epoch=2.0 * slow,
+                     epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4, "local_evaluated": 4}
+                                    for e in range(5)])
+    return root
+
+
+STUDIES = {"grid": grid_study, "faults": faults_study}
+
+
+@pytest.fixture(scope="module")
+def drawn(tmp_path_factory):
+    """study -> (its folder, figure -> the reason it was skipped): `python -m analysis figures` run on each."""
+    out = {}
+    for name, build in STUDIES.items():
+        root = build(tmp_path_factory.mktemp(name))
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            assert command.main([str(root)]) == 0
+        skipped = dict(re.findall(r"^skipped (\w+): (.*)$", printed.getvalue(), flags=re.M))
+        out[name] = (root, skipped)
+    return out
+
+
+@pytest.mark.parametrize("name", figures.FIGURES)
+def test_every_figure_draws_on_a_tiny_study_or_says_why(drawn, name):
+    studies_drawing = []
+    for study, (root, skipped) in drawn.items():
+        index = json.loads((root / "figures" / "index.json").read_text())
+        if name in skipped:  # not drawn: a reason, and nothing left behind
+            assert skipped[name].strip() and name not in index, (study, skipped[name])
+            assert not (root / "figures" / f"{name}.png").exists()
+            continue
+        png, pdf = root / "figures" / f"{name}.png", root / "figures" / f"{name}.pdf"
+        assert png.read_bytes().startswith(b"\x89PNG") and png.stat().st_size > 1000, study
+        assert pdf.read_bytes().startswith(b"%PDF"), study
+        assert len(index[name]) > 100, (study, index[name])  # the caption drawn with it
+        studies_drawing.append(study)
+    assert studies_drawing, f"{name}: drawn by no tiny study: {[s[name] for _, s in drawn.values()]}"
+
+
+def test_a_figure_the_study_cannot_give_gives_the_reason_its_requirement_gives(drawn):
+    """The faults study has one partition and one n: the figures about n, ρ and partitions name what they need,
+    in the words the DAG build uses to refuse a study (analysis/figures/requirements.py)."""
+    root, skipped = drawn["faults"]
+    summary = load_tables(root)[1]
+    for name in ("gap_vs_nodes", "accuracy_vs_spectral_gap", "noniid_effect"):
+        assert skipped[name] == req.REQUIRES[name](req.Grid(summary)), name
+
+
+# -- the catalog -------------------------------------------------------------------------------------------------
+def test_the_catalog_keeps_the_pipelines_names_and_order():
+    """Snakemake's figure rule, the studies' `figures:` lists and the report's groups name these."""
+    assert figures.FIGURES == ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy",
+                               "consensus", "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods",
+                               "faults_effect"]
+    assert list(figures.QUESTIONS) == figures.FIGURES
+    assert figures.QUESTIONS["lag_vs_consensus"] == "3. How do the graph and n set the gap to all-reduce?"
+
+
+def test_the_report_questions_are_numbered_once_each():
+    """One text per number and numbers 1..k without a gap: a figure with a typo in its QUESTION would
+    open a group of its own in `snakemake --report`."""
+    texts = set(figures.QUESTIONS.values())
+    numbers = sorted(int(t.split(".")[0]) for t in texts)
+    assert numbers == list(range(1, len(texts) + 1)), sorted(texts)
+
+
+def test_every_figure_module_draws_and_every_requirement_names_a_figure():
+    for figure in figures.CATALOG.values():
+        module = __import__(f"analysis.figures.{figure.name}", fromlist=["draw"])
+        assert callable(module.draw) and module.QUESTION == figure.question and module.ORDER == figure.order
+    assert set(req._NEEDS) <= set(figures.FIGURES)  # a renamed figure leaves no requirement behind
+
+
+def test_a_new_figure_module_is_found_by_its_declarations_alone(tmp_path):
+    (tmp_path / "late.py").write_text('"""A figure."""\nQUESTION = "9. Late?"\nORDER = 5\n\ndef draw(*a):\n    pass\n')
+    (tmp_path / "helper.py").write_text("ORDER = 1\n")  # no QUESTION: not a figure
+    (tmp_path / "early.py").write_text('QUESTION: str = "9. Late?"\nORDER = 5\nREADS_RUNS = False\n')
+    found = figures.discover(tmp_path)
+    assert [(f.name, f.order, f.reads_runs) for f in found] == [("early", 5, False), ("late", 5, True)]
+    (tmp_path / "bad.py").write_text('QUESTION = "9. Late?"\n')  # no ORDER: said, naming the module
+    with pytest.raises(TypeError, match="bad.py"):
+        figures.discover(tmp_path)
+    (tmp_path / "bad.py").write_text('QUESTION = "9. " + "Late?"\nORDER = 5\n')  # read, never run: literals only
+    with pytest.raises(TypeError, match="bad.py: QUESTION must be a plain literal"):
+        figures.discover(tmp_path)
+
+
+def test_the_catalog_loads_no_plotting_library():
+    """The pipeline reads FIGURES, QUESTIONS and the requirements whenever it builds a study's DAG."""
+    code = ("import sys; import analysis.figures, analysis.figures.requirements; "
+            "print(sorted(m for m in ('seaborn', 'matplotlib.pyplot') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]

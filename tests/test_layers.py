@@ -1,0 +1,62 @@
+"""bench's layers (issue 29): no module imports one that imports it back, and no import runs back up the layers
+(a compressor never imports an algorithm, the runner never the command line, nothing below the front door the
+front door). Read from the source: every import statement, those inside functions included; the walk itself is
+tested in tests/test_analysis_imports.py."""
+from pathlib import Path
+
+from test_analysis_imports import cycles, imports
+
+ROOT = Path(__file__).resolve().parents[1]
+# lowest first; a module may import its own layer and those below. A new package of bench is placed here.
+LAYERS = [
+    ("bench", "bench.errors", "bench.registry", "bench.limits", "bench.files", "bench.yamlio", "bench.specs",
+     "bench.cache"),  # plumbing every layer uses
+    ("bench.catalog",),  # what plugins are before any tensor exists: names, knobs, checks
+    ("bench.topology", "bench.compressors", "bench.data", "bench.models"),
+    ("bench.comm", "bench.faults"),
+    ("bench.algorithms", "bench.tasks"),
+    ("bench.run",),  # one run: settings, identity, the loop, its directory
+    ("bench.plan", "bench.perf", "bench.pipeline", "bench.track"),  # what starts runs
+    ("bench.cli", "bench.__main__"),  # the front door
+]
+
+
+def layer_of(module: str) -> int | None:
+    found = None
+    for i, group in enumerate(LAYERS):
+        for prefix in group:
+            if module == prefix or (prefix != "bench" and module.startswith(prefix + ".")):
+                found = i
+    return found
+
+
+def test_every_module_of_bench_has_a_layer():
+    graph = imports(ROOT / "bench")
+    assert len(graph) > 100 and "bench.compressors.qsgd" in graph
+    assert [m for m in graph if layer_of(m) is None] == []
+
+
+def test_no_module_of_bench_imports_one_that_imports_it_back():
+    graph = imports(ROOT / "bench")
+    assert cycles(graph) == [], "\n".join(" -> ".join(c) for c in cycles(graph))
+
+
+def test_no_import_runs_back_up_the_layers():
+    graph = imports(ROOT / "bench")
+    upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
+    assert upward == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    """A compressor that asks the algorithms (as QSGD once did) is caught, inside a function too."""
+    pkg = tmp_path / "bench"
+    for sub in ("compressors", "algorithms"):
+        (pkg / sub).mkdir(parents=True)
+        (pkg / sub / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "compressors" / "qsgd.py").write_text("def form():\n    from ..algorithms import choco\n")
+    (pkg / "algorithms" / "choco.py").write_text("from ..compressors import qsgd\n")
+    graph = imports(pkg)
+    assert graph["bench.compressors.qsgd"] == {"bench.algorithms.choco"}
+    assert [f"{m} -> {d}" for m, deps in graph.items() for d in deps
+            if layer_of(d) > layer_of(m)] == ["bench.compressors.qsgd -> bench.algorithms.choco"]

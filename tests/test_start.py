@@ -1,0 +1,163 @@
+"""One way into a run: ``bench.run.start`` from a mapping gives the run `bench run` gives, bad settings are
+one line before anything is written, and every job the pipeline submits carries its settings as the JSON
+of the validated RunConfig (bench/run/settings_file.py), which resolves back to exactly that config."""
+import json
+import shlex
+from pathlib import Path
+
+import pytest
+import yaml
+
+from bench.cli import main
+from bench.errors import BenchError
+from bench.pipeline import Study
+from bench.pipeline.halving import _with_value
+from bench.run import resolve, start
+from bench.run.config import RunConfig
+from bench.run.settings_file import config_of, dumps, given, load_settings, read_settings, write_settings
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {"task": "lsq", "algorithm": "choco", "compressor": "sign", "nodes": 4, "epochs": 1, "seed": 3,
+        "gamma": 0.4, "lr": 0.05, "momentum": 0, "batch_size": 8, "task_options": {"n_train": 64}, "quiet": True}
+
+
+def test_start_with_a_mapping_writes_the_run_bench_run_writes(tmp_path):
+    assert start(TINY, tmp_path / "lib") == 0
+    words = [f"--{k}={v}" for k, v in TINY.items() if k in ("task", "algorithm", "compressor", "nodes", "epochs",
+                                                           "seed")]
+    sets = ["--set", "gamma=0.4", "--set", "lr=0.05", "--set", "momentum=0", "--set", "batch_size=8",
+            "--set", "task_options.n_train=64"]
+    assert main(["run", *words, *sets, "--quiet", "--out", str(tmp_path / "cli")]) == 0
+    lib, cli = (json.loads((tmp_path / d / "run.json").read_text()) for d in ("lib", "cli"))
+    assert lib["run_id"] == cli["run_id"] and lib["fingerprint"] == cli["fingerprint"]
+    assert lib["config"] == cli["config"] and lib["config"]["nesterov"] is False  # derived from momentum 0
+    assert lib["status"] == cli["status"] == "completed"
+    same = ("train_loss", "test_loss", "consensus_distance", "bits_per_worker")  # not the measured times
+    assert [lib["final"][k] for k in same] == [cli["final"][k] for k in same]
+    # the same settings again: recognised as done, whichever way in
+    assert start(resolve({}, {}, TINY), tmp_path / "cli") == 0
+
+
+@pytest.mark.parametrize("settings, words", [
+    ({**TINY, "lerning_rate": 0.1}, ["unknown setting 'lerning_rate' in the settings"]),
+    ({**TINY, "lr": -1}, ["lr=-1", ">= 0"]),
+    ({**TINY, "nodes": "eight"}, ["nodes", "integer"]),
+    ({**TINY, "backend": "mpi"}, ["backend='mpi'", "sim, dist"]),
+    ([("lr", 0.1)], ["must be a mapping"]),
+])
+def test_bad_settings_are_one_line_before_anything_is_written(settings, words, tmp_path):
+    with pytest.raises(BenchError) as err:
+        start(settings, tmp_path / "run")
+    message = str(err.value)
+    assert "\n" not in message and all(w in message for w in words), message
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("values", [
+    {}, TINY, {"momentum": 0}, {"algorithm_options": {"gamma": 0.3}, "gamma": 0.2},
+    {"recipe": "tuned", "task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign", "lr": 0.1},
+    {"algorithm": "powersgd", "algorithm_options": {"rank": 2}}, {"epochs": 2.0, "milestones": "1, 1.5"},
+    {"data_root": "0.10", "topology": "torus", "nodes": 9}, {"algorithm": "dpsgd", "faults": {"drop": 0.1}},
+])
+def test_the_settings_forms_resolve_back_to_the_same_config(values, tmp_path):
+    cfg = config_of(values)
+    # every setting in a file (what dist ranks read), and the given ones as one JSON value (the pipeline's)
+    assert load_settings(write_settings(cfg, tmp_path / "s.json")) == cfg
+    form = given(cfg, values)
+    assert load_settings(dumps(form)) == cfg and set(form) <= set(cfg.to_dict())
+    assert cfg.run_id() == load_settings(dumps(form)).run_id()
+
+
+@pytest.mark.parametrize("source, content, words", [
+    ("{not json", None, ["the settings is not JSON"]),
+    ('{"lr": 0.1, "nodez": 4}', None, ["unknown setting 'nodez' in the settings"]),
+    ("missing.json", None, ["settings file 'missing.json' cannot be read"]),
+    ("list.json", '["lr", 0.1]', ["settings file 'list.json' must be a JSON object"]),
+    ("deep.json", "[" * 100000, ["settings file 'deep.json' is not JSON"]),
+])
+def test_a_bad_settings_value_or_file_is_one_line(source, content, words, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    if content is not None:
+        Path(source).write_text(content)
+    with pytest.raises(BenchError) as err:
+        read_settings(source)
+    assert "\n" not in str(err.value) and all(w in str(err.value) for w in words), str(err.value)
+
+
+# -- the pipeline's jobs ------------------------------------------------------------------------------------
+def _studies():
+    for path in sorted((ROOT / "config").glob("*.yaml")):
+        config = yaml.safe_load(path.read_text())
+        if "blocks" in config:
+            for scale in ("cpu",) + (("gpu",) if config.get("gpu") else ()):
+                yield f"{path.stem}@{scale}", Study({**config, "scale": scale})
+
+
+def _settings_word(line: str) -> dict:
+    words = shlex.split(line)
+    assert words[words.index("bench") + 1] == "run" and words[-2] == "--out"
+    return read_settings(words[words.index("--settings") + 1])
+
+
+def _tuned_values(study, cell):
+    """A tuned YAML of ``cell`` as `analysis tune select` writes it: one value of each searched knob."""
+    return {key: study.tune_grid[key][-1] for key in study.tuned_cells[cell]}
+
+
+def test_every_job_of_every_study_carries_the_validated_settings_of_its_runs():
+    checked = set()
+    for name, study in _studies():
+        for job in study.jobs():
+            if job.rule == "tune_cell":
+                continue
+            tuned = study.tuned_cells.get(job.cell, ())
+            chosen = _tuned_values(study, job.cell) if tuned else {}
+            for run in job.runs:
+                settings = _settings_word(study.command(run, "out", tuned, "tuned.yaml" if tuned else None))
+                assert not set(settings) & set(tuned), name
+                # as `bench run --settings JSON --config tuned.yaml` layers them: the YAML beneath the settings
+                assert resolve(chosen, settings, {}) == study.run_config({**run, **chosen}), (name, run)
+                checked.add(name.split("@")[0])
+    assert len(checked) > 10
+
+
+def test_every_tuning_trial_and_grid_extension_carries_the_validated_settings():
+    trials = 0
+    for name, study in _studies():
+        for cell in study.tuned_cells:
+            plan = json.loads(json.dumps(study.halving_plan(cell, "tune")))  # as the rule hands it over
+            for trial_name, settings in study.trials(cell).items():
+                trial = plan["trials"][trial_name]
+                assert trial["command"] == study.launcher(settings)
+                assert config_of(trial["settings"]) == study.run_config(settings), (name, trial_name)
+                for knob in study.tuned_cells[cell]:  # the halving's extension of the grid past its edge
+                    moved = _with_value(trial["settings"], knob, 0.0123)
+                    assert config_of(moved) == study.run_config({**settings, knob: 0.0123}), (name, knob)
+                trials += 1
+    assert trials > 50
+
+
+def test_a_job_line_is_readable_and_quotes_every_value():
+    study = Study({"study": "v", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1, "data_root": "it's $(x)"},
+                   "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}})
+    (run,) = study.runs.values()
+    line = study.command(run, "results/v/runs/r")
+    assert line.startswith("python -m bench run --settings '{\"task\": \"lsq\", \"algorithm\": \"choco\"")
+    assert shlex.split(line)[-2:] == ["--out", "results/v/runs/r"]
+    assert load_settings(shlex.split(line)[5]).data_root == "it's $(x)"
+    assert RunConfig().to_dict().keys() >= _settings_word(line).keys()
+
+
+def test_a_tuned_knob_takes_what_bench_derives_from_it_along():
+    """momentum 0 in the defaults (so nesterov off) and momentum searched: the final run with the chosen 0.9
+    gets Nesterov back, as `resolve` gives it, because the job's settings name neither."""
+    study = Study({"study": "v", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1, "momentum": 0},
+                   "tune": {"grid": {"momentum": [0.5, 0.9]}},
+                   "blocks": {"b": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4]}}})
+    (cell,) = study.tuned_cells
+    (run,) = study.runs.values()
+    settings = _settings_word(study.command(run, "out", study.tuned_cells[cell], "tuned.yaml"))
+    assert "momentum" not in settings and "nesterov" not in settings
+    cfg = resolve({"momentum": 0.9}, settings, {})
+    assert cfg == study.run_config({**run, "momentum": 0.9}) and cfg.nesterov is True
+    assert study.run_config(run).nesterov is False
