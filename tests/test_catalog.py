@@ -182,3 +182,15 @@ def test_contraction_is_a_flag_not_an_algorithm_name(contraction):
         make_compressor("qsgd:4", contraction=contraction)
     with pytest.raises(TypeError, match="contraction must be True or False"):
         parse_compressor("qsgd:4", contraction=contraction)
+
+
+def test_every_task_declares_what_a_cluster_job_of_it_asks():
+    """The pipeline's job resources are the task's own (workflow/rules/common.smk reads them): memory, the
+    runtime of one run, GPUs and CPUs, positive whole numbers; the image and language tasks ask a GPU."""
+    from bench.catalog.tasks import TASKS
+
+    for name in TASKS.names():
+        res = TASKS.get(name).resources
+        assert set(res) == {"mem_mb", "runtime", "gpus", "cpus"}, name
+        assert all(isinstance(v, int) and v >= 0 for v in res.values()) and res["mem_mb"] > 0 and res["cpus"] >= 1
+    assert TASKS.get("cifar10-resnet20").resources["gpus"] == 1 and TASKS.get("lsq").resources["gpus"] == 0

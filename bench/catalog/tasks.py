@@ -6,7 +6,7 @@ and metrics (bench.tasks.base.register), and bench.tasks checks a run's options 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import BenchError
@@ -26,16 +26,20 @@ class TaskInfo:
     # small builds the generic tests run on every task (tests/test_tasks.py): `bench run` settings, each of
     # nodes, batch_size, data and task_options optional (3 workers, batch 4, data shuffle, the defaults)
     examples: tuple[dict[str, Any], ...] = ({},)
+    # what a cluster job of one run asks (workflow/rules/common.smk): memory (MB), runtime of ONE run (minutes)
+    # when no plan says better, GPUs, and CPUs of a job of one process
+    resources: dict[str, int] = field(default_factory=lambda: dict(RESOURCES))
 
 
+RESOURCES = dict(mem_mb=4000, runtime=60, gpus=0, cpus=1)  # a small task's: a CPU core, an hour at most
 TASKS: Registry[TaskInfo] = Registry("task")
 TASKS.retire("consensus", "is not a training task: the consensus problem runs with `bench consensus` "
              "(and Choco's γ is tuned on it with `bench tune-gamma`)")
 
 
 def _add(name: str, options: dict[str, Any], metrics: tuple[str, ...] = ("test_loss", "test_acc"),
-         examples: tuple[dict[str, Any], ...] = ({},)) -> None:
-    TASKS.register(name)(TaskInfo(name, options, metrics, examples))
+         examples: tuple[dict[str, Any], ...] = ({},), resources: dict[str, int] | None = None) -> None:
+    TASKS.register(name)(TaskInfo(name, options, metrics, examples, {**RESOURCES, **(resources or {})}))
 
 
 SMALL_MNIST1D = ({"task_options": {"n_train": 200, "n_test": 100}},)
@@ -45,14 +49,16 @@ SMALL_MNIST1D = ({"task_options": {"n_train": 200, "n_test": 100}},)
 _add("wikitext2-lstm", {"emb": 650, "hidden": 650, "num_layers": 3, "dropout": 0.4, "tie_weights": True, "bptt": 30,
                         "eval_batch": 10, "train_eval_tokens": 20000, "vectorize": "auto"},
      ("test_loss", "test_acc", "test_ppl"),
-     ({"data": "split", "task_options": {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5}},))
+     ({"data": "split", "task_options": {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5}},),
+     resources=dict(mem_mb=32000, runtime=24 * 60, gpus=1, cpus=8))
 _add("mnist1d-mlp", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "hidden": (100, 100)}, examples=SMALL_MNIST1D)
 _add("mnist1d-cnn", {**SUPERVISED, "n_train": 4000, "n_test": 1000, "channels": 25}, examples=SMALL_MNIST1D)
 _add("digits-mlp", {**SUPERVISED, "hidden": (64,)})
-_add("cifar10-resnet20", dict(SUPERVISED))
-_add("cifar10-resnet8", dict(SUPERVISED))
+_add("cifar10-resnet20", dict(SUPERVISED), resources=dict(mem_mb=16000, runtime=24 * 60, gpus=1, cpus=8))
+_add("cifar10-resnet8", dict(SUPERVISED), resources=dict(mem_mb=16000, runtime=12 * 60, gpus=1, cpus=8))
 _add("imagenet-resnet50", {**SUPERVISED, "size": 224, "eval_batch": 64},
-     examples=({"nodes": 2, "batch_size": 2, "task_options": {"size": 32}},))
+     examples=({"nodes": 2, "batch_size": 2, "task_options": {"size": 32}},),
+     resources=dict(mem_mb=64000, runtime=72 * 60, gpus=1, cpus=16))
 # convex problems with a known optimum f*: each evaluation also records train_subopt = f(x̄) − f*
 _add("lsq", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))
 _add("logreg", dict(SYNTHETIC), ("test_loss", "test_acc", "train_subopt"))

@@ -9,6 +9,8 @@ from snakemake.utils import validate
 
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from analysis.figures.requirements import Grid, cells_frame, unmet
+from bench.catalog.algorithms import shortcuts
+from bench.catalog.tasks import TASKS
 from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline.names import keyed
@@ -27,7 +29,9 @@ except BenchError as err:
 
 # Run settings given on the command line (`--config epochs=3 lr=0.05`) replace the study's defaults, at
 # every scale; a block that sets the key itself keeps its own value (docs/reference.md, "Overrides").
-OVERRIDES = {key: config.pop(key) for key in list(config) if key in RUN_KEYS and key not in SCHEMA_KEYS}
+# (an algorithm's knob by its run-level word too: gamma, order, gamma_tune_steps)
+SETTING_WORDS = {*RUN_KEYS, *shortcuts()}
+OVERRIDES = {key: config.pop(key) for key in list(config) if key in SETTING_WORDS and key not in SCHEMA_KEYS}
 for where in [config] + [config[s] for s in ("gpu",) if isinstance(config.get(s), dict) and "defaults" in config[s]]:
     where["defaults"] = {**(where.get("defaults") or {}), **OVERRIDES}
 if OVERRIDES:
@@ -54,17 +58,10 @@ if not S.has_scale_block:
     logger.info(f"study {STUDY!r} has no {SCALE}: block; scale={SCALE} runs its CPU settings")
 
 # -- resources for cluster profiles -------------------------------------------------------------------
-# Per task: memory (MB), runtime of ONE run (minutes) when no plan says better, GPUs, and CPUs of a job of
-# one process. The runtime is a generous bound on one training run; a job is asked that many times the
-# runs' worth of work it holds (below), until `--config plan=true` has timed it.
-TASK_RESOURCES = {
-    "cifar10-resnet20": dict(mem_mb=16000, runtime=24 * 60, gpus=1, cpus=8),
-    "cifar10-resnet8": dict(mem_mb=16000, runtime=12 * 60, gpus=1, cpus=8),
-    "wikitext2-lstm": dict(mem_mb=32000, runtime=24 * 60, gpus=1, cpus=8),
-    "imagenet-resnet50": dict(mem_mb=64000, runtime=72 * 60, gpus=1, cpus=16),
-}
-DEFAULT_RESOURCES = dict(mem_mb=4000, runtime=60, gpus=0, cpus=1)
-TASK = TASK_RESOURCES.get(S.task, DEFAULT_RESOURCES)
+# The task declares them (bench/catalog/tasks.py: memory, runtime of ONE run when no plan says better, GPUs,
+# CPUs of a job of one process). The runtime is a generous bound on one training run; a job is asked that many
+# times the runs' worth of work it holds (below), until `--config plan=true` has timed it.
+TASK = TASKS.get(S.task).resources
 PLAN_SAFETY, PLAN_FLOOR = float(config.get("plan_safety", 1.5)), float(config.get("plan_floor_minutes", 10))
 # A training job's runtime: its planned hours in results/<study>/plan.csv x plan_safety (at least
 # plan_floor_minutes), or, when there is no plan for it, the task's runtime x the job's work in runs.
