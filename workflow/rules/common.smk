@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from analysis.figures.requirements import Grid, cells_frame, unmet
 from bench.catalog.algorithms import shortcuts
-from bench.catalog.tasks import TASKS
+from bench.catalog.tasks import RESOURCES as TASK_DEFAULTS, TASKS
 from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline.names import keyed
@@ -61,7 +61,7 @@ if not S.has_scale_block:
 # The task declares them (bench/catalog/tasks.py: memory, runtime of ONE run when no plan says better, GPUs,
 # CPUs of a job of one process). The runtime is a generous bound on one training run; a job is asked that many
 # times the runs' worth of work it holds (below), until `--config plan=true` has timed it.
-TASK = TASKS.get(S.task).resources
+TASK = TASKS.get(S.task).resources if S.task else dict(TASK_DEFAULTS)  # a study of no task: consensus
 PLAN_SAFETY, PLAN_FLOOR = float(config.get("plan_safety", 1.5)), float(config.get("plan_floor_minutes", 10))
 # A training job's runtime: its planned hours in results/<study>/plan.csv x plan_safety (at least
 # plan_floor_minutes), or, when there is no plan for it, the task's runtime x the job's work in runs.
