@@ -131,10 +131,11 @@ def test_a_figure_the_study_cannot_give_gives_the_reason_its_requirement_gives(d
 
 # -- the catalog -------------------------------------------------------------------------------------------------
 def test_the_catalog_keeps_the_pipelines_names_and_order():
-    """Snakemake's figure rule, the studies' `figures:` lists and the report's groups name these."""
-    assert figures.FIGURES == ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy",
-                               "consensus", "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods",
-                               "faults_effect"]
+    """Snakemake's figure rule, the studies' `figures:` lists and the report's groups name the figures of the
+    committed studies: each is still found, in this order (a new figure module may join anywhere)."""
+    committed = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "consensus",
+                 "lag_vs_consensus", "noniid_effect", "sensitivity", "speedup", "methods", "faults_effect"]
+    assert [name for name in figures.FIGURES if name in committed] == committed
     assert list(figures.QUESTIONS) == figures.FIGURES
     assert figures.QUESTIONS["lag_vs_consensus"] == "3. How do the graph and n set the gap to all-reduce?"
 

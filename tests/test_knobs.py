@@ -130,3 +130,16 @@ def test_an_algorithm_built_directly_finds_its_own_auto_step():
     assert algo.options.gamma == 1.0 and algo.resolved["gamma"]["source"] == "identity compressor"
     algo = make_algorithm("dpsgd", x0, SimulatedCommunicator(ring))
     assert algo.resolved == {"gamma": {"value": None, "source": "unused"}}
+
+
+def test_an_options_class_serves_any_method_and_its_errors_name_that_method():
+    """A new method may take Choco's options class as it is (README "Extending it"): what it refuses names it."""
+    from bench.catalog.algorithms import ChocoOptions, Method
+
+    class Mine(Method):
+        name, label, Options = "mine", "Mine", ChocoOptions
+
+    with pytest.raises(BenchError, match=r"^mine gamma=2\.0 must be 'auto' or in \(0, 1\]$"):
+        parse_options(Mine, {"gamma": 2})
+    with pytest.raises(BenchError, match=r"^choco order='x'; allowed: paper, code$"):
+        parse_options(METHODS.get("choco"), {"order": "x"})

@@ -175,7 +175,11 @@ def parse_options(cls: type[Method], raw: dict | None):
     if unknown:
         allowed = ", ".join(known) or "none"
         raise BenchError(f"unknown option {unknown[0]!r} for algorithm {cls.name!r}; allowed: {allowed}")
-    return cls.Options(**raw)
+    try:
+        return cls.Options(**raw)
+    except BenchError as err:
+        text = str(err)
+        raise BenchError(text if text.startswith(f"{cls.name} ") else f"{cls.name} {text}") from None
 
 
 # -- knobs ------------------------------------------------------------------------------------------------
@@ -192,15 +196,14 @@ def knob(default: Any, read, **meta) -> Any:
 
 class KnobOptions:
     """Base of options classes whose fields are knobs: each given value is read (coerced and checked) by its
-    field's ``read`` on construction, so a knob is checked in one place."""
-
-    method: ClassVar[str] = ""
+    field's ``read`` on construction, so a knob is checked in one place; ``parse_options`` names the method in
+    what it refuses (one class may serve several methods)."""
 
     def __post_init__(self) -> None:
         for f in fields(self):
             read = f.metadata.get("read")
             if read is not None:
-                object.__setattr__(self, f.name, read(f"{self.method} {f.name}", getattr(self, f.name)))
+                object.__setattr__(self, f.name, read(f.name, getattr(self, f.name)))
 
 
 def read_step(where: str, value: Any) -> float | str:
@@ -287,19 +290,18 @@ def order_knob() -> Any:  # gossip-then-step (paper) or step-then-gossip (the au
 
 
 @dataclass(frozen=True)
-class BEEROptions(ConsensusStepOptions):  # γ: the mixing step of both gossips (the paper's γ)
-    method = "beer"
+class BEEROptions(ConsensusStepOptions):
+    """γ: the mixing step of both gossips (the paper's γ)."""
 
 
 @dataclass(frozen=True)
 class ChocoOptions(ConsensusStepOptions):
-    method = "choco"
     order: Literal["paper", "code"] = order_knob()  # see bench/algorithms/choco.py
 
 
 @dataclass(frozen=True)
-class DeepSqueezeOptions(ConsensusStepOptions):  # γ: the authors' consensus_stepsize
-    method = "deepsqueeze"
+class DeepSqueezeOptions(ConsensusStepOptions):
+    """γ: the authors' consensus_stepsize."""
 
 
 @dataclass(frozen=True)
@@ -312,13 +314,11 @@ class DGCOptions:
 
 @dataclass(frozen=True)
 class DPSGDOptions(KnobOptions):
-    method = "dpsgd"
     order: Literal["paper", "code"] = order_knob()  # gossip-then-step (paper) or step-then-gossip (code)
 
 
 @dataclass(frozen=True)
 class PowerGossipOptions(ConsensusStepOptions):  # γ: the authors' diffusion_rate
-    method = "powergossip"
     rank: int = 1  # r, the rank of each layer's approximation of the model differences (the authors' default 1)
     # True: a basis per edge, warm-started from its last difference (published); False: one shared random basis
     warm_start: bool = True
