@@ -95,36 +95,7 @@ def test_allreduce_is_centralized_sgd_on_the_mean_gradient():
         torch.testing.assert_close(ours[t], x.expand(n, D), rtol=0, atol=1e-12)
 
 
-COMPRESSORS = ["none", "sign", "top:0.1", "rand:0.1", "rand:0.1,unbiased=true", "qsgd:4", "qsgd:4,biased=false"]
-
-
-AVERAGE_CASES = ([("choco", {"gamma": 0.4}, c) for c in COMPRESSORS]
-                 + [("choco", {"gamma": 0.4, "order": "code"}, c) for c in COMPRESSORS]
-                 + [("dpsgd", {}, "none"), ("dpsgd", {"order": "code"}, "none")])
-
-
-@pytest.mark.parametrize("name,options,compressor", AVERAGE_CASES)
-def test_consensus_step_never_moves_the_average(name, options, compressor):
-    n = 9
-    topo = make_topology("torus", n)
-    problem, x0 = Quadratic(n, D), start(n, identical=False)
-    algo = build(name, topo, x0, compressor, options, local_cfg=LocalStepConfig(momentum=0.5, weight_decay=1e-3))
-    directions = []
-    original = algo.local.direction
-
-    def recording(x, g):
-        d = original(x, g)
-        directions.append(d.clone())
-        return d
-
-    algo.local.direction = recording
-    for _ in range(STEPS):
-        before = algo.x.mean(0)
-        algo.step(problem.grad(algo.x), LR)
-        expected = before - LR * directions[-1].mean(0)
-        # exact up to float64 rounding of the largest quantity the step touched
-        scale = max(float(v.abs().max()) for v in algo.state_dict().values() if torch.is_tensor(v))
-        torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-13 * max(1.0, scale))
+# where the average of the models goes, for every method: tests/test_keeping_the_average.py
 
 
 def test_dpsgd_rejects_compression():

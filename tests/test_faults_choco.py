@@ -1,7 +1,7 @@
 """Choco-SGD on a network that loses messages (its fault_rule "ack"): copies per link on any graph, a lost
 message added at neither end. In float64: the average of the models is kept whatever is lost, Choco-Gossip
-still reaches consensus, a schedule that loses nothing is the method without faults, and a run replays its
-losses in the simulator and under torch.distributed processes alike."""
+still reaches consensus, and a schedule that loses nothing is the method without faults. (Under torch.distributed
+processes: tests/test_faults_methods.py.)"""
 from __future__ import annotations
 
 
@@ -14,7 +14,6 @@ from bench.compressors import make_compressor
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
-from dist_faults import assert_dist_loses_as_the_simulation
 
 D = 40
 
@@ -28,9 +27,10 @@ def choco(topo, faults, compressor="sign", gamma=0.4, x0=None, momentum=0.0):
                           generator=torch.Generator().manual_seed(3))
 
 
-@pytest.mark.parametrize("faults", [{"drop": 0.3}, {"drop": 0.5, "drop_model": "gilbert-elliott", "burst": 4},
-                                    {"down": [{"edge": [0, 1], "rounds": [0, 400]}]}])
-@pytest.mark.parametrize("compressor, gamma", [("sign", 0.4), ("top:0.1", 0.1)])  # γ that converge without losses
+# each loss pattern once, each operator at least once (γ that converge without losses): the rule is one code path
+@pytest.mark.parametrize("faults, compressor, gamma", [
+    ({"drop": 0.3}, "sign", 0.4), ({"drop": 0.5, "drop_model": "gilbert-elliott", "burst": 4}, "top:0.1", 0.1),
+    ({"down": [{"edge": [0, 1], "rounds": [0, 400]}]}, "sign", 0.4)], ids=["bernoulli", "bursts", "link-down"])
 def test_choco_gossip_keeps_the_average_whatever_is_lost_and_reaches_consensus(faults, compressor, gamma):
     topo = make_topology("ring", 8)
     algo = choco(topo, faults, compressor, gamma)
@@ -57,8 +57,4 @@ def test_a_schedule_that_loses_nothing_is_choco_without_faults():
     assert a.wire_bits == b.wire_bits and b.link_lost == 0
 
 
-@pytest.mark.slow  # processes
-@pytest.mark.parametrize("world", [4, 2])
-def test_choco_under_losses_in_torch_distributed_processes_is_the_simulation(tmp_path, world):
-    info = assert_dist_loses_as_the_simulation(tmp_path, world, "choco", "sign")
-    assert info["faults"]["rule"] == "ack"
+# under torch.distributed processes: tests/test_faults_methods.py (every rule, one launch)

@@ -1,9 +1,9 @@
 """DeepSqueeze and BEER on a network that loses messages. DeepSqueeze's gossip of c is reweighted (D-PSGD's rule):
-in float64 its update is the authors' with the round's reweighted W, the average moves exactly as SGD's under
-symmetric losses and with workers away, and one-directional losses move it. BEER keeps h and g per link with
-Choco's acknowledgement rule: mean(v) = mean(d) and the average moves as η·mean(v) says whatever is lost, a
-schedule that loses nothing is BEER without faults, its gossip still reaches consensus. Both run alike in the
-simulator and under torch.distributed processes."""
+in float64 its update is the authors' with the round's reweighted W. BEER keeps h and g per link with Choco's
+acknowledgement rule: a schedule that loses nothing is BEER without faults, and its gossip still reaches consensus
+keeping the average. The catalog lets each through as far as its rule goes; both run alike in the simulator and
+under torch.distributed processes. (Where the average goes under losses and with workers away, for every method
+with a rule: tests/test_keeping_the_average.py.)"""
 from __future__ import annotations
 
 import pytest
@@ -15,10 +15,9 @@ from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults, reweighted
-from bench.faults.away import kept_rows, restore_rows
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
-from dist_faults import assert_dist_loses_as_the_simulation
+from dist_faults import LOSSES, assert_dist_cases_lose_as_the_simulation
 
 D, LR = 40, 0.05
 BERNOULLI = {"drop": 0.3}
@@ -33,19 +32,6 @@ def build(name, topo, faults, compressor="sign", gamma=0.4, x0=None, local=None)
                           compressor=make_compressor(compressor, contraction=METHODS.get(name).contraction),
                           local=LocalStep(local or LocalStepConfig()), options={"gamma": gamma},
                           generator=torch.Generator().manual_seed(3))
-
-
-def recording(algo) -> list[torch.Tensor]:
-    """The local step's directions d_t, as the algorithm takes them in (appended to the list returned)."""
-    directions, original = [], algo.local.direction
-
-    def record(x, g):
-        out = original(x, g)
-        directions.append(out.clone())
-        return out
-
-    algo.local.direction = record
-    return directions
 
 
 # -- DeepSqueeze: the reweight rule ---------------------------------------------------------------------
@@ -73,81 +59,11 @@ def test_deepsqueeze_under_losses_is_the_authors_update_with_the_reweighted_matr
     assert lost > 0
 
 
-@pytest.mark.parametrize("faults", [{**BERNOULLI, "symmetric": True}, {**BURSTS, "symmetric": True},
-                                    {"down": [{"edge": [0, 1], "rounds": [0, 100]}]}])
-@pytest.mark.parametrize("compressor", ["sign", "top:0.1"])
-def test_deepsqueeze_keeps_the_average_moving_as_sgd_under_symmetric_losses(faults, compressor):
-    """W'_t symmetric, so doubly stochastic: Σ_i (Σ_j w'_ij c_j − c_i) = 0 and mean(x_{t+1}) = mean(x_t) − η mean(d_t)."""
-    n = 8
-    topo, problem = make_topology("ring", n), Quadratic(n, D)
-    algo = build("deepsqueeze", topo, faults, compressor, local=LocalStepConfig(momentum=0.5, weight_decay=1e-3))
-    directions, lost, worst = recording(algo), 0, 0.0
-    for _ in range(100):
-        before = algo.x.mean(0).clone()
-        lost += algo.step(problem.grad(algo.x), LR).link_lost
-        worst = max(worst, float((algo.x.mean(0) - (before - LR * directions[-1].mean(0))).abs().max()))
-    assert lost > 0 and worst < 1e-12, worst
-
-
-def test_deepsqueeze_one_directional_losses_move_the_average():
-    """Directed losses leave W'_t's columns summing to other than 1: the consensus term no longer sums to zero."""
-    n = 8
-    topo, problem = make_topology("ring", n), Quadratic(n, D)
-    algo = build("deepsqueeze", topo, BERNOULLI)
-    directions, drift = recording(algo), torch.zeros(D, dtype=torch.float64)
-    for _ in range(100):
-        before = algo.x.mean(0).clone()
-        algo.step(problem.grad(algo.x), LR)
-        drift += algo.x.mean(0) - (before - LR * directions[-1].mean(0))
-    assert float(drift.abs().max()) > 1e-3
-
-
-@pytest.mark.parametrize("faults", [{"active": 0.6}, {"absent": [{"worker": 2, "rounds": [5, 40]}], "drop": 0.2,
-                                                      "symmetric": True}])
-def test_deepsqueeze_with_workers_away_keeps_the_average_moving_by_the_present_workers_steps(faults):
-    """As the runner does it (bench/faults/away.py): an away worker's rows of x, e and the momentum are put back
-    after the step. Its links are lost both ways, so the present workers' consensus terms sum to zero among
-    themselves and mean(x_{t+1}) = mean(x_t) − (η/n) Σ_{i present} d_i."""
-    n = 8
-    topo, problem = make_topology("ring", n), Quadratic(n, D)
-    algo = build("deepsqueeze", topo, faults, local=LocalStepConfig(momentum=0.5))
-    directions, schedule, worst, sat_out = recording(algo), algo.comm.faults, 0.0, 0
-    for t in range(60):
-        away = torch.as_tensor(schedule.away(t).nonzero()[0])
-        present = torch.ones(n, dtype=torch.bool)
-        present[away] = False
-        before, x_away = algo.x.mean(0).clone(), algo.x[away].clone()
-        kept = kept_rows(algo.state_dict(), away, n)
-        algo.step(problem.grad(algo.x), LR)
-        restore_rows(algo.state_dict(), away, kept, n)
-        expected = before - LR * directions[-1][present].sum(0) / n
-        worst = max(worst, float((algo.x.mean(0) - expected).abs().max()))
-        assert torch.equal(algo.x[away], x_away)
-        sat_out += len(away)
-    assert sat_out > 0 and worst < 1e-12, worst
+# where the average goes under symmetric and one-way losses and with workers away: tests/test_keeping_the_average.py
 
 
 # -- BEER: copies per link, the acknowledgement rule ----------------------------------------------------------
-@pytest.mark.parametrize("faults", [BERNOULLI, BURSTS, {"drop": 0.2, "symmetric": True},
-                                    {"drop": 0.1, "late": 0.3, "staleness": 2}])  # late q's land at both ends
-@pytest.mark.parametrize("compressor", ["sign", "top:0.1"])
-def test_beer_tracks_the_average_direction_and_its_average_moves_as_sgd_whatever_is_lost(faults, compressor):
-    """u_h and u_g sum to zero over the workers whatever the copies (each link adds w_e c_e at its receiver and
-    takes it from its sender, both ends holding one copy): mean(v_t) = mean(d_t), mean(x_{t+1}) = mean(x_t) − η mean(v_t)."""
-    n = 8
-    topo, problem = make_topology("ring", n), Quadratic(n, D)
-    algo = build("beer", topo, faults, compressor, local=LocalStepConfig(momentum=0.5, weight_decay=1e-3))
-    assert algo.per_link
-    directions, lost, worst = recording(algo), 0, 0.0
-    for _ in range(100):
-        before = algo.x.mean(0).clone()
-        lost += algo.step(problem.grad(algo.x), LR).link_lost
-        scale = max(1.0, float(algo.v.abs().max()))
-        worst = max(worst, float((algo.v.mean(0) - directions[-1].mean(0)).abs().max()) / scale,
-                    float((algo.x.mean(0) - (before - LR * algo.v.mean(0))).abs().max()) / scale)
-    assert lost > 0 and worst < 1e-12, worst
-
-
+# mean(v) = mean(d) whatever is lost: tests/test_beer.py; the average: tests/test_keeping_the_average.py
 @pytest.mark.parametrize("compressor", ["sign", "top:0.1"])
 def test_a_schedule_that_loses_nothing_is_beer_without_faults(compressor):
     """Every link used every round and nothing lost: a worker's out-link copies agree (an operator without
@@ -165,8 +81,10 @@ def test_a_schedule_that_loses_nothing_is_beer_without_faults(compressor):
     assert a.wire_bits == b.wire_bits and b.link_lost == 0
 
 
-@pytest.mark.parametrize("faults", [BERNOULLI, BURSTS, {"down": [{"edge": [0, 1], "rounds": [0, 400]}]}])
-@pytest.mark.parametrize("compressor, gamma", [("sign", 0.4), ("top:0.1", 0.1)])
+# each loss pattern once, each operator at least once: the rule is one code path
+@pytest.mark.parametrize("faults, compressor, gamma", [
+    (BERNOULLI, "sign", 0.4), (BURSTS, "top:0.1", 0.1), ({"down": [{"edge": [0, 1], "rounds": [0, 400]}]}, "sign", 0.4)],
+    ids=["bernoulli", "bursts", "link-down"])
 def test_beer_gossip_keeps_the_average_whatever_is_lost_and_reaches_consensus(faults, compressor, gamma):
     """grad=None: x ← x + γ u_h, then h's update (Choco-Gossip in the code order), on per-link copies."""
     topo = make_topology("ring", 8)
@@ -198,9 +116,20 @@ def test_deepsqueeze_takes_workers_away_and_beer_is_refused_with_them():
 
 
 # -- both runtimes -------------------------------------------------------------------------------------------
+# every fault rule under torch.distributed: losses (reweight: DeepSqueeze; ack: Choco, BEER), late messages (D-PSGD's
+# stale copies, Choco's ack) and pairwise gossip; all in one launch of processes per world (start-up paid once)
+DIST_CASES = {f"{a}-{c}-{kind}": (a, c, losses) for kind, losses, methods in (
+    ("lossy", LOSSES, [("choco", "sign"), ("deepsqueeze", "sign"), ("beer", "sign")]),
+    ("late", {"drop": 0.1, "late": 0.3, "staleness": 2}, [("dpsgd", "none"), ("choco", "sign")]),
+    ("pairwise", {"pairwise": True, "drop": 0.2}, [("dpsgd", "none")])) for a, c in methods}
+
+
 @pytest.mark.slow  # processes
 @pytest.mark.parametrize("world", [4, 2])  # one worker a process, and two: a lost link inside a process too
-@pytest.mark.parametrize("algorithm, rule", [("deepsqueeze", "reweight"), ("beer", "ack")])
-def test_under_losses_torch_distributed_processes_are_the_simulation(tmp_path, world, algorithm, rule):
-    info = assert_dist_loses_as_the_simulation(tmp_path, world, algorithm, "sign")
-    assert info["faults"]["rule"] == rule
+def test_under_faults_torch_distributed_processes_are_the_simulation(tmp_path, world):
+    """Each case's metrics in the processes are the simulation's to float rounding, with the same messages lost and
+    the same bits, and run.json names the method's rule (pairwise gossip: at 2 processes, as before)."""
+    cases = {k: v for k, v in DIST_CASES.items() if world == 2 or not k.endswith("pairwise")}
+    infos = assert_dist_cases_lose_as_the_simulation(tmp_path, world, cases)
+    for name, (algorithm, _, _) in cases.items():
+        assert infos[name]["faults"]["rule"] == METHODS.get(algorithm).fault_rule, name

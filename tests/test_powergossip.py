@@ -1,6 +1,6 @@
 """PowerGossip in both forms: the published one (a warm-started basis per edge, one message per link) and the
 shared-randomness one (``warm_start=false``, one broadcast). The per-edge updates of the authors' code written
-out, the special case they reduce to, where the average goes, the traffic, checkpoints, what the warm start
+out, the special case they reduce to, the traffic, checkpoints, what the warm start
 buys on low-rank differences, and the graphs the published form refuses."""
 
 import math
@@ -14,7 +14,8 @@ from bench.comm import SimulatedCommunicator
 from bench.errors import BenchError
 from bench.topology import make_topology
 from bench.topology.links import Links
-from test_algorithms import LR, STEPS, TOPOLOGIES, Quadratic, build, start, trajectory
+from hostile import assert_refused
+from test_algorithms import LR, TOPOLOGIES, Quadratic, build, start, trajectory
 
 D = 40
 # a 3×4 matrix, a bias, a 4×5 matrix, a 1×3 row: three layers compressed by rank, one exact
@@ -196,33 +197,7 @@ def test_the_shared_form_is_the_authors_per_edge_update_with_a_shared_projection
         torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
 
 
-@pytest.mark.parametrize("options", [{"rank": 1}, {"rank": 2, "gamma": 0.5}, {"rank": 1, **SHARED},
-                                     {"rank": 2, "gamma": 0.5, **SHARED}])
-@pytest.mark.parametrize("layers", [False, True])
-@pytest.mark.parametrize("gradient", [True, False])
-@pytest.mark.parametrize("spec,n", [("torus", 9), ("star", 7)])
-def test_the_average_moves_as_sgd(options, layers, gradient, spec, n):
-    """Each edge's two updates cancel (the same rank-r difference, opposite signs, w_ij = w_ji), so
-    mean(x_{t+1}) = mean(x_t) − η mean(d_t) (no gradient: the average never moves), in float64."""
-    topo = make_topology(spec, n)
-    d = sum(SEGMENTS) if layers else D
-    problem, x0 = Quadratic(n, d), start(n, d, identical=False)
-    algo = powergossip(topo, x0, options, SEGMENTS if layers else None, SHAPES if layers else None,
-                       LocalStepConfig(momentum=0.5, weight_decay=1e-3))
-    directions = []
-    original = algo.local.direction
-
-    def recording(x, g):
-        out = original(x, g)
-        directions.append(out.clone())
-        return out
-
-    algo.local.direction = recording
-    for _ in range(STEPS):
-        before = algo.x.mean(0)
-        algo.step(problem.grad(algo.x) if gradient else None, LR)
-        expected = before - LR * directions[-1].mean(0) if gradient else before
-        torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-12)
+# the average moves as SGD's in both forms, per layer and flat: tests/test_keeping_the_average.py
 
 
 @pytest.mark.parametrize("warm_start", [True, False])
@@ -338,9 +313,7 @@ def test_the_published_form_refuses_a_time_varying_graph_in_one_line(tmp_path, c
     torch.testing.assert_close(algo.x.mean(0), mean, rtol=0, atol=1e-12)
     argv = ["run", "--task", "lsq", "--nodes", "8", "--epochs", "1", "--algorithm", "powergossip", "--compressor",
             "none", "--topology", "one-peer-exp", "--quiet", "--out", str(tmp_path / "r")]
-    assert main(argv) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
-    assert len(lines) == 1 and "warm_start" in lines[0] and "one-peer-exp" in lines[0]
+    assert_refused(main(argv), capsys.readouterr().err, "warm_start", "one-peer-exp")
     assert not (tmp_path / "r").exists()
 
 

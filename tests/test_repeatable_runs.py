@@ -56,8 +56,10 @@ def _steps_like_the_others(df: pd.DataFrame, steps: tuple[int, ...] = (1,)) -> N
 def test_the_same_command_gives_the_same_metrics_whatever_the_cache_holds(tmp_path):
     """`vectorize=auto` in fresh processes: the cache empty, and the cache holding either path for this run's
     shape under the key the former `auto` read (with timings that would have decided it). The same path and
-    reason, metrics identical but for measured times, and step 1's compute time like the others'."""
-    runs = []
+    reason, metrics identical but for measured times, and step 1's compute time like the others'. The run of the
+    empty cache is paused half way and resumed by a second process: the runner's warm-up keeps torch.func's
+    set-up out of step 1 and out of the first step after the resume, and the resumed run is the others' too."""
+    runs, resumed_at = [], None
     for choice in (None, "loop", "vmap"):
         cache = tmp_path / f"cache-{choice}"
         cache.mkdir()
@@ -65,29 +67,22 @@ def test_the_same_command_gives_the_same_metrics_whatever_the_cache_holds(tmp_pa
             seconds = {"loop": 0.001, "vmap": 1.0} if choice == "loop" else {"loop": 1.0, "vmap": 0.001}
             entry = {_old_cache_key(8, 32): {"path": choice, "seconds_per_step": seconds}}
             (cache / "gradient-paths.json").write_text(json.dumps(entry))
+        else:
+            paused, info = _bench(tmp_path / f"run-{choice}", cache, "--set", "stop_at=10")
+            assert info["status"] == "paused"
+            resumed_at = int(paused["step"].iloc[-1]) + 1
         runs.append(_bench(tmp_path / f"run-{choice}", cache))
     (first, info), *others = runs
-    assert info["task"]["gradient_path"]["path"] == "vmap"
+    assert info["status"] == "completed" and info["task"]["gradient_path"]["path"] == "vmap"
     assert info["task"]["gradient_path"]["reason"].startswith("task_options.vectorize=auto")
     assert "seconds_per_step" not in info["task"]["gradient_path"]  # no timing decided it
     assert not list((tmp_path / "cache-None").iterdir())  # and nothing was remembered
     for df, other in others:
         assert other["task"]["gradient_path"] == info["task"]["gradient_path"]
         pd.testing.assert_frame_equal(first.drop(columns=MEASURED), df.drop(columns=MEASURED), check_exact=True)
-    for df, _ in runs:
+    _steps_like_the_others(first, (1, resumed_at))
+    for df, _ in others:
         _steps_like_the_others(df)
-
-
-def test_no_one_off_cost_in_the_first_step_nor_in_the_first_after_a_resume(tmp_path):
-    """`vectorize=true` (no trial step): the runner's warm-up alone keeps torch.func's set-up out of step 1,
-    and out of the first step of the process that resumes the run."""
-    cache = tmp_path / "cache"
-    vmap = ("--set", "task_options.vectorize=true")
-    paused, info = _bench(tmp_path / "run", cache, *vmap, "--set", "stop_at=10")
-    assert info["status"] == "paused"
-    df, info = _bench(tmp_path / "run", cache, *vmap)
-    assert info["status"] == "completed" and info["task"]["gradient_path"]["path"] == "vmap"
-    _steps_like_the_others(df, (1, int(paused["step"].iloc[-1]) + 1))
 
 
 @pytest.mark.slow

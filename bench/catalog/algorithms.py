@@ -51,6 +51,9 @@ class Method:
     consensus_slope: ClassVar[float | None] = None
     # drawn beside the exact references when a figure has room for only a few methods (Choco, the paper's)
     headline: ClassVar[bool] = False
+    # its round adds nothing to the sum of the models but −η Σ_i d_i, whatever is sent: it sends exact models or
+    # mixes public copies by a consensus step (tests/test_keeping_the_average.py holds every such method to it)
+    keeps_average: ClassVar[bool] = False
 
     @classmethod
     def check_backend(cls, backend: str) -> None:
@@ -341,6 +344,7 @@ class PowerSGDOptions:
 @register
 class ADPSGD(Method):
     name, label = "adpsgd", "AD-PSGD"
+    keeps_average = True
     compresses = False
     fault_rule = "ack"  # an averaging whose either message is lost is skipped at both ends: the average is kept
 
@@ -370,6 +374,7 @@ class ADPSGD(Method):
 @register
 class AllReduce(Method):
     name, label = "allreduce", "all-reduce"
+    keeps_average = True
     compresses = False
     centralized = True
 
@@ -377,6 +382,7 @@ class AllReduce(Method):
 @register
 class BEER(Method):
     name, label = "beer", "BEER"
+    keeps_average = True
     # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
     contraction = True
     consensus_step = True
@@ -389,6 +395,7 @@ class BEER(Method):
 @register
 class Choco(Method):
     name, label = "choco", "Choco-SGD"
+    keeps_average = True
     consensus_slope, headline = -4.0, True
     contraction = True
     consensus_step = True
@@ -405,6 +412,7 @@ class DCD(Method):
 @register
 class DeepSqueeze(Method):
     name, label = "deepsqueeze", "DeepSqueeze"
+    keeps_average = True
     contraction = True  # the analysis bounds the compression error relative to its input
     consensus_step = True
     auto_revision = 1
@@ -430,6 +438,7 @@ class DGC(Method):
 @register
 class DPSGD(Method):
     name, label = "dpsgd", "D-PSGD"
+    keeps_average = True
     fault_rule = "reweight"  # bench/faults/reweight.py: the average is kept when losses are symmetric
     late_rule = "stale"  # the newest model heard per in-link (then a lost message leaves the older copy too)
     Options = DPSGDOptions
@@ -450,6 +459,7 @@ class ErrorFeedback(Method):
 @register
 class PowerGossip(Method):
     name, label = "powergossip", "PowerGossip"
+    keeps_average = True
     own_compression = True  # low rank, by itself: the --compressor stays `none`
     consensus_step = True
     Options = PowerGossipOptions

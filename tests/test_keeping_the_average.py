@@ -1,0 +1,220 @@
+"""Where the average of the models goes, for every registered method that keeps it, in float64 on the simulated
+communicator: a round moves it exactly as SGD on the average direction, mean(x_{t+1}) = mean(x_t) − η mean(d_t),
+and gossip alone (no gradient) leaves it where it is. On a regular and an irregular static graph and on a
+time-varying one, per layer and flat, with each of the method's examples of options and every compressor example it
+takes; and on a network that loses messages, delivers them late or sits workers out, as far as the method's fault
+rule promises it (and a one-way loss moves the average of a method that reweights).
+
+Which methods keep it is read from what they declare (bench/catalog/algorithms.py), never from a list of names."""
+from __future__ import annotations
+
+import dataclasses
+import typing
+
+import pytest
+import torch
+
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm, parse_options
+from bench.catalog.compressors import SPECS
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.faults import FaultSchedule, parse_faults
+from bench.faults.away import kept_rows, restore_rows
+from bench.topology import make_topology
+from test_algorithms import Quadratic, start
+
+LR = 0.05
+# three layers compressed by themselves (low rank by their shape) and a row of 3: per-layer compression
+SEGMENTS, SHAPES = [12, 5, 20, 3], [(3, 4), (5,), (4, 5), (1, 3)]
+# the first example of every operator: the identity holds whatever a message holds, as long as both ends of a link
+# take the same one, so one form of each operator (deterministic, random, sparse, quantised) is enough
+COMPRESSORS = [SPECS.get(name).examples[0] for name in SPECS.names() if SPECS.get(name).examples]
+
+
+def keeps_the_average(cls) -> bool:
+    """A method whose round adds nothing to the sum of the models but −η Σ_i d_i, as its class says
+    (``keeps_average``): it sends exact models (a doubly stochastic gossip, an all-reduce, a pairwise averaging) or
+    mixes public copies by a consensus step (x_i += γ Σ_j w_ij (x̂_j − x̂_i), which sums to zero over the workers).
+    A method that compresses its own step (DCD, ECD) or applies a compressed mean (the centralized ones with error
+    feedback) does not, and is held to it with exact messages only."""
+    return cls.keeps_average
+
+
+KEEPERS = [name for name in ALGORITHMS.names() if keeps_the_average(ALGORITHMS.get(name))]
+
+
+def takes(cls, spec: str) -> bool:
+    try:
+        cls.check_compressor(make_compressor(spec, contraction=cls.contraction))
+    except BenchError:
+        return False
+    return True
+
+
+def _compressors(cls) -> list[str]:
+    """What the method keeps the average under: every compressor it takes, when it keeps it whatever is sent; else
+    exact messages (`none`), under which a method that compresses its own step or a mean sends it exactly too
+    (not one that compresses by its own scheme, e.g. low rank, which `none` leaves on)."""
+    if keeps_the_average(cls):
+        return [c for c in COMPRESSORS if takes(cls, c)]
+    return ["none"] if not cls.own_compression and takes(cls, "none") else []
+
+
+def _examples(cls) -> list[dict]:
+    """The method's examples of options, and each value of an option that takes a few words (the order of
+    gossip and step): each is a code path of its own."""
+    out = [dict(e) for e in cls.examples]
+    hints = typing.get_type_hints(cls.Options)
+    for f in dataclasses.fields(cls.Options):
+        if typing.get_origin(hints.get(f.name)) is typing.Literal:
+            out += [{**cls.examples[0], f.name: word} for word in typing.get_args(hints[f.name])]
+    unique = {}  # one of each distinct set of options (an example may spell a default out)
+    for example in out:
+        unique.setdefault(repr(parse_options(cls, _options(cls, example))), example)
+    return list(unique.values())
+
+
+def _options(cls, example: dict, faults: dict | None = None) -> dict:
+    """An example of the method's options with the run settings it reads by name (AD-PSGD: the faults, the seed)."""
+    settings = {"faults": faults or {}, "seed": 1}
+    return {**{key: settings[key] for key in cls.settings}, **example}
+
+
+def _runs_on(cls, spec: str, n: int, example: dict) -> bool:
+    topo = make_topology(spec, n)
+    try:
+        cls.check_topology(spec, bool(getattr(topo, "time_varying", False)), parse_options(cls, _options(cls, example)))
+    except BenchError:
+        return False
+    return True
+
+
+def build_method(name, topo, x0, compressor, options, faults=None, layers=False):
+    cls = ALGORITHMS.get(name)
+    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
+    return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
+                          compressor=make_compressor(compressor, contraction=cls.contraction),
+                          local=LocalStep(LocalStepConfig(momentum=0.5, weight_decay=1e-3)),
+                          options=_options(cls, options, faults), generator=torch.Generator().manual_seed(3),
+                          segments=SEGMENTS if layers else None, shapes=SHAPES if layers else None)
+
+
+def recording(algo) -> list[torch.Tensor]:
+    """The local step's directions d_t as the method takes them in (appended to the list returned)."""
+    directions, original = [], algo.local.direction
+
+    def record(x, g):
+        out = original(x, g)
+        directions.append(out.clone())
+        return out
+
+    algo.local.direction = record
+    return directions
+
+
+def _scale(algo) -> float:
+    """The largest quantity of the method's state: what float64 rounding is relative to."""
+    return max([1.0] + [float(v.abs().max()) for v in algo.state_dict().values()
+                        if torch.is_tensor(v) and v.is_floating_point() and v.numel()])
+
+
+def _misses(algo, problem, steps, gradient=True, away_at=None) -> tuple[float, int]:
+    """(the largest miss of mean(x) after a step from mean(x) − (η/n) Σ_{i present} d_i, relative to the state's
+    scale; the rounds with a worker away). Workers away are sat out as the runner does it (bench/faults/away.py):
+    their rows of x and of the per-worker state are put back after the step."""
+    directions, n, worst, sat_out = recording(algo), algo.x.shape[0], 0.0, 0
+    for t in range(steps):
+        away = torch.as_tensor(away_at(t).nonzero()[0]) if away_at else torch.zeros(0, dtype=torch.long)
+        present = torch.ones(n, dtype=torch.bool)
+        present[away] = False
+        before, x_away = algo.x.mean(0).clone(), algo.x[away].clone()
+        kept = kept_rows(algo.worker_state(), away, n)
+        algo.step(problem.grad(algo.gradient_point()) if gradient else None, LR)
+        restore_rows(algo.worker_state(), away, kept, n)
+        assert torch.equal(algo.x[away], x_away)
+        expected = before - LR * directions[-1][present].sum(0) / n if gradient else before
+        worst = max(worst, float((algo.x.mean(0) - expected).abs().max()) / _scale(algo))
+        sat_out += len(away)
+    return worst, sat_out
+
+
+GRAPHS = [("torus", 9), ("star", 7), ("one-peer-exp", 16)]  # regular, irregular, time-varying
+# every method on every graph it runs on with some example of its options (a method may refuse a changing graph)
+ON_GRAPHS = [pytest.param(name, spec, n, id=f"{name}-{spec}") for name in ALGORITHMS.names() for spec, n in GRAPHS
+             if _compressors(ALGORITHMS.get(name))
+             and any(_runs_on(ALGORITHMS.get(name), spec, n, e) for e in _examples(ALGORITHMS.get(name)))]
+
+
+@pytest.mark.parametrize("name, spec, n", ON_GRAPHS)
+def test_the_average_moves_as_sgd_on_the_average_direction(name, spec, n):
+    """Each example of options the graph takes × each compressor of ``_compressors``: per layer with gradients,
+    flat with gradients, and per layer without (the average does not move); exact up to float64 rounding."""
+    cls = ALGORITHMS.get(name)
+    for example in (e for e in _examples(cls) if _runs_on(cls, spec, n, e)):
+        for compressor in _compressors(cls):
+            for layers, gradient in ((True, True), (False, True), (True, False)):
+                d = sum(SEGMENTS) if layers else 40
+                algo = build_method(name, make_topology(spec, n), start(n, d, identical=False), compressor, example,
+                              layers=layers)
+                worst, _ = _misses(algo, Quadratic(n, d), 15, gradient)
+                assert worst < 1e-13, (example, compressor, layers, gradient, worst)
+
+
+# the networks that lose messages, and what each rule promises of them
+SYMMETRIC = {"both ways": {"drop": 0.3, "symmetric": True},
+             "bursts both ways": {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 4, "symmetric": True},
+             "a link down": {"down": [{"edge": [0, 1], "rounds": [0, 100]}]}}
+ONE_WAY = {"one way": {"drop": 0.3}, "bursts one way": {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 4}}
+LATE = {"late and lost": {"drop": 0.1, "late": 0.3, "staleness": 2}}
+AWAY = {"workers away": {"active": 0.6},
+        "a worker away": {"absent": [{"worker": 2, "rounds": [5, 40]}], "drop": 0.2, "symmetric": True},
+        "pairwise": {"pairwise": True}}
+
+
+def _accepts(cls, faults) -> bool:
+    try:
+        cls.check_faults(parse_faults(faults, 8))
+        cls.check_backend("sim")
+    except BenchError:
+        return False
+    return True
+
+
+def _fault_cases():
+    """(method, network, whether the average moves as SGD's there): every network the method accepts whose
+    outcome its rule says: losses both ways and workers away (kept, by the present workers' steps), one-way losses
+    (kept by the copies per link of an acknowledging rule, "ack"; moved by a reweighting one), late messages
+    (kept by a rule that adds a late message at both ends, late_rule "ack")."""
+    cases = []
+    for name in KEEPERS:
+        cls = ALGORITHMS.get(name)
+        if cls.fault_rule is None:
+            continue
+        for label, faults in {**SYMMETRIC, **ONE_WAY, **AWAY}.items():
+            if _accepts(cls, faults):
+                keeps = label not in ONE_WAY or cls.fault_rule == "ack"
+                cases.append(pytest.param(name, faults, keeps, id=f"{name}-{label}"))
+        for label, faults in LATE.items():
+            if cls.late_rule == "ack" and _accepts(cls, faults):
+                cases.append(pytest.param(name, faults, True, id=f"{name}-{label}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, faults, keeps", _fault_cases())
+def test_what_a_fault_rule_keeps_of_the_average(name, faults, keeps):
+    """On a ring of 8 for 30 rounds, each example of options × each compressor the method takes; a
+    network that changes nothing would prove nothing: some messages are lost or late, or some workers away."""
+    cls = ALGORITHMS.get(name)
+    topo = make_topology("ring", 8)
+    for example in _examples(cls):
+        for compressor in _compressors(cls):
+            algo = build_method(name, topo, start(8, identical=False), compressor, example, faults)
+            schedule = algo.comm.faults  # a pure function of (seed, round, link)
+            assert sum(int(schedule.lost_union(t).sum() + schedule.late_union(t).sum() + schedule.away(t).sum())
+                       for t in range(30)) > 0
+            worst, _ = _misses(algo, Quadratic(8, 40), 30, away_at=schedule.away)
+            if keeps:
+                assert worst < 1e-13, (example, compressor, worst)
+            else:  # directed losses leave W'_t's columns summing to other than 1
+                assert worst > 1e-3, (example, compressor, worst)
