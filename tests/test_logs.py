@@ -146,11 +146,14 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
     from bench.algorithms import ALGORITHMS
     from bench.tasks import TASKS
 
-    for name in [*ALGORITHMS.names(), *TASKS.names()]:
-        assert name in text, name
+    from bench.catalog.compressors import SPECS
+    from bench.topology.kinds import TOPOLOGIES
+
+    for name in [*ALGORITHMS.names(), *TASKS.names(), *SPECS.names(), *TOPOLOGIES.names()]:
+        assert name in text, name  # every registered name, and the registries' own examples of specs
     for phrase in ["--lr LR learning rate", "(default: 0.1)", "(default: choco)", "(default: mnist1d-mlp)",
                    "(default: ring)", "(default: 8)", "(default: auto)", "(default: sim)", "(default: cpu)",
-                   "(default: datacenter-10g)", "top:0.01", "random-regular:4", "dirichlet:0.5", "--set KEY=VALUE",
+                   "(default: datacenter-10g)", "top:0.1", "random-regular:3", "dirichlet:0.5", "--set KEY=VALUE",
                    "gamma_tune_steps=1000", "lr_schedule=constant", "task_options.KEY=VALUE", ".stale/"]:
         assert phrase in text, phrase
     # every flag has a help text

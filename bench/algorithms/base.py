@@ -5,13 +5,14 @@ takes the gradients at ``x`` and returns the traffic it caused. It never logs, t
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from abc import ABC, abstractmethod
 from typing import ClassVar, Sequence
 
 import torch
 
-from ..catalog.algorithms import Method, NoOptions, parse_options  # noqa: F401  (their home)
+from ..catalog.algorithms import AUTO, Method, NoOptions, parse_options  # noqa: F401  (their home)
 from ..comm import Communicator, Traffic
 from ..compressors import Compressor, make_compressor
 from ..errors import BenchError
@@ -42,8 +43,11 @@ class Algorithm(Method, ABC):
         self.check_compressor(self.compressor)
         self.local = local or LocalStep()
         self.options = options if options is not None else self.Options()
-        # a knob left to auto is found now (the runner resolves it first, with its seed and messages)
-        self.options, self.resolved = self.resolve_options(self.options, comm.topology, self.compressor)
+        # a knob left to auto is found now (the runner resolves it first, with its seed and messages); the graph
+        # is asked for only then
+        auto = any(getattr(self.options, f.name) == AUTO for f in dataclasses.fields(self.options))
+        self.options, self.resolved = self.resolve_options(self.options, comm.topology if auto else None,
+                                                           self.compressor)
         self.generator = generator
         self.segments = list(segments) if segments is not None else None
         # each segment's tensor shape (a layer's weight matrix, ...), for methods that compress by shape
