@@ -20,15 +20,9 @@ from analysis.figures import command
 from analysis.figures import requirements as req
 from analysis.summary import load_tables
 from analysis.tuning import select
-from analysis_fixtures import make_run
+from analysis_fixtures import TWO, make_run, two_method_runs
 
 ROOT = Path(__file__).resolve().parents[1]
-TWO = [("allreduce", "none"), ("choco", "sign")]
-RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
-# an i.i.d. and a sorted partition at two n on a ring, a torus at the larger n: gaps against n and ρ, a lag
-# against consensus, and the cost of sorted data
-SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
-            ("ring", 9, "sorted")]
 FAULTS = [("allreduce", "none", {}), ("allreduce", "none", {"straggler": {"model": "exponential", "mean": 1.0}}),
           ("choco", "sign", {"drop": 0.0}), ("choco", "sign", {"drop": 0.05}),
           ("choco", "sign", {"straggler": {"model": "exponential", "mean": 1.0}})]
@@ -37,18 +31,8 @@ FAULTS = [("allreduce", "none", {}), ("allreduce", "none", {"straggler": {"model
 def grid_study(root: Path) -> Path:
     """Two methods, two seeds, in SETTINGS on mnist1d-mlp; lsq at n = 1 and 4 recording the sub-optimality
     c/√(n t); a tuned.csv of three learning rates per method; a consensus trace of sign and exact gossip."""
+    two_method_runs(root / "runs")
     for algorithm, compressor in TWO:
-        for topology, nodes, data in SETTINGS:
-            rho = RHO[(topology, nodes)]
-            lag = 0.0 if algorithm == "allreduce" else (0.02 + 0.1 * (1 - rho)) * (3 if data == "sorted" else 1)
-            for seed in range(2):
-                final = 0.9 - lag - (0.03 if data == "sorted" else 0.0) + 0.002 * seed
-                xi = 0.0 if algorithm == "allreduce" else 1e-3 / rho**2
-                make_run(root / "runs" / f"{algorithm}_{topology}{nodes}_{data}_s{seed}", algorithm=algorithm,
-                         compressor=compressor, topology=topology, nodes=nodes, data=data, seed=seed,
-                         spectral_gap=1.0 if algorithm == "allreduce" else rho,
-                         epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4,
-                                         "consensus_distance": xi} for e in range(5)])
         for nodes in (1, 4):
             for seed in range(2):
                 steps = np.arange(0, 65, 4)

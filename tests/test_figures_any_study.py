@@ -17,15 +17,11 @@ from analysis import figures
 from analysis.figures.requirements import NO_FAULTS, REQUIRES, Grid, cells_frame, unmet
 from analysis.summary import load_tables
 from analysis.tuning import select
-from analysis_fixtures import make_run
+from analysis_fixtures import TWO, make_run, two_method_runs
 from bench.pipeline import Study
 
 ROOT = Path(__file__).resolve().parents[1]
-TWO = [("allreduce", "none"), ("choco", "sign")]
 ONE = [("choco", "sign")]
-RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
-SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
-            ("ring", 9, "sorted")]
 # the figures that read only the runs' tables (the others read tuned.csv, traces.csv or sub-optimality)
 FROM_RUNS = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "lag_vs_consensus",
              "noniid_effect", "methods"]
@@ -36,19 +32,7 @@ NEEDS_ALLREDUCE = {"gap_vs_nodes", "lag_vs_consensus"}  # a gap to all-reduce ne
 def runs(tmp_path_factory):
     """Two seeds of all-reduce and sign-Choco in five settings; Choco lags more on sparser graphs, larger n and
     sorted data, and keeps a consensus distance that grows as ρ shrinks."""
-    root = tmp_path_factory.mktemp("runs")
-    for algorithm, compressor in TWO:
-        for topology, nodes, data in SETTINGS:
-            rho = RHO[(topology, nodes)]
-            lag = 0.0 if algorithm == "allreduce" else (0.02 + 0.1 * (1 - rho)) * (3 if data == "sorted" else 1)
-            for seed in range(2):
-                final = 0.9 - lag - (0.03 if data == "sorted" else 0.0) + 0.002 * seed
-                xi = 0.0 if algorithm == "allreduce" else 1e-3 / rho**2
-                make_run(root / f"{algorithm}_{topology}{nodes}_{data}_s{seed}", algorithm=algorithm,
-                         compressor=compressor, topology=topology, nodes=nodes, data=data, seed=seed,
-                         spectral_gap=1.0 if algorithm == "allreduce" else rho,
-                         epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4, "consensus_distance": xi}
-                                        for e in range(5)])
+    root = two_method_runs(tmp_path_factory.mktemp("runs"))
     points, summary, _ = load_tables(root)
     return root, points, summary
 
