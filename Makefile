@@ -6,6 +6,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 CORES  ?= 2
+# make test spreads its tests over this many processes (pytest-xdist; "auto": one per core)
+TEST_WORKERS ?= auto
 
 .PHONY: reproduce test test-fast track track-check setup clean-results
 
@@ -32,10 +34,10 @@ reproduce: $(VENV)/.installed
 	@echo "reproduce: the report is results/$(STUDY_NAME)/report.html (and report.md); figures in results/$(STUDY_NAME)/figures/"
 
 test: $(VENV)/.installed
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests
-	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow"
+	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup
 
 track: $(VENV)/.installed ; $(PY) -m bench track $(TRACK_ARGS)
 

@@ -47,3 +47,22 @@ def pytest_runtest_makereport(item, call):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
         report.outcome = "failed"
         report.longrepr = f"skipped in CI, where every check must run: {reason}"
+
+
+@pytest.fixture(scope="session")
+def interrupted_study(tmp_path_factory):
+    """config/test.yaml interrupted, finished and reported, once per session (tests/shared_studies.py)."""
+    from shared_studies import interrupted_test_study, once
+
+    return once(tmp_path_factory, "interrupted-test-study", interrupted_test_study)
+
+
+def pytest_collection_modifyitems(config, items):
+    # `make test` spreads the tests over the cores (pytest-xdist, --dist loadgroup). A module-scoped fixture is
+    # an expensive thing built once for its file (a launch of ranks, a study end to end): the tests that use
+    # one travel together to one worker, so it is built once, not once per worker; all other tests spread.
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        defs = info.name2fixturedefs if info is not None else {}
+        if any(d and d[-1].scope == "module" for d in defs.values()):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

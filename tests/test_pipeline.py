@@ -4,10 +4,8 @@ import math
 import os
 import re
 import shlex
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -17,18 +15,9 @@ import yaml
 pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
 
-ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+from shared_studies import ROOT, SNAKEMAKE, snakemake  # noqa: F401 - other test files import them from here
+
 STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
-
-
-def snakemake(*args, cwd=ROOT, check=True):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    proc = subprocess.run([*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), *args], cwd=cwd, env=env,
-                          capture_output=True, text=True)
-    if check and proc.returncode != 0:
-        raise AssertionError(proc.stdout[-3000:] + proc.stderr[-3000:])
-    return proc
 
 
 def test_lint_is_clean():
@@ -186,42 +175,14 @@ def test_bad_study_file_names_the_key(tmp_path):
     assert out.returncode != 0 and "learning_rate" in out.stdout + out.stderr
 
 
-def _completed_runs(study):
-    done = {}
-    for run_json in (study / "runs").glob("*/run.json"):
-        try:
-            status = json.loads(run_json.read_text())["status"]
-        except (OSError, ValueError, KeyError):
-            continue
-        metrics = run_json.parent / "metrics.parquet"
-        if status in ("completed", "diverged") and metrics.exists():
-            done[run_json.parent.name] = metrics.stat().st_mtime_ns
-    return done
-
-
-def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(tmp_path):
-    config = str(ROOT / "config/test.yaml")
-    study = tmp_path / "results" / "test"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-
-    def default_sigint():  # a shell's background job (`cmd &`) starts with SIGINT ignored: Ctrl-C must count
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-    proc = subprocess.Popen([*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), "--cores", "2", "--configfile",
-                             config, "--directory", str(tmp_path)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True, preexec_fn=default_sigint)
-    deadline = time.time() + 300
-    while len(_completed_runs(study)) < 4 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
-    at_signal = len(_completed_runs(study))
-    os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C would
-    proc.wait(timeout=120)
-    finished = _completed_runs(study)
+def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(interrupted_study):
+    """Ctrl-C part-way, the same command again, then the HTML report (tests/shared_studies.py: the study is built
+    once and the report's browser tests open the same one)."""
+    where, seen = interrupted_study
+    study = where / "results" / "test"
+    at_signal, finished, after = seen["at_signal"], seen["finished"], seen["after"]
     assert 4 <= at_signal <= len(finished) < 14, f"the interruption should land part-way ({at_signal} at the signal)"
-    assert not (study / "summary.csv").exists()
-
-    snakemake("--cores", "2", "--rerun-incomplete", "--configfile", config, "--directory", str(tmp_path))
-    after = _completed_runs(study)
+    assert not seen["summary_before_rerun"]
     assert all(after[run] == mtime for run, mtime in finished.items())  # finished runs were not redone
     summary = pd.read_csv(study / "summary.csv")
     assert len(summary) == 7 * 2  # 7 cells x 2 seeds
@@ -234,16 +195,15 @@ def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(tmp_pat
         assert (study / "figures" / f"{name}.png").stat().st_size > 0
     assert (study / "consensus" / "summary.csv").exists()
     # the HTML report has every figure with its own caption
-    snakemake("--configfile", config, "--directory", str(tmp_path), "--report", str(tmp_path / "report.html"))
-    html = (tmp_path / "report.html").read_text(errors="replace")
+    html = (where / "snakemake-report.html").read_text(errors="replace")
     captions = json.loads((study / "figures" / "index.json").read_text())
     assert "accuracy_curves.png" in html
     for name in ("consensus", "accuracy_curves"):  # the caption drawn for these runs, not a fixed text
         assert captions[name][:60] in html, name
     # every job's log says what the job did (no rule passes --quiet); a run's log is its progress lines
-    logs = sorted((tmp_path / "logs" / "test").rglob("*.log"))
+    logs = sorted((where / "logs" / "test").rglob("*.log"))
     assert logs and [str(p) for p in logs if p.stat().st_size == 0] == []
-    run_logs = [p.read_text() for p in (tmp_path / "logs" / "test" / "runs").glob("*.log")]
+    run_logs = [p.read_text() for p in (where / "logs" / "test" / "runs").glob("*.log")]
     assert any("step " in text and " ETA " in text and "completed at step" in text for text in run_logs)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from test_pipeline import ROOT, snakemake
+from test_pipeline import ROOT
 
 pytestmark = pytest.mark.slow
 ARTIFACTS = ROOT / "results" / "test-artifacts"
@@ -22,12 +22,10 @@ def headless(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def study(tmp_path_factory):
-    where = tmp_path_factory.mktemp("browser")
-    snakemake("--cores", "2", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(where))
-    snakemake("--configfile", str(ROOT / "config/test.yaml"), "--directory", str(where),
-              "--report", str(where / "snakemake-report.html"))
-    return where
+def study(interrupted_study):
+    # the test study through the pipeline and `snakemake --report`, built once for this and test_pipeline's
+    # interruption test (tests/shared_studies.py)
+    return interrupted_study[0]
 
 
 def _screenshot(page: Path, name: str, size: str) -> Path:
