@@ -105,7 +105,9 @@ def test_vectorised_and_loop_paths_agree(name, tmp_path):
         # relative to the gradient's norm: deep BatchNorm nets at tiny batches amplify rounding entrywise;
         # ResNet-50 at batch 2 is so ill-conditioned that float32 itself is 1.5 % off float64 (the exact
         # equality of the two paths is checked in float64 in test_batchnorm_paths_equal_in_float64)
-        assert float((g_fast - g_slow).norm() / g_slow.norm()) < (5e-2 if name.startswith("imagenet") else 1e-4)
+        # (ResNet-20 at batch 2 on CIFAR: 8.3e-4 on an AMD EPYC, under 1e-4 on the machine this bound was first set on)
+        bound = 5e-2 if name.startswith("imagenet") else 2e-3 if name.startswith("cifar10") else 1e-4
+        assert float((g_fast - g_slow).norm() / g_slow.norm()) < bound
         state_fast, state_slow = _state_tensors(fast), _state_tensors(slow)
         assert len(state_fast) == len(state_slow)
         for a, b in zip(state_fast, state_slow):
