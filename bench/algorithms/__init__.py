@@ -7,7 +7,7 @@ import pkgutil
 from .base import ALGORITHMS, Algorithm, parse_options
 from .local import LocalStep, LocalStepConfig
 
-_SEAM = {"base", "local", "gossip", "step_tuning", "link_copies"}  # the shared parts, not methods
+_SEAM = {"base", "local", "gossip", "step_tuning", "link_copies", "momentum_tracking"}  # the shared parts, not methods
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
     if _module not in _SEAM:
         importlib.import_module(f"{__name__}.{_module}")

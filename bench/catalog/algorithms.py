@@ -297,6 +297,46 @@ class BEEROptions(ConsensusStepOptions):
     """γ: the mixing step of both gossips (the paper's γ)."""
 
 
+def _static_graph_only(method: str, mix: str, topology: str, time_varying: bool) -> None:
+    """One line for a method that keeps ``mix`` (W times its public copies) up to date round by round."""
+    if time_varying:
+        raise BenchError(f"algorithm {method!r} keeps {mix} (the mix of its public copies) up to date round by "
+                         f"round, which holds only for a fixed graph; topology {topology!r} changes W every round: "
+                         "use a static graph")
+
+
+@dataclass(frozen=True)
+class CEDASOptions(KnobOptions):
+    """The steps of CEDAS's compressed exchange and its step-size rule (bench/algorithms/cedas.py). No ``auto``:
+    its gossip alone is exact diffusion's, not a consensus problem a γ is tuned on."""
+
+    @staticmethod
+    def fraction(where: str, value: Any) -> float:
+        """A step in (0, 1], a number (LEAD's steps are read by it too)."""
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
+        try:
+            number = float(value) if ok else None
+        except ValueError:
+            number = None
+        if number is None or not 0.0 < number <= 1.0:  # NaN fails too
+            raise BenchError(f"{where}={value!r} must be a number in (0, 1]")
+        return number
+
+    @staticmethod
+    def schedule(where: str, value: Any) -> str:
+        if value not in ("constant", "decaying"):
+            raise BenchError(f"{where}={value!r}; allowed: constant, decaying")
+        return value
+
+    # γ: x = φ − (γ/2)(φ̂ − φ̂_w); 1 is exact diffusion's W̄ = (I + W)/2 (γ ≤ 1 keeps I − γ(I − W)/2 ⪰ 0)
+    mix_step: float = knob(1.0, fraction, tune=True, low=0.0, high=1.0)
+    # α: the copies' step, h += α q; it shrinks as Q's variance C grows (about 1/(1 + C)): 0.1 suits 10× compression
+    copy_step: float = knob(0.1, fraction, tune=True, low=0.0, high=1.0)
+    # α_k: the run's lr (constant) or the paper's decaying rule lr·m/(k + m) (decaying, m = decay_shift)
+    stepsize: str = knob("constant", schedule)
+    decay_shift: int = knob(100, read_rounds)
+
+
 @dataclass(frozen=True)
 class ChocoOptions(ConsensusStepOptions):
     order: Literal["paper", "code"] = order_knob()  # see bench/algorithms/choco.py
@@ -316,8 +356,35 @@ class DGCOptions:
 
 
 @dataclass(frozen=True)
+class DoCoMOptions(ConsensusStepOptions):
+    """γ: the consensus step of both gossips; β: the momentum weight (bench/algorithms/docom.py)."""
+
+    # v ← (1 − β) v + β g: the weight of a new gradient (1: the plain gradient); 0.3 as in the authors' scripts
+    beta: float = knob(0.3, CEDASOptions.fraction, low=0.0, high=1.0)
+
+
+@dataclass(frozen=True)
 class DPSGDOptions(KnobOptions):
     order: Literal["paper", "code"] = order_knob()  # gossip-then-step (paper) or step-then-gossip (code)
+
+
+@dataclass(frozen=True)
+class LEADOptions(KnobOptions):
+    """γ and α of LEAD's Algorithm 1 (bench/algorithms/lead.py; η is the run's lr). No ``auto``: its consensus is
+    driven by the dual step, so there is no gossip alone to tune γ on."""
+
+    # γ: D += γ/(2η)(Ŷ − Ŷ_w); 1 with the identity is NIDS (γ ≤ 1 keeps I − γ(I − W)/2 ⪰ 0)
+    dual_step: float = knob(1.0, CEDASOptions.fraction, tune=True, low=0.0, high=1.0)
+    # α: the copies' step, H += α Q; it shrinks as Q's variance C grows (about 1/(1 + C)): 0.1 suits 10× compression
+    copy_step: float = knob(0.1, CEDASOptions.fraction, tune=True, low=0.0, high=1.0)
+
+
+@dataclass(frozen=True)
+class MoTEFOptions(ConsensusStepOptions):
+    """γ: the consensus step of both gossips; λ (``lam``): the momentum weight (bench/algorithms/motef.py)."""
+
+    # m ← (1 − λ) m + λ g: the weight of a new gradient (1: the plain gradient, BEER); 0.1 the suite's choice
+    lam: float = knob(0.1, CEDASOptions.fraction, low=0.0, high=1.0)
 
 
 @dataclass(frozen=True)
@@ -393,6 +460,20 @@ class BEER(Method):
 
 
 @register
+class CEDAS(Method):
+    name, label = "cedas", "CEDAS"
+    # mean(x) moves by −α_k mean(d) whatever is sent (α_k = lr unless stepsize=decaying): (W − I)·copies sums to 0
+    keeps_average = True
+    # contraction stays False: the paper's analysis takes unbiased operators (QSGD then takes its unbiased form)
+    Options = CEDASOptions
+
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        super().check_topology(name, time_varying, options)
+        _static_graph_only(cls.name, "W·h", name, time_varying)
+
+
+@register
 class Choco(Method):
     name, label = "choco", "Choco-SGD"
     keeps_average = True
@@ -436,6 +517,16 @@ class DGC(Method):
 
 
 @register
+class DoCoM(BEER):
+    """BEER's flags (contraction compressors, γ, copies per link, the "ack" rules, the average): its module is
+    BEER tracking a momentum estimate (bench/algorithms/docom.py)."""
+
+    name, label = "docom", "DoCoM"
+    auto_revision = 0  # a new method: no runs found γ otherwise
+    Options = DoCoMOptions
+
+
+@register
 class DPSGD(Method):
     name, label = "dpsgd", "D-PSGD"
     keeps_average = True
@@ -454,6 +545,30 @@ class ECD(Method):
 class ErrorFeedback(Method):
     name, label = "ef", "EF-SGD"
     centralized = True
+
+
+@register
+class LEAD(Method):
+    name, label = "lead", "LEAD"
+    # mean(D) stays 0 (its increments are (I − W)·copies), so mean(x) moves by −η mean(d) whatever is sent
+    keeps_average = True
+    # contraction stays False: the paper's compressors are unbiased, E‖Q(x) − x‖² ≤ C‖x‖² (QSGD's unbiased form)
+    Options = LEADOptions
+
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        super().check_topology(name, time_varying, options)
+        _static_graph_only(cls.name, "W·H", name, time_varying)
+
+
+@register
+class MoTEF(BEER):
+    """BEER's flags (contraction compressors, γ, copies per link, the "ack" rules, the average): its module is
+    BEER tracking a momentum estimate (bench/algorithms/motef.py)."""
+
+    name, label = "motef", "MoTEF"
+    auto_revision = 0  # a new method: no runs found γ otherwise
+    Options = MoTEFOptions
 
 
 @register

@@ -1,0 +1,147 @@
+"""CEDAS (Huang & Pu, IEEE TAC 2023, Algorithm 1): with the identity and γ = 1 it is exact diffusion with adaptive
+stepsizes step by step (a constant or the decaying step), compressed it is LEAD's recursion from LEAD's second
+iterate, on heterogeneous least squares it removes the bias D-PSGD keeps, its average moves as SGD's with the
+round's step α_k, one compressed message a round, and what it cannot take is one line."""
+
+import math
+
+import pytest
+import torch
+
+from bench.algorithms import ALGORITHMS, LocalStepConfig, make_algorithm
+from bench.cli import main
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.faults import parse_faults
+from bench.topology import make_topology
+from test_algorithms import LR, STEPS, TOPOLOGIES, Quadratic, build, start
+from test_beer import LeastSquares, relative_error
+from test_keeping_the_average import COMPRESSORS as AVERAGE_COMPRESSORS
+from test_keeping_the_average import build_method, recording, takes
+
+D = 40
+
+
+@pytest.mark.parametrize("schedule", [{"stepsize": "constant"}, {"stepsize": "decaying", "decay_shift": 5}],
+                         ids=["constant", "decaying"])
+@pytest.mark.parametrize("spec,n", TOPOLOGIES)
+def test_identity_compression_and_gamma_one_is_exact_diffusion_with_adaptive_stepsizes(spec, n, schedule):
+    """φ̂ = φ and φ̂_w = W φ whatever α is, so x^{k+1} = W̄ φ^{k+1} with W̄ = (I + W)/2: x¹ = W̄ (x⁰ − α₀ d₀) (ψ⁰ = x⁰)
+    and x^{k+1} = W̄ (2x^k − x^{k−1} − α_k d_k + α_{k−1} d_{k−1}), with α_k = lr or lr·m/(k + m)."""
+    topo = make_topology(spec, n)
+    W = torch.tensor(topo.W, dtype=torch.float64)
+    W_bar = (torch.eye(n, dtype=torch.float64) + W) / 2
+    problem, x0 = Quadratic(n, D), start(n, identical=False)
+    wd = 1e-2
+    algo = build("cedas", topo, x0, "none", {"mix_step": 1.0, "copy_step": 0.3, **schedule},
+                 local_cfg=LocalStepConfig(weight_decay=wd))
+    decaying = schedule["stepsize"] == "decaying"
+    x, previous, step_previous = x0.clone(), None, None  # step_previous: α_{k−1} d_{k−1}
+    for k in range(STEPS):
+        step = (LR * 5 / (k + 5) if decaying else LR) * (problem.grad(x) + wd * x)
+        x_next = W_bar @ (x - step if k == 0 else 2 * x - previous - step + step_previous)
+        algo.step(problem.grad(algo.x), LR)
+        torch.testing.assert_close(algo.x, x_next, rtol=0, atol=1e-10)
+        previous, x, step_previous = x, x_next, step
+
+
+@pytest.mark.parametrize("compressor,gamma", [("top:0.3", 1.0), ("rand:0.5,unbiased=true", 0.5)])
+def test_with_a_constant_step_it_is_lead_from_leads_second_iterate(compressor, gamma):
+    """φ^{k+1} = 2x^k − x^{k−1} − η(d_k − d_{k−1}) is LEAD's Y^k, and both combine as Y − (γ/2)(Ŷ − Ŷ_w) with the same
+    copies: CEDAS started at LEAD's X¹ (its ψ⁰ = X¹, so φ¹ = X¹ − η d₁ = Y¹) follows LEAD's iterates, compressed
+    (LEAD's local first step draws nothing, so a random operator draws the same coordinates in both)."""
+    n = 8
+    topo, problem, x0 = make_topology("ring", n), Quadratic(n, D), start(n, identical=False)
+    cfg = LocalStepConfig()
+    lead = build("lead", topo, x0, compressor, {"dual_step": gamma, "copy_step": 0.3}, local_cfg=cfg)
+    lead.step(problem.grad(lead.x), LR)
+    cedas = build("cedas", topo, lead.x, compressor, {"mix_step": gamma, "copy_step": 0.3}, local_cfg=cfg)
+    for _ in range(STEPS):
+        lead.step(problem.grad(lead.x), LR)
+        cedas.step(problem.grad(cedas.x), LR)
+        torch.testing.assert_close(cedas.x, lead.x, rtol=0, atol=1e-10)
+        torch.testing.assert_close(cedas.h, lead.h, rtol=0, atol=1e-10)
+
+
+def test_on_non_iid_least_squares_dpsgd_keeps_a_bias_that_cedas_removes():
+    """Constant step, exact gradients, a minimiser per worker: D-PSGD settles away from the optimum of the mean
+    objective; CEDAS's fixed point is exact diffusion's, the optimum, with exact messages or the unbiased operators
+    of the paper (γ shrinking with the variance C; rand:0.5 has C = 1). The decaying step gets there too, slowly
+    (its α_k shrinks as 1/k)."""
+    n, steps, lr = 8, 400, 0.1
+    topo, problem = make_topology("ring", n), LeastSquares(n)
+    x0 = torch.zeros(n, 10, dtype=torch.float64)
+    dpsgd = build("dpsgd", topo, x0, local_cfg=LocalStepConfig())
+    for _ in range(steps):
+        dpsgd.step(problem.grad(dpsgd.x), lr)
+    bias = relative_error(dpsgd.x, problem.optimum)
+    assert bias > 0.1
+    for compressor, options, bound in [("none", {}, 1e-6), ("qsgd:4", {}, 1e-5), ("qsgd:2", {"mix_step": 0.5}, 1e-5),
+                                       ("rand:0.5,unbiased=true", {"mix_step": 0.5}, 1e-5),
+                                       ("none", {"stepsize": "decaying", "decay_shift": 100}, 1e-2 * bias)]:
+        assert make_compressor(compressor, contraction=ALGORITHMS.get("cedas").contraction).unbiased
+        cedas = build("cedas", topo, x0, compressor, options, local_cfg=LocalStepConfig())
+        for _ in range(steps):
+            cedas.step(problem.grad(cedas.x), lr)
+        error = relative_error(cedas.x, problem.optimum)
+        assert error < bound and error < 1e-2 * bias, (compressor, options, error)
+
+
+def test_the_average_moves_as_sgd_with_the_decayed_step():
+    """mean(φ̂ − φ̂_w) = 0 and mean(x − ψ) stays 0, so mean(x^{k+1}) = mean(x^k) − α_k mean(d_k) whatever is sent; under
+    ``decaying`` α_k = lr·m/(k + m) (under ``constant`` α_k = lr: tests/test_keeping_the_average.py)."""
+    n, m = 8, 4
+    topo, problem = make_topology("ring", n), Quadratic(n, D)
+    for compressor in (c for c in AVERAGE_COMPRESSORS if takes(ALGORITHMS.get("cedas"), c)):
+        algo = build_method("cedas", topo, start(n, identical=False), compressor,
+                            {"mix_step": 0.6, "stepsize": "decaying", "decay_shift": m})
+        directions = recording(algo)
+        for k in range(STEPS):
+            before = algo.x.mean(0).clone()
+            algo.step(problem.grad(algo.x), LR)
+            scale = max(1.0, float(algo.x.abs().max()), float(algo.psi.abs().max()))
+            expected = before - LR * m / (k + m) * directions[-1].mean(0)
+            torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-13 * scale, msg=compressor)
+
+
+@pytest.mark.parametrize("compressor", ["none", "sign", "top:0.1", "qsgd:4"])
+def test_one_compressed_message_every_round(compressor):
+    """ψ⁰ = x⁰: the first round already mixes, so q travels from the first round on."""
+    n, segments = 8, [10, 30]
+    topo = make_topology("ring", n)
+    comp = make_compressor(compressor, contraction=ALGORITHMS.get("cedas").contraction)
+    algo = make_algorithm("cedas", start(n), SimulatedCommunicator(topo), compressor=comp,
+                          generator=torch.Generator().manual_seed(0), segments=segments)
+    problem = Quadratic(n, D)
+    wire, paper = 2 * 8 * math.ceil(comp.wire_bits(segments) / 8), comp.paper_bits(segments)  # both ring links
+    for _ in range(3):
+        traffic = algo.step(problem.grad(algo.x), LR)
+        assert traffic.messages == 1 and traffic.wire_bits == wire and traffic.paper_bits == paper
+
+
+@pytest.mark.parametrize("bad,word", [({"mix_step": 0.0}, "mix_step"), ({"mix_step": 1.5}, "mix_step"),
+                                      ({"copy_step": "auto"}, "copy_step"), ({"stepsize": "linear"}, "stepsize"),
+                                      ({"decay_shift": 0}, "decay_shift"), ({"decay_shift": 2.5}, "decay_shift"),
+                                      ({"step": "decaying"}, "step")])
+def test_an_out_of_range_option_is_one_line_naming_it(bad, word):
+    with pytest.raises(BenchError) as err:
+        build("cedas", make_topology("ring", 4), start(4), "sign", bad)
+    assert word in str(err.value) and "\n" not in str(err.value)
+    assert str(err.value).startswith(f"cedas {word}=") or str(err.value).startswith(f"unknown option '{word}'")
+
+
+def test_what_it_cannot_run_is_refused_in_one_line(tmp_path, capsys):
+    """A bad knob through the command line (exit 2, one line), a changing graph and a lossy network (its copies' mix
+    W·h holds for a fixed W, and it has no rule for a lost message)."""
+    cls = ALGORITHMS.get("cedas")
+    status = main(["run", "--task", "lsq", "--algorithm", "cedas", "--nodes", "4", "--epochs", "1", "--quiet",
+                   "--set", "algorithm_options.stepsize=linear", "--out", str(tmp_path / "run")])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and "\n" not in err and "stepsize='linear'" in err
+    for refuse in (lambda: cls.check_topology("one-peer-exp", True),
+                   lambda: cls.check_faults(parse_faults({"drop": 0.1}, 8))):
+        with pytest.raises(BenchError) as refused:
+            refuse()
+        assert "\n" not in str(refused.value) and "cedas" in str(refused.value)
+    cls.check_topology("ring", False)  # a static graph is fine
