@@ -21,6 +21,7 @@ from ..faults import parse_faults
 from ..faults.away import kept_rows, restore_rows
 from ..faults.straggler import round_factor
 from ..errors import BenchError
+from ..topology.spectrum import spectrum_summary
 from . import failure
 from .config import RunConfig
 from .evaluation import Counters, evaluation_row, local_sample
@@ -101,7 +102,8 @@ class Loop:
             "run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running", "config": cfg.to_dict(),
             "topology": {k: v for k, v in p.topology.describe().items()
                          if k in ("name", "n", "weights", "spectral_gap", "beta", "max_degree", "num_edges", "digest",
-                                  "time_varying", "period", "gap_of")},
+                                  "time_varying", "period", "gap_of")}
+                         | spectrum_summary(p.topology),  # spectrum, spectrum_of, n_eff, n_eff_of
             "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
                 p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
             **p.resolved,  # how knobs left to auto were found: {"gamma": {"value", "source"}}

@@ -8,6 +8,7 @@ Spec syntax (none of these take an argument or options unless shown):
   expander           cycle on Z_p plus i -- i⁻¹ mod p (3-regular expander), n = p a prime
   margulis           Margulis–Gabber–Galil expander on Z_m × Z_m (8-regular multigraph), n = m²
   one-peer-exp       time-varying one-peer exponential graph (Ying et al. 2021), n a power of 2
+  base:K             time-varying Base-(K+1) graph (Takezawa et al. 2023): <= K peers a round, exact average, any n
   random-regular:K   random K-regular graph (redrawn until connected)
   erdos-renyi:P      G(n, P) (redrawn until connected)
   file:PATH          edge list, one "i j" pair a line
@@ -28,6 +29,8 @@ from ..errors import BenchError
 from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
 from .kinds import TOPOLOGIES, Example, topology
+from .base_graph import base_graph_matrices, peers_of
+from .scheduled import RoundMatrices, ScheduledTopology
 from .time_varying import PeerSchedule, TimeVaryingTopology
 
 # Random graphs are redrawn with seed+1, seed+2, ... until connected; this bounds the redraws.
@@ -49,6 +52,11 @@ def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) 
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise BenchError(f"topology seed must be an integer; got {seed!r}")
     graph = kind.build(parsed, n, int(seed))
+    if isinstance(graph, RoundMatrices):
+        if weights is not None:
+            raise BenchError(f"topology {parsed.text!r} fixes its own weights ({graph.weights}); "
+                             f"drop weights {weights!r}")
+        return ScheduledTopology(n, graph.matrices, graph.weights, name=parsed.text, kind=parsed.name)
     if isinstance(graph, PeerSchedule):
         return TimeVaryingTopology(n, graph.peers, weights if weights is not None else graph.default_weights,
                                    name=parsed.text, kind=parsed.name)
@@ -287,6 +295,18 @@ def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
         f"edge probability P={spec.arg} is too small for n={n}: no connected graph in {MAX_TRIES} draws; "
         f"use P above about ln(n)/n = {math.log(n) / n:.3g}"
     )
+
+
+# ---- time-varying with several peers a round ------------------------------------------------------------
+# one period averages exactly (the gap of its product is 1 up to rounding): 6 = 2·3 and 10 = 2·5 need the
+# split, 7 and 25 the base-(k+1) groups, 9 with K = 2 is a hyper-hypercube
+@topology("base", Example("base:1", 6, (1.0, 1.0)), Example("base:1", 7, (1.0, 1.0)), Example("base:2", 9, (1.0, 1.0)),
+          Example("base:2", 10, (1.0, 1.0)), Example("base:3", 25, (1.0, 1.0)), usage="base:K",
+          note="time-varying Base-(K+1) graph, at most K peers a round, any n", time_varying=True)
+def base_graph(spec: Spec, n: int, seed: int) -> RoundMatrices:
+    """Base-(K+1) graph (Takezawa et al. 2023; bench/topology/base_graph.py): every worker has at most K peers
+    a round and the product over one period is exactly 11ᵀ/n, for any n."""
+    return RoundMatrices(base_graph_matrices(n, peers_of(spec)), "base-graph")
 
 
 # ---- user-supplied graphs --------------------------------------------------------------------
