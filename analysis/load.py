@@ -172,6 +172,16 @@ def _final_local(metrics: pd.DataFrame, n: int) -> dict:
                                                         "local_test_acc_min"))))
 
 
+def _algorithm(cfg: dict, described) -> str | None:
+    """The run's method as the analysis names it: the configured algorithm, or the variant its options make of
+    it (run.json's "algorithm": name, variant_of; e.g. choco+adagossip), shown apart in tables and figures."""
+    algorithm = cfg.get("algorithm")
+    if isinstance(described, dict) and described.get("variant_of") == algorithm and isinstance(
+            described.get("name"), str) and described["name"]:
+        return described["name"]
+    return algorithm
+
+
 def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
     cfg = record.get("config", {})
     topo, comp, task = record.get("topology", {}), record.get("compressor", {}), record.get("task", {})
@@ -179,7 +189,7 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
     return {
         "run_id": record.get("run_id", path.name), "path": str(path),
         "status": record.get("status", "unknown"),
-        "task": cfg.get("task", task.get("name")), "algorithm": cfg.get("algorithm"),
+        "task": cfg.get("task", task.get("name")), "algorithm": _algorithm(cfg, record.get("algorithm")),
         "compressor": cfg.get("compressor", comp.get("spec")), "topology": _topology(cfg, topo),
         "nodes": int(cfg.get("nodes", topo.get("n", 0))), "seed": int(cfg.get("seed", 0)),
         "spectral_gap": _num(topo.get("spectral_gap")), "beta": _num(topo.get("beta")),

@@ -142,3 +142,45 @@ def write_table(run_dir: Path, summary: pd.DataFrame) -> Path | None:
     if table.empty:
         return None
     return write_atomically(Path(run_dir) / "noniid.csv", lambda tmp: table.to_csv(tmp, index=False))
+
+
+def heterogeneity(scheme: str) -> tuple:
+    """Sort key of a data partition, most heterogeneous first: sorted blocks, then dirichlet:α by α (small α:
+    each worker holds few classes), any other non-i.i.d. scheme, and the i.i.d. ones last."""
+    if scheme in IID_SCHEMES:
+        return (3, IID_SCHEMES.index(scheme), 0.0)
+    if scheme == "sorted":
+        return (0, 0, 0.0)
+    name, _, arg = scheme.partition(":")
+    if name == "dirichlet":
+        try:
+            return (1, 0, float(arg))
+        except ValueError:
+            pass
+    return (2, 0, 0.0)
+
+
+GAP_COLUMNS = ["task", "topology", "nodes", "method", "algorithm", "compressor", "data", "seeds", "reference_seeds",
+               "gap", "gap_ci_low", "gap_ci_high"]
+
+
+def gap_table(summary: pd.DataFrame, level: float = 0.95) -> pd.DataFrame:
+    """One row per (task, topology, n, method, data) of every method but all-reduce, where all-reduce SGD ran the
+    same task, n and data: ``gap``, all-reduce's mean final test accuracy (pp) minus the method's, with Welch's
+    interval over the two sets of seeds (independent samples); diverged seeds are left out of both means."""
+    runs = usable(summary)
+    runs = runs.assign(acc=as_percent(runs["final_test_acc"]).to_numpy(), data=runs["data"].astype(str))
+    runs = one_cell_per(runs, SETTING + ["data"])
+    alive = runs[runs["status"] != "diverged"]
+    ref = {key: g["acc"].to_numpy() for key, g in alive[alive["algorithm"] == REFERENCE].groupby(
+        ["task", "nodes", "data"])}
+    rows = []
+    for key, g in alive[alive["algorithm"] != REFERENCE].groupby(SETTING + ["data"], sort=True):
+        reference = ref.get((key[0], key[2], key[5]))
+        if reference is None:
+            continue
+        gap, lo, hi = difference_interval(reference, g["acc"].to_numpy(), level)
+        rows.append({**dict(zip(SETTING + ["data"], key)), "method": method_label(key[3], key[4]),
+                     "seeds": len(g), "reference_seeds": len(reference), "gap": gap, "gap_ci_low": lo,
+                     "gap_ci_high": hi})
+    return pd.DataFrame(rows, columns=GAP_COLUMNS)

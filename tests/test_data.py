@@ -224,6 +224,23 @@ def test_dirichlet_small_alpha_is_more_skewed():
     assert torch.equal(_collect(small, 2), _collect(WorkerBatches(labels, 8, 16, "dirichlet:0.1", seed=0), 2))
 
 
+def test_dirichlet_too_skewed_for_every_worker_is_topped_up_to_a_batch_and_stays_skewed():
+    """α = 0.01 with 16 workers and 10 classes: no draw gives every worker a batch (each class lands on about one
+    worker), so the last draw is topped up from the largest shards: each worker holds at least one batch, every
+    sample is dealt once, and a worker still sees about one or two classes (α = 10: all ten)."""
+    labels = torch.arange(4000) % 10
+    tiny = WorkerBatches(labels, 16, 16, "dirichlet:0.01", seed=0)
+    assert min(tiny.shard_sizes) >= 16
+    dealt = torch.cat(tiny.shards(0))
+    assert len(dealt) == 4000 and len(torch.unique(dealt)) == 4000
+    classes = (tiny.label_histogram() > 0).sum(dim=1).float()
+    flat = WorkerBatches(labels, 16, 16, "dirichlet:10", seed=0)
+    assert classes.mean() < 3 and bool((flat.label_histogram() > 0).all())
+    assert torch.equal(dealt, torch.cat(WorkerBatches(labels, 16, 16, "dirichlet:0.01", seed=0).shards(0)))
+    with pytest.raises(BenchError, match="larger than the smallest shard"):  # too few samples: still refused
+        WorkerBatches(torch.arange(200) % 10, 16, 16, "dirichlet:0.01", seed=0)
+
+
 def test_unequal_shards_keep_a_full_epoch_and_cycle_small_shards():
     # Dirichlet shards differ in size; an epoch is still a pass at the mean shard size (as under
     # shuffle), large shards leave a surplus, small ones are cycled through without early repeats.

@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[1]
 ONE = [("choco", "sign")]
 # the figures that read only the runs' tables (the others read tuned.csv, traces.csv or sub-optimality)
 FROM_RUNS = ["accuracy_curves", "gap_vs_nodes", "accuracy_vs_spectral_gap", "time_to_accuracy", "lag_vs_consensus",
-             "noniid_effect", "methods"]
-NEEDS_ALLREDUCE = {"gap_vs_nodes", "lag_vs_consensus"}  # a gap to all-reduce needs all-reduce
+             "noniid_effect", "gap_vs_alpha", "methods"]
+NEEDS_ALLREDUCE = {"gap_vs_nodes", "lag_vs_consensus", "gap_vs_alpha"}  # a gap to all-reduce needs all-reduce
 
 
 @pytest.fixture(scope="module")

@@ -117,6 +117,21 @@ def noniid_effect(grid: Grid) -> str | None:
 
 
 @needs
+def gap_vs_alpha(grid: Grid) -> str | None:
+    """A method and all-reduce run on the same task, n and >= 2 data partitions."""
+    runs = usable(grid.cells)
+    runs = runs.assign(data=runs["data"].astype(str))
+    ref = set(map(tuple, runs.loc[runs["algorithm"] == REFERENCE, ["task", "nodes", "data"]].drop_duplicates()
+                  .itertuples(index=False)))
+    others = runs[runs["algorithm"] != REFERENCE]
+    shared = others[[key in ref for key in zip(others["task"], others["nodes"], others["data"])]]
+    if shared.groupby(["task", "topology", "nodes", "algorithm", "compressor"])["data"].nunique().ge(2).any():
+        return None
+    return ("needs a method and all-reduce run on the same task, n and two or more data partitions "
+            "(e.g. dirichlet:0.1 and shuffle)")
+
+
+@needs
 def speedup(grid: Grid) -> str | None:
     """A task that records the sub-optimality (lsq, logreg), run at n = 1 (the baseline) and at another n."""
     if grid.metrics is not None and "train_subopt" not in grid.metrics:

@@ -28,31 +28,61 @@ on (the sender learns of it then): meanwhile the sender's next q_e is taken agai
 is sent again in part, and the copies still agree at both ends, so the average is kept. Memory per worker: a copy per
 union out-link and one per union in-link (log₂ n of each on one-peer-exp), and u. Bits per round: one
 message per active out-link (one on one-peer-exp).
+
+AdaGossip (Aketi, Hashemi & Roy 2024, AdaG-SGD: option ``adagossip``) replaces the one γ by a step per worker
+and coordinate from the consensus direction itself (the compressed model differences): with u_i as above,
+
+    v_i ← β v_i + (1 − β) u_i ⊙ u_i,        γ_i = γ / (√(v_i / (1 − βᵗ)) + ε),        x_i += γ_i ⊙ u_i
+
+(the paper's second moment of the gossip error, divided by 1 − βᵗ as in Adam so that the first rounds are not
+1/√(1 − β) times longer; t counts consensus steps). A coordinate whose neighbours disagree little gets a
+long step, one that swings gets a short one; γ is the base, an absolute step per coordinate (no tuning:
+``auto`` is ``ADAGOSSIP_GAMMA``). The steps differ between workers, so the average is no longer kept exactly.
 """
 from __future__ import annotations
 
 import torch
 
+import dataclasses
+
 from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
+from .base import AUTO, ALGORITHMS, Algorithm
 from .step_tuning import TunesItsStep
 from .link_copies import LinkCopies
+
+# AdaGossip's base step γ when left to auto: a step per coordinate of about γ where the consensus direction is
+# steady (measured on the quick MNIST-1D run, docs/reference.md)
+ADAGOSSIP_GAMMA = 0.01
 
 
 @ALGORITHMS.register("choco")
 class Choco(TunesItsStep, catalog.Choco, Algorithm):
-    examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"})
+    examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"}, {"gamma": 0.05, "adagossip": True})
     buffers = ("x_hat", "u")
+
+    @classmethod
+    def resolve_options(cls, options, topology, compressor, seed: int = 0, quiet: bool = True):
+        if options.adagossip and options.gamma == AUTO:  # adaptive: nothing to tune
+            gamma = ADAGOSSIP_GAMMA
+            return dataclasses.replace(options, gamma=gamma), {
+                "gamma": {"value": gamma, "source": "AdaGossip's base step (adapted per coordinate, not tuned)"}}
+        return super().resolve_options(options, topology, compressor, seed, quiet)
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)
+        if self.options.adagossip:
+            self.v = torch.zeros_like(self.x)  # the running mean of u ⊙ u
+            self.ada_steps = 0
+            self._ada = torch.empty_like(self.x)
+            self.buffers = type(self).buffers + ("v", "ada_steps")
         self.per_link = self.comm.time_varying or self.comm.faults is not None
         if self.per_link:  # a link's copy changes only when it carries a message that arrives
             self.links = LinkCopies(self)
             self.x_hat, self.x_hat_in = self.links.zeros()  # per union link: [out-links, d], [in-links, d]
             self.delay = self.links.delay_zeros()  # the q's on their way when messages can be late
-            self.buffers = ("x_hat", "x_hat_in", "u") + (("delay",) if self.delay is not None else ())
+            self.buffers = ("x_hat", "x_hat_in", "u") + (("delay",) if self.delay is not None else ()) + \
+                (("v", "ada_steps") if self.options.adagossip else ())
             return
         self.x_hat = torch.zeros_like(self.x)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
@@ -69,8 +99,16 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
         self.comm.gossip_into(q, self.u, self_shift=-1.0)
 
     def _consensus(self) -> None:
-        # x += γ u: the mean over workers of u is zero because W is doubly stochastic
-        self.x.add_(self.u, alpha=self.options.gamma)
+        o = self.options
+        if not o.adagossip:
+            # x += γ u: the mean over workers of u is zero because W is doubly stochastic
+            self.x.add_(self.u, alpha=o.gamma)
+            return
+        # AdaGossip: x += γ u / (√(v / (1 − βᵗ)) + ε), v ← βv + (1 − β) u²
+        self.ada_steps += 1
+        self.v.mul_(o.ada_beta).addcmul_(self.u, self.u, value=1.0 - o.ada_beta)
+        torch.div(self.v, 1.0 - o.ada_beta ** self.ada_steps, out=self._ada).sqrt_().add_(o.ada_eps)
+        self.x.addcdiv_(self.u, self._ada, value=o.gamma)
 
     def step(self, grad, lr: float) -> Traffic:
         d = self._direction(grad)

@@ -3,7 +3,7 @@ a compressor, a graph and a network, and their own options. bench/algorithms/<na
 (``class Choco(catalog.Choco, Algorithm)``); the run, the pipeline's checks and the analysis read these."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
 from ..errors import BenchError
@@ -54,6 +54,11 @@ class Method:
     # its round adds nothing to the sum of the models but −η Σ_i d_i, whatever is sent: it sends exact models or
     # mixes public copies by a consensus step (tests/test_keeping_the_average.py holds every such method to it)
     keeps_average: ClassVar[bool] = False
+
+    @classmethod
+    def keeps_average_with(cls, options) -> bool:
+        """Whether it keeps the average with these (parsed) options; an option may give the promise up."""
+        return True
 
     @classmethod
     def check_backend(cls, backend: str) -> None:
@@ -117,10 +122,10 @@ class Method:
                              f"algorithm {cls.name!r} uses; use medium=links or one of {gossiping}")
 
     @classmethod
-    def tunable(cls, compressor: str) -> tuple[str, ...]:
-        """The method's knobs a tuning grid may search with ``compressor`` (a spec): those its Options mark
-        ``tune`` (γ), and none with the `none` compressor (γ = 1 is exact gossip; PowerGossip, which compresses
-        by itself, keeps γ as given there too, as studies always did)."""
+    def tunable(cls, compressor: str, options: dict | None = None) -> tuple[str, ...]:
+        """The method's knobs a tuning grid may search with ``compressor`` (a spec) and the cell's raw
+        ``options``: those its Options mark ``tune`` (γ), and none with the `none` compressor (γ = 1 is exact
+        gossip; PowerGossip, which compresses by itself, keeps γ as given there too, as studies always did)."""
         if compressor == "none":
             return ()
         return tuple(f.name for f in fields(cls.Options) if f.metadata.get("tune"))
@@ -164,6 +169,22 @@ class Method:
                 "consensus_step": cls.consensus_step, "centralized": cls.centralized,
                 "own_compression": cls.own_compression, "consensus_slope": cls.consensus_slope,
                 "headline": cls.headline, "knobs": cls.knobs()}
+
+    @classmethod
+    def variant(cls, options) -> tuple[str, str] | None:
+        """(name, label) under which the analysis shows the method with these (parsed) options when an option
+        makes it a method of its own (Choco with AdaGossip), or None."""
+        return None
+
+    @classmethod
+    def describe_with(cls, options) -> dict:
+        """run.json's "algorithm": what the class says of itself, its options, and, under a variant's options,
+        the variant's name and label (``variant_of``: the registered name), which the analysis shows apart."""
+        out = {**cls.describe(), "options": asdict(options)}
+        named = cls.variant(options)
+        if named is not None:
+            out.update(name=named[0], label=named[1], variant_of=cls.name, headline=False)
+        return out
 
 
 def parse_options(cls: type[Method], raw: dict | None):
@@ -339,7 +360,42 @@ class CEDASOptions(KnobOptions):
 
 @dataclass(frozen=True)
 class ChocoOptions(ConsensusStepOptions):
+    """γ, the order of step and gossip, and AdaGossip (Aketi et al. 2024), which turns γ into the base of a
+    step per coordinate, γ/(√v + ε), v the running mean of the squared consensus direction
+    (bench/algorithms/choco.py); under it γ = auto is AdaGossip's base step, not tuned."""
+
+    @staticmethod
+    def flag(where: str, value: Any) -> bool:
+        _flag(where, value)
+        return value
+
+    @staticmethod
+    def decay(where: str, value: Any) -> float:
+        """A moving average's weight of the past, in [0, 1)."""
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
+        try:
+            number = float(value) if ok else None
+        except ValueError:
+            number = None
+        if number is None or not 0.0 <= number < 1.0:  # NaN fails too
+            raise BenchError(f"{where}={value!r} must be a number in [0, 1)")
+        return number
+
+    @staticmethod
+    def positive(where: str, value: Any) -> float:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
+        try:
+            number = float(value) if ok else None
+        except ValueError:
+            number = None
+        if number is None or not 0.0 < number < float("inf"):
+            raise BenchError(f"{where}={value!r} must be a positive number")
+        return number
+
     order: Literal["paper", "code"] = order_knob()  # see bench/algorithms/choco.py
+    adagossip: bool = knob(False, flag)  # AdaGossip's adaptive consensus step (AdaG-SGD)
+    ada_beta: float = knob(0.999, decay)  # β of v ← βv + (1 − β) u², bias-corrected as in Adam
+    ada_eps: float = knob(1e-8, positive)  # ε of γ/(√v + ε)
 
 
 @dataclass(frozen=True)
@@ -483,6 +539,21 @@ class Choco(Method):
     Options = ChocoOptions
     fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
     late_rule = "ack"  # a late message added at both ends when it arrives
+
+    @classmethod
+    def tunable(cls, compressor: str, options: dict | None = None) -> tuple[str, ...]:
+        # AdaGossip adapts the consensus step per coordinate: γ is its base, not a knob a grid searches
+        knobs = super().tunable(compressor, options)
+        return tuple(k for k in knobs if k != "gamma") if (options or {}).get("adagossip") is True else knobs
+
+    @classmethod
+    def keeps_average_with(cls, options) -> bool:
+        # a step per worker and coordinate, γ_i ⊙ u_i, no longer sums to zero over the workers
+        return not options.adagossip
+
+    @classmethod
+    def variant(cls, options) -> tuple[str, str] | None:
+        return ("choco+adagossip", "Choco-SGD + AdaGossip") if options.adagossip else None
 
 
 @register

@@ -20,7 +20,10 @@ class WorkerBatches:
     - ``shuffle``: every epoch all indices are reshuffled and dealt anew (the paper's Table 1 setting);
     - ``split``: one random i.i.d. deal, fixed for the run;
     - ``sorted``: indices sorted by label, dealt in contiguous blocks (each worker sees few classes);
-    - ``dirichlet:α``: per class, the share of each worker drawn from Dirichlet(α), fixed.
+    - ``dirichlet:α``: per class, the share of each worker drawn from Dirichlet(α), fixed. Drawn again until
+      every worker holds a batch; where 100 draws never give that (α = 0.01 puts each class on about one
+      worker, so 16 workers and 10 classes leave some empty), the last draw is topped up: each short worker
+      takes samples at random from the largest shard until it holds one batch (the skew stays extreme).
     Within a fixed shard the order is reshuffled every epoch. Everything is a function of
     (seed, epoch), so a resumed run can start at any epoch and see the same batches.
     """
@@ -91,7 +94,22 @@ class WorkerBatches:
             dealt = [np.concatenate(parts) for parts in shards]
             if min(len(s) for s in dealt) >= self.batch_size:
                 return dealt
-        return dealt  # the size check in __init__ reports the failure
+        return self._top_up(dealt, rng)
+
+    def _top_up(self, dealt: list[np.ndarray], rng: np.random.Generator) -> list[np.ndarray]:
+        """Each worker short of a batch given samples drawn from the then largest shard (no sample is dealt
+        twice); the size check in __init__ reports a data set too small for n_workers × batch_size."""
+        if len(self.labels) < self.n_workers * self.batch_size:
+            return dealt
+        dealt = [d.copy() for d in dealt]
+        for worker in range(self.n_workers):
+            while len(dealt[worker]) < self.batch_size:
+                donor = int(np.argmax([len(d) for d in dealt]))
+                take = min(self.batch_size - len(dealt[worker]), len(dealt[donor]) - self.batch_size)
+                picked = rng.choice(len(dealt[donor]), size=take, replace=False)
+                dealt[worker] = np.concatenate([dealt[worker], dealt[donor][picked]])
+                dealt[donor] = np.delete(dealt[donor], picked)
+        return dealt
 
     def shards(self, epoch: int = 0) -> list[Tensor]:
         """Indices held by each worker in ``epoch`` (the same every epoch except under ``shuffle``)."""

@@ -58,13 +58,13 @@ def set_value(value: Any) -> str:
     return yaml.safe_dump(value, default_flow_style=True, width=float("inf")).removesuffix("...\n").strip()
 
 
-def _searched_by(algorithm: str, compressor: str, key: str) -> bool:
+def _searched_by(algorithm: str, compressor: str, key: str, options: dict | None = None) -> bool:
     """Whether a tuning grid's ``key`` is searched for a cell of ``algorithm`` with ``compressor``: a run setting
     always; a knob of the algorithm's when its class says tuning it changes something (γ under compression)."""
     from ..catalog.algorithms import METHODS
     from ..run.config import KEYS
 
-    return key in KEYS or key in METHODS.get(algorithm).tunable(compressor)
+    return key in KEYS or key in METHODS.get(algorithm).tunable(compressor, options)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts
@@ -188,7 +188,8 @@ class Study:
         for key in sorted(self.tune_grid):
             if key in settings:
                 continue
-            if not _searched_by(settings["algorithm"], settings["compressor"], key):
+            options = self.merged(settings).get("algorithm_options")
+            if not _searched_by(settings["algorithm"], settings["compressor"], key, options):
                 continue
             keys.append(key)
         return keys

@@ -4,7 +4,6 @@ progress and the records of Contract 2. Algorithms and tasks stay free of all of
 run directory and launching the loop (one or several processes) is ``launch.py``'s."""
 from __future__ import annotations
 
-import dataclasses
 import errno
 import itertools
 import math
@@ -107,7 +106,7 @@ class Loop:
             "compressor": {**p.compressor.describe(), "delta_measured": measure_delta(
                 p.compressor, sample, gen, p.task.segments if cfg.per_layer else None)},
             **p.resolved,  # how knobs left to auto were found: {"gamma": {"value", "source"}}
-            "algorithm": {**type(p.algo).describe(), "options": dataclasses.asdict(p.algo.options)},
+            "algorithm": type(p.algo).describe_with(p.algo.options),
             "task": p.task.describe(),
             "evaluation": {"every_steps": self.eval_every, "local_workers": self.local_workers,
                            "local_models": "each worker's own model on the whole test set (the paper's Table 1 "
