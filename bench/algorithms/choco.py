@@ -52,7 +52,7 @@ from .step_tuning import TunesItsStep
 from .link_copies import LinkCopies
 
 # AdaGossip's base step γ when left to auto: a step per coordinate of about γ where the consensus direction is
-# steady (measured on the quick MNIST-1D run, docs/reference.md)
+# steady; the best of 0.003, 0.01 and 0.03 on one MNIST-1D run (docs/reference.md)
 ADAGOSSIP_GAMMA = 0.01
 
 
