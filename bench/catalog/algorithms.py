@@ -291,6 +291,16 @@ def _rank(method: str, rank) -> None:
         raise BenchError(f"{method} rank={rank!r} must be a positive integer")
 
 
+def _number(value) -> float | None:
+    """A knob's value as a float (a number, or text that reads as one); None for anything else (a bool too)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
 def _flag(where: str, value) -> None:
     if not isinstance(value, bool):
         raise BenchError(f"{where}={value!r} must be true or false")
@@ -334,11 +344,7 @@ class CEDASOptions(KnobOptions):
     @staticmethod
     def fraction(where: str, value: Any) -> float:
         """A step in (0, 1], a number (LEAD's steps are read by it too)."""
-        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
-        try:
-            number = float(value) if ok else None
-        except ValueError:
-            number = None
+        number = _number(value)
         if number is None or not 0.0 < number <= 1.0:  # NaN fails too
             raise BenchError(f"{where}={value!r} must be a number in (0, 1]")
         return number
@@ -372,22 +378,14 @@ class ChocoOptions(ConsensusStepOptions):
     @staticmethod
     def decay(where: str, value: Any) -> float:
         """A moving average's weight of the past, in [0, 1)."""
-        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
-        try:
-            number = float(value) if ok else None
-        except ValueError:
-            number = None
+        number = _number(value)
         if number is None or not 0.0 <= number < 1.0:  # NaN fails too
             raise BenchError(f"{where}={value!r} must be a number in [0, 1)")
         return number
 
     @staticmethod
     def positive(where: str, value: Any) -> float:
-        ok = not isinstance(value, bool) and isinstance(value, (int, float, str))
-        try:
-            number = float(value) if ok else None
-        except ValueError:
-            number = None
+        number = _number(value)
         if number is None or not 0.0 < number < float("inf"):
             raise BenchError(f"{where}={value!r} must be a positive number")
         return number
