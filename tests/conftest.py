@@ -57,7 +57,10 @@ def interrupted_study(tmp_path_factory):
     return once(tmp_path_factory, "interrupted-test-study", interrupted_test_study)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
+    # tryfirst: xdist's worker turns the xdist_group marks into node ids ("…@group") in its own hook, which
+    # otherwise runs before this one and finds no mark (tests/test_xdist_groups.py checks that it took).
     # `make test` spreads the tests over the cores (pytest-xdist, --dist loadgroup). A module-scoped fixture is
     # an expensive thing built once for its file (a launch of ranks, a study end to end): the tests that use
     # one travel together to one worker, so it is built once, not once per worker; all other tests spread.
