@@ -180,9 +180,19 @@ def test_commands_refuse_a_summary_csv_they_cannot_read(damage, command, summari
     assert line.startswith("analysis: error: ")
     written = summarized / READS_SUMMARY[command]
     assert path.read_bytes() == before and not written.exists()  # nothing written, nothing lost
-    # what the line says to do mends it
+
+
+@pytest.mark.slow  # each draws its figures or writes its report once more: `make test` runs them, test-fast does not
+@pytest.mark.parametrize("command", READS_SUMMARY)
+@pytest.mark.parametrize("damage", SUMMARY_DAMAGE)
+def test_what_the_refusal_says_to_do_mends_the_summary(damage, command, summarized, capsys):
+    path = summarized / "summary.csv"
+    SUMMARY_DAMAGE[damage][0](pd.read_csv(path)).to_csv(path, index=False)
+    status, _, err = _run(ARGV_OF_SUMMARY_READERS[command], summarized, None, capsys)
+    assert status == 2 and f"python -m analysis summarize {summarized}" in err  # the line names the mend
     assert cli.main(["summarize", str(summarized), "--target-rel", "0.9"]) == 0
-    assert _run(ARGV_OF_SUMMARY_READERS[command], summarized, None, capsys)[0] == 0 and written.is_file()
+    assert _run(ARGV_OF_SUMMARY_READERS[command], summarized, None, capsys)[0] == 0
+    assert (summarized / READS_SUMMARY[command]).is_file()
 
 
 @pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe" * 50], ids=["empty", "binary"])
@@ -240,11 +250,20 @@ def test_a_damaged_tuned_csv(damage, tmp_path, capsys):
     status, _, err = _run(["report", "DIR"], study, None, capsys)  # the report's tuning section: one line
     assert_refused(status, err, str(path), words, f"python -m analysis tune table {study}")
     assert not (study / "report.md").exists()
-    status, out, err = _run(["figures", "DIR"], study, None, capsys)  # the figure is left out; the others drawn
-    assert status == 0 and f"skipped sensitivity: {path} " in out and words in out
-    assert (study / "figures" / "accuracy_curves.png").is_file()
     status, out, err = _run(["figures", "DIR", "--only", "sensitivity"], study, None, capsys)
     assert status == 1 and err.startswith("error: figure sensitivity: ") and words in err
+
+
+@pytest.mark.slow  # every figure drawn: `make test` runs it, test-fast does not
+@pytest.mark.parametrize("damage", TUNED_DAMAGE)
+def test_a_damaged_tuned_csv_leaves_its_figure_out_and_draws_the_others(damage, tmp_path, capsys):
+    study = _study(tmp_path / "study")
+    path = _tuned(study)
+    change, words = TUNED_DAMAGE[damage]
+    path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
+    status, out, err = _run(["figures", "DIR"], study, None, capsys)
+    assert status == 0 and f"skipped sensitivity: {path} " in out and words in out
+    assert (study / "figures" / "accuracy_curves.png").is_file()
 
 
 @pytest.mark.parametrize("content", ["[1, 2]", '{"rungs": "x"}', '{"rungs": [{"trials": 3, "epochs": "x"}]}'])
@@ -312,7 +331,17 @@ def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
     assert status == 0 and not err.strip()
     gossip = claims[claims["missing"].fillna("").str.contains("consensus traces")]
     assert len(gossip) and set(gossip["verdict"]) == {"incomplete"}
-    # the consensus figure is not drawn, and says why; the others are
+
+
+@pytest.mark.slow  # every figure drawn: `make test` runs it, test-fast does not
+@pytest.mark.parametrize("damage", TRACE_DAMAGE)
+def test_a_damaged_consensus_trace_leaves_its_figure_out_and_draws_the_others(damage, tmp_path, capsys):
+    bad = _trace(tmp_path / "bad.csv")
+    change, _ = TRACE_DAMAGE[damage]
+    bad.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(bad)).to_csv(bad, index=False)
+    study = _study(tmp_path / "study")
+    (study / "consensus" / "sign").mkdir(parents=True)
+    shutil.copy(bad, study / "consensus" / "sign" / "traces.csv")
     status, out, err = _run(["figures", "DIR"], study, None, capsys)
     assert status == 0 and "a consensus trace cannot be read" in out + err
     assert not (study / "figures" / "consensus.png").exists() and (study / "figures" / "accuracy_curves.png").exists()

@@ -53,6 +53,7 @@ def _steps_like_the_others(df: pd.DataFrame, steps: tuple[int, ...] = (1,)) -> N
         assert this <= max(20 * others.median(), others.max()), (step, this, others.median(), others.max())
 
 
+@pytest.mark.slow  # four fresh processes
 def test_the_same_command_gives_the_same_metrics_whatever_the_cache_holds(tmp_path):
     """`vectorize=auto` in fresh processes: the cache empty, and the cache holding either path for this run's
     shape under the key the former `auto` read (with timings that would have decided it). The same path and
