@@ -87,6 +87,7 @@ def drawn(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # draws every figure, PNG and PDF: `make test` runs it, test-fast does not
 @pytest.mark.parametrize("name", figures.FIGURES)
 def test_every_figure_draws_on_a_tiny_study_or_says_why(drawn, name):
     studies_drawing = []
@@ -104,6 +105,7 @@ def test_every_figure_draws_on_a_tiny_study_or_says_why(drawn, name):
     assert studies_drawing, f"{name}: drawn by no tiny study: {[s[name] for _, s in drawn.values()]}"
 
 
+@pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
 def test_a_figure_the_study_cannot_give_gives_the_reason_its_requirement_gives(drawn):
     """The faults study has one partition and one n: the figures about n, ρ and partitions name what they need,
     in the words the DAG build uses to refuse a study (analysis/figures/requirements.py)."""

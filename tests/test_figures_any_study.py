@@ -52,6 +52,7 @@ def assert_drawn(result, out_stem):
     assert all(p.stat().st_size > 1000 for p in paths)
 
 
+@pytest.mark.slow  # draws every figure, PNG and PDF: `make test` runs it, test-fast does not
 @pytest.mark.parametrize("name", FROM_RUNS)
 @pytest.mark.parametrize("methods", [ONE, TWO], ids=["one method", "two methods"])
 def test_each_figure_of_the_runs_draws_from_one_method_or_says_what_it_needs(runs, name, methods, tmp_path):
@@ -100,6 +101,7 @@ def consensus_traces(methods):
                          for m, g, k, b in methods for s in range(0, 40, 4)])
 
 
+@pytest.mark.slow  # draws every figure, PNG and PDF: `make test` runs it, test-fast does not
 @pytest.mark.parametrize("count", [1, 2], ids=["one method", "two methods"])
 def test_speedup_sensitivity_and_consensus_draw_from_one_method(count, tmp_path):
     speedup = draw("speedup")(tmp_path, lsq_points(TWO[-count:]), None, tmp_path / "speedup")
