@@ -317,6 +317,19 @@ def test_the_published_form_refuses_a_time_varying_graph_in_one_line(tmp_path, c
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize("spec", ["one-peer-exp", "base:1", "base:3"])
+def test_the_refusal_on_a_time_varying_graph_says_what_the_graph_does(spec):
+    """Base-(k+1) graphs' rounds are groups that exchange both ways, but change from round to round: the line
+    says that, not that links go one way."""
+    topo = make_topology(spec, 8)
+    assert topo.time_varying
+    with pytest.raises(BenchError) as refused:
+        build("powergossip", topo, start(8, identical=False), "none", {})
+    line = str(refused.value)
+    assert "\n" not in line and "changes its links from round to round" in line and "one way" not in line
+    assert f"topology {spec!r}" in line and "warm_start=false" in line
+
+
 def test_it_compresses_by_itself_and_checks_its_options():
     topo = make_topology("ring", 4)
     with pytest.raises(BenchError, match="own scheme"):

@@ -41,8 +41,9 @@ counted). With rank ≥ every layer's side P, Q are square, P Pᵀ = I, and with
 ``x ← W x − η d`` in both forms. Traffic per round, float32: warm start sends one message on each out-link,
 the 1-D layers plus ``r·rows`` (right rounds) or ``r·cols`` (left rounds) per layer, so a worker of degree k
 puts k of them on its links; the shared form sends one such message as a gossip (k copies, or one
-transmission on a broadcast medium). Warm start needs both ends of every edge to exchange in the same round: on
-a time-varying graph (one-peer-exp, whose rounds' links go one way) it is refused in one line.
+transmission on a broadcast medium). Warm start needs both ends of every edge to exchange in the same round,
+round after round: on a time-varying graph (one-peer-exp, whose rounds' links go one way and change; base:K,
+whose rounds' groups change) it is refused in one line.
 """
 from __future__ import annotations
 

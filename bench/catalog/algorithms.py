@@ -653,7 +653,8 @@ class PowerGossip(Method):
         super().check_topology(name, time_varying, options)
         if time_varying and (options is None or options.warm_start):
             raise BenchError(f"powergossip warm_start=true steps each edge's basis at both ends every round; "
-                             f"topology {name!r} changes its links every round (one way): "
+                             f"topology {name!r} changes its links from round to round, so an edge's basis has "
+                             f"no next round at both its ends: "
                              f"use algorithm_options.warm_start=false (a shared basis per round) or a static graph")
 
 
