@@ -3,6 +3,18 @@ test_analysis_damaged_files): the one-line refusal every bad input must end in, 
 from __future__ import annotations
 
 
+def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
+    """(status, stdout, stderr) of the command-line entry point ``main(argv)`` in this process (``bench.cli.main``,
+    ``analysis.cli.main``): a refusal of argparse itself and ``--help`` end in SystemExit, whose code is the status;
+    any other exception escapes and fails the test."""
+    try:
+        status = main(argv)
+    except SystemExit as stop:
+        status = stop.code
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
 def assert_refused(status, err, *words) -> str:
     """Exit 2, one line on stderr, no traceback, and every word of ``words`` in that line (returned)."""
     lines = [line for line in err.splitlines() if line.strip()]

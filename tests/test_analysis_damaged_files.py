@@ -231,6 +231,11 @@ def _tuned(study):
     return study / "tuned.csv"
 
 
+def _damage(path, change) -> None:
+    """``change`` applied to the CSV table at ``path``; ``None``: bytes that are no CSV at all."""
+    path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
+
+
 TUNED_DAMAGE = {  # how tuned.csv is damaged -> what the one line says
     "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns cell, trial, status"),
     "selected word": (lambda t: t.assign(selected="yes"), "column 'selected' holds 'yes', not True or False"),
@@ -246,7 +251,7 @@ def test_a_damaged_tuned_csv(damage, tmp_path, capsys):
     path = _tuned(study)
     assert "| c | lr = 0.1 |" in tuning.tuning_markdown(study)  # undamaged, the report has the section
     change, words = TUNED_DAMAGE[damage]
-    path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
+    _damage(path, change)
     status, _, err = _run(["report", "DIR"], study, None, capsys)  # the report's tuning section: one line
     assert_refused(status, err, str(path), words, f"python -m analysis tune table {study}")
     assert not (study / "report.md").exists()
@@ -260,7 +265,7 @@ def test_a_damaged_tuned_csv_leaves_its_figure_out_and_draws_the_others(damage, 
     study = _study(tmp_path / "study")
     path = _tuned(study)
     change, words = TUNED_DAMAGE[damage]
-    path.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(path)).to_csv(path, index=False)
+    _damage(path, change)
     status, out, err = _run(["figures", "DIR"], study, None, capsys)
     assert status == 0 and f"skipped sensitivity: {path} " in out and words in out
     assert (study / "figures" / "accuracy_curves.png").is_file()
@@ -319,7 +324,7 @@ def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
 
     good, bad = _trace(tmp_path / "good.csv", "exact"), _trace(tmp_path / "bad.csv")
     change, words = TRACE_DAMAGE[damage]
-    bad.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(bad)).to_csv(bad, index=False)
+    _damage(bad, change)
     assert consensus.main([str(good), str(bad), "--out", str(tmp_path / "out")]) == 2  # python -m analysis.consensus
     assert_refused(2, capsys.readouterr().err, str(bad), words)
     assert not (tmp_path / "out").exists()
@@ -338,7 +343,7 @@ def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
 def test_a_damaged_consensus_trace_leaves_its_figure_out_and_draws_the_others(damage, tmp_path, capsys):
     bad = _trace(tmp_path / "bad.csv")
     change, _ = TRACE_DAMAGE[damage]
-    bad.write_bytes(b"\x00\xff" * 40) if change is None else change(pd.read_csv(bad)).to_csv(bad, index=False)
+    _damage(bad, change)
     study = _study(tmp_path / "study")
     (study / "consensus" / "sign").mkdir(parents=True)
     shutil.copy(bad, study / "consensus" / "sign" / "traces.csv")

@@ -15,7 +15,7 @@ from analysis import cli as analysis_cli
 from analysis import report as analysis_report
 from analysis_fixtures import make_cell, make_run
 from bench.cli import main
-from hostile import assert_refused, bomb
+from hostile import assert_refused, bomb, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 # a run of a few seconds: least squares, 4 workers, one epoch, no γ tuning
@@ -24,11 +24,8 @@ FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quie
 
 def _bench(argv, capsys):
     """(status, stderr) of ``bench ARGV`` in this process; an escaping exception fails the test."""
-    try:
-        status = main(argv)
-    except SystemExit as stop:  # argparse
-        status = stop.code
-    return status, capsys.readouterr().err
+    status, _, err = run_cli(main, argv, capsys)
+    return status, err
 
 
 def _bench_process(argv, timeout=60):

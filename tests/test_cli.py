@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from bench.cli import COMMANDS, main
+from hostile import assert_refused, run_cli
 
 
 def test_every_registered_command_has_help_and_a_run_and_the_help_lists_exactly_them(capsys):
@@ -64,14 +65,8 @@ def test_topology_weights_flag_changes_the_matrix(capsys):
 ])
 def test_bad_input_is_one_line_and_status_two(argv, word, capsys):
     # in process (the child process's real stderr: tests/test_run.py and tests/test_entry_properties.py)
-    try:
-        status = main(argv)
-    except SystemExit as done:  # a refusal of the parser itself (its error(): one line, then exit 2)
-        status = done.code
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and word in lines[0] and "Traceback" not in err
+    status, _, err = run_cli(main, argv, capsys)
+    assert_refused(status, err, word)
 
 
 def test_tune_gamma_prints_the_best_gamma_of_the_grid(capsys):

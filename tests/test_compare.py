@@ -16,6 +16,7 @@ from bench.cli import build_parser, main
 from bench.errors import BenchError
 from bench.pipeline import Study, compare
 from bench.yamlio import read_yaml
+from hostile import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,12 +28,7 @@ def parsed(*argv: str):
 
 
 def call(argv: list[str], capsys) -> tuple[int, str, str]:
-    try:
-        status = main(argv)
-    except SystemExit as exit_:  # argparse's refusals
-        status = exit_.code
-    out = capsys.readouterr()
-    return status, out.out, out.err
+    return run_cli(main, argv, capsys)
 
 
 def test_the_default_baselines_are_the_exact_ones_and_choco_with_each_compressor_used():

@@ -22,10 +22,17 @@ pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them,
 TIMING = ["wall_s", "time_compute_s", "time_comm_s", "time_s"]  # measured in dist, modelled in sim
 SETTINGS = {"task": "lsq", "topology": "ring", "nodes": 4, "epochs": 2, "seed": 5, "lr": 0.05, "eval_every": 0.5,
             "momentum": 0.5, "gamma": 0.4, "batch_size": 8, "eval_local_workers": 4}
-BASE = [arg for key, value in SETTINGS.items() for arg in ("--set", f"{key}={value}")] + ["--quiet"]
+
+
+def as_sets(settings: dict) -> list[str]:
+    """``bench run`` arguments giving ``settings``, quiet."""
+    return [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")] + ["--quiet"]
+
+
+BASE = as_sets(SETTINGS)
 # the every-method equivalence launches: half the steps of SETTINGS (31 in 2 epochs, 5 evaluations each)
 CASE_SETTINGS = {**SETTINGS, "batch_size": 16}
-CASE_BASE = [arg for key, value in CASE_SETTINGS.items() for arg in ("--set", f"{key}={value}")] + ["--quiet"]
+CASE_BASE = as_sets(CASE_SETTINGS)
 ENV = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 

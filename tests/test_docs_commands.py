@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from hostile import run_cli
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", ROOT / "config" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
@@ -59,10 +61,8 @@ def test_every_documented_subcommand_exists(module, command, capsys):
     from analysis.cli import main as analysis_main
     from bench.cli import main as bench_main
 
-    with pytest.raises(SystemExit) as done:
-        {"bench": bench_main, "analysis": analysis_main}[module]([command, "--help"])
-    out, err = capsys.readouterr()
-    assert done.value.code == 0 and "usage" in out.lower(), (module, command, err[-500:])
+    status, out, err = run_cli({"bench": bench_main, "analysis": analysis_main}[module], [command, "--help"], capsys)
+    assert status == 0 and "usage" in out.lower(), (module, command, err[-500:])
 
 
 def test_every_documented_study_file_and_make_target_exists():

@@ -15,18 +15,15 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.files import atomic_write_text, inside, open_lock, plain_name, write_new
 from bench.perf import output_path
-from hostile import assert_refused
+from hostile import assert_refused, run_cli
 
 FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
 PRECIOUS = b"someone else's file\n"
 
 
 def _bench(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as stop:  # argparse
-        status = stop.code
-    return status, capsys.readouterr().err
+    status, _, err = run_cli(main, argv, capsys)
+    return status, err
 
 
 def _analysis(argv, capsys):

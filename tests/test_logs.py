@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.cli import main
+from hostile import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 # a small, fast run; the step lines are written off a terminal (pytest's capture is not one)
@@ -22,12 +23,7 @@ STEP_LINE = re.compile(r"^step (\d+)/(\d+) epoch \d+\.\d\d train_loss \S+ test_a
 
 
 def _bench(argv, capsys):
-    try:
-        status = main(argv)
-    except SystemExit as stop:  # argparse (--help, bad flags)
-        status = stop.code
-    captured = capsys.readouterr()
-    return status, captured.out, captured.err
+    return run_cli(main, argv, capsys)
 
 
 # ---- progress lines ----------------------------------------------------------------------------------

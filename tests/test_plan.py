@@ -18,6 +18,7 @@ from bench.plan.sizes import REAL, DataModel, sizes_of
 from bench.plan.table import COLUMNS, runtime_minutes
 from bench.tasks import TaskSetup, make_task
 from datafiles import write_cifar, write_wikitext
+from hostile import assert_refused, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,14 +166,8 @@ def test_plan_true_targets_the_plan_alone(tmp_path):
 ])
 def test_bad_input_is_one_line_and_status_two(argv, word, capsys, monkeypatch):
     monkeypatch.chdir(ROOT)
-    try:
-        status = main(["plan", *argv])
-    except SystemExit as done:  # the parser's own refusal: one line, exit 2
-        status = done.code
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and word in lines[0] and "Traceback" not in err
+    status, _, err = run_cli(main, ["plan", *argv], capsys)
+    assert_refused(status, err, word)
 
 
 def test_a_shape_out_of_gpu_memory_is_listed_without_hours(tmp_path, monkeypatch):

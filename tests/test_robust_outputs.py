@@ -17,6 +17,7 @@ from bench.compressors import make_compressor
 from bench.run import resolve
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
+from hostile import run_cli
 from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
 
 RING4 = "0 1\n1 2\n2 3\n3 0\n"
@@ -129,11 +130,8 @@ def test_a_baseline_repeating_a_seed_is_refused(tmp_path, capsys):
             cell[key] = values * 2
     base.write_text(json.dumps(data))
     capsys.readouterr()
-    try:
-        status = analysis_cli.main(["regress", "--baseline", str(base), "--current", str(tmp_path / "r")])
-    except SystemExit as stop:
-        status = stop.code
-    err = capsys.readouterr().err
+    status, _, err = run_cli(analysis_cli.main, ["regress", "--baseline", str(base), "--current", str(tmp_path / "r")],
+                             capsys)
     assert status == 2 and "repeat a seed" in err and len(err.strip().splitlines()) == 1, err
 
 

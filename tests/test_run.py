@@ -15,6 +15,7 @@ import torch
 from bench.cli import main
 from bench.run import resolve, run
 from bench.run.schedule import lr_at
+from hostile import assert_refused, run_cli
 
 CONTRACT_COLUMNS = ["step", "epoch", "train_loss", "test_loss", "test_acc", "local_test_acc_mean",
                     "consensus_distance", "bits_per_worker", "bits_paper_per_worker", "time_compute_s",
@@ -158,11 +159,8 @@ def test_sigterm_checkpoints_and_the_same_command_finishes(tmp_path, signum):
 ])
 def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, extra, word, capsys):
     out = tmp_path / "run"
-    status = main(["run", *SMALL, *extra, "--out", str(out)])
-    err = capsys.readouterr().err
-    assert status == 2, err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1 and word in lines[0]
+    status, _, err = run_cli(main, ["run", *SMALL, *extra, "--out", str(out)], capsys)
+    assert_refused(status, err, word)
     assert not (out / "run.json").exists() and not (out / "metrics.parquet").exists()
 
 
