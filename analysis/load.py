@@ -26,9 +26,12 @@ FAULT_COLUMNS = ["drop", "drop_model", "burst", "drop_symmetric", "outages", "st
 # config keys added after runs were recorded without them: such a run ran at this value (so a run without the
 # key and one that sets it to something else are different cells)
 CONFIG_DEFAULTS = {"faults": {}}
+# run.json's topology["n_eff"] holds the effective number of neighbours n_W(γ) (Vogels et al. 2022) at a few
+# decays γ; the runs table's n_eff column is the one at this decay (runs written before it have none: NaN)
+N_EFF_DECAY = 0.9
 
 RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "topology", "nodes",
-               "seed", "spectral_gap", "beta", "weights", "gamma", "lr", "data", "network",
+               "seed", "spectral_gap", "n_eff", "beta", "weights", "gamma", "lr", "data", "network",
                "epochs", "n_params", "steps_per_epoch", "delta_measured", "cell", "n_points",
                "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
                "final_local_acc", "final_local_acc_std", "final_local_acc_min",
@@ -192,7 +195,8 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         "task": cfg.get("task", task.get("name")), "algorithm": _algorithm(cfg, record.get("algorithm")),
         "compressor": cfg.get("compressor", comp.get("spec")), "topology": _topology(cfg, topo),
         "nodes": int(cfg.get("nodes", topo.get("n", 0))), "seed": int(cfg.get("seed", 0)),
-        "spectral_gap": _num(topo.get("spectral_gap")), "beta": _num(topo.get("beta")),
+        "spectral_gap": _num(topo.get("spectral_gap")),
+        "n_eff": _num((topo.get("n_eff") or {}).get(f"gamma={N_EFF_DECAY}")), "beta": _num(topo.get("beta")),
         "weights": topo.get("weights", cfg.get("weights")),
         "gamma": _num((record.get("gamma") or {}).get("value")), "lr": _num(cfg.get("lr")),
         "data": cfg.get("data"), "network": cfg.get("network"), "epochs": _num(cfg.get("epochs")),

@@ -24,13 +24,16 @@ IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compresso
 RESULT_COLUMNS = ["target", "target_source", "metric", "tta_status", *AXES.values(), "mean_consensus_distance",
                   "allreduce_final_acc", "final_gap"]
 SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS]
+# columns added after summaries were written without them: such a summary still reads (the readers of the
+# column say what is missing)
+LATER_COLUMNS = {"n_eff"}
 # what its readers take for granted of each column (checks.table_problem)
 SUMMARY_KINDS = {
     "text": ["cell", "run_id", "status", "task", "algorithm", "compressor", "topology", "data", "network",
              "tta_status", "metric"],
     "filled": ["cell", "run_id", "status"],
     "whole": ["nodes", "seed"],
-    "numbers": ["spectral_gap", "beta", "gamma", "lr", "epochs", "delta_measured", "final_test_acc", "best_test_acc",
+    "numbers": ["spectral_gap", "n_eff", "beta", "gamma", "lr", "epochs", "delta_measured", "final_test_acc", "best_test_acc",
                 "final_local_acc", "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "target",
                 *AXES.values(), "allreduce_final_acc", "final_gap"],
 }
@@ -41,7 +44,7 @@ def read_summary(path) -> pd.DataFrame:
     readers need, or with text where they read numbers, raises checks.DamagedFile naming the file and the
     column; a file that is not CSV at all raises pandas' error (a caller may compute the summary again)."""
     path = Path(path)
-    return read_table(path, SUMMARY_COLUMNS, f"python -m analysis summarize {path.parent}", **SUMMARY_KINDS)
+    return read_table(path, [c for c in SUMMARY_COLUMNS if c not in LATER_COLUMNS], f"python -m analysis summarize {path.parent}", **SUMMARY_KINDS)
 
 
 def target_key(task, data) -> str:

@@ -174,3 +174,23 @@ def test_spectral_gap_tick_labels_never_overlap(rhos, monkeypatch):
         boxes = [t.get_window_extent(renderer) for t in shown]
         for (a, box_a), (b, box_b) in itertools.combinations(zip(shown, boxes), 2):
             assert not box_a.overlaps(box_b), (a.get_text(), b.get_text())
+
+
+def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where_runs_report_them(monkeypatch):
+    rhos = {"ring": 0.051, "star": 0.062, "torus": 0.4, "complete": 1.0, "base:1": 1.0}
+    n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 7.8}
+    summary = spectral_summary(rhos)
+    summary["n_eff"] = summary["topology"].map(n_eff)
+    kept = drawn(monkeypatch, accuracy_vs_spectral_gap)
+    accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(summary, Path("unused"))
+    fig = kept[0]
+    assert len(fig.axes) == 3
+    panel = fig.axes[2]
+    assert "n_W" in panel.get_xlabel()
+    assert sorted(t.get_text() for t in panel.texts) == sorted(rhos)  # each graph named once
+    # each method's points sit at the graphs' n_W with their mean accuracies
+    xs = sorted(x for line in panel.lines for x in line.get_xdata() if line.get_marker() not in (None, "None", ""))
+    assert sorted(set(xs)) == sorted(n_eff.values())
+    kept.clear()  # runs that predate run.json's n_eff: the two panels of ρ alone
+    accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(spectral_summary(rhos), Path("unused"))
+    assert len(kept[0].axes) == 2

@@ -21,7 +21,7 @@ from analysis.claims.base import (CLAIMS, FAILS, HOLDS, INCOMPLETE, INCONCLUSIVE
 from analysis.errors import DamagedFile
 from analysis.claims.evidence import Evidence
 from analysis.consensus import read_trace
-from analysis.claims import table1, gossip, scaling, bits  # noqa: F401  (each registers its claims)
+from analysis.claims import table1, gossip, scaling, bits, topology  # noqa: F401  (each registers its claims)
 
 COLUMNS = ["claim", "expected", "needs", "measured", "verdict", "reads", "missing"]
 

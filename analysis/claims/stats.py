@@ -61,3 +61,38 @@ def spearman_test(x, y, alternative: str, seed: int = 0) -> tuple[float, float]:
 def interval_text(mean: float, low: float, high: float, unit: str, seeds: int, level: float = 0.95) -> str:
     return (f"{mean:.2f}{unit}, {100 * level:g} % bootstrap interval {low:.2f} to {high:.2f}, "
             f"{seeds} seed{'s' if seeds != 1 else ''}")
+
+
+def spearman(x, y) -> float:
+    """Spearman's rank correlation of ``x`` and ``y`` (ties share their mean rank); NaN when either is constant."""
+    rx, ry = stats.rankdata(np.asarray(x, dtype=float)), stats.rankdata(np.asarray(y, dtype=float))
+    if np.ptp(rx) == 0 or np.ptp(ry) == 0:
+        return math.nan
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def bootstrap_correlation_difference(a, b, y, level: float = 0.95, seed: int = 0) -> tuple[float, float, float]:
+    """(d, low, high): d = Spearman(a, y) − Spearman(b, y) on the points as given, and its percentile
+    bootstrap interval over the points (each resample draws points with replacement and ranks again; a
+    resample in which a, b or y is constant has no correlation and is left out)."""
+    a, b, y = (np.asarray(v, dtype=float) for v in (a, b, y))
+    if not a.size == b.size == y.size or a.size < 3:
+        raise ValueError("bootstrap_correlation_difference needs at least 3 points, the same number of each")
+    observed = spearman(a, y) - spearman(b, y)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, a.size, size=(N_BOOT, a.size))
+
+    def correlations(x):
+        rx, ry = stats.rankdata(x[picks], axis=1), stats.rankdata(y[picks], axis=1)
+        rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (rx * ry).sum(axis=1) / np.sqrt((rx ** 2).sum(axis=1) * (ry ** 2).sum(axis=1))
+
+    boot = correlations(a) - correlations(b)
+    boot = np.sort(boot[np.isfinite(boot)])
+    if boot.size == 0 or not math.isfinite(observed):
+        return observed, math.nan, math.nan
+    alpha = (1.0 - level) / 2.0
+    low = float(boot[int(math.floor(alpha * (boot.size - 1)))])
+    high = float(boot[int(math.ceil((1.0 - alpha) * (boot.size - 1)))])
+    return observed, min(low, observed), max(high, observed)

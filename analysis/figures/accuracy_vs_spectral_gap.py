@@ -35,6 +35,7 @@ def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
     for (method, topology), g in data[data["algorithm"] != "allreduce"].groupby(["method", "topology"]):
         alive = g[g["status"] != "diverged"]
         rows.append({"method": method, "topology": topology, "spectral_gap": g["spectral_gap"].mean(),
+                     "n_eff": g["n_eff"].median() if "n_eff" in g else float("nan"),
                      "acc": alive["acc"].mean(), "acc_std": alive["acc"].std() if len(alive) > 1 else 0.0,
                      "consensus": alive["final_consensus_distance"].mean(), "seeds": len(g),
                      "diverged": int((g["status"] == "diverged").sum())})
@@ -97,6 +98,19 @@ def stagger_tick_labels(fig, axes, rounds: int = 4) -> None:
     _hang(fig, [(ax, tick) for ax, tick, row in rows if row > 0], renderer)
 
 
+def _effective_neighbours_panel(ax, table: pd.DataFrame, ylim) -> None:
+    """Accuracy against n_W(0.9), each graph named once at its n_W (on the best method's point)."""
+    named = table.dropna(subset=["n_eff"]).sort_values("acc", ascending=False).drop_duplicates("topology")
+    for _, r in named.iterrows():
+        if pd.notna(r["acc"]):
+            ax.annotate(r["topology"], (r["n_eff"], r["acc"]), textcoords="offset points", xytext=(4, 5),
+                        fontsize=8, color="0.3")
+    ax.set_ylim(*ylim)
+    ax.set_xlabel("effective number of neighbours n_W(γ = 0.9)")
+    ax.set_ylabel("final test accuracy (%)")
+    ax.set_title("accuracy against n_W (Vogels et al. 2022)")
+
+
 def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``summary``: one row per run at one n (algorithm, compressor, topology, status, spectral_gap,
     final_test_acc, final_consensus_distance); all-reduce runs, if any, give a reference line. Each
@@ -105,7 +119,10 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     table = spectral_table(summary)
     methods = sorted(table["method"].unique(), key=method_sort_key)
     looks = {m: style(m) for m in methods}
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.6))
+    # a third panel where the runs report the effective number of neighbours (Vogels et al. 2022)
+    with_n_eff = bool(table["n_eff"].notna().any()) if len(table) else False
+    fig, panels = plt.subplots(1, 3 if with_n_eff else 2, figsize=(16.5 if with_n_eff else 11, 4.6))
+    axes = panels[:2]
     for method in methods:
         g = table[table["method"] == method].sort_values("spectral_gap")
         look = looks[method]
@@ -114,6 +131,9 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
         bars.lines[0].set_gid(f"accuracy:{method}")
         axes[1].plot(g["spectral_gap"], g["consensus"], linewidth=1.4, markersize=6, label=method,
                      gid=f"consensus:{method}", **look)
+        if with_n_eff:
+            panels[2].errorbar(g["n_eff"], g["acc"], yerr=g["acc_std"], capsize=3, linewidth=0, elinewidth=1.2,
+                               markersize=6, **{k: v for k, v in look.items() if k != "linestyle"})
         for _, r in g[g["diverged"] > 0].iterrows():
             for ax, y in ((axes[0], r["acc"]), (axes[1], r["consensus"])):
                 if pd.notna(y):
@@ -144,6 +164,8 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     if high - low < MIN_SPAN:
         middle = (low + high) / 2
         axes[0].set_ylim(middle - MIN_SPAN / 2, middle + MIN_SPAN / 2)
+    if with_n_eff:
+        _effective_neighbours_panel(panels[2], table, axes[0].get_ylim())
     axes[1].set_yscale("log")
     axes[0].set_ylabel("final test accuracy (%)")
     axes[1].set_ylabel("final consensus distance  (1/n) Σ‖xᵢ − x̄‖²")
@@ -195,5 +217,9 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                f"{topologies}. Each method in its colour, marker and line "
                "style of every figure. The theory's error term grows as ρ "
                "shrinks (Choco-SGD: n/(ρ⁴δ²T)), so accuracy should fall and consensus distance rise toward "
-               "small ρ. Diverged seeds are counted next to their point and left out of the means.")
+               "small ρ. Diverged seeds are counted next to their point and left out of the means."
+               + (" Right: the same accuracies against the effective number of neighbours n_W(γ = 0.9) of "
+                  "Vogels et al. 2022 (run.json topology n_eff), which tells apart graphs of equal ρ (the "
+                  "complete graph and the Base-(k+1) graphs all have ρ = 1)."
+                  if "n_eff" in sel and sel["n_eff"].notna().any() else ""))
     return paths, caption
