@@ -7,6 +7,13 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
 import pytest
 import torch
 
+# The processes the tests start (bench runs, Snakemake's jobs, ranks, bench perf) each default to one OpenMP
+# thread per core; under `make test` two workers already fill both cores, and the extra threads only spin
+# (7 % more CPU for the pipeline and perf tests, measured). Their results do not depend on the thread count:
+# one thread each, as the tests' own process runs (one_thread below).
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
 
 @pytest.fixture(autouse=True, scope="session")
 def one_thread():
