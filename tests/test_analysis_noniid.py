@@ -139,3 +139,25 @@ def test_partitions_are_ordered_from_the_most_heterogeneous():
     schemes = ["shuffle", "dirichlet:10", "split", "dirichlet:0.01", "sorted", "dirichlet:1", "dirichlet:0.1"]
     assert sorted(schemes, key=heterogeneity) == ["sorted", "dirichlet:0.01", "dirichlet:0.1", "dirichlet:1",
                                                   "dirichlet:10", "shuffle", "split"]
+
+
+def test_gap_vs_alpha_names_every_method_of_every_panel(tmp_path, monkeypatch):
+    """A method drawn only in a later panel (centralized methods run on the ring alone) keeps its legend entry,
+    once, in the methods' order."""
+    from analysis.figures import gap_vs_alpha
+
+    rows = []
+    for topology, methods in (("exponential", ["D-PSGD"]), ("ring", ["D-PSGD", "EF-SGD (sign)", "all-reduce x"])):
+        for method in methods:
+            for data, gap in (("dirichlet:0.1", 8.0), ("shuffle", 1.0)):
+                rows.append({"task": "t", "topology": topology, "nodes": 16, "algorithm": "a", "compressor": "c",
+                             "data": data, "method": method, "seeds": 3, "reference_seeds": 3, "gap": gap,
+                             "gap_ci_low": gap - 1, "gap_ci_high": gap + 1})
+    kept = []
+    monkeypatch.setattr(gap_vs_alpha, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    gap_vs_alpha.plot_gap_vs_alpha(pd.DataFrame(rows), tmp_path / "g")
+    (legend,) = kept[0].legends
+    names = [t.get_text() for t in legend.get_texts()]
+    assert sorted(names) == sorted({"D-PSGD", "EF-SGD (sign)", "all-reduce x"}) and len(names) == 3
+    drawn = {line.get_gid() for ax in kept[0].axes for line in ax.get_lines() if line.get_gid()}
+    assert drawn == {f"gap:{m}" for m in names}

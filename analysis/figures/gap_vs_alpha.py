@@ -58,7 +58,14 @@ def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None 
         ax.set_xlabel("data partition (more heterogeneous on the left)")
         ax.set_title(f"{topology}, n = {nodes}")
     axes.flat[0].set_ylabel("gap to all-reduce (pp, higher is worse)")
-    handles, labels = axes.flat[0].get_legend_handles_labels()
+    # every method of every panel, once, in the methods' order: a method absent from the first panel (the
+    # centralized ones run on the ring only, say) keeps its entry
+    found = {}
+    for ax in axes.flat:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            found.setdefault(label, handle)
+    labels = [m for m in methods_all if m in found]
+    handles = [found[m] for m in labels]
     fig.suptitle(title or "Gap to all-reduce SGD by data heterogeneity")
     fig.tight_layout()
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=min(4, len(labels)),
