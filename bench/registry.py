@@ -13,12 +13,14 @@ class Registry(Generic[T]):
         self.kind = kind
         self._entries: dict[str, T] = {}
         self._retired: dict[str, str] = {}  # name -> where it went (one clear line instead of 'unknown')
+        self.changes = 0  # registrations so far: what is derived from the entries is stale once this moves
 
     def register(self, name: str) -> Callable[[T], T]:
         def add(obj: T) -> T:
             if name in self._entries:
                 raise RuntimeError(f"{self.kind} {name!r} registered twice")
             self._entries[name] = obj
+            self.changes += 1
             return obj
 
         return add

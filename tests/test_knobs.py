@@ -143,3 +143,20 @@ def test_an_options_class_serves_any_method_and_its_errors_name_that_method():
         parse_options(Mine, {"gamma": 2})
     with pytest.raises(BenchError, match=r"^choco order='x'; allowed: paper, code$"):
         parse_options(METHODS.get("choco"), {"order": "x"})
+
+
+def test_the_shortcut_words_follow_the_registered_methods(monkeypatch):
+    """shortcuts() is read once per state of the registry (every resolved setting asks): a method registered
+    later, or another registry, is seen at once."""
+    from bench.catalog import algorithms as catalog
+    from bench.registry import Registry
+
+    fresh = Registry("algorithm")
+    monkeypatch.setattr(catalog, "METHODS", fresh)
+    assert shortcuts() == {}
+    fresh.register("dpsgd-like")(METHODS.get("dpsgd"))  # D-PSGD's options: `order`, no consensus step
+    assert set(shortcuts()) == {"order"}
+    fresh.register("choco-like")(METHODS.get("choco"))
+    assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}
+    shortcuts().clear()  # a caller's copy: the next caller still gets every word
+    assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}

@@ -275,15 +275,22 @@ class ConsensusStepOptions(KnobOptions):
     gamma_tune_steps: int = knob(1000, read_rounds, shortcut=True)  # gossip rounds per γ of the grid under auto
 
 
+_SHORTCUTS: list = [None, {}]  # ((the registry, its changes) when read, the words the methods gave)
+
+
 def shortcuts() -> dict:
     """The run-level words that name a knob (``gamma``, ``gamma_tune_steps``, ``order``) -> the option field;
-    one field per word, which every method that has the knob shares (tests/test_knobs.py)."""
-    out = {}
-    for name in METHODS.names():
-        for f in fields(METHODS.get(name).Options):
-            if f.metadata.get("shortcut"):
-                out.setdefault(f.name, f)
-    return out
+    one field per word, which every method that has the knob shares (tests/test_knobs.py). Read again only when
+    the registered methods change: every setting a study resolves asks (a DAG of thousands of jobs, each checked)."""
+    key = (id(METHODS), METHODS.changes)
+    if _SHORTCUTS[0] != key:
+        out = {}
+        for name in METHODS.names():
+            for f in fields(METHODS.get(name).Options):
+                if f.metadata.get("shortcut"):
+                    out.setdefault(f.name, f)
+        _SHORTCUTS[:] = [key, out]
+    return dict(_SHORTCUTS[1])
 
 
 def _rank(method: str, rank) -> None:
