@@ -71,7 +71,7 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
                            label=f"graph: {t}") for t in topologies]
     fig.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), frameon=False)
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.45 / fig.get_figheight()))  # half an inch kept for the title above the rows
     return save_figure(fig, out_stem)
 
 
