@@ -308,6 +308,29 @@ def test_leftover_temp_files_of_earlier_writes_are_removed_by_the_next_run(tmp_p
     assert _temps(out) == ["notes.tmp.txt"]
 
 
+METRIC_ROWS = {
+    "integers": [{"step": 0, "messages_sent": 3}, {"step": 1, "messages_sent": 5}],
+    "integer then float": [{"v": 1}, {"v": 2.5}],
+    "a key missing, a None": [{"step": 0, "test_acc": 0.5}, {"step": 1}, {"step": 2, "test_acc": None}],
+    "integer with a gap": [{"a": 1}, {"a": None}],
+    "nan and infinities": [{"a": float("nan")}, {"a": float("inf")}, {"a": -float("inf")}],
+    "not numbers": [{"flag": True, "name": "x"}, {"flag": False, "name": None}],
+    "all None": [{"a": None}, {"a": None}],
+    "large integers": [{"bits": 2**62}, {"bits": -(2**40)}],
+}
+
+
+@pytest.mark.parametrize("rows", METRIC_ROWS.values(), ids=METRIC_ROWS.keys())
+def test_metrics_read_back_as_the_frame_pandas_makes_of_the_rows(tmp_path, rows):
+    """write_metrics builds numeric columns from buffers (no pandas import in a run); a reader must still see
+    the columns, dtypes and values that pandas.DataFrame(rows) has, gaps as NaN included."""
+    from bench.run.outputs import write_metrics
+
+    path = tmp_path / "metrics.parquet"
+    write_metrics(path, rows)
+    pd.testing.assert_frame_equal(pd.read_parquet(path), pd.DataFrame(rows))
+
+
 def _writers(tmp_path):
     from analysis.files import write_atomically
     from analysis.figures.consensus import plot_consensus

@@ -1,13 +1,19 @@
-"""What a fresh process pays before it computes: a probe of the pinned torch that docs/reference.md ("Where the
-time goes") rests on. Importing torch does not load torch._dynamo; the first gradient through torch.func does
-(its _autograd_grad enters torch._dynamo.compiled_autograd), so every bench run that takes the vectorised path
-pays for dynamo's import once. If a torch upgrade makes this false, the note and this test go."""
+"""What a fresh process pays before it computes: probes of the pinned torch that docs/reference.md ("Where the
+time goes") and the runner's imports rest on. Importing torch does not load torch._dynamo; the first gradient
+through torch.func does (its _autograd_grad enters torch._dynamo.compiled_autograd, 0.7-1 s), and so does
+nothing in a `bench run` on a static graph: the vectorised path differentiates a vmapped forward with plain
+autograd, cross-entropy under vmap avoids the decomposition that imports sympy, the metrics are written
+without pandas and the topology checks without scipy. If a torch upgrade makes the first probe false, the
+note and that test go; if a change makes a run import one of these again, the second test names it."""
+import json
 import subprocess
 import sys
 
 import pytest
 
-pytestmark = pytest.mark.slow  # a fresh interpreter: `make test` runs it, `make test-fast` does not
+from bench.cli import main
+
+pytestmark = pytest.mark.slow  # fresh interpreters: `make test` runs them, `make test-fast` does not
 
 PROBE = """
 import sys, torch
@@ -16,8 +22,33 @@ torch.func.grad(lambda w: (w * w).sum())(torch.ones(3))
 print(before, "torch._dynamo" in sys.modules)
 """
 
+# heavy modules a run on a static graph has no use for, and what each cost to import on the 2-core machine
+NOT_NEEDED = {"torch._dynamo": "0.7-1 s", "sympy": "0.3 s", "pandas": "0.3 s", "scipy": "0.2 s"}
+
+RUN = """
+import json, sys
+from bench.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": [m for m in %r if m in sys.modules]}))
+""" % (sorted(NOT_NEEDED),)
+
 
 def test_the_first_functorch_gradient_imports_dynamo_and_importing_torch_does_not():
     out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.split() == ["False", "True"], out.stdout
+
+
+def test_a_vectorised_run_imports_none_of_the_modules_it_does_not_need(tmp_path):
+    args = ["run", "--task", "mnist1d-mlp", "--algorithm", "choco", "--compressor", "top:0.1", "--topology", "ring",
+            "--nodes", "4", "--epochs", "1", "--set", "task_options.n_train=400", "--set", "task_options.n_test=100",
+            "--set", "task_options.vectorize=true", "--quiet", "--out"]
+    # the first run generates MNIST-1D (mnist1d needs scipy) and caches it; the probe is the run after
+    assert main([*args, str(tmp_path / "first")]) == 0
+    args.append(str(tmp_path / "run"))
+    out = subprocess.run([sys.executable, "-c", RUN, *args], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    assert report["code"] == 0
+    assert report["loaded"] == [], {m: NOT_NEEDED[m] for m in report["loaded"]}
+    assert (tmp_path / "run" / "metrics.parquet").stat().st_size > 0

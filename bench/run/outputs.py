@@ -44,9 +44,34 @@ def read_json(path: Path) -> dict[str, Any] | None:
 
 
 def write_metrics(path: Path, rows: list[dict[str, Any]]) -> None:
-    import pandas as pd
+    """The rows as one parquet table, a column per key in order of first appearance (a row without a key
+    has null there), written with pyarrow directly: what pandas would write with ``index=False``, less
+    its schema note, and without importing pandas (0.3 s of every run)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
 
-    atomic_write(path, lambda tmp: pd.DataFrame(rows).to_parquet(tmp, index=False))
+    names = list(dict.fromkeys(key for row in rows for key in row))
+    columns = [_column([row.get(name) for row in rows]) for name in names]
+    table = pa.Table.from_arrays(columns, names=names)
+    atomic_write(path, lambda tmp: pq.write_table(table, tmp))
+
+
+def _column(values: list[Any]):
+    """A column of Python values typed as ``pandas.DataFrame(rows)`` types it: integers alone int64; numbers
+    with a float or a gap float64 (NaN in the gap). Numeric columns (every metric) are built from their
+    buffers, since ``pyarrow.array`` imports pandas to check its argument; anything else goes through it."""
+    import numpy as np
+    import pyarrow as pa
+
+    present = [v for v in values if v is not None]
+    numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present)
+    if not present or not numeric:
+        return pa.array(values)
+    if len(present) == len(values) and all(isinstance(v, int) for v in values):
+        data, kind = np.array(values, dtype=np.int64), pa.int64()
+    else:
+        data, kind = np.array([np.nan if v is None else v for v in values], dtype=np.float64), pa.float64()
+    return pa.Array.from_buffers(kind, len(data), [None, pa.py_buffer(data)])
 
 
 def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
@@ -138,9 +163,17 @@ def load_checkpoint(path: Path, device: torch.device) -> dict[str, Any]:
                      "from its first step")
 
 
+def _installed_version(package: str) -> str | None:
+    """A package's version from its metadata, without importing it (pandas costs a run 0.3 s to import)."""
+    from importlib import metadata
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def provenance(device: torch.device) -> dict[str, Any]:
     import numpy
-    import pandas
 
     root = Path(__file__).resolve().parents[2]
     try:
@@ -149,7 +182,7 @@ def provenance(device: torch.device) -> dict[str, Any]:
     except (OSError, subprocess.SubprocessError):
         commit = None
     info = {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
-            "pandas": pandas.__version__, "git_commit": commit, "host": socket.gethostname(),
+            "pandas": _installed_version("pandas"), "git_commit": commit, "host": socket.gethostname(),
             "platform": platform.platform(), "device": str(device), "torch_threads": torch.get_num_threads()}
     if device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(device)

@@ -1,7 +1,11 @@
 """Gradients of all n workers at once: vectorised with torch.func, or a loop over workers.
 
-The vectorised path maps ``grad`` of a functional model call over the stacked parameters and
-batches (one call for all workers). Per-worker state travels as stacked tensors: BatchNorm running
+The vectorised path maps a functional model call over the stacked parameters and batches (one
+forward for all workers) and differentiates the sum of the n losses once with autograd: worker i's
+loss depends on row i alone, so the gradient of the sum in row i is worker i's gradient (the sum's
+backward multiplies by exactly 1). This is torch.func's ``vmap(grad(...))`` without its transform:
+the same batched kernels, and no import of ``torch._dynamo``, which ``torch.func.grad``'s first call
+makes (0.7-1 s a process; tests/test_startup_probe.py). Per-worker state travels as stacked tensors: BatchNorm running
 statistics are passed batched into the call and come back updated (the module's own buffers are
 never touched), recurrent hidden states are inputs and outputs of the task's loss. The loop loads
 each worker's row into the module in turn; it is the reference the vectorised path is tested
@@ -16,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
 import torch
-from torch.func import functional_call, grad_and_value, vmap
+from torch.func import functional_call, vmap
 
 from ..errors import BenchError
 from .flat import FlatModel
@@ -24,6 +28,14 @@ from .flat import FlatModel
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 TIMED_STEPS = 3  # measure_paths: the median of this many steps after one untimed
+
+
+def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of ``logits [B, C]`` against class indices ``target [B]``: F.cross_entropy's value
+    (to float round-off), written as log-softmax and a gather. Under vmap, F.cross_entropy's nll_loss has
+    no batching rule and falls back to a decomposition whose shape checks import torch's symbolic-shape
+    machinery and sympy (0.3 s a process); these two operations batch natively."""
+    return -logits.log_softmax(-1).gather(-1, target.unsqueeze(-1)).mean()
 
 
 def _split(flat_rows: torch.Tensor, names: list[str], shapes: list[torch.Size], sizes: list[int]) -> dict:
@@ -55,7 +67,8 @@ def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: to
     stacked = buffers is not None and buffers.numel() > 0
     state = _split(buffers, flat.buffer_names, [b.shape for b in flat.buffers], flat.buffer_segments) if stacked else {}
 
-    params = per_parameter(flat, x)
+    rows = x.detach().requires_grad_(True)
+    params = per_parameter(flat, rows)
 
     def one_worker(worker_params, worker_state, xb, yb):
         tensors = {name: torch.zeros(shape, dtype=dtype, device=xb.device) for name, shape, dtype in int_buffers}
@@ -67,8 +80,8 @@ def vmap_gradients(flat: FlatModel, loss_fn: LossFn, x: torch.Tensor, inputs: to
         return loss
 
     model.train()
-    grad_dict, losses = vmap(grad_and_value(one_worker))(params, state, inputs, targets)
-    grads = torch.cat([grad_dict[name].reshape(x.shape[0], -1) for name in flat.names], dim=1)
+    losses = vmap(one_worker)(params, state, inputs, targets)
+    grads = _row_gradients(losses, rows)
     if stacked:
         with torch.no_grad():
             buffers.copy_(torch.cat([state[name].reshape(len(buffers), -1) for name in flat.buffer_names], dim=1))
@@ -101,9 +114,30 @@ def vmap_gradients_with_aux(flat: FlatModel, worker_loss: Callable[..., tuple[to
     ``worker_args``: (grads ``[n, d]``, losses ``[n]``, aux stacked over workers). For per-worker state
     that is an input and an output of the loss, such as recurrent hidden states."""
     flat.model.train()
-    grad_dict, (losses, aux) = vmap(grad_and_value(worker_loss, has_aux=True))(per_parameter(flat, x), *worker_args)
-    grads = torch.cat([grad_dict[name].reshape(x.shape[0], -1) for name in flat.names], dim=1)
-    return grads, losses.detach(), aux
+    rows = x.detach().requires_grad_(True)
+    losses, aux = vmap(worker_loss)(per_parameter(flat, rows), *worker_args)
+    grads = _row_gradients(losses, rows)
+    return grads, losses.detach(), _detached(aux)
+
+
+def _row_gradients(losses: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Row i of the gradient of ``sum(losses)`` with respect to ``rows [n, d]``: worker i's gradient,
+    since loss i reads row i only; zeros where a parameter does not reach the loss."""
+    if not losses.requires_grad:
+        return torch.zeros_like(rows)
+    (grads,) = torch.autograd.grad(losses.sum(), rows, allow_unused=True, materialize_grads=True)
+    return grads
+
+
+def _detached(aux: Any) -> Any:
+    """``aux`` with every tensor cut from the graph (hidden states carried to the next step)."""
+    if isinstance(aux, torch.Tensor):
+        return aux.detach()
+    if isinstance(aux, (tuple, list)):
+        return type(aux)(_detached(a) for a in aux)
+    if isinstance(aux, dict):
+        return {k: _detached(v) for k, v in aux.items()}
+    return aux
 
 
 def loop_gradients(flat: FlatModel, x: torch.Tensor, worker_loss: Callable[[int], torch.Tensor],

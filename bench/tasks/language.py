@@ -21,7 +21,7 @@ from ..models import make_model
 from . import streams
 from .base import Task, TaskSetup, register
 from .flat import FlatModel
-from .gradients import loop_gradients, vmap_gradients_with_aux
+from .gradients import cross_entropy, loop_gradients, vmap_gradients_with_aux
 
 
 def batchify(stream: torch.Tensor, batch: int) -> torch.Tensor:
@@ -98,7 +98,7 @@ class LanguageTask(Task):
         model = self.model
 
         def loss_of(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+            return cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
 
         if self.gradient_path == "vmap":
             def worker_loss(params, tokens, target, h, c, *worker_masks):

@@ -17,7 +17,7 @@ from . import streams
 from .base import Task, TaskSetup, register
 from .batchnorm import check_batchnorm_batch
 from .flat import FlatModel
-from .gradients import loop_gradients, vmap_gradients, vmap_outputs
+from .gradients import cross_entropy, loop_gradients, vmap_gradients, vmap_outputs
 
 TRAIN_EVAL_SAMPLES = 5000  # training loss of a model is measured on this many fixed samples
 VALIDATION_SEED = 0x7A11D  # the validation split is the same for every run seed, method and trial
@@ -116,7 +116,7 @@ class SupervisedTask(Task):
     # -- loss and gradients ----------------------------------------------------------------
     def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         if self.loss_kind == "ce":
-            return F.cross_entropy(out, y)
+            return cross_entropy(out, y)
         if self.loss_kind == "mse":
             return 0.5 * (out - y).pow(2).mean()
         return F.binary_cross_entropy_with_logits(out, y.to(out.dtype))

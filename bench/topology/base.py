@@ -9,8 +9,6 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
 from ..registry import Registry
@@ -43,6 +41,28 @@ def metropolis_weights(deg_i: np.ndarray, deg_j: np.ndarray, max_degree: int) ->
 def maxdeg_weights(deg_i: np.ndarray, deg_j: np.ndarray, max_degree: int) -> np.ndarray:
     # The paper's form. Self-weights can be 0, so on regular bipartite graphs W has eigenvalue -1.
     return 1.0 / np.maximum(deg_i, deg_j)
+
+
+def components(n: int, pairs: np.ndarray) -> np.ndarray:
+    """The component of each of n nodes (a representative node's index) given the edges ``pairs [m, 2]``:
+    union-find, which stops as soon as n - 1 merges have joined every node (no scipy import in a run)."""
+    parent = list(range(n))
+
+    def root(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    merges = 0
+    for a, b in pairs.tolist():
+        ra, rb = root(a), root(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+            merges += 1
+            if merges == n - 1:
+                return np.zeros(n, dtype=np.int64)
+    return np.array([root(a) for a in range(n)], dtype=np.int64)
 
 
 @dataclass(frozen=True)
@@ -174,9 +194,8 @@ class Topology:
         return W
 
     def _check_connected(self) -> None:
-        i, j = self._pairs[:, 0], self._pairs[:, 1]
-        adjacency = coo_matrix((np.ones(len(i)), (i, j)), shape=(self.n, self.n))
-        count, labels = connected_components(adjacency, directed=False)
+        labels = components(self.n, self._pairs)
+        count = len(set(labels.tolist()))
         if count > 1:
             cut_off = int(np.flatnonzero(labels != labels[0])[0])
             raise BenchError(

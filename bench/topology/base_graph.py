@@ -24,13 +24,15 @@ keeps its value (W_ii = 1).
 from __future__ import annotations
 
 import re
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from ..errors import BenchError
 from ..specs import Spec
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is built: a static-topology run never loads it
+    from scipy.sparse import csr_matrix
 
 Block = tuple[list[int], np.ndarray]
 Round = list[Block]
@@ -162,6 +164,8 @@ def base_graph(n: int, k: int) -> list[Round]:
 
 def round_matrix(n: int, blocks: Round) -> csr_matrix:
     """The n×n gossip matrix of one round: each block's weights on its members, 1 on the diagonal elsewhere."""
+    from scipy.sparse import csr_matrix
+
     rows, cols, values = [], [], []
     alone = np.ones(n, dtype=bool)
     for members, weights in blocks:

@@ -22,12 +22,10 @@ from typing import Callable
 
 import networkx as nx
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
 from ..specs import Spec, parse_fraction, parse_spec
-from .base import WEIGHT_SCHEMES, Graph, Topology, check_n
+from .base import WEIGHT_SCHEMES, Graph, Topology, check_n, components
 from .kinds import TOPOLOGIES, Example, topology
 from .base_graph import base_graph_matrices, peers_of
 from .scheduled import RoundMatrices, ScheduledTopology
@@ -128,8 +126,7 @@ def _without_loops(u: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarray
 def _is_connected(n: int, edges: np.ndarray) -> bool:
     if len(edges) == 0:
         return n == 1
-    adjacency = coo_matrix((np.ones(len(edges)), (edges[:, 0], edges[:, 1])), shape=(n, n))
-    return connected_components(adjacency, directed=False)[0] == 1
+    return not components(n, edges).any()
 
 
 # ---- deterministic graphs --------------------------------------------------------------------

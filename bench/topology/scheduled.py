@@ -8,15 +8,16 @@ time-varying topology, the reported gap is that of the product over one period, 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix, triu
-from scipy.sparse.csgraph import connected_components
 
 from ..errors import BenchError
 from .base import GAP_TOL, TOL, check_n
 from .time_varying import TimeVaryingTopology
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is built: a static-topology run never loads it
+    from scipy.sparse import csr_matrix
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class ScheduledTopology(TimeVaryingTopology):
 
     # ---- construction ------------------------------------------------------------------------
     def _checked(self, k: int, W) -> csr_matrix:
+        from scipy.sparse import csr_matrix
+
         where = f"round {k} of topology {self.name!r}"
         W = csr_matrix(W, dtype=np.float64)
         if W.shape != (self.n, self.n):
@@ -66,6 +69,8 @@ class ScheduledTopology(TimeVaryingTopology):
         return W
 
     def _pair_codes(self, W: csr_matrix) -> np.ndarray:
+        from scipy.sparse import triu
+
         upper = triu(W, k=1).tocoo()
         return upper.row.astype(np.int64) * self.n + upper.col
 
@@ -83,6 +88,8 @@ class ScheduledTopology(TimeVaryingTopology):
     def _distance_from_identity(self, W: csr_matrix) -> float:
         """‖I − W‖₂ = max |1 − λ| over W's eigenvalues (W symmetric), found block by block: the connected
         components of a round's links are its independent blocks."""
+        from scipy.sparse.csgraph import connected_components
+
         count, labels = connected_components(W, directed=False)
         order = np.argsort(labels, kind="stable")
         blocks = np.split(order, np.cumsum(np.bincount(labels, minlength=count))[:-1])

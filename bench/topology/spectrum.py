@@ -18,13 +18,15 @@ the τ rounds of the period (the authors' code reads it at one chosen round; ``p
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from ..errors import BenchError
 from .time_varying import TimeVaryingTopology
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is built: a static-topology run never loads it
+    from scipy.sparse import csr_matrix
 
 # the decays `bench topology` and run.json report: short memory (0.5) to the long memory of small steps (0.99)
 DECAYS = (0.5, 0.9, 0.99)
@@ -53,6 +55,8 @@ def walk_variances(matrices: Sequence, gamma: float) -> np.ndarray:
     (1/n) tr Σ_t = (1/n)(1/(1 − γ) + tr D_t).
     D over one period is D ↦ γ^τ Π̃ D Π̃ᵀ + Q with Π̃ = Π − J, solved by doubling (Smith's iteration), which
     ends at once where a period averages exactly (Π̃ = 0)."""
+    from scipy.sparse import csr_matrix
+
     gamma = _check_gamma(gamma)
     rounds = [csr_matrix(W, dtype=np.float64) for W in matrices]
     n = rounds[0].shape[0]

@@ -15,14 +15,16 @@ the average (for a symmetric W and τ = 1 it is the usual 1 − |λ₂|). β is 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from ..errors import BenchError
 from .base import GAP_TOL, WEIGHT_SCHEMES, check_n
 from .links import Links, link_union, links_of_phases
+
+if TYPE_CHECKING:  # scipy is imported where a sparse matrix is built: a static-topology run never loads it
+    from scipy.sparse import csr_matrix
 
 
 @dataclass(frozen=True)
@@ -85,6 +87,8 @@ class TimeVaryingTopology:
         rows = np.concatenate([np.arange(n), np.arange(n)])
         cols = np.concatenate([np.arange(n), sigma])
         values = np.concatenate([np.full(n, 1.0 - w), np.full(n, w)])
+        from scipy.sparse import csr_matrix
+
         return csr_matrix((values, (rows, cols)), shape=(n, n))  # a fixed point sums to 1 on the diagonal
 
     @property
