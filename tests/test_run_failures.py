@@ -158,10 +158,12 @@ def test_an_error_while_writing_the_end_still_marks_the_run_failed(tmp_path, mon
     """The final metrics cannot be written (a library error, not a full disk): run.json says failed anyway."""
     out = tmp_path / "run"
 
-    def broken(self, *args, **kwargs):
+    import pyarrow.parquet as pq
+
+    def broken(*args, **kwargs):
         raise TypeError("cannot convert column")
 
-    monkeypatch.setattr(pd.DataFrame, "to_parquet", broken)
+    monkeypatch.setattr(pq, "write_table", broken)  # what write_metrics writes with
     assert main(["run", *SMALL, "--out", str(out)]) == 1
     lines = _err_lines(capsys)
     assert len(lines) == 1 and "TypeError: cannot convert column" in lines[0]
