@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 DEFAULT_TOLERANCES = {
     "acc_tol": 0.02,    # absolute drop of the median final accuracy that counts
@@ -129,6 +128,7 @@ def _median(values) -> float:
 
 
 def _compare_cell(cell: str, base: dict, cur: pd.DataFrame, tol: dict):
+    from scipy import stats  # imported where used: 0.5 s a process
     rows, bad = [], []
 
     def row(check, b, c, change, test, verdict, why=None):

@@ -6,7 +6,6 @@ import math
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from analysis.claims.base import FAILS, HOLDS, INCONCLUSIVE, Verdict, claim, combine, incomplete, rank_trend
 from analysis.claims.evidence import Evidence
@@ -27,6 +26,7 @@ def describe_trace(trace: pd.DataFrame) -> dict:
     error below START to the first below CONVERGED (or the end), and whether the trace levelled off: its
     last fifth fell by less than a tenth of what an average fifth of the descent did while the error was
     still above CONVERGED (an operator's own floor, such as sign's at a large γ, is reported, not cut off)."""
+    from scipy import stats  # imported where used: 0.5 s a process
     t = trace[trace["step"] > 0].sort_values("step")
     err = t["rel_error"].to_numpy(float)
     steps = t["step"].to_numpy(float)
