@@ -9,6 +9,7 @@ Bits per segment of d entries, k kept:
 """
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 from typing import ClassVar
@@ -22,6 +23,7 @@ from .rows import RandomSource, draw_seeds
 _MASK32 = 0xFFFFFFFF
 
 
+@functools.lru_cache(maxsize=1024)  # three calls a compression, each parsing the fraction's decimal
 def kept_count(fraction: float, d: int) -> int:
     """k = max(1, ⌊F·d⌋), the floor taken on the decimal F a person wrote: in floating point
     0.29·100 is 28.999…, which would silently keep 28 of 100."""
@@ -33,22 +35,23 @@ def _scatter(index: torch.Tensor, kept: torch.Tensor, d: int) -> torch.Tensor:
     return out.scatter_(1, index.long(), kept)
 
 
-def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
-    """x·c mod 2^32 for int64 x in [0, 2^32). A c ≥ 2^31 is replaced by c − 2^32 (the same
-    residue) so |x·c| < 2^63: no int64 overflow, which is not something to lean on across
+def _mul32_(x: torch.Tensor, c: int) -> torch.Tensor:
+    """x ← x·c mod 2^32, in place, for int64 x in [0, 2^32). A c ≥ 2^31 is replaced by c − 2^32 (the
+    same residue) so |x·c| < 2^63: no int64 overflow, which is not something to lean on across
     devices; the mask of a negative product is still its two's-complement residue."""
-    c = c - 2**32 if c >= 2**31 else c
-    return (x * c) & _MASK32
+    return x.mul_(c - 2**32 if c >= 2**31 else c).bitwise_and_(_MASK32)
 
 
-def _mix32(x: torch.Tensor) -> torch.Tensor:
-    """MurmurHash3's finaliser: a bijection of [0, 2^32) with full avalanche. x ≥ 0, so the
-    int64 right shifts are the logical shifts the 32-bit original uses."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x85EBCA6B)
-    x = x ^ (x >> 13)
-    x = _mul32(x, 0xC2B2AE35)
-    return x ^ (x >> 16)
+def _mix32_(x: torch.Tensor) -> torch.Tensor:
+    """x ← MurmurHash3's finaliser of x, in place: a bijection of [0, 2^32) with full avalanche. x ≥ 0,
+    so the int64 right shifts are the logical shifts the 32-bit original uses. In place, one temporary a
+    shift: the hash of every position of every row is most of a random-k compression's time."""
+    x ^= x >> 16
+    _mul32_(x, 0x85EBCA6B)
+    x ^= x >> 13
+    _mul32_(x, 0xC2B2AE35)
+    x ^= x >> 16
+    return x
 
 
 def seeded_indices(seeds: torch.Tensor, d: int, k: int) -> torch.Tensor:
@@ -58,8 +61,12 @@ def seeded_indices(seeds: torch.Tensor, d: int, k: int) -> torch.Tensor:
     subset on every device) and the k largest keys form a uniformly random subset as far as the
     hash is random. Sorting fixes the order in which the values travel."""
     seeds = seeds.reshape(-1, 1).long()
-    position = _mul32(torch.arange(d, device=seeds.device, dtype=torch.int64), 0x9E3779B9)
-    keys = _mix32(_mix32((_mix32(seeds) + position) & _MASK32) ^ seeds)
+    position = _mul32_(torch.arange(d, device=seeds.device, dtype=torch.int64), 0x9E3779B9)
+    keys = position + _mix32_(seeds.clone())  # [rows, d]: the one row-sized tensor, hashed in place
+    keys.bitwise_and_(_MASK32)
+    _mix32_(keys)
+    keys ^= seeds
+    _mix32_(keys)
     return keys.topk(k, dim=1, sorted=False).indices.sort(dim=1).values
 
 
