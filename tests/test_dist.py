@@ -294,21 +294,29 @@ def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
 
 
 def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> dict[int, int]:
-    """{rank: pid} of the processes ``bench run --backend dist`` spawned (read from /proc)."""
+    """{rank: pid} of the ranks ``bench run --backend dist`` started, read from /proc: processes named
+    ``bench-rank-N`` (bench/run/rank.py names them) that descend from the launcher (they are forked by
+    its fork server, a child of it)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        found = {}
+        parents, names = {}, {}
         for stat in Path("/proc").glob("[0-9]*/stat"):
             try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
-                if int(fields[1]) != launcher.pid:
-                    continue
-                env = (stat.parent / "environ").read_bytes().split(b"\0")
+                head, tail = stat.read_text().rsplit(")", 1)
+                pid = int(stat.parent.name)
+                parents[pid], names[pid] = int(tail.split()[1]), head.split("(", 1)[1]
             except (OSError, IndexError, ValueError):
                 continue
-            rank = [e[5:] for e in env if e.startswith(b"RANK=")]
-            if rank:
-                found[int(rank[0])] = int(stat.parent.name)
+
+        def descends(pid: int) -> bool:
+            while pid > 1:
+                pid = parents.get(pid, 0)
+                if pid == launcher.pid:
+                    return True
+            return False
+
+        found = {int(name.rsplit("-", 1)[1]): pid for pid, name in names.items()
+                 if re.fullmatch(r"bench-rank-\d+", name) and descends(pid)}
         if len(found) == count:
             return found
         time.sleep(0.1)

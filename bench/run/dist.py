@@ -7,6 +7,7 @@ set, watches them, and stops them all when one fails. Its ranks read the run's s
 """
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import socket
@@ -56,7 +57,61 @@ def spawn(cfg, out: Path, procs: int, grace_s: float = GRACE_S) -> "Outcome":
 
     with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
         settings = write_settings(cfg, Path(folder) / "settings.json")
-        return launch_ranks([sys.executable, "-m", "bench.run.rank", str(settings), str(out)], procs, grace_s)
+        return launch_forked([str(settings), str(out)], procs, grace_s)
+
+
+# what the fork server imports once, so that a rank forked from it starts with torch and bench loaded
+PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.rank", "bench.run.setup"]
+
+
+class _Forked:
+    """A rank forked by the server, with the part of ``subprocess.Popen``'s interface the watcher uses."""
+
+    def __init__(self, process: multiprocessing.process.BaseProcess):
+        self.process = process
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.exitcode  # None while running, -N after signal N (as Popen)
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def send_signal(self, signum: int) -> None:
+        os.kill(self.process.pid, signum)
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+def _rank_env(rank: int, procs: int, port: int) -> dict[str, str]:
+    return {"RANK": str(rank), "WORLD_SIZE": str(procs), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(procs),
+            "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), CHILD_FLAG: "1",
+            "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def launch_forked(args: list[str], procs: int, grace_s: float = GRACE_S) -> Outcome:
+    """``python -m bench.run.rank ARGS`` as ``procs`` ranks, each forked from multiprocessing's fork server,
+    which imports torch and bench once (PRELOAD) and runs no tensor operation, so forking it is safe: a rank
+    then starts in milliseconds, where a fresh interpreter spends a second importing torch. Watched as
+    ``launch_ranks`` watches its processes; each rank is named ``bench-rank-N`` (``ps``, /proc/PID/comm)."""
+    from .rank import forked
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(PRELOAD)
+    port = _free_port()
+    children = []
+    for rank in range(procs):
+        # the whole environment, as a fresh process would get it: the server keeps the one it started with
+        process = context.Process(target=forked, args=({**os.environ, **_rank_env(rank, procs, port)}, *args),
+                                  name=f"bench-rank-{rank}")
+        process.start()
+        children.append(_Forked(process))
+    return _watch(children, grace_s)
 
 
 class Outcome(int):
@@ -80,12 +135,13 @@ def launch_ranks(command: list[str], procs: int, grace_s: float = GRACE_S) -> Ou
     """Run ``command`` as ``procs`` ranks with the rendezvous variables set. Once one rank fails, the
     others get ``grace_s`` seconds to stop by themselves and are then killed (a hung rank never would)."""
     port = _free_port()
-    children = []
-    for rank in range(procs):
-        env = {**os.environ, "RANK": str(rank), "WORLD_SIZE": str(procs), "LOCAL_RANK": str(rank),
-               "LOCAL_WORLD_SIZE": str(procs), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
-               CHILD_FLAG: "1", "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-        children.append(subprocess.Popen(command, env=env))
+    children = [subprocess.Popen(command, env={**os.environ, **_rank_env(rank, procs, port)})
+                for rank in range(procs)]
+    return _watch(children, grace_s)
+
+
+def _watch(children: list, grace_s: float) -> Outcome:
+    """Wait for the ranks; once one fails, the others get ``grace_s`` seconds and are then killed."""
     forwarded = []
 
     def forward(signum, _frame):

@@ -7,7 +7,32 @@ The settings come from the file the launcher wrote, through the loader that chec
 one line, status 2."""
 from __future__ import annotations
 
+import os
 import sys
+
+
+def forked(env: dict[str, str], settings: str, out: str) -> None:
+    """A rank forked from the fork server (bench/run/dist.py ``launch_forked``): the launcher's environment
+    with this rank's rendezvous variables, set before anything reads them (the server's own dates from when
+    it started), then ``main``; its status is the process's exit status."""
+    os.environ.clear()
+    os.environ.update(env)
+    _name_process(f"bench-rank-{env['RANK']}")
+    import torch
+
+    torch.set_num_threads(int(env["OMP_NUM_THREADS"]))  # before the first operation starts a thread pool
+    sys.exit(main([settings, out]))
+
+
+def _name_process(name: str) -> None:
+    """The name ``ps`` and /proc/PID/comm show (Linux; elsewhere nothing): a forked rank would otherwise
+    carry the fork server's."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
 
 
 def main(argv: list[str] | None = None) -> int:
