@@ -228,6 +228,20 @@ def test_processes_holding_some_workers_augment_and_normalise_as_the_simulation(
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-5)
 
 
+def test_ranks_start_as_fresh_interpreters_where_the_fork_server_cannot(tmp_path):
+    """The fork server's socket lives under TMPDIR, and a Unix socket path is at most 108 bytes: under a
+    longer TMPDIR the launcher falls back to `python -m bench.run.rank` processes, and the run is the same."""
+    deep = tmp_path / ("t" * 60) / ("m" * 60)
+    deep.mkdir(parents=True)
+    argv = ["run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist", "--set", "procs=2"]
+    bench(*argv, "--out", str(tmp_path / "dist"), env={**ENV, "TMPDIR": str(deep)})
+    assert main([*argv[:-4], "--out", str(tmp_path / "sim")]) == 0  # the same run, simulated
+    sim, dist = metrics(tmp_path / "sim").drop(columns=TIMING), metrics(tmp_path / "dist").drop(columns=TIMING)
+    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
+    assert json.loads((tmp_path / "dist" / "run.json").read_text())["runtime"]["processes"] == 2
+    assert not list(deep.iterdir())  # the settings file is removed there too
+
+
 def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp_path, monkeypatch):
     """`bench.run.start` with backend dist and no argv: the ranks read its settings from a file (none is left
     behind) and train what one process simulates."""

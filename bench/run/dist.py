@@ -17,6 +17,7 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -50,18 +51,25 @@ def _free_port() -> int:
 GRACE_S = 5.0
 
 
-def spawn(cfg, out: Path, procs: int, grace_s: float = GRACE_S) -> "Outcome":
+def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
+          grace_s: float = GRACE_S) -> "Outcome":
     """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine: every setting written to a
-    file the ranks load (and check) before they start, removed once they have all stopped."""
+    file the ranks load (and check) before they start, removed once they have all stopped. Each rank runs
+    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run)."""
     from .settings_file import write_settings
 
     with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
         settings = write_settings(cfg, Path(folder) / "settings.json")
-        return launch_forked([str(settings), str(out)], procs, grace_s)
+        args = [str(settings), str(out)]
+        forked = launch_forked(entry, args, procs, grace_s)
+        if forked is not None:
+            return forked
+        # no fork server (its socket would not fit a long TMPDIR): fresh interpreters, a second slower each
+        return launch_ranks([sys.executable, "-m", "bench.run.rank", *args], procs, grace_s)
 
 
 # what the fork server imports once, so that a rank forked from it starts with torch and bench loaded
-PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.rank", "bench.run.setup"]
+PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.setup"]
 
 
 class _Forked:
@@ -94,20 +102,27 @@ def _rank_env(rank: int, procs: int, port: int) -> dict[str, str]:
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
 
 
-def launch_forked(args: list[str], procs: int, grace_s: float = GRACE_S) -> Outcome:
-    """``python -m bench.run.rank ARGS`` as ``procs`` ranks, each forked from multiprocessing's fork server,
+def launch_forked(entry: Callable[..., None], args: list[str], procs: int,
+                  grace_s: float = GRACE_S) -> Outcome | None:
+    """``entry(environment, *args)`` as ``procs`` ranks, each forked from multiprocessing's fork server,
     which imports torch and bench once (PRELOAD) and runs no tensor operation, so forking it is safe: a rank
     then starts in milliseconds, where a fresh interpreter spends a second importing torch. Watched as
-    ``launch_ranks`` watches its processes; each rank is named ``bench-rank-N`` (``ps``, /proc/PID/comm)."""
-    from .rank import forked
+    ``launch_ranks`` watches its processes; each rank is named ``bench-rank-N`` (``ps``, /proc/PID/comm).
+    None, and nothing started, where the server cannot start: its Unix socket lives under TMPDIR, and a path
+    longer than the socket's 108 bytes is refused."""
+    from multiprocessing import forkserver
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(PRELOAD)
+    try:
+        forkserver.ensure_running()
+    except OSError:
+        return None
     port = _free_port()
     children = []
     for rank in range(procs):
         # the whole environment, as a fresh process would get it: the server keeps the one it started with
-        process = context.Process(target=forked, args=({**os.environ, **_rank_env(rank, procs, port)}, *args),
+        process = context.Process(target=entry, args=({**os.environ, **_rank_env(rank, procs, port)}, *args),
                                   name=f"bench-rank-{rank}")
         process.start()
         children.append(_Forked(process))

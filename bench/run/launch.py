@@ -165,7 +165,7 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        outcome = spawn(cfg, out, procs)
+        outcome = spawn(cfg, out, procs, forked_rank)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
         return int(outcome)
@@ -208,3 +208,42 @@ def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | Non
     except Exception as err:  # a run.json left saying running is marked failed (failure.py)
         return failure.not_started(out, err, writer=rank == 0)
     return loop.run()
+
+
+def run_rank(settings_path: str, out: str) -> int:
+    """One rank of a launch bench made itself: its settings from the file the launcher wrote (checked as
+    they load), bad input one line and status 2, as `bench run` gives it."""
+    from .settings_file import load_settings
+
+    try:
+        return run(load_settings(settings_path), out)
+    except BenchError as err:
+        print(f"bench: error: {err}", file=sys.stderr)
+        return 2
+    except OSError as err:  # a path the system refused, as `bench run` says it
+        if err.filename is None:
+            raise
+        print(f"bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
+        return 2
+
+
+def forked_rank(env: dict[str, str], settings_path: str, out: str) -> None:
+    """A rank forked from the fork server (bench/run/dist.py ``launch_forked``): the launcher's environment
+    with this rank's rendezvous variables, set before anything reads them (the server's own dates from when
+    it started), then ``run_rank``; its status is the process's exit status."""
+    os.environ.clear()
+    os.environ.update(env)
+    _name_process(f"bench-rank-{env['RANK']}")
+    torch.set_num_threads(int(env["OMP_NUM_THREADS"]))  # before the first operation starts a thread pool
+    sys.exit(run_rank(settings_path, out))
+
+
+def _name_process(name: str) -> None:
+    """The name ``ps`` and /proc/PID/comm show (Linux; elsewhere nothing): a forked rank would otherwise
+    carry the fork server's."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
+    except (OSError, AttributeError):
+        pass
