@@ -228,6 +228,15 @@ def test_processes_holding_some_workers_augment_and_normalise_as_the_simulation(
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-5)
 
 
+def test_a_graph_that_cannot_be_built_is_one_line_before_any_rank_starts(tmp_path, capsys):
+    """Found by the launcher (bench.run.setup.preflight), not by every rank after the launch: one line, status
+    2, nothing written; not a failed launch that says the same command resumes."""
+    argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--backend", "dist", "--set", "nodes=2"]
+    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == ["bench: error: ring needs n >= 3; got n=2"]
+    assert not (tmp_path / "run").exists()
+
+
 def test_ranks_start_as_fresh_interpreters_where_the_fork_server_cannot(tmp_path):
     """The fork server's socket lives under TMPDIR, and a Unix socket path is at most 108 bytes: under a
     longer TMPDIR the launcher falls back to `python -m bench.run.rank` processes, and the run is the same."""

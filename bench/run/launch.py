@@ -18,7 +18,7 @@ from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
 from .runner import FINAL, OUT_OF_SPACE, Loop
-from .setup import build, device_of
+from .setup import build, device_of, preflight
 
 
 def _stale_dir(out: Path, previous: dict) -> Path:
@@ -165,6 +165,7 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
+        preflight(cfg)
         outcome = spawn(cfg, out, procs, forked_rank)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)

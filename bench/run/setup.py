@@ -37,7 +37,8 @@ def device_of(name: str) -> torch.device:
     return device
 
 
-def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -> Parts:
+def _graph_and_method(cfg: RunConfig):
+    """The run's topology, algorithm class, compressor and options, each checked against the others."""
     topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
     if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
         raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
@@ -45,6 +46,18 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     compressor = make_compressor(cfg.compressor, contraction=algorithm.contraction)
     options = parse_options(algorithm, cfg.algorithm_settings())  # its knobs, read by the class that owns them
     algorithm.check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)), options)
+    return topology, algorithm, compressor, options
+
+
+def preflight(cfg: RunConfig) -> None:
+    """What ``build`` refuses before any data is read (a graph that cannot be built, a method that cannot run
+    on it), checked by a launcher before it starts ranks: bad input is then its one line and status 2, not
+    the same line from every rank and a launch that failed."""
+    _graph_and_method(cfg)
+
+
+def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -> Parts:
+    topology, algorithm, compressor, options = _graph_and_method(cfg)
     rows = None
     if cfg.backend == "dist":
         from ..comm.distributed import block_of
