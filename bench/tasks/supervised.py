@@ -114,11 +114,18 @@ class SupervisedTask(Task):
         return xs, ys
 
     # -- loss and gradients ----------------------------------------------------------------
-    def loss(self, out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    def loss(self, out: torch.Tensor, y: torch.Tensor, per_row: bool = False) -> torch.Tensor:
+        """The batch's mean loss; ``per_row``: one mean per leading row of ``out [n, B]`` (mse and bce, for the
+        linear models' batched path)."""
         if self.loss_kind == "ce":
+            if per_row:
+                raise ValueError("per-row losses are for mse and bce")
             return cross_entropy(out, y)
         if self.loss_kind == "mse":
-            return 0.5 * (out - y).pow(2).mean()
+            squares = (out - y).pow(2)
+            return 0.5 * (squares.flatten(1).mean(1) if per_row else squares.mean())
+        if per_row:
+            return F.binary_cross_entropy_with_logits(out, y.to(out.dtype), reduction="none").flatten(1).mean(1)
         return F.binary_cross_entropy_with_logits(out, y.to(out.dtype))
 
     def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
@@ -274,8 +281,9 @@ class SyntheticTask(SupervisedTask):
         return {"in_features": int(self.data.train_x.shape[1]), "bias": False}
 
     def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
+        """0.5·l2·‖w‖² of a row ``[d]``, or of each row of ``[n, d]``; None without an L2 term."""
         l2 = getattr(self.data, "l2", 0.0)
-        return 0.5 * l2 * row.pow(2).sum() if l2 else None
+        return 0.5 * l2 * row.pow(2).sum(-1) if l2 else None
 
     def gradients(self, x: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
         """The vectorised path of a linear model is one batched product: each worker's outputs X_i·w_i for
@@ -289,13 +297,10 @@ class SyntheticTask(SupervisedTask):
         inputs, targets = self.fetch(batch)
         rows = x.detach().requires_grad_(True)  # [n, d]: w of each worker (no bias)
         out = torch.bmm(inputs, rows.unsqueeze(2)).squeeze(2)  # [n, B]
-        if self.loss_kind == "mse":
-            losses = 0.5 * (out - targets).pow(2).mean(dim=1)
-        else:
-            losses = F.binary_cross_entropy_with_logits(out, targets.to(out.dtype), reduction="none").mean(dim=1)
-        l2 = getattr(self.data, "l2", 0.0)
-        if l2:
-            losses = losses + 0.5 * l2 * rows.pow(2).sum(dim=1)
+        losses = self.loss(out, targets, per_row=True)
+        pen = self.penalty(rows)
+        if pen is not None:
+            losses = losses + pen
         (grads,) = torch.autograd.grad(losses.sum(), rows)
         return grads, losses.detach()
 
