@@ -6,6 +6,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
 import pytest
 import torch
+from suite_hooks import pytest_collection_modifyitems, pytest_runtest_makereport  # noqa: F401 (the hooks)
 
 # The processes the tests start (bench runs, Snakemake's jobs, ranks, bench perf) each default to one OpenMP
 # thread per core; under `make test` two workers already fill both cores, and the extra threads only spin
@@ -44,35 +45,9 @@ def private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    # CI (.ci/run sets CHOCO_BENCH_CI=1) has everything a test needs, Chromium included: there a skipped test
-    # is a check that did not run, and fails
-    outcome = yield
-    report = outcome.get_result()
-    if report.skipped and not hasattr(report, "wasxfail") and os.environ.get("CHOCO_BENCH_CI") == "1":
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
-        report.outcome = "failed"
-        report.longrepr = f"skipped in CI, where every check must run: {reason}"
-
-
 @pytest.fixture(scope="session")
 def interrupted_study(tmp_path_factory):
     """config/test.yaml interrupted, finished and reported, once per session (tests/shared_studies.py)."""
     from shared_studies import interrupted_test_study, once
 
     return once(tmp_path_factory, "interrupted-test-study", interrupted_test_study)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config, items):
-    # tryfirst: xdist's worker turns the xdist_group marks into node ids ("…@group") in its own hook, which
-    # otherwise runs before this one and finds no mark (tests/test_xdist_groups.py checks that it took).
-    # `make test` spreads the tests over the cores (pytest-xdist, --dist loadgroup). A module-scoped fixture is
-    # an expensive thing built once for its file (a launch of ranks, a study end to end): the tests that use
-    # one travel together to one worker, so it is built once, not once per worker; all other tests spread.
-    for item in items:
-        info = getattr(item, "_fixtureinfo", None)
-        defs = info.name2fixturedefs if info is not None else {}
-        if any(d and d[-1].scope == "module" for d in defs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))

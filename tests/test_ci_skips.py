@@ -12,7 +12,9 @@ pytestmark = pytest.mark.slow
 
 
 def _run(tmp_path: Path, ci: bool) -> subprocess.CompletedProcess:
-    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    # the suite's real hook (tests/suite_hooks.py, which tests/conftest.py imports), without the rest of conftest
+    shutil.copy(Path(__file__).with_name("suite_hooks.py"), tmp_path / "suite_hooks.py")
+    (tmp_path / "conftest.py").write_text("from suite_hooks import pytest_runtest_makereport  # noqa: F401\n")
     (tmp_path / "test_probe.py").write_text("import pytest\n\ndef test_skips():\n    pytest.skip('no tool here')\n")
     env = {k: v for k, v in os.environ.items() if k != "CHOCO_BENCH_CI"}
     if ci:

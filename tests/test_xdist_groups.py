@@ -5,7 +5,7 @@ their file only if xdist sends the tests that use them to one worker. The groupi
 packages: tests/conftest.py marks the tests (xdist_group) and xdist's worker turns the marks into node ids that its
 scheduler groups by. pytest 9.2 moved the node id (`item._nodeid` no longer changes it), which silently undid the
 grouping under xdist 3.8: every fixture of 100 s and more was built on both workers, a quarter of the suite's time.
-This runs a probe suite with the real conftest hook on two workers and counts the builds.
+This runs a probe suite with the real conftest hook (tests/suite_hooks.py) on two workers and counts the builds.
 """
 import os
 import subprocess
@@ -16,7 +16,7 @@ import pytest
 
 pytestmark = pytest.mark.slow  # a pytest of its own on two workers
 
-CONFTEST = Path(__file__).with_name("conftest.py")
+HOOKS = Path(__file__).with_name("suite_hooks.py")  # tests/conftest.py takes its hooks from here
 
 PROBE = '''
 import os
@@ -52,7 +52,7 @@ def test_a_module_fixture_is_built_once_on_two_workers(tmp_path):
     suite.mkdir(), log.mkdir()
     (suite / "conftest.py").write_text(
         "import importlib.util\n"
-        f"spec = importlib.util.spec_from_file_location('suite_conftest', {str(CONFTEST)!r})\n"
+        f"spec = importlib.util.spec_from_file_location('suite_conftest', {str(HOOKS)!r})\n"
         "module = importlib.util.module_from_spec(spec)\n"
         "spec.loader.exec_module(module)\n"
         "pytest_collection_modifyitems = module.pytest_collection_modifyitems\n")

@@ -61,6 +61,8 @@ class Loop:
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
         self.checkpoint = out / f"checkpoint{suffix}.pt"
         self.counters = Counters()
+        self.caught: list[int] = []
+        self.signalled = False  # under dist: a signal reached some process by the last step's all-reduce
         out.mkdir(parents=True, exist_ok=True)
         if self.checkpoint.exists():
             state = load_checkpoint(self.checkpoint, device)
@@ -157,6 +159,23 @@ class Loop:
             return flag
         return bool(self.p.comm.global_mean(torch.tensor([[float(flag)]], device=self.device)) > 0)
 
+    def _mean_loss(self, losses: torch.Tensor) -> float:
+        """The step's loss averaged over all workers. Under dist the same all-reduce carries whether a signal
+        has reached any process (``self.signalled``), so a step costs one collective of bookkeeping, not two."""
+        rows = losses.reshape(-1, 1)
+        if self.cfg.backend != "dist":
+            return float(self.p.comm.global_mean(rows))
+        both = self.p.comm.global_mean(torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1))
+        self.signalled = bool(both[1] > 0)
+        return float(both[0])
+
+    def _stop_asked(self, caught: list[int], at_end: bool) -> bool:
+        """Whether every process stops for a signal after this step. Under dist: as the step's all-reduce said;
+        a signal that came after it is seen at the next step, or, after the last step, by one more collective."""
+        if self.cfg.backend != "dist":
+            return bool(caught)
+        return self.signalled or (at_end and self._agreed(bool(caught)))
+
     def step(self, batch) -> float:
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
@@ -182,7 +201,7 @@ class Loop:
         c.global_step += 1
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
-        loss = float(p.comm.global_mean(losses.reshape(-1, 1)))
+        loss = self._mean_loss(losses)
         c.window_loss_sum += loss
         c.window_steps += 1
         return loss
@@ -209,7 +228,7 @@ class Loop:
 
     def _loop(self) -> int:
         """Train with SIGTERM/SIGINT caught (a checkpoint, then status interrupted), then conclude."""
-        caught: list[int] = []
+        self.caught = caught = []  # the signals caught, in order; the step's all-reduce reads it under dist
         handlers = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             status = self._train(caught)
@@ -260,7 +279,7 @@ class Loop:
             self.add_row(final=c.global_step == self.total)
         if c.global_step % self.ckpt_every == 0 or at_end:
             self.save()
-        if self._agreed(bool(caught)):
+        if self._stop_asked(caught, at_end):
             self.save()
             raise Interrupted(caught[0] if caught else signal.SIGTERM)
         return "completed" if c.global_step >= self.stop else None
