@@ -9,7 +9,7 @@ CORES  ?= 2
 # make test spreads its tests over this many processes (pytest-xdist; "auto": one per core)
 TEST_WORKERS ?= auto
 
-.PHONY: reproduce test test-fast track track-check setup clean-results
+.PHONY: reproduce test test-fast track track-check setup clean-results peers perf-peers
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -68,6 +68,22 @@ track-check: $(VENV)/.installed
 
 # everything the studies wrote (results/<study>/, logs/, Snakemake's state); the committed baselines and
 # tracking history stay
+# The peer libraries of `bench perf`'s group h (docs/performance.md), each in an environment of its own under
+# .peers/, never in .venv: decent-bench needs Python >= 3.13 (PYTHON313), decent-dp torch (pinned as ours; numpy,
+# which its one broadcast_object_list needs and neither package lists).
+# (empty where python3.13 does not run: a pyenv shim of a version not selected says so and fails)
+PYTHON313 ?= $(shell python3.13 -c 'import sys; print(sys.executable)' 2>/dev/null)
+peers: .peers/decent-bench/bin/python .peers/decent-dp/bin/python
+.peers/decent-bench/bin/python:
+	@test -n "$(PYTHON313)" || { echo "error: decent-bench needs Python >= 3.13: make peers PYTHON313=/path/to/python3.13"; exit 2; }; \
+	  "$(PYTHON313)" -m venv .peers/decent-bench && .peers/decent-bench/bin/pip install -q decent-bench==0.3.0
+.peers/decent-dp/bin/python:
+	$(PYTHON) -m venv .peers/decent-dp && .peers/decent-dp/bin/pip install -q -c constraints.txt torch numpy && \
+	  .peers/decent-dp/bin/pip install -q -c constraints.txt decent-dp==0.2.3
+perf-peers: $(VENV)/.installed peers
+	$(PY) -m bench perf --only h --peer decent-bench=.peers/decent-bench/bin/python \
+	  --peer decent-dp=.peers/decent-dp/bin/python --name peers
+
 clean-results:
 	find results -mindepth 1 -maxdepth 1 ! -name baselines ! -name history -exec rm -rf {} +
 	rm -rf logs .snakemake

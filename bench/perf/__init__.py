@@ -1,5 +1,5 @@
 """`bench perf`: the fixed benchmark set (a-e: suite.py; f, the training step: training.py; g, the CPU
-target: cpu_target.py), a table, and results/perf/<name>.json."""
+target: cpu_target.py; h, the peers side by side: peers/), a table, and results/perf/<name>.json."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ import torch
 
 from ..errors import BenchError
 from ..files import atomic_write_text, inside, plain_name
-from . import cpu_target, suite, training
+from . import cpu_target, peers, suite, training
 from .timing import ratio_figure
 
 FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "round_n": 64, "round_d": 10**6,
@@ -20,7 +20,7 @@ FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "r
 QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
          "round_repeats": 2, "overhead_n": 8, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
 COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
-GROUPS = "abcdefg"  # the benchmark groups of run_suite
+GROUPS = "abcdefgh"  # the benchmark groups of run_suite
 
 
 def output_path(out_dir: str, name: str) -> Path:
@@ -60,7 +60,7 @@ def machine(device: torch.device, load_at_start: float) -> dict:
     return info
 
 
-def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
+def run_suite(device: str, sizes: dict, only: set[str], progress=print, peer_pythons: dict | None = None) -> dict:
     figures: dict[str, dict] = {}
     if "a" in only:
         for n in sizes["procs_n"] + sizes["sim_only_n"]:
@@ -97,6 +97,8 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print) -> dict:
         figures.update(training.lstm_steps(sizes, sizes["repeats"], device, progress))
     if "g" in only:
         figures.update(cpu_target.measure(sizes["cpu_target"], sizes["repeats"], device, progress))
+    if "h" in only:
+        figures.update(peers.measure(peer_pythons or {}, sizes["repeats"], progress))
     if "d" in only:
         figures["d.peak_memory"] = suite.peak_memory(sizes["memory_n"], sizes["steps"], device)
         progress(f"d  peak memory n={sizes['memory_n']}: {figures['d.peak_memory']['median']:.2f} GiB")
@@ -123,9 +125,14 @@ def cmd_perf(args) -> int:
     sizes = sizes_for(device, args.quick)
     # e (ResNet-20 at n = 64, vectorised vs loop) is GPU-sized: part of the default set on CUDA and --quick
     default = {"a", "b", "c", "d", "f", "g"} | ({"e"} if device.type == "cuda" or args.quick else set())
-    only = groups(args.only, default)
+    peer_pythons = peers.parse_peers(getattr(args, "peer", None))
+    only = groups(args.only, default | ({"h"} if peer_pythons else set()))
+    if "h" in only and not peer_pythons:
+        raise BenchError("group h compares with peer libraries: name one with --peer NAME=PYTHON, e.g. "
+                         "--peer decent-bench=/path/to/python3.13 (docs/performance.md)")
     load_at_start = os.getloadavg()[0]
-    figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print)
+    figures = run_suite(args.device, sizes, only, progress=(lambda *_: None) if args.quiet else print,
+                        peer_pythons=peer_pythons)
     result = {"name": args.name, "time": datetime.now(timezone.utc).isoformat(timespec="seconds"),
               "machine": machine(device, load_at_start), "sizes": sizes, "figures": figures}
     out.parent.mkdir(parents=True, exist_ok=True)
