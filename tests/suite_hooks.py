@@ -25,11 +25,6 @@ def pytest_collection_modifyitems(config, items):
     # `make test` spreads the tests over the cores (pytest-xdist, --dist loadgroup). A module-scoped fixture is
     # an expensive thing built once for its file (a launch of ranks, a study end to end): the tests that use
     # one travel together to one worker, so it is built once, not once per worker; all other tests spread.
-    # The files with slow tests (processes, pipelines) go first, each file's tests kept together and in order:
-    # xdist hands out tests roughly in this order, so the two workers end on short tests and finish together,
-    # instead of one waiting idle while the other runs a pipeline that happened to be collected last.
-    heavy = {item.module.__name__ for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.module.__name__ not in heavy)  # stable: files stay whole and in order
     for item in items:
         info = getattr(item, "_fixtureinfo", None)
         defs = info.name2fixturedefs if info is not None else {}

@@ -47,6 +47,7 @@ class WorkerBatches:
             self._fixed = self._dirichlet(self._alpha(spec.arg))
         else:
             raise BenchError(f"unknown partition scheme {scheme!r}; allowed: {SCHEMES}")
+        self._fixed64: list[np.ndarray] | None = None
         self.shard_sizes = [len(s) for s in self.shards(0)]
         smallest = min(self.shard_sizes)
         if smallest < batch_size:
@@ -113,10 +114,16 @@ class WorkerBatches:
 
     def shards(self, epoch: int = 0) -> list[Tensor]:
         """Indices held by each worker in ``epoch`` (the same every epoch except under ``shuffle``)."""
+        return [torch.from_numpy(s.copy()) for s in self._shard_arrays(epoch)]  # the caller's own tensors
+
+    def _shard_arrays(self, epoch: int) -> list[np.ndarray]:
+        """``shards`` as int64 arrays; a fixed deal's are converted once."""
         if self._fixed is not None:
-            return [torch.from_numpy(s.astype(np.int64)) for s in self._fixed]
+            if self._fixed64 is None:
+                self._fixed64 = [s.astype(np.int64) for s in self._fixed]
+            return self._fixed64
         order = self._rng(_EPOCH, epoch).permutation(len(self.labels))
-        return [torch.from_numpy(s.astype(np.int64)) for s in self._deal(order)]
+        return [s.astype(np.int64) for s in self._deal(order)]
 
     @property
     def steps_per_epoch(self) -> int:
@@ -140,11 +147,11 @@ class WorkerBatches:
         # smaller one is cycled through, reshuffled at each pass, so no sample repeats before all
         # of the shard has been seen.
         rows = []
-        for shard in self.shards(e):
-            passes = -(-used // len(shard))
-            order = np.concatenate([rng.permutation(len(shard)) for _ in range(passes)])[:used]
-            rows.append(shard[torch.from_numpy(order)])
-        stacked = torch.stack(rows).view(self.n_workers, self.steps_per_epoch, self.batch_size)
+        for shard in self._shard_arrays(e):  # numpy throughout, one tensor at the end: a one-step epoch pays this
+            passes = -(-used // len(shard))  # every step (full-batch runs), so its per-call overhead counts
+            perms = [rng.permutation(len(shard)) for _ in range(passes)]
+            rows.append(shard[(perms[0] if passes == 1 else np.concatenate(perms))[:used]])
+        stacked = torch.from_numpy(np.stack(rows)).view(self.n_workers, self.steps_per_epoch, self.batch_size)
         for step in range(self.steps_per_epoch):
             yield stacked[:, step]
 

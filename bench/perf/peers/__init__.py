@@ -40,7 +40,6 @@ class Comparison:
     command: Callable[[str, Path, Path], list[str]]  # (peer python, problem, out json) -> argv
     targets: dict  # (side, "loop_speed" | "process_speed" | "start_s") -> target
     tolerance: float  # largest |x_suite - x_peer| / max |x_suite| accepted
-
     steps: int  # rounds the problem runs
 
 
@@ -83,6 +82,7 @@ def _mlp(backend: str) -> dict:
 
 def _export_mlp(settings: dict, path: Path) -> None:
     """The batches every worker takes in the run, in order, with the initial models and each round's W."""
+    import numpy as np
     import torch
 
     parts = _build({**settings, "backend": "sim"})
@@ -95,7 +95,7 @@ def _export_mlp(settings: dict, path: Path) -> None:
     topology = parts.topology
     torch.save({"layers": [40, *task.options["hidden"], 10], "x0": parts.x0.clone(),
                 "inputs": torch.stack(inputs, 1).contiguous(), "targets": torch.stack(targets, 1).contiguous(),
-                "W": torch.from_numpy(__import__("numpy").stack([topology.W_at(k) for k in range(topology.period)])),
+                "W": torch.from_numpy(np.stack([topology.W_at(k) for k in range(topology.period)])),
                 "lr": float(settings["lr"]), "steps": len(inputs)}, path)
 
 
@@ -167,7 +167,9 @@ def _suite_run(settings: dict, out: Path) -> tuple[float, float, "torch.Tensor"]
     return whole, loop, x
 
 
-def _peer_run(comparison: Comparison, python: str, problem: Path, out: Path) -> tuple[float, float, "torch.Tensor", dict]:
+def _peer_run(comparison: Comparison, python: str, problem: Path,
+              out: Path) -> tuple[float, float, "torch.Tensor", dict]:
+    """The peer's script in its interpreter: (whole-process seconds, its loop seconds, final x, its JSON)."""
     import torch
 
     start = time.perf_counter()
