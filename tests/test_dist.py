@@ -346,8 +346,8 @@ def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> d
     pytest.fail(f"the launcher did not start {count} ranks")
 
 
-def _launched(tmp_path, timeout_s):
-    argv = ["run", *BASE, "--set", "epochs=40", "--algorithm", "choco", "--compressor", "sign",
+def _launched(tmp_path, timeout_s, epochs=40):
+    argv = ["run", *BASE, "--set", f"epochs={epochs}", "--algorithm", "choco", "--compressor", "sign",
             "--backend", "dist", "--set", f"dist_timeout={timeout_s}", "--set", "checkpoint_every=1",
             "--out", str(tmp_path)]
     launcher = subprocess.Popen([sys.executable, "-m", "bench", *argv], env=ENV, stderr=subprocess.PIPE, text=True)
@@ -356,6 +356,34 @@ def _launched(tmp_path, timeout_s):
     while not (tmp_path / "checkpoint-rank2.pt").exists() and time.time() < deadline:
         time.sleep(0.05)
     return launcher, ranks
+
+
+@pytest.mark.parametrize("to", ["launcher", "one rank"])
+def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_path, to):
+    """SIGTERM to the launcher (as Snakemake or Ctrl-C sends it; the launcher forwards it) or to one rank alone:
+    every rank stops after the same step, with a checkpoint at that step, and the same command finishes the run
+    with the metrics of a run never interrupted. A signal one rank alone caught reaches the others' decision
+    through the step's all-reduce (bench/run/runner.py)."""
+    launcher, ranks = _launched(tmp_path, 60, epochs=12)  # the signal comes after the first epoch's checkpoint
+    os.kill(launcher.pid if to == "launcher" else ranks[2], signal.SIGTERM)
+    err = launcher.communicate(timeout=120)[1]
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "interrupted", (info["status"], err[-2000:])
+    step = info["interrupted_at_step"]
+    import torch
+
+    counters = [torch.load(tmp_path / f"checkpoint-rank{r}.pt", weights_only=True)["counters"]["global_step"]
+                for r in range(4)]
+    assert counters == [step] * 4 and 0 < step < info["total_steps"]
+    argv = ["run", *BASE, "--set", "epochs=12", "--algorithm", "choco", "--compressor", "sign",
+            "--set", "checkpoint_every=1", "--backend", "dist", "--set", "dist_timeout=60"]
+    resumed = bench(*argv, "--out", str(tmp_path))
+    assert json.loads((tmp_path / "run.json").read_text())["status"] == "completed", resumed.stderr[-2000:]
+    if to == "launcher":
+        return  # the resumed run's metrics: once is enough (sign's last-bit flips part it from the simulator)
+    bench(*argv, "--out", str(tmp_path / "whole"))
+    whole, dist = metrics(tmp_path / "whole"), metrics(tmp_path)
+    pd.testing.assert_frame_equal(whole.drop(columns=TIMING), dist.drop(columns=TIMING))  # to the last bit
 
 
 def test_a_killed_rank_0_is_recorded_by_the_launcher(tmp_path):
