@@ -172,9 +172,14 @@ def _peer_run(comparison: Comparison, python: str, problem: Path,
     """The peer's script in its interpreter: (whole-process seconds, its loop seconds, final x, its JSON)."""
     import torch
 
-    start = time.perf_counter()
-    done = subprocess.run(comparison.command(python, problem, out), capture_output=True, text=True)
-    whole = time.perf_counter() - start
+    for attempt in (1, 2):  # torchrun's rendezvous on a busy 2-core machine once in a while fails to start
+        start = time.perf_counter()
+        done = subprocess.run(comparison.command(python, problem, out), capture_output=True, text=True)
+        whole = time.perf_counter() - start
+        if done.returncode == 0 or attempt == 2:
+            break
+        print(f"h  {comparison.peer} failed on {comparison.name} (exit {done.returncode}); trying once more: "
+              f"{done.stderr.strip()[-300:]}", file=sys.stderr)
     if done.returncode != 0:
         raise RuntimeError(f"peer {comparison.peer} failed on {comparison.name} (exit {done.returncode}): "
                            f"{done.stderr.strip()[-500:]}")
