@@ -226,11 +226,11 @@ def compare(comparison: Comparison, python: str, repeats: int, progress=print) -
 
 
 def _figures(comparison: Comparison, runs: dict, gaps: dict, info: dict, progress) -> dict[str, dict]:
-    work = comparison.sides[next(iter(comparison.sides))]["nodes"] * comparison.steps  # worker-steps of a run
+    nodes = next(iter(comparison.sides.values()))["nodes"]  # every side runs the same problem
+    work = nodes * comparison.steps  # worker-steps of a run
     peer_whole, peer_loop = ([pair[i] for pair in runs["peer"]] for i in (0, 1))
     label = f"h.{comparison.peer.replace('-', '_')}_{comparison.name}"
-    extra = {"peer": info.get("peer", comparison.peer), "nodes": comparison.sides[next(iter(comparison.sides))]["nodes"],
-             "steps": comparison.steps}
+    extra = {"peer": info.get("peer", comparison.peer), "nodes": nodes, "steps": comparison.steps}
     figures = {f"{label}_peer_loop": figure([work / t for t in peer_loop], "worker-steps/s", True, "absolute", **extra),
                f"{label}_peer_process_s": figure(peer_whole, "s", False, "absolute", **extra)}
     said = []
