@@ -276,6 +276,46 @@ def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp
     assert set(private.glob("bench-ranks-*")) == before  # the settings file is removed
 
 
+PROBE_RANK = """
+import sys
+def entry(env, out):  # what a forked rank finds loaded before it imports anything itself
+    with open(f"{out}/rank{env['RANK']}", "w") as f:
+        f.write(" ".join(name for name in ("colorsys", "scipy.sparse.csgraph") if name in sys.modules))
+"""
+
+LAUNCH_PROBE = """
+import sys
+import bench.run.dist as dist
+from bench.cli import main
+seen = []
+def spawn(cfg, out, procs, entry, grace_s=5.0, preload=()):  # the launcher's call, recorded instead of made
+    seen.extend(preload)
+    return dist.Outcome(0)
+dist.spawn = spawn
+assert main(sys.argv[1:]) == 0
+print("scipy.sparse.csgraph" in seen, "bench.topology.graphs" in sys.modules)
+"""
+
+
+def test_the_fork_server_loads_once_what_the_launchers_preflight_needed(tmp_path):
+    """Building a scheduled graph imports scipy's sparse graphs (about a second of CPU a process): the launcher's
+    preflight imports them, hands their names to the fork server, and every rank forked from it finds them loaded
+    instead of importing them again. Both halves, each in a fresh interpreter (a fork server starts once per
+    process, with what the first launch asked for)."""
+    (tmp_path / "rankprobe.py").write_text(PROBE_RANK)
+    script = ("import sys; from bench.run.dist import launch_forked; from rankprobe import entry; "
+              "sys.exit(int(launch_forked(entry, [sys.argv[1]], 2, preload=['colorsys'])))")
+    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
+    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, timeout=120)
+    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["colorsys", "colorsys"]
+    argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--set", "topology=base:1",
+            "--backend", "dist", "--set", "nodes=4", "--out", str(tmp_path / "run")]
+    done = subprocess.run([sys.executable, "-c", LAUNCH_PROBE, *argv], capture_output=True, text=True, env=ENV,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_torchrun_launch(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "bench", "run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist",

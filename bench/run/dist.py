@@ -52,16 +52,17 @@ GRACE_S = 5.0
 
 
 def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
-          grace_s: float = GRACE_S) -> "Outcome":
+          grace_s: float = GRACE_S, preload: list[str] = ()) -> "Outcome":
     """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine: every setting written to a
     file the ranks load (and check) before they start, removed once they have all stopped. Each rank runs
-    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run)."""
+    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run).
+    ``preload``: modules the ranks will import beyond ``PRELOAD``, imported once by the fork server."""
     from .settings_file import write_settings
 
     with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
         settings = write_settings(cfg, Path(folder) / "settings.json")
         args = [str(settings), str(out)]
-        forked = launch_forked(entry, args, procs, grace_s)
+        forked = launch_forked(entry, args, procs, grace_s, preload)
         if forked is not None:
             return forked
         # no fork server (its socket would not fit a long TMPDIR): fresh interpreters, a second slower each
@@ -103,7 +104,7 @@ def _rank_env(rank: int, procs: int, port: int) -> dict[str, str]:
 
 
 def launch_forked(entry: Callable[..., None], args: list[str], procs: int,
-                  grace_s: float = GRACE_S) -> Outcome | None:
+                  grace_s: float = GRACE_S, preload: list[str] = ()) -> Outcome | None:
     """``entry(environment, *args)`` as ``procs`` ranks, each forked from multiprocessing's fork server,
     which imports torch and bench once (PRELOAD) and runs no tensor operation, so forking it is safe: a rank
     then starts in milliseconds, where a fresh interpreter spends a second importing torch. Watched as
@@ -113,7 +114,8 @@ def launch_forked(entry: Callable[..., None], args: list[str], procs: int,
     from multiprocessing import forkserver
 
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(PRELOAD)
+    # (a server already running, from an earlier launch of this process, keeps what it preloaded then)
+    context.set_forkserver_preload([*PRELOAD, *preload])
     try:
         forkserver.ensure_running()
     except OSError:

@@ -165,8 +165,11 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
+        before = set(sys.modules)
         preflight(cfg)
-        outcome = spawn(cfg, out, procs, forked_rank)
+        # what building the graph and the method imported here (scipy's sparse graphs for a scheduled topology),
+        # every rank imports as well: the fork server imports it once instead, before the ranks are forked
+        outcome = spawn(cfg, out, procs, forked_rank, preload=sorted(set(sys.modules) - before))
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
         return int(outcome)

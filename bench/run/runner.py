@@ -11,6 +11,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -159,15 +160,21 @@ class Loop:
             return flag
         return bool(self.p.comm.global_mean(torch.tensor([[float(flag)]], device=self.device)) > 0)
 
-    def _mean_loss(self, losses: torch.Tensor) -> float:
-        """The step's loss averaged over all workers. Under dist the same all-reduce carries whether a signal
-        has reached any process (``self.signalled``), so a step costs one collective of bookkeeping, not two."""
+    def _mean_loss_later(self, losses: torch.Tensor) -> Callable[[], float]:
+        """The step's loss averaged over all workers, read by calling the result. Under dist the all-reduce
+        starts here, runs while the algorithm's round does, and carries whether a signal has reached any
+        process (``self.signalled``): a step costs one collective of bookkeeping, overlapped with the gossip."""
         rows = losses.reshape(-1, 1)
         if self.cfg.backend != "dist":
-            return float(self.p.comm.global_mean(rows))
-        both = self.p.comm.global_mean(torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1))
-        self.signalled = bool(both[1] > 0)
-        return float(both[0])
+            return lambda: float(self.p.comm.global_mean(rows))
+        later = self.p.comm.global_mean_later(
+            torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1))
+
+        def read() -> float:
+            both = later()
+            self.signalled = bool(both[1] > 0)
+            return float(both[0])
+        return read
 
     def _stop_asked(self, caught: list[int], at_end: bool) -> bool:
         """Whether every process stops for a signal after this step. Under dist: as the step's all-reduce said;
@@ -189,6 +196,7 @@ class Loop:
         away = self._away_rows(c.global_step)
         workers = p.task.setup.hi - p.task.setup.lo
         kept = kept_rows(p.algo.worker_state(), away, workers) if away is not None else None
+        mean_loss = self._mean_loss_later(losses)
         traffic = p.algo.step(grads, lr)
         if away is not None:  # a worker that sat the round out neither stepped nor mixed: its state is as it was
             restore_rows(p.algo.worker_state(), away, kept, workers)
@@ -201,7 +209,7 @@ class Loop:
         c.global_step += 1
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
-        loss = self._mean_loss(losses)
+        loss = mean_loss()
         c.window_loss_sum += loss
         c.window_steps += 1
         return loss
