@@ -1,4 +1,6 @@
 from .cli import main
 
 if __name__ == "__main__":  # not when a forked rank's preparation imports the parent's main module
-    raise SystemExit(main())
+    from .quick_exit import finish
+
+    finish(main())  # the exit handlers, then no teardown of torch (bench/quick_exit.py)

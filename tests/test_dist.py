@@ -284,24 +284,26 @@ def entry(env, out):  # what a forked rank finds loaded before it imports anythi
 """
 
 LAUNCH_PROBE = """
-import sys
-import bench.run.dist as dist
+import multiprocessing, sys
 from bench.cli import main
-seen = []
-def spawn(cfg, out, procs, entry, grace_s=5.0, preload=()):  # the launcher's call, recorded instead of made
-    seen.extend(preload)
-    return dist.Outcome(0)
-dist.spawn = spawn
+asked = []
+context = multiprocessing.get_context("forkserver")
+plain = context.set_forkserver_preload
+def recorded(modules):  # what the server is asked to import, and whether this process had torch by then
+    asked.append((list(modules), "torch" in sys.modules))
+    plain(modules)
+context.set_forkserver_preload = recorded
 assert main(sys.argv[1:]) == 0
-print("scipy.sparse.csgraph" in seen, "bench.topology.graphs" in sys.modules)
+modules, torch_then = asked[0]
+print("scipy.sparse.csgraph" in modules, torch_then, "torch" in sys.modules)
 """
 
 
-def test_the_fork_server_loads_once_what_the_launchers_preflight_needed(tmp_path):
-    """Building a scheduled graph imports scipy's sparse graphs (about a second of CPU a process): the launcher's
-    preflight imports them, hands their names to the fork server, and every rank forked from it finds them loaded
-    instead of importing them again. Both halves, each in a fresh interpreter (a fork server starts once per
-    process, with what the first launch asked for)."""
+def test_the_fork_server_starts_first_and_loads_once_what_the_graph_needs(tmp_path):
+    """A dist launch starts its fork server before it imports torch, so that the two import side by side, and
+    asks it for what building the run's graph imported (scipy's sparse graphs for a scheduled one, about a
+    second of CPU a process), which every rank forked from it then finds loaded. Each half in a fresh
+    interpreter (a fork server starts once per process, with what the first launch asked for)."""
     (tmp_path / "rankprobe.py").write_text(PROBE_RANK)
     script = ("import sys; from bench.run.dist import launch_forked; from rankprobe import entry; "
               "sys.exit(int(launch_forked(entry, [sys.argv[1]], 2, preload=['colorsys'])))")
@@ -309,11 +311,12 @@ def test_the_fork_server_loads_once_what_the_launchers_preflight_needed(tmp_path
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, timeout=120)
     assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["colorsys", "colorsys"]
     argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--set", "topology=base:1",
-            "--backend", "dist", "--set", "nodes=4", "--out", str(tmp_path / "run")]
+            "--backend", "dist", "--set", "nodes=4", "--set", "procs=2", "--out", str(tmp_path / "run")]
     done = subprocess.run([sys.executable, "-c", LAUNCH_PROBE, *argv], capture_output=True, text=True, env=ENV,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "True"]
+    assert done.stdout.split() == ["True", "False", "True"]  # asked for scipy's graphs, before torch; trained
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "completed"
 
 
 def test_torchrun_launch(tmp_path):

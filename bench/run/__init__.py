@@ -2,15 +2,45 @@
 
 ``start(settings, out)`` is the one way into a run, from `bench run`, the pipeline's tuning and the
 benchmarks alike. ``RunConfig`` and ``resolve`` need no torch (the pipeline builds its DAG with them);
-``start`` (and ``run``, its form for a resolved config) imports the training code on first use."""
+``start`` (and ``run``, its form for a resolved config, bench/run/launch.py) imports the training code."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
 from .config import RunConfig, resolve
 
 __all__ = ["RunConfig", "resolve", "start", "run"]
 
 
+def start(settings: RunConfig | Mapping[str, Any], out: str | Path, *, replace_stale: bool = False,
+          argv: list[str] | None = None) -> int:
+    """Train (or resume, or recognise as done) the run of ``settings`` in ``out``; returns the exit status
+    `bench run` exits with (0 for a run that completed, diverged or paused; 128 + N after signal N).
+    ``settings``: a resolved ``RunConfig``, or a mapping of setting names to values resolved here (bench's
+    defaults beneath them); a bad one raises BenchError (one line) before anything is written. A run of
+    other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``.
+    ``argv``, the command line a run came from, is not needed: `--backend dist` ranks read the settings
+    from a file (bench/run/dist.py), so a run started from Python launches them the same way.
+
+    A ``--backend dist`` launch starts the fork server its ranks come from first, before this process
+    imports torch: the server's imports and this process's own then run side by side
+    (bench/run/dist.py ``start_fork_server``)."""
+    from .settings_file import config_of
+
+    cfg = settings if isinstance(settings, RunConfig) else config_of(settings)
+    if cfg.backend == "dist":
+        from .dist import start_fork_server
+
+        start_fork_server(cfg, Path(out))
+    from .launch import run
+
+    return run(cfg, out, replace_stale=replace_stale)
+
+
 def __getattr__(name: str):
-    if name in ("start", "run"):
+    if name == "run":
         from . import launch
 
-        return getattr(launch, name)
+        return launch.run
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

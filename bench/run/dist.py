@@ -7,6 +7,7 @@ set, watches them, and stops them all when one fails. Its ranks read the run's s
 """
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -19,9 +20,6 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Callable
 
-import torch
-import torch.distributed as dist
-
 CHILD_FLAG = "BENCH_DIST_CHILD"
 
 
@@ -29,7 +27,10 @@ def under_launcher() -> bool:
     return "RANK" in os.environ and "WORLD_SIZE" in os.environ
 
 
-def init_group(device: torch.device, timeout_s: float) -> tuple[int, int]:
+def init_group(device: "torch.device", timeout_s: float) -> tuple[int, int]:
+    import torch
+    import torch.distributed as dist
+
     if not dist.is_initialized():
         backend = "nccl" if device.type == "cuda" else "gloo"
         dist.init_process_group(backend=backend, timeout=timedelta(seconds=timeout_s))
@@ -52,17 +53,16 @@ GRACE_S = 5.0
 
 
 def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
-          grace_s: float = GRACE_S, preload: list[str] = ()) -> "Outcome":
+          grace_s: float = GRACE_S) -> "Outcome":
     """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine: every setting written to a
     file the ranks load (and check) before they start, removed once they have all stopped. Each rank runs
-    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run).
-    ``preload``: modules the ranks will import beyond ``PRELOAD``, imported once by the fork server."""
+    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run)."""
     from .settings_file import write_settings
 
     with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
         settings = write_settings(cfg, Path(folder) / "settings.json")
         args = [str(settings), str(out)]
-        forked = launch_forked(entry, args, procs, grace_s, preload)
+        forked = launch_forked(entry, args, procs, grace_s)
         if forked is not None:
             return forked
         # no fork server (its socket would not fit a long TMPDIR): fresh interpreters, a second slower each
@@ -70,7 +70,35 @@ def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
 
 
 # what the fork server imports once, so that a rank forked from it starts with torch and bench loaded
-PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.setup"]
+PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.setup", "bench.run.server_exit"]
+
+
+def start_fork_server(cfg, out: Path) -> None:
+    """For a launch about to fork its ranks (``cfg.backend == "dist"`` outside torchrun; a RunConfig), start
+    multiprocessing's fork server now, before this process imports torch: the server's imports (``PRELOAD``
+    and what building the run's graph imports, scipy's sparse graphs for a scheduled one) then run beside
+    this process's own, not after them. Nothing for a run already done in ``out``, nor under torchrun. The
+    graph is built here without torch; a bad one raises its one line (BenchError) before anything starts."""
+    from multiprocessing import forkserver
+
+    from ..topology import make_topology
+    from .identity import FINAL
+
+    if under_launcher():
+        return
+    try:
+        previous = json.loads((out / "run.json").read_text())
+    except (OSError, ValueError):
+        previous = None
+    if isinstance(previous, dict) and previous.get("status") in FINAL and previous.get("fingerprint") == cfg.fingerprint():
+        return
+    before = set(sys.modules)
+    make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *sorted(set(sys.modules) - before)])
+    try:
+        forkserver.ensure_running()
+    except OSError:  # no fork server here (bench/run/dist.py launch_forked): the ranks start as interpreters
+        pass
 
 
 class _Forked:

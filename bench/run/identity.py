@@ -13,6 +13,8 @@ from ..catalog.algorithms import METHODS, shortcuts
 if TYPE_CHECKING:
     from .config import RunConfig
 
+FINAL = ("completed", "diverged")  # a run whose run.json says one of these is done; "paused" (stop_at) is continued
+
 # settings added after runs were first written, and the value that reproduces those runs
 LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
 # a method whose update changed after runs of it were written: its runs get new ids, so a finished

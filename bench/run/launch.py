@@ -1,13 +1,12 @@
-"""The one way into a run (``start``), and a run directory's life before training: lock it, refuse (or set
-aside) what another run left there, recognise a finished run, then start the runner's loop in this process
-or in one process per worker group (``--backend dist``)."""
+"""A run directory's life before training, behind the one way into a run (``bench.run.start``): lock it,
+refuse (or set aside) what another run left there, recognise a finished run, then start the runner's loop in
+this process or in one process per worker group (``--backend dist``)."""
 from __future__ import annotations
 
 import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Mapping
 
 import torch
 
@@ -17,7 +16,8 @@ from ..files import remove_temporaries
 from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
-from .runner import FINAL, OUT_OF_SPACE, Loop
+from .identity import FINAL
+from .runner import OUT_OF_SPACE, Loop
 from .setup import build, device_of, preflight
 
 
@@ -109,21 +109,6 @@ def _takes_lock(cfg: RunConfig) -> bool:
     return os.environ.get(CHILD_FLAG) is None and os.environ.get("RANK") == "0"
 
 
-def start(settings: RunConfig | Mapping[str, Any], out: str | Path, *, replace_stale: bool = False,
-          argv: list[str] | None = None) -> int:
-    """Train (or resume, or recognise as done) the run of ``settings`` in ``out``; returns the exit status
-    `bench run` exits with (0 for a run that completed, diverged or paused; 128 + N after signal N).
-    ``settings``: a resolved ``RunConfig``, or a mapping of setting names to values resolved here (bench's
-    defaults beneath them); a bad one raises BenchError (one line) before anything is written. A run of
-    other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``.
-    ``argv``, the command line a run came from, is not needed: `--backend dist` ranks read the settings
-    from a file (bench/run/dist.py), so a run started from Python launches them the same way."""
-    from .settings_file import config_of
-
-    cfg = settings if isinstance(settings, RunConfig) else config_of(settings)
-    return run(cfg, out, replace_stale=replace_stale)
-
-
 def run(cfg: RunConfig, out: str | Path, replace_stale: bool = False) -> int:
     """``start`` of a resolved config. One process writes ``out`` at a time; a second one is refused."""
     out = Path(out)
@@ -165,11 +150,9 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        before = set(sys.modules)
         preflight(cfg)
-        # what building the graph and the method imported here (scipy's sparse graphs for a scheduled topology),
-        # every rank imports as well: the fork server imports it once instead, before the ranks are forked
-        outcome = spawn(cfg, out, procs, forked_rank, preload=sorted(set(sys.modules) - before))
+        # the ranks come from the fork server bench.run.start started before this process imported torch
+        outcome = spawn(cfg, out, procs, forked_rank)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
         return int(outcome)

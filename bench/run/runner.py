@@ -24,13 +24,13 @@ from ..errors import BenchError
 from ..topology.spectrum import spectrum_summary
 from . import failure
 from .config import RunConfig
+from .identity import FINAL
 from .evaluation import Counters, evaluation_row, local_sample
 from .outputs import load_checkpoint, now, provenance, save_checkpoint, write_json, write_metrics
 from .progress import Progress
 from .schedule import lr_at, step_counts
 from .setup import Parts
 
-FINAL = ("completed", "diverged")  # a run in one of these is done; "paused" (stop_at) is continued
 # write failures of a full or failing disk: the run fails (status 1), unlike a path refused as bad input
 OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
 

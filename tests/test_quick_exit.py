@@ -1,0 +1,38 @@
+"""bench/quick_exit.py: a command ends without the interpreter's teardown, but nothing it promised is lost: the
+exit handlers run, buffered output reaches the pipe, and the status is the one returned."""
+import subprocess
+import sys
+
+import pytest
+
+FINISH = """
+import atexit, sys
+from bench.quick_exit import finish
+atexit.register(lambda: open(sys.argv[1], "w").write("handler ran"))
+sys.stdout.write("buffered, no newline")
+finish(eval(sys.argv[2]))
+"""
+
+
+@pytest.mark.parametrize("status, code", [(3, 3), (0, 0), (None, 0)])
+def test_finish_runs_the_exit_handlers_flushes_and_exits_with_the_status(tmp_path, status, code):
+    done = subprocess.run([sys.executable, "-c", FINISH, str(tmp_path / "mark"), repr(status)],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stdout) == (code, "buffered, no newline")
+    assert (tmp_path / "mark").read_text() == "handler ran"
+
+
+def test_finish_of_a_message_exits_as_sys_exit_does(tmp_path):
+    done = subprocess.run([sys.executable, "-c", FINISH, str(tmp_path / "mark"), repr("bench: error: x")],
+                          capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr.strip()) == (1, "bench: error: x")
+
+
+def test_after_end_at_exit_a_normal_exit_skips_the_earlier_handlers(tmp_path):
+    script = ("import atexit, sys; from bench.quick_exit import end_at_exit; "
+              "atexit.register(lambda: open(sys.argv[1], 'w').write('ran')); end_at_exit(); print('out'); "
+              "raise SystemExit")
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "mark")], capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (0, "out\n")
+    assert not (tmp_path / "mark").exists()
