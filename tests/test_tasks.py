@@ -170,6 +170,29 @@ def test_vectorize_auto_takes_the_vectorised_path_by_rule_and_restores_state(tmp
     assert torch.equal(task.buffers, before) and task.gradient_path == "vmap"
 
 
+@pytest.mark.parametrize("name", [n for n in NAMES if TASKS.get(n).vectorizable])
+def test_vectorize_auto_gives_a_process_of_one_worker_the_loop_unless_the_path_is_a_closed_form(tmp_path, name):
+    """A dist rank holding one worker has nothing to map over: under vectorize=auto it takes the loop (the model's
+    own pass), except where the vectorised path is closed-form arithmetic (the linear models); with two workers
+    the rule is unchanged; vectorize=true still imposes the vectorised path. Every vectorisable task, by its
+    declaration."""
+    base = setup_for(name, tmp_path, n=2)
+    one = TaskSetup(**{**base.__dict__, "rows": (1, 2)})
+    task = make_task(name, one)
+    task.prepare(task.init_params())
+    expected = "vmap" if TASKS.get(name).vectorized_for_one else "loop"
+    assert task.gradient_path == expected, task.gradient_path_info
+    if expected == "loop":
+        assert task.gradient_path_info["reason"] == ("task_options.vectorize=auto: one worker in this process, "
+                                                     "nothing to vectorise")
+    two = make_task(name, TaskSetup(**{**base.__dict__, "rows": (0, 2)}))
+    two.prepare(two.init_params())
+    assert two.gradient_path == "vmap"
+    forced = make_task(name, TaskSetup(**{**one.__dict__, "options": {**one.options, "vectorize": True}}))
+    forced.prepare(forced.init_params())
+    assert forced.gradient_path == "vmap"
+
+
 def test_vectorize_auto_takes_the_loop_where_the_vectorised_path_fails(tmp_path, monkeypatch):
     """A model the vectorised path cannot run (an operation without a batching rule: the same failure every
     time) takes the loop and says why; running out of memory is not such a failure."""
@@ -269,7 +292,7 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
 
     torch.manual_seed(0)
     flat = FlatModel(make_model(model_name, num_classes=10).double())
-    n, batch = 3, 4
+    n, batch = 2, 4  # two workers: each moves its own statistics; a third adds only time (ResNet-50: 23.5 M parameters)
     gen = torch.Generator().manual_seed(1)
     x = flat.get().repeat(n, 1) + 0.01 * torch.randn(n, flat.d, generator=gen, dtype=torch.float64)
     inputs = torch.randn(n, batch, *shape, generator=gen, dtype=torch.float64)

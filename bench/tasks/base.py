@@ -51,6 +51,9 @@ class Task(ABC):
     metric_names: tuple[str, ...] = ("test_loss", "test_acc")
     # whether the task has a vectorised gradient path next to the per-worker loop
     vectorizable: bool = False
+    # whether that path pays for a single worker too (a closed form); else a process holding one worker (a dist
+    # rank) takes the loop under vectorize=auto: the model's own forward and backward, none of the mapping
+    vectorized_for_one: bool = False
 
     def __init__(self, setup: TaskSetup):
         self.setup = setup

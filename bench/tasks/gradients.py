@@ -225,8 +225,9 @@ def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
 
 def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     """The gradient path of ``task`` and why, from ``task_options.vectorize`` (true | false | auto).
-    ``auto`` is a rule that reads no clock and no cache: the vectorised path whenever the task has one
-    and one trial step of it (untimed, undone) runs on this model; the loop where it fails (an
+    ``auto`` is a rule that reads no clock and no cache: the vectorised path whenever the task has one, the
+    process holds more than one worker (or the path is a closed form) and one trial step of it (untimed,
+    undone) runs on this model; the loop where it fails (an
     operation without a batching rule: the same failure on every try). So a rerun and a resume of one
     setting take the same path however busy the machine is."""
     setting = task.options.get("vectorize", "auto")
@@ -238,6 +239,11 @@ def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
     if setting is True or setting is False:
         path = "vmap" if setting else "loop"
         return path, {"path": path, "reason": f"task_options.vectorize={str(setting).lower()}"}
+    if task.setup.local_workers == 1 and not task.vectorized_for_one:
+        # nothing to map over: the mapping's per-call machinery (functional_call, pytrees) would cost about as
+        # much again as the model's own pass (docs/performance.md, "h: the peers")
+        return "loop", {"path": "loop", "reason": "task_options.vectorize=auto: one worker in this process, "
+                                                  "nothing to vectorise"}
     try:
         _untimed_step(task, x, next(iter(task.batches(0))), "vmap")
     except (RuntimeError, NotImplementedError) as err:

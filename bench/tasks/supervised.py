@@ -277,6 +277,7 @@ class SyntheticTask(SupervisedTask):
 
     model_name = "linear"
     dataset_options = ("n_train", "n_test", "dim")
+    vectorized_for_one = True  # two batched products (gradients below), cheaper than one autograd pass
 
     def model_kwargs(self) -> dict[str, Any]:
         return {"in_features": int(self.data.train_x.shape[1]), "bias": False}
