@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from bench.comm import NETWORK_PRESETS, Mixer, SimulatedCommunicator, make_network
+from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.topology import make_topology
@@ -39,6 +40,29 @@ def test_mixing_handles_extra_dimensions_and_leaves_input_alone():
     dense = (torch.tensor(topo.W) @ x.reshape(9, -1)).reshape(9, 4, 5)
     torch.testing.assert_close(out, dense, rtol=0, atol=1e-13)
     assert torch.equal(x, copy)
+
+
+@pytest.mark.parametrize("spec,n,method", [c for c in CASES if c[2] in ("circulant", "torus")])
+@pytest.mark.parametrize("shape", [(40,), (5, 8)])
+def test_a_large_product_mixed_in_column_blocks_gives_the_same_bits(monkeypatch, spec, n, method, shape):
+    """On a CPU a circulant or torus product of many columns runs a block of columns at a time (the block's rows
+    stay in the cache across the shifted adds): the same additions in the same order, so bit for bit the product
+    taken whole, blocks of any width, extra dimensions included. Forced here on small tensors by a small block."""
+    import bench.comm.mixing as mixing
+
+    topo = make_topology(spec, n)
+    gen = torch.Generator().manual_seed(n)
+    x = torch.randn(n, *shape, generator=gen)
+    start = torch.randn(n, *shape, generator=gen)
+    monkeypatch.setattr(mixing, "_block_columns", lambda x: None)
+    whole = Mixer(topo.W, topo.grid_shape).accumulate(start.clone(), x, self_shift=-1.0)
+    for block_bytes in (2 * n * 4 * 3, 2 * n * 4 * 7):  # 3 and 7 columns a block: the last block is shorter
+        monkeypatch.setattr(mixing, "BLOCK_BYTES", block_bytes)
+        monkeypatch.setattr(mixing, "_block_columns", _BLOCK_COLUMNS)
+        assert mixing._block_columns(x) in (3, 7)
+        out = start.clone()
+        assert Mixer(topo.W, topo.grid_shape).accumulate(out, x, self_shift=-1.0).data_ptr() == out.data_ptr()
+        assert torch.equal(out, whole)
 
 
 def test_gossip_accounts_bits_and_model_time_then_drains():
