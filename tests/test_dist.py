@@ -305,8 +305,8 @@ def test_the_fork_server_starts_first_and_loads_once_what_the_graph_needs(tmp_pa
     second of CPU a process), which every rank forked from it then finds loaded. Each half in a fresh
     interpreter (a fork server starts once per process, with what the first launch asked for)."""
     (tmp_path / "rankprobe.py").write_text(PROBE_RANK)
-    script = ("import sys; from bench.run.dist import launch_forked; from rankprobe import entry; "
-              "sys.exit(int(launch_forked(entry, [sys.argv[1]], 2, preload=['colorsys'])))")
+    script = ("import sys; from bench.run.dist import fork_server, launch_forked; from rankprobe import entry; "
+              "fork_server(['colorsys']); sys.exit(int(launch_forked(entry, [sys.argv[1]], 2)))")
     env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
     subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, timeout=120)
     assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["colorsys", "colorsys"]

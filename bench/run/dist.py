@@ -79,8 +79,6 @@ def start_fork_server(cfg, out: Path) -> None:
     and what building the run's graph imports, scipy's sparse graphs for a scheduled one) then run beside
     this process's own, not after them. Nothing for a run already done in ``out``, nor under torchrun. The
     graph is built here without torch; a bad one raises its one line (BenchError) before anything starts."""
-    from multiprocessing import forkserver
-
     from ..topology import make_topology
     from .identity import FINAL
 
@@ -94,11 +92,22 @@ def start_fork_server(cfg, out: Path) -> None:
         return
     before = set(sys.modules)
     make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
-    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *sorted(set(sys.modules) - before)])
+    fork_server(sorted(set(sys.modules) - before))  # where none can start, the ranks start as interpreters
+
+
+def fork_server(preload: list[str] = ()) -> bool:
+    """Multiprocessing's fork server, started (if it is not running yet) with ``PRELOAD`` and ``preload``
+    imported; False where it cannot start: its Unix socket lives under TMPDIR, and a path longer than the
+    socket's 108 bytes is refused. A server already running, from an earlier call of this process, keeps what
+    it preloaded then."""
+    from multiprocessing import forkserver
+
+    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *preload])
     try:
         forkserver.ensure_running()
-    except OSError:  # no fork server here (bench/run/dist.py launch_forked): the ranks start as interpreters
-        pass
+    except OSError:
+        return False
+    return True
 
 
 class _Forked:
@@ -132,22 +141,15 @@ def _rank_env(rank: int, procs: int, port: int) -> dict[str, str]:
 
 
 def launch_forked(entry: Callable[..., None], args: list[str], procs: int,
-                  grace_s: float = GRACE_S, preload: list[str] = ()) -> Outcome | None:
+                  grace_s: float = GRACE_S) -> Outcome | None:
     """``entry(environment, *args)`` as ``procs`` ranks, each forked from multiprocessing's fork server,
     which imports torch and bench once (PRELOAD) and runs no tensor operation, so forking it is safe: a rank
     then starts in milliseconds, where a fresh interpreter spends a second importing torch. Watched as
     ``launch_ranks`` watches its processes; each rank is named ``bench-rank-N`` (``ps``, /proc/PID/comm).
-    None, and nothing started, where the server cannot start: its Unix socket lives under TMPDIR, and a path
-    longer than the socket's 108 bytes is refused."""
-    from multiprocessing import forkserver
-
-    context = multiprocessing.get_context("forkserver")
-    # (a server already running, from an earlier launch of this process, keeps what it preloaded then)
-    context.set_forkserver_preload([*PRELOAD, *preload])
-    try:
-        forkserver.ensure_running()
-    except OSError:
+    None, and nothing started, where the server cannot start (``fork_server``)."""
+    if not fork_server():
         return None
+    context = multiprocessing.get_context("forkserver")
     port = _free_port()
     children = []
     for rank in range(procs):

@@ -165,15 +165,16 @@ class Loop:
         starts here, runs while the algorithm's round does, and carries whether a signal has reached any
         process (``self.signalled``): a step costs one collective of bookkeeping, overlapped with the gossip."""
         rows = losses.reshape(-1, 1)
-        if self.cfg.backend != "dist":
-            return lambda: float(self.p.comm.global_mean(rows))
-        later = self.p.comm.global_mean_later(
-            torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1))
+        dist = self.cfg.backend == "dist"
+        if dist:
+            rows = torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1)
+        later = self.p.comm.global_mean_later(rows)
 
         def read() -> float:
-            both = later()
-            self.signalled = bool(both[1] > 0)
-            return float(both[0])
+            means = later()
+            if dist:
+                self.signalled = bool(means[1] > 0)
+            return float(means[0])
         return read
 
     def _stop_asked(self, caught: list[int], at_end: bool) -> bool:
