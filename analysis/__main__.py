@@ -1,6 +1,10 @@
 """``python -m analysis``: see analysis/cli.py."""
+import gc
 import sys
 
-from analysis.cli import main
+gc.disable()  # no cyclic collection while pandas and the analysis import, as bench/startup.py does for bench
+from analysis.cli import main  # noqa: E402
 
+gc.freeze()  # what the imports left alive is never scanned again
+gc.enable()
 sys.exit(main())

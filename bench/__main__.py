@@ -1,4 +1,7 @@
-from .cli import main
+from .startup import hold
+
+hold()  # no cyclic collection while the command's modules import (bench/startup.py); released before its work
+from .cli import main  # noqa: E402
 
 if __name__ == "__main__":  # not when a forked rank's preparation imports the parent's main module
     from .quick_exit import finish

@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from ..errors import BenchError, out_of_memory
+from ..startup import release
 from . import bisect, bits, compare, consensus, perf, plan, run, topology, track, tune_gamma
 from .common import Parser
 
@@ -27,8 +28,11 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     args.argv = argv
+    command = COMMANDS[args.command]
+    if not getattr(command, "RELEASES_COLLECTOR", False):  # `bench run` releases it once its run is built
+        release()
     try:
-        return COMMANDS[args.command].run(args)
+        return command.run(args)
     except BenchError as err:
         print(f"bench: error: {err}", file=sys.stderr)
         return 2

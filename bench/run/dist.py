@@ -69,8 +69,9 @@ def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
         return launch_ranks([sys.executable, "-m", "bench.run.rank", *args], procs, grace_s)
 
 
-# what the fork server imports once, so that a rank forked from it starts with torch and bench loaded
-PRELOAD = ["bench.run.launch", "bench.run.dist", "bench.run.setup", "bench.run.server_exit"]
+# what the fork server imports once, so that a rank forked from it starts with torch and bench loaded: first the
+# module that holds the collector for these imports, last the one whose exit handler must run first
+PRELOAD = ["bench.run.server_start", "bench.run.launch", "bench.run.dist", "bench.run.setup", "bench.run.server_exit"]
 
 
 def start_fork_server(cfg, out: Path) -> None:

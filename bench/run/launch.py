@@ -13,6 +13,7 @@ import torch
 from ..data.base import notes as data_notes
 from ..errors import BenchError
 from ..files import remove_temporaries
+from ..startup import release
 from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
@@ -151,6 +152,7 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
         preflight(cfg)
+        release()  # this process only waits on its ranks now (bench/startup.py)
         # the ranks come from the fork server bench.run.start started before this process imported torch
         outcome = spawn(cfg, out, procs, forked_rank)
         if outcome.failure is not None and outcome < 128:
@@ -187,6 +189,7 @@ def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | Non
         with data_notes(not cfg.quiet and rank == 0):  # preparing data says what it does (a log is read live)
             parts = build(cfg, device, rank, world)
         loop = Loop(cfg, out, parts, device, previous)
+        release()  # what a process held while it imported and built the run (bench/startup.py)
     except OSError as err:
         if err.errno not in OUT_OF_SPACE:
             raise  # a path the system refused (permissions...): the command line's bad input

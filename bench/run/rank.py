@@ -16,6 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m bench.run.rank SETTINGS_FILE OUT", file=sys.stderr)
         return 2
+    from ..startup import hold
+
+    hold()  # while the training code imports; the run releases it as it starts (bench/startup.py)
     from .launch import run_rank
 
     return run_rank(*args)

@@ -20,7 +20,6 @@ import math
 from pathlib import Path
 from typing import Callable
 
-import networkx as nx
 import numpy as np
 
 from ..errors import BenchError
@@ -239,6 +238,8 @@ def social(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     if n != SOCIAL_N:
         raise BenchError(f"social (Davis Southern Women graph) has exactly {SOCIAL_N} nodes; got n={n}")
+    import networkx as nx  # here: 0.1 s of every process's start otherwise, for two graphs
+
     graph = nx.davis_southern_women_graph()
     # Women then events, as bipartite attribute then insertion order, so the labelling never depends on hashing.
     ordered = sorted(graph.nodes, key=lambda v: graph.nodes[v]["bipartite"])
@@ -264,6 +265,8 @@ def random_regular(spec: Spec, n: int, seed: int) -> Graph:
         raise BenchError(f"no {k}-regular graph on n={n} nodes exists: n·K = {n * k} is odd")
     if k == 1 and n > 2:
         raise BenchError(f"random-regular:1 is a perfect matching, never connected for n={n}; use K >= 2")
+    import networkx as nx
+
     for attempt in range(MAX_TRIES):
         graph = nx.random_regular_graph(k, n, seed=seed + attempt)
         edges = np.array(graph.edges, dtype=np.int64).reshape(-1, 2)
