@@ -44,7 +44,7 @@ test: $(VENV)/.installed
 	@$(BYTECODE)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
-test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests
+test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests and the figure drawing
 	@$(BYTECODE)
 	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup
 

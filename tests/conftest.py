@@ -4,6 +4,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
+# pytest rewrites the asserts of every test module it imports, about half of a worker's 10 s of collection, and
+# where PYTHONDONTWRITEBYTECODE is set (as in many container images) it never keeps the result. The tests' own
+# modules keep theirs (tests/__pycache__/, ignored by git), so a second `make test` or `make test-fast` reads
+# them; the processes the tests start write what the environment says (make compiles bench/ and analysis/).
+sys.dont_write_bytecode = False
 import pytest
 import torch
 from suite_hooks import pytest_collection_modifyitems, pytest_runtest_makereport  # noqa: F401 (the hooks)

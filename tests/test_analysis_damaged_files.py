@@ -99,7 +99,9 @@ def _run(argv, study, base, capsys):
     return status, out, err
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+# figures draws every figure, PNG and PDF: `make test` runs it, test-fast does not
+@pytest.mark.parametrize("command", [pytest.param(c, marks=pytest.mark.slow) if c == "figures" else c
+                                     for c in COMMANDS])
 def test_every_command_skips_each_damaged_run_with_its_reason(command, damaged_study, tmp_path, capsys):
     study = shutil.copytree(damaged_study[0], tmp_path / "study")
     base = tmp_path / "baseline.json"

@@ -81,6 +81,7 @@ def assert_files(paths, stem):
     assert paths[0].read_bytes()[:4] == b"\x89PNG" and paths[1].read_bytes()[:4] == b"%PDF"
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 @pytest.mark.parametrize("module", [accuracy_curves, gap_vs_nodes, accuracy_vs_spectral_gap, time_to_accuracy])
 def test_every_figure_writes_png_and_pdf_and_a_caption(module, points, summary, tmp_path):
     stem = tmp_path / "fig"
@@ -91,6 +92,7 @@ def test_every_figure_writes_png_and_pdf_and_a_caption(module, points, summary, 
     assert len(caption) > 200 and "mnist1d-mlp" in caption
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_plot_functions_take_a_tidy_frame(points, summary, tmp_path):
     sel = points[(points["topology"] == "ring") & (points["nodes"] == 4) & (points["network"] == "p2p-100m")]
     assert_files(accuracy_curves.plot_accuracy_curves(sel, tmp_path / "a"), tmp_path / "a")
@@ -327,6 +329,7 @@ def test_cell_table_from_runs_and_from_cell_summary(summary):
     assert "not reached" in md and "[" in md and md.count("\n") == len(cells) + 2
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_report_has_tables_and_figure_links(points, summary, tmp_path, monkeypatch):
     monkeypatch.setattr(command, "load_tables", lambda d: (points, summary, ""))
     monkeypatch.setattr(report, "load_tables", lambda d, with_skipped=False: (points, summary, "", []))

@@ -117,6 +117,7 @@ def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
     assert choco["slope"] == pytest.approx(0.5) and choco["n"] == 3
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_figure_and_report_section(lag_runs):
     runs = load_runs(lag_runs)
     summary = summarize(runs, target_rel=0.95)

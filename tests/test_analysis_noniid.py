@@ -63,6 +63,7 @@ def test_noniid_table_on_runs_with_known_values(noniid_runs):
     assert table.loc[("dpsgd", "shuffle"), "delta"] == 0.0 and table.loc[("dpsgd", "shuffle"), "iid_data"] == "shuffle"
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_figure_and_report_section(noniid_runs):
     runs = load_runs(noniid_runs)
     summary = summarize(runs, target_rel=0.95)

@@ -111,6 +111,7 @@ def test_curves_are_medians_over_seeds():
     assert list(out["median"]) == [2.0] * 3 and list(out["low"]) == [1.0] * 3 and list(out["high"]) == [6.0] * 3
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_figure_draws_png_and_pdf_with_a_caption(points, tmp_path):
     stem = tmp_path / "speedup"
     result = speedup_figure.draw(tmp_path, points, None, stem)

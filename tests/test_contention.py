@@ -57,6 +57,7 @@ BURN = ("import sys, time\nwhile time.process_time() < 1.0: pass\n"  # one CPU-s
         "open(sys.argv[1], 'w').close()\ntime.sleep(60)")
 
 
+@pytest.mark.slow  # a child process that spins for a second: `make test` runs it, test-fast does not
 @pytest.mark.skipif(not os.path.exists("/proc/stat"), reason="the probe reads Linux's /proc/stat")
 def test_a_process_spinning_beside_the_measurement_is_seen(tmp_path):
     # a sibling not waited for while the meter runs: its CPU-second is someone else's

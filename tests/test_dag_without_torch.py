@@ -65,6 +65,7 @@ def build(paths):
     return json.loads(proc.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # every study parsed in a child process: `make test` runs it, test-fast does not
 def test_every_study_and_its_cells_parse_without_torch():
     result = build([ROOT / "config" / f"{study}.yaml" for study in STUDIES])
     assert not result["torch"] and not result["loaded"], result["torch"][:1]

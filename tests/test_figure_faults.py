@@ -138,6 +138,7 @@ def test_runs_differing_only_in_faults_are_different_cells_also_against_an_older
 
 
 # -- the figure ---------------------------------------------------------------------------------------------------
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_losses_panel_draws_each_methods_median_at_each_drop_rate_and_bursts_apart(study, monkeypatch, tmp_path):
     root, points, summary = study
     panels, caption = drawn(monkeypatch, root, points, summary, tmp_path)
@@ -166,6 +167,7 @@ def test_losses_panel_draws_each_methods_median_at_each_drop_rate_and_bursts_apa
     assert "0, 1, 5, 20%" in caption and "measured shares lost" in caption
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_straggler_panel_draws_time_to_target_against_the_straggler_mean(study, monkeypatch, tmp_path):
     root, points, summary = study
     panels, caption = drawn(monkeypatch, root, points, summary, tmp_path)
@@ -186,6 +188,7 @@ def test_straggler_panel_draws_time_to_target_against_the_straggler_mean(study, 
     assert "m = 4 (2 censored)" in caption
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_one_seed_is_said_and_drawn_without_bars(tmp_path, monkeypatch):
     points, summary, _ = fault_study(tmp_path / "runs", seeds=(0,))
     panels, caption = drawn(monkeypatch, tmp_path / "runs", points, summary, tmp_path)
@@ -206,6 +209,7 @@ def test_without_faults_the_figure_is_refused_with_a_reason(tmp_path):
     assert faults_effect.draw(tmp_path, points, summary.drop(columns=["drop", "straggler_mean"]), tmp_path / "f") == why
 
 
+@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
 def test_the_figure_is_written_and_listed(study, tmp_path):
     root, points, summary = study
     paths, caption = faults_effect.draw(root, points, summary, tmp_path / "faults_effect")

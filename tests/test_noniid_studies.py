@@ -29,6 +29,7 @@ def cells(config):
                         yield method.split("/")[0], topology, nodes, data
 
 
+@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
 def test_the_cpu_study_expands_to_every_method_partition_and_seed(tmp_path):
     out = snakemake("-n", "--configfile", str(ROOT / "config/noniid.yaml"), "--directory", str(tmp_path))
     runs = set(re.findall(r"wildcards: run=(\S+)", out.stdout))

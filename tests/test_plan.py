@@ -122,6 +122,7 @@ def _snakemake(*args, cwd):
                           cwd=ROOT, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
 def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
     plan = tmp_path / "results" / "test-tune" / "plan.csv"
     plan.parent.mkdir(parents=True)
@@ -148,6 +149,7 @@ def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
     assert "runtime of 2 training jobs: planned in results/test-tune/plan.csv" in out.stdout + out.stderr
 
 
+@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
 def test_plan_true_targets_the_plan_alone(tmp_path):
     out = _snakemake("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
                      "--directory", str(tmp_path), cwd=tmp_path)

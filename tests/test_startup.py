@@ -61,6 +61,7 @@ runpy.run_module("bench", run_name="__main__")
 """
 
 
+@pytest.mark.slow  # a bench command in a child process: `make test` runs it, test-fast does not
 @pytest.mark.parametrize("argv, where", [
     (["run", "--set", "task=lsq", "--set", "nodes=4", "--set", "epochs=1", "--quiet", "--out", "{tmp}"], "loop"),
     (["topology", "--topology", "ring", "--nodes", "4"], "command")])
