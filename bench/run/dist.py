@@ -81,7 +81,7 @@ def start_fork_server(cfg, out: Path) -> None:
     this process's own, not after them. Nothing for a run already done in ``out``, nor under torchrun. The
     graph is built here without torch; a bad one raises its one line (BenchError) before anything starts."""
     from ..topology import make_topology
-    from .identity import FINAL
+    from .identity import finished
 
     if under_launcher():
         return
@@ -89,7 +89,7 @@ def start_fork_server(cfg, out: Path) -> None:
         previous = json.loads((out / "run.json").read_text())
     except (OSError, ValueError):
         previous = None
-    if isinstance(previous, dict) and previous.get("status") in FINAL and previous.get("fingerprint") == cfg.fingerprint():
+    if finished(previous, out) and previous.get("fingerprint") == cfg.fingerprint():
         return
     before = set(sys.modules)
     make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)

@@ -1,11 +1,12 @@
 """A run's identity: the fingerprint of everything that changes its numbers, and the run id (its directory
 name) built on it. Run ids name directories that hold hours of training, so this form is kept: a run that
 was written before a setting existed, or before a knob moved into the algorithm's options, keeps its id
-(tests/test_run_config_types.py pins them literally)."""
+(tests/test_run_config_types.py pins them literally); and whether a run in a folder is done (``finished``)."""
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..catalog.algorithms import METHODS, shortcuts
@@ -14,6 +15,12 @@ if TYPE_CHECKING:
     from .config import RunConfig
 
 FINAL = ("completed", "diverged")  # a run whose run.json says one of these is done; "paused" (stop_at) is continued
+
+
+def finished(record, out) -> bool:
+    """Whether the run ``record`` (its run.json as read, or None) describes in folder ``out`` is done: a final
+    status and its metrics written. A paused or interrupted run is continued, and so is one whose metrics are lost."""
+    return isinstance(record, dict) and record.get("status") in FINAL and (Path(out) / "metrics.parquet").exists()
 
 # settings added after runs were first written, and the value that reproduces those runs
 LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}

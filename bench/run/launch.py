@@ -17,7 +17,7 @@ from ..startup import release
 from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
-from .identity import FINAL
+from .identity import finished
 from .runner import OUT_OF_SPACE, Loop
 from .setup import build, device_of, preflight
 
@@ -138,7 +138,7 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
                              f"that run's files to {_stale_dir(out, previous)} (kept) and start this one there")
         _set_aside(out, previous)
         previous = None
-    if previous is not None and previous.get("status") in FINAL and (out / "metrics.parquet").exists():
+    if finished(previous, out):
         if not cfg.quiet and os.environ.get("RANK", "0") == "0":
             print(f"{out}: already {previous['status']}, nothing to do", file=sys.stderr)
         return 0
