@@ -8,6 +8,7 @@ from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algori
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors import make_compressor
 from bench.errors import BenchError
+from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.topology import make_topology
 
 D = 40
@@ -59,6 +60,40 @@ def test_choco_identity_gamma_one_equals_dpsgd_step_then_gossip(spec, n):
     choco = trajectory(build("choco", topo, x0, "none", {"gamma": 1.0}), problem)
     dpsgd = trajectory(build("dpsgd", topo, x0, options={"order": "code"}), problem)
     torch.testing.assert_close(choco, dpsgd, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("compressor", ["sign", "qsgd:4", "top:0.1", "none"])
+@pytest.mark.parametrize("spec,n", [("ring", 8), ("torus", 9), ("social", 32)])
+def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits(monkeypatch, compressor, spec, n):
+    """The simulator runs Choco's round (q decoded where the operator decodes by columns, x̂ += q, u += (W − I) q,
+    x += γ u) a block of columns at a time while the block is in the cache. Over three rounds, with layer
+    segments whose edges fall inside blocks, the iterates and copies are bit for bit the textbook round's, each
+    pass taken whole over every column (float32, the runs' dtype)."""
+    import bench.comm.mixing as mixing
+    from bench.comm import Mixer
+
+    topo, segments = make_topology(spec, n), [37, 50, 13]
+    x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
+    comp = make_compressor(compressor, contraction=True)
+    # the textbook round, every pass whole
+    monkeypatch.setattr(mixing, "_block_columns", lambda x, touched=2: None)
+    x, x_hat, u, gen, mixer = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0), torch.Generator().manual_seed(3), Mixer(topo.W, topo.grid_shape)
+    expected = []
+    for _ in range(3):
+        q = comp.compress(x - x_hat, gen, segments).values
+        x_hat += q
+        mixer.accumulate(u, q, self_shift=-1.0)
+        x.add_(u, alpha=0.4)  # as the method always stepped (one rounding where the kernel fuses it)
+        expected.append((x.clone(), x_hat.clone()))
+    # blocks of 7 columns (4 tensors a block: the message, x̂, u and x)
+    monkeypatch.setattr(mixing, "BLOCK_BYTES", 4 * n * 4 * 7)
+    monkeypatch.setattr(mixing, "_block_columns", _BLOCK_COLUMNS)
+    assert mixing._block_columns(x0, 4) == 7
+    algo = make_algorithm("choco", x0, SimulatedCommunicator(topo), compressor=comp, options={"gamma": 0.4},
+                          generator=torch.Generator().manual_seed(3), segments=segments)
+    for want_x, want_hat in expected:
+        algo.step(None, 0.0)
+        assert torch.equal(algo.x, want_x) and torch.equal(algo.x_hat, want_hat)
 
 
 @pytest.mark.parametrize("spec,n", TOPOLOGIES)

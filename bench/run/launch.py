@@ -20,6 +20,7 @@ from .outputs import LOCK, read_json, run_directory_lock
 from .identity import finished
 from .runner import OUT_OF_SPACE, Loop
 from .setup import build, device_of, preflight
+from .threads import settle as settle_threads
 
 
 def _stale_dir(out: Path, previous: dict) -> Path:
@@ -188,7 +189,8 @@ def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | Non
     try:
         with data_notes(not cfg.quiet and rank == 0):  # preparing data says what it does (a log is read live)
             parts = build(cfg, device, rank, world)
-        loop = Loop(cfg, out, parts, device, previous)
+        threads = settle_threads(parts.task.largest_tensor())
+        loop = Loop(cfg, out, parts, device, previous, threads=threads)
         release()  # what a process held while it imported and built the run (bench/startup.py)
     except OSError as err:
         if err.errno not in OUT_OF_SPACE:

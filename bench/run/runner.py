@@ -48,8 +48,10 @@ def clip_rows_(grads: torch.Tensor, max_norm: float) -> None:
 
 
 class Loop:
-    def __init__(self, cfg: RunConfig, out: Path, parts: Parts, device: torch.device, previous: dict | None):
+    def __init__(self, cfg: RunConfig, out: Path, parts: Parts, device: torch.device, previous: dict | None,
+                 threads: str | None = None):
         self.cfg, self.out, self.p, self.device = cfg, out, parts, device
+        self.threads = threads  # why the process runs the intra-op threads it does (bench/run/threads.py)
         self.writer = parts.rank == 0
         task = parts.task
         self.spe = task.steps_per_epoch
@@ -128,7 +130,8 @@ class Loop:
                             **({"late_rule": type(p.algo).late_rule} if faults.delays else {})}}
                if (faults := parse_faults(cfg.faults, cfg.nodes)).present else {}),
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
-            "provenance": provenance(self.device), "start_time": (previous or {}).get("start_time") or now(),
+            "provenance": {**provenance(self.device), **({"torch_threads_reason": self.threads} if self.threads else {})},
+            "start_time": (previous or {}).get("start_time") or now(),
         }
 
     # -- pieces of the loop ----------------------------------------------------------------

@@ -71,6 +71,11 @@ class Task(ABC):
     test_size: int
     steps_per_epoch: int
 
+    def largest_tensor(self) -> int | None:
+        """Entries of the largest tensor this process's training and evaluation make, where the task knows it
+        (a small problem then runs one intra-op thread: bench/run/threads.py); None where it does not."""
+        return None
+
     @property
     def shapes(self) -> list[tuple[int, ...]]:
         """Each segment's tensor shape (a model's parameter shapes); flat by default."""

@@ -282,6 +282,11 @@ class SyntheticTask(SupervisedTask):
     def model_kwargs(self) -> dict[str, Any]:
         return {"in_features": int(self.data.train_x.shape[1]), "bias": False}
 
+    def largest_tensor(self) -> int | None:
+        # a step's batch [workers, B, features]; an evaluation's data (the training set, the test set)
+        features = int(self.data.train_x[0].numel())
+        return max(self.setup.local_workers * self.setup.batch_size, self.train_size, self.test_size) * features
+
     def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
         """0.5·l2·‖w‖² of a row ``[d]``, or of each row of ``[n, d]``; None without an L2 term."""
         l2 = getattr(self.data, "l2", 0.0)
