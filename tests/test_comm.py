@@ -65,6 +65,22 @@ def test_a_large_product_mixed_in_column_blocks_gives_the_same_bits(monkeypatch,
         assert torch.equal(out, whole)
 
 
+@pytest.mark.parametrize("spec,n,method", [c for c in CASES if c[2] in ("circulant", "torus")])
+def test_a_small_product_shifted_by_rolled_copies_gives_the_same_bits(monkeypatch, spec, n, method):
+    """Below SMALL_SHIFT entries a shifted add takes a rolled copy instead of two narrowed adds: the same additions
+    on every entry in the same order, so the same bits."""
+    import bench.comm.mixing as mixing
+
+    topo = make_topology(spec, n)
+    gen = torch.Generator().manual_seed(n)
+    x, start = torch.randn(n, 33, generator=gen), torch.randn(n, 33, generator=gen)
+    assert x.numel() <= mixing.SMALL_SHIFT
+    rolled = Mixer(topo.W, topo.grid_shape).accumulate(start.clone(), x, self_shift=-1.0)
+    monkeypatch.setattr(mixing, "SMALL_SHIFT", 0)
+    narrowed = Mixer(topo.W, topo.grid_shape).accumulate(start.clone(), x, self_shift=-1.0)
+    assert torch.equal(rolled, narrowed)
+
+
 def test_gossip_accounts_bits_and_model_time_then_drains():
     topo = make_topology("ring", 8)
     net = make_network("datacenter-10g")

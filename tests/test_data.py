@@ -288,9 +288,31 @@ def test_sorted_needs_integer_labels():
 def test_the_deal_of_every_epoch_is_the_pinned_stream(scheme, n, batch, digest):
     """Every worker's batches of three epochs, hashed: the deal's random stream never changes under a run's feet (a
     change here changes every run's data order). The digests are the deal's before it moved to numpy arrays with
-    one tensor per epoch (bench/data/partition.py), which left them unchanged; dirichlet:0.05 cycles short shards."""
+    one tensor per epoch (bench/data/partition.py), which left them unchanged; dirichlet:0.05 cycles short shards.
+    split at 1,003 samples has shards of 126 and 125 for batches of 125, so it draws; an epoch of exact full
+    batches draws nothing (the test below)."""
     import hashlib
 
     deal = WorkerBatches(torch.arange(1003) % 10, n, batch, scheme, 3)
     flat = torch.cat([torch.stack(list(deal.epoch(e))).flatten() for e in range(3)])
     assert hashlib.sha256(flat.numpy().tobytes()).hexdigest()[:16] == digest
+
+
+@pytest.mark.parametrize("scheme", ["split", "sorted", "shuffle"])
+def test_a_full_batch_epoch_is_every_shard_in_its_dealt_order_and_draws_nothing(scheme):
+    """Full-batch training (one step an epoch, each worker's batch its whole shard): the order inside a batch does
+    not change what it holds, so the epoch draws nothing and each row is the worker's shard as dealt; a fixed
+    deal gives the very same tensor every epoch, which lets a task keep what it fetched. One sample more than a
+    batch in some shard, and the epoch is drawn as before."""
+    labels = torch.arange(1000) % 10
+    deal = WorkerBatches(labels, 8, 125, scheme, 3)
+    assert deal.full_batch
+    batches = [list(deal.epoch(e)) for e in range(3)]
+    assert all(len(b) == 1 and b[0].shape == (8, 125) for b in batches)
+    for e, (batch,) in enumerate(batches):
+        assert torch.equal(batch, torch.stack(deal.shards(e)))
+    fixed = scheme != "shuffle"
+    assert (batches[0][0] is batches[2][0]) == fixed
+    if not fixed:
+        assert not torch.equal(batches[0][0], batches[1][0])  # shuffle deals again every epoch
+    assert not WorkerBatches(torch.arange(1001) % 10, 8, 125, scheme, 3).full_batch

@@ -305,3 +305,22 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
     torch.testing.assert_close(l_v, l_l, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(buf_v, buf_l, rtol=1e-12, atol=1e-12)
     assert not torch.equal(buf_v[0], buf_v[1])  # each worker's statistics moved with its own batch
+
+
+@pytest.mark.parametrize("rows", [None, (2, 6)])
+def test_a_fixed_full_batch_is_fetched_once_and_kept(rows):
+    """A fixed deal's full batch is the same every epoch (WorkerBatches.epoch): the task gathers it once and hands
+    the same tensors back, equal to a fresh gather of this process's rows; a mini-batch epoch is gathered anew."""
+    setup = TaskSetup(n_workers=8, batch_size=25, data="split", seed=1, options={"dim": 5, "n_train": 200}, rows=rows)
+    task = make_task("lsq", setup)
+    assert task.partition.full_batch
+    first = task.fetch(next(iter(task.batches(0))))
+    again = task.fetch(next(iter(task.batches(4))))
+    assert again[0] is first[0] and again[1] is first[1]
+    idx = torch.stack(task.partition.shards(4))[setup.lo:setup.hi]
+    assert first[0].shape == (setup.local_workers, 25, 5)
+    assert torch.equal(first[0], task.train_x[idx]) and torch.equal(first[1], task.train_y[idx])
+    mini = make_task("lsq", TaskSetup(n_workers=8, batch_size=5, data="split", seed=1,
+                                      options={"dim": 5, "n_train": 200}))
+    a, b = (mini.fetch(next(iter(mini.batches(e)))) for e in (0, 1))
+    assert a[0] is not b[0] and not torch.equal(a[0], b[0])

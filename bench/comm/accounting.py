@@ -52,11 +52,19 @@ def _round_time(network: NetworkModel, links: Links, bits: float, same_payload: 
 def account_gossip(network: NetworkModel, links: Links, message: Message) -> Traffic:
     """One message per worker to each of its out-neighbours: a copy per link, or one transmission on a
     broadcast medium (a worker without links this round sends nothing)."""
-    bits = link_bits(message)
+    worker_bits, mean, time_s = _gossip_cost(network, links, link_bits(message))
+    return Traffic(mean, message.paper_bits, time_s, 1, worker_bits, links.E)
+
+
+@lru_cache(maxsize=4096)
+def _gossip_cost(network: NetworkModel, links: Links, bits: float) -> tuple[np.ndarray, float, float]:
+    """A gossip round's bits per worker (read-only), their mean and the round's time: a run repeats a few such
+    rounds (the sizes do not depend on the data), so each is worked out once."""
     degree = links.out_degree
     copies = (degree > 0).astype(np.float64) if network.broadcast else degree.astype(np.float64)
-    time_s = _round_time(network, links, bits, True)
-    return Traffic.sent(copies * bits, message.paper_bits, time_s, link_messages=links.E)
+    worker_bits = copies * bits
+    worker_bits.setflags(write=False)
+    return worker_bits, float(worker_bits.mean()), _round_time(network, links, bits, True)
 
 
 def account_exchange(network: NetworkModel, links: Links, message: Message) -> Traffic:

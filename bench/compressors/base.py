@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, ClassVar, NamedTuple, Sequence
 
 import torch
@@ -146,10 +147,10 @@ class Compressor(OperatorSpec):
         raise NotImplementedError(f"{self.name!r} is not a sparse operator")
 
     def wire_bits(self, segments: Sequence[int] | int) -> float:
-        return float(sum(self._segment_wire_bits(d) for d in _check_segments(segments)))
+        return _bits(self, "wire", tuple(segments) if not isinstance(segments, int) else segments)
 
     def paper_bits(self, segments: Sequence[int] | int) -> float:
-        return float(sum(self._segment_paper_bits(d) for d in _check_segments(segments)))
+        return _bits(self, "paper", tuple(segments) if not isinstance(segments, int) else segments)
 
     def describe(self) -> dict[str, Any]:
         knobs = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)} if dataclasses.is_dataclass(self) else {}
@@ -193,6 +194,14 @@ def measure_delta(
         (comp.compress(x, generator, segments).values - x).double().pow(2).sum() for _ in range(draws)
     )
     return float(1.0 - error / (draws * total))
+
+
+@lru_cache(maxsize=256)
+def _bits(comp: Compressor, kind: str, segments: tuple[int, ...] | int) -> float:
+    """A message's bits over ``segments`` (data-independent: worked out once per operator and segments, as a run
+    sends the same sizes every round)."""
+    per_segment = comp._segment_wire_bits if kind == "wire" else comp._segment_paper_bits
+    return float(sum(per_segment(d) for d in _check_segments(segments)))
 
 
 # -- helpers shared by the operator modules ---------------------------------------------------

@@ -48,7 +48,10 @@ class WorkerBatches:
         else:
             raise BenchError(f"unknown partition scheme {scheme!r}; allowed: {SCHEMES}")
         self._fixed64: list[np.ndarray] | None = None
+        self._whole: Tensor | None = None  # a fixed deal's one full batch [n_workers, batch_size] (epoch)
         self.shard_sizes = [len(s) for s in self.shards(0)]
+        # full-batch training: one step an epoch, whose batch is every worker's whole shard
+        self.full_batch = self.steps_per_epoch == 1 and all(size == batch_size for size in self.shard_sizes)
         smallest = min(self.shard_sizes)
         if smallest < batch_size:
             raise BenchError(
@@ -140,8 +143,18 @@ class WorkerBatches:
         """Yield ``steps_per_epoch`` index tensors shaped ``[n_workers, batch_size]``."""
         if e < 0:
             raise BenchError(f"epoch {e} must be non-negative")
-        rng = self._rng(_EPOCH, e, 1)  # separate from the shuffle deal's stream of the same epoch
         used = self.steps_per_epoch * self.batch_size
+        if self.full_batch:
+            # every worker's one batch is its whole shard: the order inside a batch does not change what it holds,
+            # so nothing is drawn; a fixed deal gives the same tensor every epoch (a task may keep what it fetched)
+            if self._fixed is None:
+                yield torch.from_numpy(np.stack(self._shard_arrays(e)))
+                return
+            if self._whole is None:
+                self._whole = torch.from_numpy(np.stack(self._shard_arrays(e)))
+            yield self._whole
+            return
+        rng = self._rng(_EPOCH, e, 1)  # separate from the shuffle deal's stream of the same epoch
         # Every worker takes the same number of steps (synchronous rounds): a shard larger than that
         # leaves a surplus unused this epoch (a different one each epoch, after the reshuffle); a
         # smaller one is cycled through, reshuffled at each pass, so no sample repeats before all

@@ -68,6 +68,7 @@ class SupervisedTask(Task):
         self.train_size = len(train_y)
         self.test_size = len(self.data.test) if self.lazy else len(self.data.test_y)
         self.partition = WorkerBatches(train_y, setup.n_workers, setup.batch_size, setup.data, setup.seed)
+        self._kept: tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]] | None = None  # fetch's last full batch
         self.steps_per_epoch = self.partition.steps_per_epoch
         shape = (3, self.data.train.size, self.data.train.size) if self.lazy else tuple(self.data.train_x.shape[1:])
         check_batchnorm_batch(self.name, self.model, shape, setup.batch_size)  # before a run says it is running
@@ -97,6 +98,9 @@ class SupervisedTask(Task):
 
     def fetch(self, batch) -> tuple[torch.Tensor, torch.Tensor]:
         epoch, step, idx = batch
+        if self._kept is not None and self._kept[0] is idx:
+            return self._kept[1]  # a fixed deal's full batch, the same every epoch (WorkerBatches.epoch)
+        whole = idx
         idx = idx[self.setup.lo:self.setup.hi]
         if self.lazy:
             items = [self.data.train[int(i)] for i in idx.reshape(-1)]
@@ -112,6 +116,8 @@ class SupervisedTask(Task):
             keys = streams.worker_keys(self.setup.seed, epoch, step, range(self.setup.lo, self.setup.hi),
                                        streams.AUGMENT, self.device)
             xs = random_crop_flip(xs, keys)
+        elif self.partition.full_batch:
+            self._kept = (whole, (xs, ys))  # nothing drawn: read again at the next epoch's step, which is this one
         return xs, ys
 
     # -- loss and gradients ----------------------------------------------------------------
