@@ -313,9 +313,13 @@ class SyntheticTask(SupervisedTask):
         with torch.no_grad():
             w = x.detach()  # [n, d]: w of each worker (no bias)
             out = torch.bmm(inputs, w.unsqueeze(2)).squeeze(2)  # [n, B]
-            losses = self.loss(out, targets, per_row=True)
-            p = out if self.loss_kind == "mse" else torch.sigmoid(out)
-            residual = (p - targets.to(out.dtype)).div_(out.shape[1])
+            if self.loss_kind == "mse":  # the loss's o − y is the residual: taken once (loss: the same operations)
+                residual = out - targets.to(out.dtype)
+                losses = 0.5 * residual.pow(2).mean(1)
+            else:
+                losses = self.loss(out, targets, per_row=True)
+                residual = torch.sigmoid(out).sub_(targets.to(out.dtype))
+            residual.div_(out.shape[1])
             grads = torch.bmm(residual.unsqueeze(1), inputs).squeeze(1)  # [n, d]
             pen = self.penalty(w)
             if pen is not None:
