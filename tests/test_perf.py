@@ -1,5 +1,6 @@
 """`bench perf` (at its --quick sizes): the JSON it writes, the training-step benchmarks (f) and the CPU
 target (g), and `analysis regress` on two of them."""
+import os
 import json
 import math
 import subprocess
@@ -121,3 +122,18 @@ def test_sizes_and_targets_by_device():
     assert training.resnet_target("resnet20", 64, 4, "cuda") is None
     assert training.resnet_target("resnet20", 64, 32, "cpu") is None
     assert training.lstm_target(32, "cuda") == 2.0 and training.lstm_target(32, "cpu") is None
+
+
+def test_the_collectives_probe_times_each_collective_alone_and_together():
+    """bench.perf.gloo_costs under torchrun: rank 0 prints one line with the three timings, each positive."""
+    import re
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                           "-m", "bench.perf.gloo_costs", "100", "5"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = re.search(r"2 ranks, d = 100: exchange ([\d.]+) ms, allreduce ([\d.]+) ms, both ([\d.]+) ms a step",
+                     done.stdout)
+    assert line is not None, done.stdout
+    assert all(float(v) > 0 for v in line.groups())
