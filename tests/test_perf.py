@@ -1,8 +1,8 @@
 """`bench perf` (at its --quick sizes): the JSON it writes, the training-step benchmarks (f) and the CPU
 target (g), and `analysis regress` on two of them."""
-import os
 import json
 import math
+import os
 import subprocess
 import sys
 
