@@ -474,12 +474,12 @@ RUN_EXAMPLES = [
 # of a run's cost. A few examples, and the inputs that once broke it, train for real: what only a run shows
 # (the training loop's own refusals, a finished run left as it is, another command on its --out).
 class _NoTraining:
-    """Stands for the runner's loop (bench/run/launch.py calls ``Loop(cfg, out, parts, device, previous).run()``
-    once the run's parts are built): keeps what it was given and trains nothing."""
+    """Stands for the runner's loop (bench/run/launch.py calls ``Loop(cfg, out, parts, device, previous,
+    threads=...).run()`` once the run's parts are built): keeps what it was given and trains nothing."""
 
     made: list = []
 
-    def __init__(self, cfg, out, parts, device, previous):
+    def __init__(self, cfg, out, parts, device, previous, threads=None):
         _NoTraining.made.append((cfg, Path(out), parts))
 
     def run(self) -> int:

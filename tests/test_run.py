@@ -86,6 +86,12 @@ def test_divergence_is_a_result(tmp_path):
     assert info["status"] == "diverged"
     assert df["step"].iloc[-1] < 20 * info["steps_per_epoch"]  # stopped early
     assert len(df) >= 2 and df["step"].iloc[-1] == info["final"]["step"]
+    # the losses are read every LOSS_READ_EVERY steps: the run stops at the read that saw the diverged loss and says
+    # the step it came from
+    from bench.run.runner import LOSS_READ_EVERY
+
+    assert info["diverged_at_step"] <= info["final"]["step"] < info["diverged_at_step"] + LOSS_READ_EVERY
+    assert info["final"]["step"] % LOSS_READ_EVERY == 0 or info["final"]["step"] % info["steps_per_epoch"] == 0
 
 
 def _cli(argv, **kw):
@@ -395,3 +401,46 @@ def test_a_run_paused_at_stop_at_and_continued_equals_one_run(tmp_path):
     shared = parts[parts["step"].isin(whole["step"])].reset_index(drop=True)
     window = [*WALL, "train_loss_workers"]
     pd.testing.assert_frame_equal(shared.drop(columns=window), whole.drop(columns=window))
+
+
+def test_the_losses_are_read_in_one_collective_every_few_steps_and_every_step_counts(tmp_path, monkeypatch):
+    """The runner reads the steps' losses (a mean over all workers each) every LOSS_READ_EVERY steps and at every
+    evaluation and checkpoint, in one collective (under dist one all-reduce instead of one a step): every step is
+    read once, in order, and each evaluation's train_loss_workers is the mean of the steps read since the last."""
+    from bench.run.runner import LOSS_READ_EVERY, Loop
+
+    reads, collectives = [], []
+    plain_read = Loop._losses_read
+
+    def read(self):
+        plain = self.p.comm.global_mean
+        self.p.comm.global_mean = lambda x: (collectives.append(tuple(x.shape)), plain(x))[1]
+        try:
+            losses = plain_read(self)
+        finally:
+            del self.p.comm.global_mean
+        reads.append(losses)
+        return losses
+
+    monkeypatch.setattr(Loop, "_losses_read", read)
+    argv = [*SMALL, "--set", "eval_every=1", "--set", "task_options.n_train=3200", "--out", str(tmp_path)]
+    assert main(["run", *argv]) == 0
+    df, info = metrics(tmp_path), json.loads((tmp_path / "run.json").read_text())
+    spe, total = info["steps_per_epoch"], info["total_steps"]
+    assert spe > LOSS_READ_EVERY  # several reads an epoch, and one more at its end
+    assert [len(r) for r in reads] == [len(r) for r in _reads(total, spe, LOSS_READ_EVERY)]
+    assert collectives == [(4, len(r)) for r in reads]  # one collective a read, [workers, steps read]
+    assert max(len(r) for r in reads) == LOSS_READ_EVERY > 1 and len(per_step := [x for r in reads for x in r]) == total
+    for e in (1, 2):
+        window = per_step[(e - 1) * spe:e * spe]
+        assert df.loc[df["step"] == e * spe, "train_loss_workers"].item() == pytest.approx(sum(window) / spe, rel=1e-12)
+
+
+def _reads(total: int, every_epoch: int, every: int) -> list[range]:
+    """The steps each read covers: up to every `every` steps, and at each epoch's end (evaluation, checkpoint)."""
+    out, start = [], 1
+    for step in range(1, total + 1):
+        if step % every == 0 or step % every_epoch == 0:
+            out.append(range(start, step + 1))
+            start = step + 1
+    return out

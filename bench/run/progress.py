@@ -36,12 +36,12 @@ class Progress:
         # this process's pace (a resumed run starts at `done`): the ETA of the steps left
         self.started, self.first_step = time.perf_counter(), done
 
-    def step(self, epoch: float, loss: float) -> None:
+    def step(self, epoch: float, loss: float, steps: int = 1) -> None:
+        """``steps`` more steps done, the last with ``loss`` (the runner reads losses every few steps)."""
         self.loss = loss
         if self.bar is not None:
-            self.bar.update(1)
-            if self.bar.n % 10 == 0:
-                self.bar.set_postfix(epoch=f"{epoch:.2f}", loss=f"{loss:.4g}")
+            self.bar.update(steps)
+            self.bar.set_postfix(epoch=f"{epoch:.2f}", loss=f"{loss:.4g}")
 
     def eta(self, step: int) -> float | None:
         """Seconds until the last step at the pace of this process so far (None before a step is timed)."""

@@ -11,7 +11,6 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import torch
@@ -30,6 +29,10 @@ from .outputs import load_checkpoint, now, provenance, save_checkpoint, write_js
 from .progress import Progress
 from .schedule import lr_at, step_counts
 from .setup import Parts
+
+# steps whose losses one collective reads (under dist; the simulator reads at the same points): a diverged loss or
+# a signal is acted on at most this many steps after it came
+LOSS_READ_EVERY = 10
 
 # write failures of a full or failing disk: the run fails (status 1), unlike a path refused as bad input
 OUT_OF_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO)
@@ -65,7 +68,9 @@ class Loop:
         self.checkpoint = out / f"checkpoint{suffix}.pt"
         self.counters = Counters()
         self.caught: list[int] = []
-        self.signalled = False  # under dist: a signal reached some process by the last step's all-reduce
+        self.signalled = False  # under dist: a signal reached some process by the last read of the losses
+        self._pending: list[torch.Tensor] = []  # the steps' losses [local workers, 1] not read yet
+        self.diverged_at: int | None = None  # the step whose loss said diverged
         out.mkdir(parents=True, exist_ok=True)
         if self.checkpoint.exists():
             state = load_checkpoint(self.checkpoint, device)
@@ -163,31 +168,34 @@ class Loop:
             return flag
         return bool(self.p.comm.global_mean(torch.tensor([[float(flag)]], device=self.device)) > 0)
 
-    def _mean_loss_later(self, losses: torch.Tensor) -> Callable[[], float]:
-        """The step's loss averaged over all workers, read by calling the result. Under dist the all-reduce
-        starts here, runs while the algorithm's round does, and carries whether a signal has reached any
-        process (``self.signalled``): a step costs one collective of bookkeeping, overlapped with the gossip."""
-        rows = losses.reshape(-1, 1)
+    def _losses_read(self) -> list[float]:
+        """The mean over all workers of each step's loss since the last read, in order, from one collective:
+        under dist one all-reduce every ``LOSS_READ_EVERY`` steps (and at every evaluation, checkpoint and stop)
+        instead of one a step, which on a machine with fewer cores than ranks cost as much as the gossip itself
+        (docs/performance.md, h); it also carries whether a signal has reached any process
+        (``self.signalled``). The simulator reads the same steps at the same points."""
+        if not self._pending:
+            return []
+        rows = torch.cat(self._pending, dim=1)  # [local workers, steps]
+        self._pending = []
         dist = self.cfg.backend == "dist"
         if dist:
-            rows = torch.cat([rows, torch.full_like(rows, float(bool(self.caught)))], dim=1)
-        later = self.p.comm.global_mean_later(rows)
-
-        def read() -> float:
-            means = later()
-            if dist:
-                self.signalled = bool(means[1] > 0)
-            return float(means[0])
-        return read
+            rows = torch.cat([rows, torch.full_like(rows[:, :1], float(bool(self.caught)))], dim=1)
+        means = self.p.comm.global_mean(rows).tolist()
+        if dist:
+            self.signalled = means.pop() > 0
+        return means
 
     def _stop_asked(self, caught: list[int], at_end: bool) -> bool:
-        """Whether every process stops for a signal after this step. Under dist: as the step's all-reduce said;
-        a signal that came after it is seen at the next step, or, after the last step, by one more collective."""
+        """Whether every process stops for a signal after this step. Under dist: as the last read of the losses
+        said (a signal is seen at the next read, at most LOSS_READ_EVERY steps on), or, after the last step, by
+        one more collective."""
         if self.cfg.backend != "dist":
             return bool(caught)
         return self.signalled or (at_end and self._agreed(bool(caught)))
 
-    def step(self, batch) -> float:
+    def step(self, batch) -> None:
+        """One training step; its loss is read later, with the next ones (``_after_step``)."""
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
         tick = time.perf_counter()
@@ -200,7 +208,7 @@ class Loop:
         away = self._away_rows(c.global_step)
         workers = p.task.setup.hi - p.task.setup.lo
         kept = kept_rows(p.algo.worker_state(), away, workers) if away is not None else None
-        mean_loss = self._mean_loss_later(losses)
+        self._pending.append(losses.detach().reshape(-1, 1))  # read with the next ones (_losses_read)
         traffic = p.algo.step(grads, lr)
         if away is not None:  # a worker that sat the round out neither stepped nor mixed: its state is as it was
             restore_rows(p.algo.worker_state(), away, kept, workers)
@@ -213,10 +221,6 @@ class Loop:
         c.global_step += 1
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
-        loss = mean_loss()
-        c.window_loss_sum += loss
-        c.window_steps += 1
-        return loss
 
     def _away_rows(self, step: int) -> torch.Tensor | None:
         """This process's rows of the workers that sit out round ``step`` (faults.active/absent), or None."""
@@ -271,25 +275,37 @@ class Loop:
         if first == 0:
             self.p.task.start_epoch(epoch)
         for batch in itertools.islice(self.p.task.batches(epoch), first, None):
-            done = self._after_step(self.step(batch), caught)
+            self.step(batch)
+            done = self._after_step(caught)
             if done:
                 return done
         return None
 
-    def _after_step(self, loss: float, caught: list[int]) -> str | None:
-        """One step's bookkeeping: divergence, evaluation and checkpoint cadence, a caught signal (raises
-        Interrupted on every process). The status that ends training ("diverged", or "completed" at
-        stop_at or the end), else None."""
+    def _after_step(self, caught: list[int]) -> str | None:
+        """One step's bookkeeping: the losses read every LOSS_READ_EVERY steps and wherever they are needed
+        (divergence, progress), the evaluation and checkpoint cadence, a caught signal (raises Interrupted on
+        every process). The status that ends training ("diverged", or "completed" at stop_at or the end), else
+        None. A diverged loss is seen when read: the run stops there, and run.json names the step it came from."""
         c = self.counters
         at_end = c.global_step in (self.stop, self.total)
-        self.progress.step(self.epoch_now(), loss)
-        if not (loss <= self.cfg.divergence_loss):  # NaN compares False
-            if c.rows[-1]["step"] != c.global_step:
-                self.add_row(final=True)
-            return "diverged"
-        if c.global_step % self.eval_every == 0 or at_end:
+        evaluate = c.global_step % self.eval_every == 0 or at_end
+        save = c.global_step % self.ckpt_every == 0 or at_end
+        if c.global_step % LOSS_READ_EVERY == 0 or evaluate or save:
+            losses = self._losses_read()
+            first = c.global_step - len(losses) + 1
+            for k, loss in enumerate(losses):
+                c.window_loss_sum += loss
+                c.window_steps += 1
+                if not (loss <= self.cfg.divergence_loss):  # NaN compares False
+                    self.diverged_at = first + k
+                    if c.rows[-1]["step"] != c.global_step:
+                        self.add_row(final=True)
+                    return "diverged"
+            if losses:
+                self.progress.step(self.epoch_now(), losses[-1], steps=len(losses))
+        if evaluate:
             self.add_row(final=c.global_step == self.total)
-        if c.global_step % self.ckpt_every == 0 or at_end:
+        if save:
             self.save()
         if self._stop_asked(caught, at_end):
             self.save()
@@ -322,7 +338,8 @@ class Loop:
             status = "paused"
             self._finish(status, {"paused_at_step": c.global_step})
         else:
-            self._finish(status, {"end_time": now()})
+            self._finish(status, {"end_time": now(), **({"diverged_at_step": self.diverged_at}
+                                                         if status == "diverged" and self.diverged_at else {})})
             if self.checkpoint.exists():
                 self.checkpoint.unlink()
         last = c.rows[-1]
