@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import torch
@@ -172,13 +171,6 @@ class Communicator(ABC):
     @abstractmethod
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:
         """Mean over all workers for measurement (consensus distance, evaluation); never accounted."""
-
-    def global_mean_later(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
-        """``global_mean(x)`` started now and read by calling what this returns. A runtime whose collective
-        runs in the background (``--backend dist``) overlaps it with whatever the caller does before the
-        call; here it is computed at once."""
-        mean = self.global_mean(x)
-        return lambda: mean
 
     def describe_runtime(self, rounds: int) -> dict:
         """What this runtime measured or predicted over ``rounds`` rounds, for run.json's ``runtime``

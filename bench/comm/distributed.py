@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import torch
@@ -304,13 +303,3 @@ class DistributedCommunicator(Communicator):
         dist.all_reduce(total)
         return total / self.n
 
-    def global_mean_later(self, x: torch.Tensor) -> Callable[[], torch.Tensor]:
-        """The all-reduce runs on gloo's (or NCCL's) own thread while the caller goes on; calling the result
-        waits for it. Every process starts the same collectives in the same order, as for ``global_mean``."""
-        total = x.sum(dim=0)
-        work = dist.all_reduce(total, async_op=True)
-
-        def result() -> torch.Tensor:
-            work.wait()
-            return total / self.n
-        return result
