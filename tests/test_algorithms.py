@@ -65,10 +65,9 @@ def test_choco_identity_gamma_one_equals_dpsgd_step_then_gossip(spec, n):
 @pytest.mark.parametrize("compressor", ["sign", "qsgd:4", "top:0.1", "none"])
 @pytest.mark.parametrize("spec,n", [("ring", 8), ("torus", 9), ("social", 32)])
 def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits(monkeypatch, compressor, spec, n):
-    """The simulator runs Choco's round (q decoded where the operator decodes by columns, x̂ += q, u += (W − I) q,
-    x += γ u) a block of columns at a time while the block is in the cache. Over three rounds, with layer
-    segments whose edges fall inside blocks, the iterates and copies are bit for bit the textbook round's, each
-    pass taken whole over every column (float32, the runs' dtype)."""
+    """Choco's round as the simulator runs it (q = Q(x − x̂) over layer segments, x̂ += q, u += (W − I) q mixed a
+    block of columns at a time where the graph is structured, x += γ u): over three rounds the iterates and copies
+    are bit for bit the textbook round's, each pass taken whole over every column (float32, the runs' dtype)."""
     import bench.comm.mixing as mixing
     from bench.comm import Mixer
 
@@ -76,7 +75,7 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
     x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
     comp = make_compressor(compressor, contraction=True)
     # the textbook round, every pass whole
-    monkeypatch.setattr(mixing, "_block_columns", lambda x, touched=2: None)
+    monkeypatch.setattr(mixing, "_block_columns", lambda x: None)
     x, x_hat, u, gen, mixer = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0), torch.Generator().manual_seed(3), Mixer(topo.W, topo.grid_shape)
     expected = []
     for _ in range(3):
@@ -85,10 +84,10 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
         mixer.accumulate(u, q, self_shift=-1.0)
         x.add_(u, alpha=0.4)  # as the method always stepped (one rounding where the kernel fuses it)
         expected.append((x.clone(), x_hat.clone()))
-    # blocks of 7 columns (4 tensors a block: the message, x̂, u and x)
-    monkeypatch.setattr(mixing, "BLOCK_BYTES", 4 * n * 4 * 7)
+    # blocks of 7 columns (the message's and u's rows of them)
+    monkeypatch.setattr(mixing, "BLOCK_BYTES", 2 * n * 4 * 7)
     monkeypatch.setattr(mixing, "_block_columns", _BLOCK_COLUMNS)
-    assert mixing._block_columns(x0, 4) == 7
+    assert mixing._block_columns(x0) == 7
     algo = make_algorithm("choco", x0, SimulatedCommunicator(topo), compressor=comp, options={"gamma": 0.4},
                           generator=torch.Generator().manual_seed(3), segments=segments)
     for want_x, want_hat in expected:

@@ -106,34 +106,6 @@ def test_zero_input_gives_zero_output(spec):
 
 
 @pytest.mark.parametrize("spec", EXAMPLE_SPECS)
-def test_an_operator_that_decodes_by_columns_gives_the_whole_decoding_block_by_block(spec):
-    """``decodes_by_columns``: the values of any run of columns, across segment edges, decoded from the parts
-    alone (as compressed, and as a receiver holds them after the wire), are bit for bit those of the whole
-    message; compress(decode=False) leaves them to the caller. Other operators refuse both."""
-    comp = make_compressor(spec)
-    x = gaussian(4, D, seed=5, dtype=torch.float32)
-    whole = comp.compress(x, gen(3), SEGMENTS)
-    if not comp.decodes_by_columns:
-        with pytest.raises(ValueError, match="decode"):
-            comp.compress(x, gen(3), SEGMENTS, out=torch.empty_like(x), decode=False)
-        with pytest.raises(ValueError, match="decode"):
-            comp.decode_columns(whole, slice(0, 3), torch.empty_like(x))
-        return
-    out = torch.full_like(x, float("nan"))
-    pending = comp.compress(x, gen(3), SEGMENTS, out=out, decode=False)
-    assert pending.values is out and torch.isnan(out).all()  # nothing decoded yet
-    assert (pending.wire_bits, pending.paper_bits) == (whole.wire_bits, whole.paper_bits)
-    wired = Message(values=out, wire_bits=whole.wire_bits, paper_bits=whole.paper_bits,
-                    parts=tuple(comp.wire_parts(p) for p in whole.parts), codec=comp, segments=tuple(SEGMENTS))
-    for message in (pending, wired):
-        out.fill_(float("nan"))
-        for lo, hi in ((0, 3), (3, 21), (21, 22), (22, 50), (50, D)):  # edges inside and across segments
-            comp.decode_columns(message, slice(lo, hi), out)
-            assert torch.isnan(out[:, hi:]).all()  # only the columns asked for were written
-        assert torch.equal(out, whole.values)
-
-
-@pytest.mark.parametrize("spec", EXAMPLE_SPECS)
 def test_per_layer_equals_compressing_each_segment(spec):
     comp = make_compressor(spec)
     if not comp.stochastic:

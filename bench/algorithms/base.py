@@ -84,8 +84,8 @@ class Algorithm(Method, ABC):
     def _direction(self, grad: torch.Tensor | None) -> torch.Tensor | None:
         return None if grad is None else self.local.direction(self.x, grad)
 
-    def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None, decode: bool = True):
-        return self.compressor.compress(v, self.generator, self.segments, out=out, decode=decode)
+    def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None):
+        return self.compressor.compress(v, self.generator, self.segments, out=out)
 
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
     buffers: ClassVar[tuple[str, ...]] = ()

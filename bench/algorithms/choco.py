@@ -89,32 +89,14 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
         self._diff = torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
-    def _exchange(self, consensus: bool = False) -> None:
-        """The round: q = Q(x − x̂) travels, x̂ += q, u += (W − I) q; with ``consensus`` (the paper order's plain
-        step) then x += γ u. After the difference and the compressor's per-row scalars, every pass is
-        elementwise or mixes each column alone, so the communicator runs them a block of columns at a time
-        while the block is in the cache (decoding q there too where the operator decodes by columns): one
-        read and write of x̂, u and x instead of one per pass, the same operations on each entry, the same
-        bits."""
+    def _exchange(self) -> None:
         if self.per_link:
             self.links.refresh(self.x, self.x_hat, self.x_hat_in, delay=self.delay)
             self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
-            if consensus:
-                self._consensus()
             return
-        by_columns = self.compressor.decodes_by_columns
-        q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q, decode=not by_columns)
-        x, x_hat, u, values, gamma = self.x, self.x_hat, self.u, q.values, self.options.gamma
-
-        def before(cols: slice) -> None:
-            if by_columns:
-                self.compressor.decode_columns(q, cols, values)
-            x_hat[:, cols].add_(values[:, cols])
-
-        def step(cols: slice) -> None:
-            x[:, cols].add_(u[:, cols], alpha=gamma)
-
-        self.comm.gossip_into(q, u, self_shift=-1.0, before=before, after=step if consensus else None)
+        q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q)
+        self.x_hat.add_(q.values)
+        self.comm.gossip_into(q, self.u, self_shift=-1.0)
 
     def _consensus(self) -> None:
         o = self.options
@@ -133,11 +115,8 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
         if d is not None:
             self.x.sub_(d, alpha=lr)
         if self.options.order == "paper":
-            if self.options.adagossip:
-                self._exchange()
-                self._consensus()
-            else:
-                self._exchange(consensus=True)
+            self._exchange()
+            self._consensus()
         else:
             self._consensus()
             self._exchange()

@@ -14,7 +14,6 @@ import torch
 from ..compressors import Message
 from ..compressors.rows import RandomSource, RowStream
 from ..topology.links import Links
-from .mixing import ColumnStep
 from .traffic import Traffic
 
 
@@ -80,23 +79,11 @@ class Communicator(ABC):
     def gossip(self, message: Message) -> torch.Tensor:
         """Send ``message`` to the graph neighbours; return ``Σ_j w_ij q_j`` for each local row i."""
 
-    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0,
-                    before: ColumnStep | None = None, after: ColumnStep | None = None) -> torch.Tensor:
-        """``out += Σ_j w_ij q_j + self_shift·q_i`` in place (a runtime may do it without temporaries).
-
-        ``before(cols)`` and ``after(cols)``: the caller's elementwise work on columns ``cols`` (a slice) of
-        ``message.values`` and ``out``, before the columns are mixed (``before`` may write the message's values
-        there: decode them, use them) and after (``after`` reads out's). A runtime may run them a block of
-        columns at a time, while the block is in the cache (the simulator on a CPU: bench/comm/mixing.py); this
-        one runs them once on every column, ``before`` before anything is sent."""
-        whole = slice(None)
-        if before is not None:
-            before(whole)
+    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
+        """``out += Σ_j w_ij q_j + self_shift·q_i`` in place (a runtime may do it without temporaries)."""
         out.add_(self.gossip(message))
         if self_shift:
             out.add_(message.values, alpha=self_shift)
-        if after is not None:
-            after(whole)
         return out
 
     @abstractmethod

@@ -302,4 +302,3 @@ class DistributedCommunicator(Communicator):
         total = x.sum(dim=0)
         dist.all_reduce(total)
         return total / self.n
-

@@ -10,13 +10,8 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass
 
-from typing import Callable
-
 import numpy as np
 import torch
-
-# a caller's elementwise work on a slice of the columns of a product (Mixer.accumulate's before and after)
-ColumnStep = Callable[[slice], None]
 
 
 @dataclass(frozen=True)
@@ -68,13 +63,12 @@ def csr_like(matrix: np.ndarray, like: torch.Tensor) -> torch.Tensor:
 BLOCK_BYTES = 8 << 20
 
 
-def _block_columns(x: torch.Tensor, touched: int = 2) -> int | None:
-    """Columns a block of a CPU product holds when ``touched`` tensors shaped like x are read or written in it,
-    or None where blocking does not pay (a GPU, or x fits anyway)."""
+def _block_columns(x: torch.Tensor) -> int | None:
+    """Columns a block of a CPU product holds, or None where blocking does not pay (a GPU, or x fits anyway)."""
     if x.device.type != "cpu" or x.dim() < 2 or x.numel() * x.element_size() <= BLOCK_BYTES:
         return None
     row_bytes = x.element_size() * x.shape[0]
-    columns = max(1, BLOCK_BYTES // (touched * row_bytes))
+    columns = max(1, BLOCK_BYTES // (2 * row_bytes))
     return columns if x[0].numel() > 2 * columns else None
 
 
@@ -124,39 +118,21 @@ class Mixer:
         """``W @ x`` as a new tensor."""
         return self.accumulate(torch.zeros_like(x), x)
 
-    def accumulate(self, out: torch.Tensor, x: torch.Tensor, self_shift: float = 0.0,
-                   before: ColumnStep | None = None, after: ColumnStep | None = None) -> torch.Tensor:
+    def accumulate(self, out: torch.Tensor, x: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
         """``out += (W + self_shift·I) @ x`` in place, without a temporary the size of x where W is
         structured (``self_shift=-1`` gives the consensus direction (W − I) x). On a CPU, a large ``x [n, d]`` of
         a circulant or torus W is mixed a block of columns at a time: each column mixes alone, and a block's
         rows of x and out stay in the cache across the several shifted adds, which otherwise each stream both
-        tensors through memory (the same additions in the same order: the same bits).
-
-        ``before(cols)`` and ``after(cols)`` are a caller's elementwise work on the same columns (``cols`` a
-        slice of the columns of ``x.reshape(n, -1)``): ``before`` writes x's columns (a message decoded into
-        them, a copy updated from them), ``after`` reads out's (a step along the direction just mixed). They run
-        on each block while it is in the cache, or once on every column where the product is not blocked."""
+        tensors through memory (the same additions in the same order: the same bits)."""
         if x.shape[0] != self.n or out.shape != x.shape:
             raise ValueError(f"mixing expects {self.n} rows and matching shapes, got {tuple(x.shape)}, {tuple(out.shape)}")
-        touched = 2 + (before is not None) + (after is not None)  # [n, d] tensors a block reads or writes
-        columns = _block_columns(x, touched)
+        columns = _block_columns(x)
         if columns is not None and self.method in ("circulant", "torus") and out.is_contiguous():
             flat, acc = x.reshape(self.n, -1), out.view(self.n, -1)
             for start in range(0, flat.shape[1], columns):
-                cols = slice(start, start + columns)
-                if before is not None:
-                    before(cols)
-                self._accumulate(acc[:, cols], flat[:, cols], self_shift)
-                if after is not None:
-                    after(cols)
+                self._accumulate(acc[:, start:start + columns], flat[:, start:start + columns], self_shift)
             return out
-        whole = slice(None)
-        if before is not None:
-            before(whole)
-        self._accumulate(out, x, self_shift)
-        if after is not None:
-            after(whole)
-        return out
+        return self._accumulate(out, x, self_shift)
 
     def _accumulate(self, out: torch.Tensor, x: torch.Tensor, self_shift: float) -> torch.Tensor:
         if self.method == "mean":

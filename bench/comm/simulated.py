@@ -7,7 +7,7 @@ from ..compressors import Message
 from ..topology import Topology
 from .accounting import account_allgather, account_allreduce, account_exchange, account_gossip
 from .base import Communicator, LocalLinks, Traffic
-from .mixing import ColumnStep, Mixer
+from .mixing import Mixer
 from .netmodel import NetworkModel, make_network
 
 
@@ -47,12 +47,12 @@ class SimulatedCommunicator(Communicator):
         self._account_gossip(message)
         return self.mixer(message.values)
 
-    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0,
-                    before: ColumnStep | None = None, after: ColumnStep | None = None) -> torch.Tensor:
+    def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
         if self.faults is not None:
-            return super().gossip_into(message, out, self_shift, before, after)
+            out.add_(self._lossy_gossip(message))
+            return out.add_(message.values, alpha=self_shift) if self_shift else out
         self._account_gossip(message)
-        return self.mixer.accumulate(out, message.values, self_shift, before, after)
+        return self.mixer.accumulate(out, message.values, self_shift)
 
     def _lossy_gossip(self, message: Message) -> torch.Tensor:
         """A gossip of a round with losses (bench/faults): every message is sent and counted, each receiver

@@ -50,9 +50,6 @@ class Compressor(OperatorSpec):
     (parts → values), ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
-    # whether a segment's values decode column by column: every part is either per entry ([w, d_seg]) or per
-    # row ([w, 1]), and decoding the per-entry parts cut to some columns gives those columns (decode_columns)
-    decodes_by_columns: ClassVar[bool] = False
 
     # -- the maths of one segment ------------------------------------------------------------
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
@@ -96,21 +93,13 @@ class Compressor(OperatorSpec):
         generator: RandomSource = None,
         segments: Sequence[int] | None = None,
         out: torch.Tensor | None = None,
-        decode: bool = True,
     ) -> Message:
         """``generator`` is a torch.Generator (all rows are local) or a RowStream (rows lo..hi).
         ``out`` (shaped like x) receives the values: a caller compressing every round reuses it
         instead of allocating [w, d] each time; the message's parts may refer to x, so send the
-        message before changing x. ``decode=False`` (with ``out``, for an operator that
-        ``decodes_by_columns``) leaves ``out`` unwritten: the caller fills it with ``decode_columns``, a block
-        of columns at a time while the block is in the cache, before anything reads the values."""
+        message before changing x."""
         segments = _check_input(x, segments)
         parts = tuple(self._compress_segment(seg, generator) for seg in torch.split(x, segments, dim=1))
-        if not decode:
-            if out is None or not self.decodes_by_columns:
-                raise ValueError(f"{self.name!r}: compress(decode=False) needs out and an operator that decodes by columns")
-            return Message(values=out, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
-                           parts=parts, codec=self, segments=tuple(segments))
         if out is not None:
             for p, d, piece in zip(parts, segments, torch.split(out, segments, dim=1)):
                 self._decode_segment_into(p, d, piece)
@@ -120,21 +109,6 @@ class Compressor(OperatorSpec):
             values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
-
-    def decode_columns(self, message: Message, cols: slice, out: torch.Tensor) -> None:
-        """Write columns ``cols`` (a slice, step 1) of ``message``'s values into ``out[:, cols]``, from its parts
-        alone: the same bits as decoding the whole message (each entry is decoded on its own)."""
-        if not self.decodes_by_columns:
-            raise ValueError(f"{self.name!r} does not decode by columns")
-        lo, hi, _ = cols.indices(out.shape[1])
-        offset = 0
-        for parts, d in zip(message.parts, message.segments):
-            a, b = max(lo, offset), min(hi, offset + d)
-            if a < b:
-                cut = {key: value[:, a - offset:b - offset] if value.shape[1] == d else value
-                       for key, value in parts.items()}
-                self._decode_segment_into(cut, b - a, out[:, a:b])
-            offset += d
 
     def on_support(self, message: Message, values: torch.Tensor) -> Message:
         """A sparse operator's message that sends ``values`` [w, d] at the positions ``message`` sends

@@ -5,8 +5,6 @@ values themselves, so the message holds them once.
 """
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 
 from ..catalog import compressors as catalog
@@ -16,7 +14,6 @@ from .rows import RandomSource
 
 @register
 class Identity(catalog.Identity, Compressor):
-    decodes_by_columns: ClassVar[bool] = True  # the values themselves
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         return {"values": seg.clone()}
 

@@ -21,7 +21,6 @@ from .rows import RandomSource, draw_uniform
 @register
 class QSGD(catalog.QSGD, Compressor):
     stochastic: ClassVar[bool] = True
-    decodes_by_columns: ClassVar[bool] = True  # per-row scale, per-entry rest
 
     @property
     def levels(self) -> int:

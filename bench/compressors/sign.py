@@ -5,8 +5,6 @@ Bits per segment of d entries: paper d + 32, wire d + 32 (one fp32 scale + packe
 """
 from __future__ import annotations
 
-from typing import ClassVar
-
 import torch
 
 from ..catalog import compressors as catalog
@@ -16,7 +14,6 @@ from .rows import RandomSource
 
 @register
 class Sign(catalog.Sign, Compressor):
-    decodes_by_columns: ClassVar[bool] = True  # per-row scale, per-entry rest
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.
         # Mapping sign(0) to +1 leaves the error at ‖x‖² − ‖x‖₁²/d because 0·(+1) adds nothing to

@@ -15,8 +15,11 @@ from typing import Mapping
 
 import torch
 
-# entries of the largest tensor of a run (bench.tasks.Task.largest_tensor) up to which it takes one thread
-SMALL = 1 << 18
+# entries of the largest tensor of a run (bench.tasks.Task.largest_tensor) up to which it takes one thread. Measured
+# on 2 cores (docs/performance.md, "Per-step cost"): group h's least squares at n = 8 (batches of 8 × 125 × 20
+# = 20,000 entries) steps in 137 µs with one thread and 164 µs with two; at n = 64 (64 × 16 × 200 = 204,800) in
+# 395 µs with one and 317 µs with two
+SMALL = 1 << 16
 
 
 def settle(largest: int | None, environ: Mapping[str, str] = os.environ) -> str:
