@@ -147,12 +147,11 @@ class WorkerBatches:
         if self.full_batch:
             # every worker's one batch is its whole shard: the order inside a batch does not change what it holds,
             # so nothing is drawn; a fixed deal gives the same tensor every epoch (a task may keep what it fetched)
-            if self._fixed is None:
-                yield torch.from_numpy(np.stack(self._shard_arrays(e)))
-                return
-            if self._whole is None:
-                self._whole = torch.from_numpy(np.stack(self._shard_arrays(e)))
-            yield self._whole
+            whole = self._whole if self._fixed is not None else None
+            if whole is None:
+                whole = torch.from_numpy(np.stack(self._shard_arrays(e)))
+                self._whole = whole if self._fixed is not None else None
+            yield whole
             return
         rng = self._rng(_EPOCH, e, 1)  # separate from the shuffle deal's stream of the same epoch
         # Every worker takes the same number of steps (synchronous rounds): a shard larger than that

@@ -33,6 +33,12 @@ def validation_split(size: int, fraction: float) -> tuple[torch.Tensor, torch.Te
     return order[held:].sort().values, order[:held].sort().values
 
 
+def half_mean_square(residual: torch.Tensor, per_row: bool = False) -> torch.Tensor:
+    """The mse loss ½·mean(r²) of a residual r = o − y: over everything, or one mean per leading row."""
+    squares = residual.pow(2)
+    return 0.5 * (squares.flatten(1).mean(1) if per_row else squares.mean())
+
+
 class SupervisedTask(Task):
     dataset: str
     model_name: str
@@ -129,8 +135,7 @@ class SupervisedTask(Task):
                 raise ValueError("per-row losses are for mse and bce")
             return cross_entropy(out, y)
         if self.loss_kind == "mse":
-            squares = (out - y).pow(2)
-            return 0.5 * (squares.flatten(1).mean(1) if per_row else squares.mean())
+            return half_mean_square(out - y, per_row)
         if per_row:
             return F.binary_cross_entropy_with_logits(out, y.to(out.dtype), reduction="none").flatten(1).mean(1)
         return F.binary_cross_entropy_with_logits(out, y.to(out.dtype))
@@ -313,9 +318,9 @@ class SyntheticTask(SupervisedTask):
         with torch.no_grad():
             w = x.detach()  # [n, d]: w of each worker (no bias)
             out = torch.bmm(inputs, w.unsqueeze(2)).squeeze(2)  # [n, B]
-            if self.loss_kind == "mse":  # the loss's o − y is the residual: taken once (loss: the same operations)
+            if self.loss_kind == "mse":  # the loss's o − y is the residual: taken once for both
                 residual = out - targets.to(out.dtype)
-                losses = 0.5 * residual.pow(2).mean(1)
+                losses = half_mean_square(residual, per_row=True)
             else:
                 losses = self.loss(out, targets, per_row=True)
                 residual = torch.sigmoid(out).sub_(targets.to(out.dtype))
