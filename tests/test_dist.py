@@ -318,6 +318,26 @@ def test_the_fork_server_starts_first_and_loads_once_what_the_graph_needs(tmp_pa
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "completed"
 
 
+def test_a_small_global_sum_goes_through_rank_0_in_rank_order_and_every_rank_gets_its_bits(tmp_path):
+    """Reads of the losses and flags (a few numbers) go to process 0 and back, not round gloo's ring: every process
+    holds the same bits, process 0's sum of the parts in rank order, and the group works on afterwards."""
+    import torch
+
+    ranks = launch([str(Path(__file__).with_name("dist_star.py")), str(tmp_path)], 5,
+                   stderr=subprocess.PIPE, text=True, cwd=Path(__file__).parent)
+    errors = [p.communicate(timeout=120)[1] for p in ranks]
+    assert all(p.returncode == 0 for p in ranks), "\n".join(e[-1500:] for e in errors)
+    got = [torch.load(tmp_path / f"rank{r}.pt") for r in range(5)]
+    expected = got[0]["part"].clone()
+    for r in range(1, 5):
+        expected += got[r]["part"]
+    # in rank order 1 + 1e8 loses the 1 (float32), so the sum is 1, not the exact 2: the order shows
+    assert float(expected[0]) == 1.0
+    for r in range(5):
+        assert torch.equal(got[r]["total"], expected)
+        assert got[r]["after"].tolist() == [10.0, 10.0]
+
+
 def test_torchrun_launch(tmp_path):
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
            "-m", "bench", "run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist",

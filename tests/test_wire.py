@@ -85,6 +85,29 @@ def test_float64_messages_arrive_float32_rounded(spec):
         assert torch.equal(decode(comp, torch.stack(encode(comp, msg, layout)), layout), msg.values.float())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_values_sent_as_words_take_the_field_by_field_bytes(dtype, monkeypatch):
+    """``none`` views its values as bytes and back (``wire_is_values``) and copies x once in compress: the same
+    message, bytes and decoding as the per-segment path that every other operator takes."""
+    from bench.compressors.base import Compressor
+
+    comp, layout = make_compressor("none"), [5, 1, 17, 40]
+    assert comp.wire_is_values and not any(COMPRESSORS.get(n).wire_is_values for n in COMPRESSORS.names() if n != "none")
+    x = gaussian(3, sum(layout), dtype=dtype)
+    fast = comp.compress(x, None, layout)
+    fast_bytes = torch.stack(encode(comp, fast, layout))
+    fast_back = decode(comp, fast_bytes, layout, dtype)
+    out = torch.empty_like(x)
+    assert comp.compress(x, None, layout, out=out).values is out and torch.equal(out, x)
+    monkeypatch.setattr(type(comp), "wire_is_values", False)
+    monkeypatch.setattr(type(comp), "compress", Compressor.compress)
+    slow = comp.compress(x, None, layout)
+    assert torch.equal(fast.values, slow.values) and fast.values.data_ptr() != x.data_ptr()
+    assert all(torch.equal(a["values"], b["values"]) for a, b in zip(fast.parts, slow.parts))
+    assert torch.equal(fast_bytes, torch.stack(encode(comp, slow, layout)))
+    assert torch.equal(fast_back, decode(comp, fast_bytes, layout, dtype))
+
+
 def test_wire_fields_add_up_to_the_bit_rules_by_hand():
     comp = make_compressor("qsgd:3")
     assert [f.name for f in comp.wire_fields(10)] == ["scale", "level", "negative"]

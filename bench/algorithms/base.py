@@ -71,6 +71,11 @@ class Algorithm(Method, ABC):
     def step(self, grad: torch.Tensor | None, lr: float) -> Traffic:
         """One synchronous round. ``grad=None`` means no gradient (pure gossip, e.g. consensus)."""
 
+    def start_round(self) -> None:
+        """Called by the runner before it computes the round's gradients: a method may post here what the round
+        sends that does not depend on them (``comm.post_gossip``), and finish it in ``step``. ``step`` must also
+        work when this was not called (benchmarks and tests call it alone)."""
+
     def gradient_point(self) -> torch.Tensor:
         """Where the runner takes the next step's gradients ``[w, d]``: the models, or what a method computes
         on instead (AD-PSGD: each worker's snapshot, read when its computation started)."""

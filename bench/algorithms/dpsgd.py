@@ -25,6 +25,7 @@ from .link_copies import LinkCopies
 class DPSGD(catalog.DPSGD, Algorithm):
     def setup(self) -> None:
         self._exact = make_compressor("none")
+        self._posted = None  # this round's gossip of x, posted by start_round
         faults = self.comm.faults
         self.stale = faults is not None and faults.spec.delays
         if self.stale:  # the newest model heard per in-link, and what is on its way
@@ -32,6 +33,13 @@ class DPSGD(catalog.DPSGD, Algorithm):
             self.heard, self.heard_in = self.links.zeros()
             self.delay = self.links.delay_zeros()
             self.buffers = self.link_state = ("heard", "heard_in", "delay")
+
+    def start_round(self) -> None:
+        # the paper order gossips x^t, known before the gradient at x^t: post it now (the exact gossip only; a
+        # stale-copy round is worked out in step)
+        self._posted = None
+        if self.options.order == "paper" and not self.stale:
+            self._posted = self.comm.post_gossip(self._exact.compress(self.x))
 
     def _mix(self, v):
         if self.stale:
@@ -53,7 +61,8 @@ class DPSGD(catalog.DPSGD, Algorithm):
     def step(self, grad, lr: float) -> Traffic:
         d = self._direction(grad)
         if self.options.order == "paper":
-            mixed = self._mix(self.x)
+            posted, self._posted = self._posted, None
+            mixed = posted() if posted is not None else self._mix(self.x)
             self.x = mixed if d is None else mixed.sub_(d, alpha=lr)
         else:
             if d is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 import torch
@@ -78,6 +79,14 @@ class Communicator(ABC):
     @abstractmethod
     def gossip(self, message: Message) -> torch.Tensor:
         """Send ``message`` to the graph neighbours; return ``Σ_j w_ij q_j`` for each local row i."""
+
+    def post_gossip(self, message: Message) -> Callable[[], torch.Tensor]:
+        """Start the gossip of ``message`` and return what finishes it: a call that returns what ``gossip``
+        would. A method whose message does not depend on the round's gradient posts it before the gradient is
+        computed, so that a runtime with real messages sends while the gradient is computed and only waits, after
+        it, for what has not arrived (``--backend dist``: the round's recorded comm time is then that wait). Here
+        nothing starts early: the call gossips when it is made, so the result is the same bits."""
+        return lambda: self.gossip(message)
 
     def gossip_into(self, message: Message, out: torch.Tensor, self_shift: float = 0.0) -> torch.Tensor:
         """``out += Σ_j w_ij q_j + self_shift·q_i`` in place (a runtime may do it without temporaries)."""

@@ -6,7 +6,8 @@ each link's own message, both point to point (gloo on CPU, NCCL on GPU), one sen
 workers of one process are copied in memory (and counted all the same). The all-reduce and the all-gather are
 rings of point-to-point sends over the processes, so the bytes handed to torch.distributed are what those
 collectives put on each link. Time is measured, per round and per incoming link; the α–β model's prediction is
-kept beside it. A time-varying topology has one plan per round of its period; ``round`` (advanced by
+kept beside it. A gossip posted before the round's gradient (``post_gossip``: D-PSGD's paper order) sends at
+once and records as comm time only the wait after the gradient. A time-varying topology has one plan per round of its period; ``round`` (advanced by
 ``drain``, which ends every algorithm's step) picks it.
 """
 from __future__ import annotations
@@ -29,6 +30,12 @@ from .accounting import account_allgather, account_allreduce, account_exchange, 
 from .base import Communicator, LocalLinks, Traffic
 from .mixing import csr_like
 from .netmodel import NetworkModel, make_network
+
+
+# global_mean of at most this many numbers goes through process 0 (``_star_sum``), not gloo's ring all-reduce;
+# its messages carry a tag no link id reaches
+STAR_MAX = 1024
+STAR_TAG = 1 << 30
 
 
 def block_of(n: int, world: int, rank: int) -> tuple[int, int]:
@@ -170,6 +177,10 @@ class DistributedCommunicator(Communicator):
     def _links_exchange(self, payload_of, size: int, device) -> dict[int, torch.Tensor]:
         """Send ``payload_of(link)`` on every link to another process and receive on every link from one;
         returns the received bytes per link id. Records bytes per link and arrival times per incoming link."""
+        return self._links_wait(*self._links_post(payload_of, size, device))
+
+    def _links_post(self, payload_of, size: int, device) -> tuple[list, list, float]:
+        """``_links_exchange``'s first half: every receive posted, then every send; (receives, sends, start)."""
         plan, links = self.plan, self.plan.local.links
         start = time.perf_counter()
         receives = []
@@ -186,6 +197,11 @@ class DistributedCommunicator(Communicator):
         for e in range(plan.local.out.start, plan.local.out.stop):
             key = (int(links.src[e]), int(links.dst[e]))
             self.link_bytes[key] = self.link_bytes.get(key, 0) + size
+        return receives, sends, start
+
+    @staticmethod
+    def _links_wait(receives: list, sends: list, start: float) -> dict[int, tuple[torch.Tensor, float]]:
+        """``_links_exchange``'s second half: each receive's bytes and its arrival, seconds after ``start``."""
         arrived = {}
         for e, inbox, request in receives:
             request.wait()
@@ -196,19 +212,15 @@ class DistributedCommunicator(Communicator):
 
     # -- the Communicator interface ------------------------------------------------------
     def gossip(self, message: Message) -> torch.Tensor:
+        if self.faults is None:
+            return self._gossip_posted(message)(settled_from_post=True)
         start = time.perf_counter()
         values, plan = message.values, self.plan
         links = plan.local.links
         payloads = self._encode(message) if plan.send_to else []
         size = math.ceil(message.wire_bits / 8)
         arrived = self._links_exchange(lambda e: payloads[links.src[e] - self.lo], size, values.device)
-        received = [self._decode(torch.stack([arrived[int(e)][0] for e in plan.recv_from[p]]), message)
-                    for p in sorted(plan.recv_from)]
-        gathered = torch.cat([values, *received]) if received else values
-        if self.faults is None:
-            mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
-            self._settle_links(account_gossip, message, arrived, True, start)
-            return mixed
+        gathered = self._gathered(message, arrived)
         # a round with losses: every message travels and is counted; the receiver drops what was lost and keeps
         # its weight on its own row (D-PSGD's rule, bench/faults/reweight.py), as the simulator does
         delivered = self.faults.delivered(self.round, links)
@@ -218,6 +230,38 @@ class DistributedCommunicator(Communicator):
         mixed = torch.sparse.mm(csr_like(w_local, flat), flat).reshape(values.shape)
         self._settle_links(account_gossip, message, arrived, True, start, faulted=True)
         return mixed
+
+    def post_gossip(self, message: Message):
+        """The gossip's messages leave now; the returned call waits for what has not arrived, mixes, and records
+        that wait as the round's measured comm time (arrivals still count from the sends)."""
+        if self.faults is not None:
+            return super().post_gossip(message)
+        return self._gossip_posted(message)
+
+    def _gossip_posted(self, message: Message):
+        begun = time.perf_counter()
+        values, plan = message.values, self.plan
+        links = plan.local.links
+        payloads = self._encode(message) if plan.send_to else []
+        size = math.ceil(message.wire_bits / 8)
+        receives, sends, start = self._links_post(lambda e: payloads[links.src[e] - self.lo], size, values.device)
+
+        def finish(settled_from_post: bool = False) -> torch.Tensor:
+            waited = time.perf_counter()
+            arrived = self._links_wait(receives, sends, start)
+            gathered = self._gathered(message, arrived)
+            mixed = self._mix(gathered.reshape(gathered.shape[0], -1)).reshape(values.shape)
+            self._settle_links(account_gossip, message, arrived, True, begun if settled_from_post else waited)
+            return mixed
+
+        return finish
+
+    def _gathered(self, message: Message, arrived: dict) -> torch.Tensor:
+        """Our rows, then each received message decoded, in (peer, link) order: the columns of ``plan.w_local``."""
+        plan = self.plan
+        received = [self._decode(torch.stack([arrived[int(e)][0] for e in plan.recv_from[p]]), message)
+                    for p in sorted(plan.recv_from)]
+        return torch.cat([message.values, *received]) if received else message.values
 
     def exchange(self, message: Message) -> torch.Tensor:
         start = time.perf_counter()
@@ -300,5 +344,26 @@ class DistributedCommunicator(Communicator):
 
     def global_mean(self, x: torch.Tensor) -> torch.Tensor:
         total = x.sum(dim=0)
-        dist.all_reduce(total)
+        if total.numel() <= STAR_MAX and self.world > 1:
+            self._star_sum(total)
+        else:
+            dist.all_reduce(total)
         return total / self.n
+
+    def _star_sum(self, total: torch.Tensor) -> None:
+        """``total`` summed over the processes, in place and the same bits on every one: each process sends its
+        part to process 0, which adds them in rank order and sends the sum back. Two messages a process, where
+        gloo's ring all-reduce takes 2·(P − 1) hops one after another: for the few numbers of a read of the
+        losses or a flag, on a machine with fewer cores than ranks, each hop is a context switch
+        (docs/performance.md, h)."""
+        if self.rank == 0:
+            parts = [torch.empty_like(total) for _ in range(1, self.world)]
+            for request in [dist.irecv(part, src=r, tag=STAR_TAG) for r, part in enumerate(parts, 1)]:
+                request.wait()
+            for part in parts:
+                total.add_(part)
+            for request in [dist.isend(total, dst=r, tag=STAR_TAG) for r in range(1, self.world)]:
+                request.wait()
+        else:
+            dist.isend(total, dst=0, tag=STAR_TAG).wait()
+            dist.irecv(total, src=0, tag=STAR_TAG).wait()

@@ -50,6 +50,9 @@ class Compressor(OperatorSpec):
     (parts → values), ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
+    # whether a row's encoding is its values as float32 words, in order (``none``): wire.encode and decode then
+    # view the values as bytes and back, with no fields to take apart
+    wire_is_values: ClassVar[bool] = False
 
     # -- the maths of one segment ------------------------------------------------------------
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:

@@ -7,13 +7,27 @@ from __future__ import annotations
 
 import torch
 
+from typing import Sequence
+
 from ..catalog import compressors as catalog
-from .base import Compressor, WireField, register
+from .base import Compressor, Message, WireField, _check_input, register
 from .rows import RandomSource
 
 
 @register
 class Identity(catalog.Identity, Compressor):
+    wire_is_values = True  # the encoding is the values' float32 words in order (bench/compressors/wire.py)
+
+    def compress(self, x: torch.Tensor, generator: RandomSource = None, segments: Sequence[int] | None = None,
+                 out: torch.Tensor | None = None) -> Message:
+        """One copy of ``x`` (into ``out`` when given), its segments the parts: the per-segment path's values,
+        without a copy per segment and a concatenation."""
+        segments = _check_input(x, segments)
+        values = x.clone() if out is None else out.copy_(x)
+        parts = tuple({"values": piece} for piece in torch.split(values, segments, dim=1))
+        return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
+                       parts=parts, codec=self, segments=tuple(segments))
+
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         return {"values": seg.clone()}
 

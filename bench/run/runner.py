@@ -198,6 +198,7 @@ class Loop:
         """One training step; its loss is read later, with the next ones (``_after_step``)."""
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
+        p.algo.start_round()  # what the round sends regardless of the gradient goes out first (dist: while it computes)
         tick = time.perf_counter()
         grads, losses = p.task.gradients(p.algo.gradient_point(), batch)
         if cfg.grad_clip is not None:

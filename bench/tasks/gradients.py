@@ -143,21 +143,25 @@ def _detached(aux: Any) -> Any:
 def loop_gradients(flat: FlatModel, x: torch.Tensor, worker_loss: Callable[[int], torch.Tensor],
                    buffers: torch.Tensor | None = None):
     """``worker_loss(i)`` runs worker i's forward pass on the module (its row already loaded)
-    and returns the loss; per-worker buffers (BatchNorm statistics) are swapped in and out."""
+    and returns the loss; per-worker buffers (BatchNorm statistics) are swapped in and out. Each gradient is
+    taken with ``autograd.grad`` into worker i's row of the result: what ``backward`` would leave in the
+    parameters' ``.grad`` after ``zero_grad(set_to_none=True)``, without touching ``.grad`` or the optimizer-facing
+    state (a parameter the loss does not reach gets zeros)."""
     n = x.shape[0]
     grads = torch.empty_like(x)
     losses = torch.empty(n, dtype=x.dtype, device=x.device)
-    flat.model.train()
+    if not flat.model.training:  # train() walks every submodule; the evaluation sets eval() on the whole model
+        flat.model.train()
+    stacked = buffers is not None and buffers.numel() > 0
     for i in range(n):
         flat.load(x[i])
-        if buffers is not None and buffers.numel():
+        if stacked:
             flat.load_buffers(buffers[i])
-        flat.model.zero_grad(set_to_none=True)
         loss = worker_loss(i)
-        loss.backward()
-        grads[i] = flat.grad()
+        parts = torch.autograd.grad(loss, flat.params, allow_unused=True, materialize_grads=True)
+        torch.cat([g.reshape(-1) for g in parts], out=grads[i])
         losses[i] = loss.detach()
-        if buffers is not None and buffers.numel():
+        if stacked:
             buffers[i] = flat.get_buffers()
     return grads, losses
 

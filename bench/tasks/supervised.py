@@ -151,10 +151,13 @@ class SupervisedTask(Task):
             pen = self.penalty if self.penalty(x[0]) is not None else None
             return vmap_gradients(self.flat, self.loss, x, inputs, targets, pen, self.buffers)
 
+        penalised = self.penalty(x[0]) is not None
+
         def worker_loss(i: int) -> torch.Tensor:
             loss = self.loss(self.model(inputs[i]), targets[i])
-            pen = self.penalty(torch.cat([p.reshape(-1) for p in self.flat.params]))
-            return loss if pen is None else loss + pen
+            if not penalised:
+                return loss
+            return loss + self.penalty(torch.cat([p.reshape(-1) for p in self.flat.params]))
 
         return loop_gradients(self.flat, x, worker_loss, self.buffers)
 
