@@ -427,6 +427,9 @@ def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_
     with the metrics of a run never interrupted. A signal one rank alone caught reaches the others' decision
     through the step's all-reduce (bench/run/runner.py)."""
     launcher, ranks = _launched(tmp_path, 60, epochs=12)  # the signal comes after the first epoch's checkpoint
+    # each rank leads a session of its own (scheduled as a group of its own: bench/run/launch.py new_session), so
+    # only the launcher's forwarding can bring it a signal sent to the launcher
+    assert [os.getsid(pid) for pid in ranks.values()] == list(ranks.values()) and os.getsid(launcher.pid) != ranks[0]
     os.kill(launcher.pid if to == "launcher" else ranks[2], signal.SIGTERM)
     err = launcher.communicate(timeout=120)[1]
     info = json.loads((tmp_path / "run.json").read_text())

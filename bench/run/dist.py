@@ -183,7 +183,8 @@ def launch_ranks(command: list[str], procs: int, grace_s: float = GRACE_S) -> Ou
     """Run ``command`` as ``procs`` ranks with the rendezvous variables set. Once one rank fails, the
     others get ``grace_s`` seconds to stop by themselves and are then killed (a hung rank never would)."""
     port = _free_port()
-    children = [subprocess.Popen(command, env={**os.environ, **_rank_env(rank, procs, port)})
+    # each rank a session of its own, as a forked one makes itself (bench/run/launch.py ``new_session``)
+    children = [subprocess.Popen(command, env={**os.environ, **_rank_env(rank, procs, port)}, start_new_session=True)
                 for rank in range(procs)]
     return _watch(children, grace_s)
 

@@ -222,12 +222,27 @@ def run_rank(settings_path: str, out: str) -> int:
 def forked_rank(env: dict[str, str], settings_path: str, out: str) -> None:
     """A rank forked from the fork server (bench/run/dist.py ``launch_forked``): the launcher's environment
     with this rank's rendezvous variables, set before anything reads them (the server's own dates from when
-    it started), then ``run_rank``; its status is the process's exit status."""
+    it started), then ``run_rank``; its status is the process's exit status. Each rank is a session of its own
+    (``new_session``)."""
+    new_session()
     os.environ.clear()
     os.environ.update(env)
     _name_process(f"bench-rank-{env['RANK']}")
     torch.set_num_threads(int(env["OMP_NUM_THREADS"]))  # before the first operation starts a thread pool
     sys.exit(run_rank(settings_path, out))
+
+
+def new_session() -> None:
+    """Make this process a session of its own, as torchrun starts its workers. Where the kernel groups a session's
+    processes for scheduling (Linux's autogroup, on by default), ranks left in their launcher's session are one
+    group: with 8 ranks on 2 cores their gloo socket threads spent twice the system time (0.30 against 0.15 s a
+    rank over 300 steps) and the loop ran 1.2-1.4x slower (docs/performance.md, h); with autogroup off the
+    session makes no difference. A terminal's Ctrl-C then reaches the launcher alone, which forwards it to every
+    rank (bench/run/dist.py ``_watch``)."""
+    try:
+        os.setsid()
+    except OSError:  # already a session or group leader
+        pass
 
 
 def _name_process(name: str) -> None:
