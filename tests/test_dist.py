@@ -425,7 +425,7 @@ def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_
     """SIGTERM to the launcher (as Snakemake or Ctrl-C sends it; the launcher forwards it) or to one rank alone:
     every rank stops after the same step, with a checkpoint at that step, and the same command finishes the run
     with the metrics of a run never interrupted. A signal one rank alone caught reaches the others' decision
-    through the step's all-reduce (bench/run/runner.py)."""
+    through the next read of the losses (bench/run/runner.py)."""
     launcher, ranks = _launched(tmp_path, 60, epochs=12)  # the signal comes after the first epoch's checkpoint
     # each rank leads a session of its own (scheduled as a group of its own: bench/run/launch.py new_session), so
     # only the launcher's forwarding can bring it a signal sent to the launcher

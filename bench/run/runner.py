@@ -170,7 +170,8 @@ class Loop:
 
     def _losses_read(self) -> list[float]:
         """The mean over all workers of each step's loss since the last read, in order, from one collective:
-        under dist one all-reduce every ``LOSS_READ_EVERY`` steps (and at every evaluation, checkpoint and stop)
+        under dist one global sum (through rank 0: ``DistributedCommunicator._star_sum``) every ``LOSS_READ_EVERY`` steps
+        (and at every evaluation, checkpoint and stop)
         instead of one a step, which on a machine with fewer cores than ranks cost as much as the gossip itself
         (docs/performance.md, h); it also carries whether a signal has reached any process
         (``self.signalled``). The simulator reads the same steps at the same points."""
@@ -245,7 +246,7 @@ class Loop:
 
     def _loop(self) -> int:
         """Train with SIGTERM/SIGINT caught (a checkpoint, then status interrupted), then conclude."""
-        self.caught = caught = []  # the signals caught, in order; the step's all-reduce reads it under dist
+        self.caught = caught = []  # the signals caught, in order; the next read of the losses carries it under dist
         handlers = {s: signal.signal(s, lambda n, _f: caught.append(n)) for s in (signal.SIGTERM, signal.SIGINT)}
         try:
             status = self._train(caught)
