@@ -451,6 +451,30 @@ def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_
     pd.testing.assert_frame_equal(whole.drop(columns=TIMING), dist.drop(columns=TIMING))  # to the last bit
 
 
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")  # a zombie has stopped (an orphan's reaper may be slow to collect it)
+
+
+def test_ranks_stop_when_their_launcher_is_killed_outright(tmp_path):
+    """Each rank leads a session of its own, so a SIGKILL of the launcher (or of its process group) reaches none of
+    them: the fork server ends with the launcher, and the kernel sends each rank SIGTERM (bench/run/launch.py
+    ``stop_with_parent``). Every rank stops, with a checkpoint, instead of training on unwatched."""
+    launcher, ranks = _launched(tmp_path, 60, epochs=40)
+    assert all(_alive(pid) for pid in ranks.values())
+    os.kill(launcher.pid, signal.SIGKILL)
+    launcher.communicate(timeout=30)
+    deadline = time.time() + 60
+    while any(_alive(pid) for pid in ranks.values()) and time.time() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in ranks.values())
+    info = json.loads((tmp_path / "run.json").read_text())
+    assert info["status"] == "interrupted" and 0 < info["interrupted_at_step"] < info["total_steps"]
+
+
 def test_a_killed_rank_0_is_recorded_by_the_launcher(tmp_path):
     """Rank 0 writes run.json; killed, it cannot say the run failed: the launcher does, and exits 1."""
     launcher, ranks = _launched(tmp_path, 15)

@@ -111,6 +111,24 @@ def fork_server(preload: list[str] = ()) -> bool:
     return True
 
 
+def stop_with_parent(signum: int) -> None:
+    """Have the kernel send this process ``signum`` when its parent ends (Linux's PR_SET_PDEATHSIG; elsewhere
+    nothing). Ranks lead sessions of their own (bench/run/launch.py ``new_session``), so what is sent to the
+    launcher's process group (a scheduler killing a job outright) reaches none of them: the fork server takes
+    SIGKILL when the launcher ends, and each rank SIGTERM when its parent ends (the fork server, or the launcher
+    for a fresh interpreter), which it answers as any SIGTERM (a checkpoint, status interrupted) instead of
+    training on unwatched."""
+    parent = os.getppid()
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(1, int(signum), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os.kill(os.getpid(), signum)
+
+
 class _Forked:
     """A rank forked by the server, with the part of ``subprocess.Popen``'s interface the watcher uses."""
 

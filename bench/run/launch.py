@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -223,8 +224,11 @@ def forked_rank(env: dict[str, str], settings_path: str, out: str) -> None:
     """A rank forked from the fork server (bench/run/dist.py ``launch_forked``): the launcher's environment
     with this rank's rendezvous variables, set before anything reads them (the server's own dates from when
     it started), then ``run_rank``; its status is the process's exit status. Each rank is a session of its own
-    (``new_session``)."""
+    (``new_session``) that stops when its parent, the fork server, ends (``stop_with_parent``)."""
+    from .dist import stop_with_parent
+
     new_session()
+    stop_with_parent(signal.SIGTERM)
     os.environ.clear()
     os.environ.update(env)
     _name_process(f"bench-rank-{env['RANK']}")

@@ -8,6 +8,8 @@
 one line, status 2."""
 from __future__ import annotations
 
+import os
+import signal
 import sys
 
 
@@ -19,7 +21,11 @@ def main(argv: list[str] | None = None) -> int:
     from ..startup import hold
 
     hold()  # while the training code imports; the run releases it as it starts (bench/startup.py)
+    from .dist import CHILD_FLAG, stop_with_parent
     from .launch import run_rank
+
+    if os.environ.get(CHILD_FLAG):  # started by bench's own launcher, in a session of its own: stop with it
+        stop_with_parent(signal.SIGTERM)
 
     return run_rank(*args)
 
