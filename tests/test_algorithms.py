@@ -267,6 +267,40 @@ def test_local_step_momentum_nesterov_and_masked_weight_decay():
         LocalStepConfig(momentum=1.0)
 
 
+def _fresh_direction(cfg, mask, m, x, g):
+    """The local step written with a fresh tensor per operation (the form the reused buffers must match)."""
+    d = g.clone()
+    if cfg.weight_decay:
+        d.add_(x if mask is None else x * mask, alpha=cfg.weight_decay)
+    if cfg.momentum == 0.0:
+        return d, m
+    m = (torch.zeros_like(d) if m is None else m).mul_(cfg.momentum).add_(d)
+    return (d.add_(m, alpha=cfg.momentum) if cfg.nesterov else m.clone()), m
+
+
+@pytest.mark.parametrize("momentum,nesterov", [(0.0, False), (0.9, False), (0.9, True)])
+@pytest.mark.parametrize("mask", ["none", "ones", "some"])
+def test_the_local_step_reuses_its_buffers_and_gives_the_fresh_tensors_bits(momentum, nesterov, mask):
+    """LocalStep writes the direction into a buffer it reuses (valid until its next call) and drops a mask of all
+    ones: bit for bit the fresh-tensor form, step after step, and a direction handed out is not the gradient nor
+    the momentum buffer."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 13, generator=g)
+    masks = {"none": None, "ones": torch.ones(13), "some": (torch.rand(13, generator=g) > 0.3).float()}
+    cfg = LocalStepConfig(momentum=momentum, nesterov=nesterov, weight_decay=1e-2)
+    step, m = LocalStep(cfg, decay_mask=masks[mask]), None
+    assert (step.decay_mask is None) == (mask != "some")
+    for _ in range(4):
+        grad = torch.randn(5, 13, generator=g)
+        kept = grad.clone()
+        d = step.direction(x, grad)
+        expected, m = _fresh_direction(cfg, masks[mask], m, x, grad)
+        assert torch.equal(d, expected) and torch.equal(grad, kept)
+        assert d.data_ptr() not in (grad.data_ptr(), x.data_ptr()) and (
+            step.momentum_buffer is None or d.data_ptr() != step.momentum_buffer.data_ptr())
+        x = x - 0.1 * d
+
+
 def test_ecd_with_a_sparsifier_moves_only_the_sent_coordinates_by_hand():
     """Two workers on the complete graph (w = 1/2), top-1 of 2 coordinates, no gradient; by hand:
     setup s = W x0 = (1, 2.5), and y = x0 = [(2, 1), (0, 4)].

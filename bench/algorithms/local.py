@@ -32,14 +32,33 @@ class LocalStep:
 
     def __init__(self, config: LocalStepConfig | None = None, decay_mask: torch.Tensor | None = None):
         self.config = config or LocalStepConfig()
-        self.decay_mask = decay_mask  # [d] of 0/1: where weight decay applies (None: everywhere)
+        # [d] of 0/1: where weight decay applies (None: everywhere, also for a mask of all ones: x · 1 is x, the same
+        # bits without a pass over the state)
+        self.decay_mask = None if decay_mask is not None and bool((decay_mask == 1).all()) else decay_mask
         self.momentum_buffer: torch.Tensor | None = None
+        # working buffers, reused every step (a fresh [w, d] tensor a step costs a page-faulting allocation): the
+        # direction, which the caller uses before the next call, and the masked decay
+        self._d: torch.Tensor | None = None
+        self._decay: torch.Tensor | None = None
+
+    @staticmethod
+    def _buffer(held: torch.Tensor | None, like: torch.Tensor) -> torch.Tensor:
+        if held is None or held.shape != like.shape or held.dtype != like.dtype or held.device != like.device:
+            return torch.empty_like(like, memory_format=torch.contiguous_format)
+        return held
 
     def direction(self, x: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+        """The step's direction from ``grad [w, d]`` at ``x``, in a buffer this object reuses: valid until the next
+        call (every method uses it within its step). The same operations, in the same order, as fresh tensors."""
         cfg = self.config
-        d = grad.clone()
+        self._d = d = self._buffer(self._d, grad)
+        d.copy_(grad)
         if cfg.weight_decay:
-            decay = x if self.decay_mask is None else x * self.decay_mask
+            if self.decay_mask is None:
+                decay = x
+            else:
+                self._decay = decay = self._buffer(self._decay, x)
+                torch.mul(x, self.decay_mask, out=decay)
             d.add_(decay, alpha=cfg.weight_decay)
         if cfg.momentum == 0.0:
             return d
@@ -48,7 +67,7 @@ class LocalStep:
         m = self.momentum_buffer.mul_(cfg.momentum).add_(d)
         if cfg.nesterov:
             return d.add_(m, alpha=cfg.momentum)
-        return m.clone()
+        return d.copy_(m)
 
     def state_dict(self) -> dict:
         return {"momentum_buffer": self.momentum_buffer}

@@ -3,7 +3,8 @@ a. throughput of Choco-sign on a ring, mnist1d-mlp: simulated vs one gloo proces
    (n = 4, 8, 16; simulated alone at n = 64) [simulated >= 5x per-process at n = 16];
 b. one communication round of Choco (compress + gossip + update) at n = 64, d = 10^6 against one
    copy of the [n, d] float32 state [<= 8x for sign, top:0.01, qsgd:4];
-c. the step of Choco-sign against local SGD without communication at n = 64 [<= 1.25x];
+c. the step of Choco-sign against local SGD without communication at n = 64, bare and with Choco's own
+   momentum and weight decay [<= 1.25x];
 d. peak memory of n = 64 on mnist1d-mlp [< 2 GiB];
 e. gradients of 64 bare ResNet-20s, one vmap call against a loop over workers.
 The training step of the real tasks (f) and the CPU target (g) are in training.py and cpu_target.py."""
@@ -30,7 +31,10 @@ def _parts(n: int, device: str, **overrides):
     return build(cfg, device_of(device))
 
 
-def _train_steps(parts, steps: int, communicate: bool = True) -> None:
+def _train_steps(parts, steps: int, communicate: bool = True, local_step: bool = False) -> None:
+    """``steps`` training steps of ``parts``: the method's own (``communicate``), else local SGD without
+    communication: ``x −= η g`` (bare), or with the method's own local step (``local_step``: its momentum and
+    weight decay, the same LocalStep the method applies before it communicates)."""
     task, algo = parts.task, parts.algo
     batches = task.batches(0)
     for _ in range(steps):
@@ -42,6 +46,8 @@ def _train_steps(parts, steps: int, communicate: bool = True) -> None:
         grads, _ = task.gradients(algo.x, batch)
         if communicate:
             algo.step(grads, 0.05)
+        elif local_step:
+            algo.x.sub_(algo.local.direction(algo.x, grads), alpha=0.05)
         else:
             algo.x.sub_(grads, alpha=0.05)  # local SGD: the same gradient work, no compression, no gossip
 
@@ -88,15 +94,21 @@ def communication_round(compressor: str, n: int, d: int, repeats: int, device: s
     return ratio, figure(rounds, "s", False, "absolute")
 
 
-def overhead(n: int, steps: int, repeats: int, device: str) -> dict:
+def overhead(n: int, steps: int, repeats: int, device: str) -> tuple[dict, dict]:
+    """The Choco-sign step against local SGD without communication, paired repeats: (against the bare step
+    ``x −= η g``, as this figure has always been taken; against local SGD with Choco's own local step, Nesterov
+    momentum and weight decay, so that the ratio is what communicating adds)."""
     choco, local = _parts(n, device), _parts(n, device, algorithm="dpsgd", compressor="none")
     dev = torch.device(device)
-    with_comm, without = [], []
+    with_comm, bare, stepped = [], [], []
     for _ in range(repeats):
         with_comm += repeat(lambda: _train_steps(choco, steps), 1, dev, warmup=1 if not with_comm else 0)
-        without += repeat(lambda: _train_steps(local, steps, communicate=False), 1, dev,
-                          warmup=1 if not without else 0)
-    return ratio_figure(with_comm, without, "x local SGD step", False, target=1.25)
+        bare += repeat(lambda: _train_steps(local, steps, communicate=False), 1, dev, warmup=1 if not bare else 0)
+        stepped += repeat(lambda: _train_steps(local, steps, communicate=False, local_step=True), 1, dev,
+                          warmup=1 if not stepped else 0)
+    return (ratio_figure(with_comm, bare, "x local SGD step", False, target=1.25),
+            ratio_figure(with_comm, stepped, "x local SGD step with the same momentum and weight decay", False,
+                         target=1.25))
 
 
 def peak_memory(n: int, steps: int, device: str) -> dict:
