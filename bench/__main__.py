@@ -1,8 +1,6 @@
-from .allocator import keep_freed_memory
 from .startup import hold
 
 hold()  # no cyclic collection while the command's modules import (bench/startup.py); released before its work
-keep_freed_memory()  # large temporaries reuse freed pages instead of page-faulting fresh ones (bench/allocator.py)
 from .cli import main  # noqa: E402
 
 if __name__ == "__main__":  # not when a forked rank's preparation imports the parent's main module

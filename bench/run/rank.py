@@ -18,11 +18,9 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m bench.run.rank SETTINGS_FILE OUT", file=sys.stderr)
         return 2
-    from ..allocator import keep_freed_memory
     from ..startup import hold
 
     hold()  # while the training code imports; the run releases it as it starts (bench/startup.py)
-    keep_freed_memory()  # as `python -m bench` (bench/allocator.py)
     from .dist import CHILD_FLAG, stop_with_parent
     from .launch import run_rank
 
