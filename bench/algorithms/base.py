@@ -15,6 +15,7 @@ import torch
 from ..catalog.algorithms import AUTO, Method, NoOptions, parse_options  # noqa: F401  (their home)
 from ..comm import Communicator, Traffic
 from ..compressors import Compressor, make_compressor
+from ..compressors.scratch import Scratch
 from ..errors import BenchError
 from ..registry import Registry
 from .local import LocalStep
@@ -90,7 +91,13 @@ class Algorithm(Method, ABC):
         return None if grad is None else self.local.direction(self.x, grad)
 
     def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None):
-        return self.compressor.compress(v, self.generator, self.segments, out=out)
+        """The compressor's message of ``v``, its temporaries in buffers this method keeps from round to round
+        (bench/compressors/scratch.py)."""
+        scratch = self.__dict__.get("_scratch")
+        if scratch is None:
+            scratch = self._scratch = Scratch()
+        with scratch.lent():
+            return self.compressor.compress(v, self.generator, self.segments, out=out)
 
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
     buffers: ClassVar[tuple[str, ...]] = ()

@@ -17,6 +17,7 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
 from .rows import RandomSource, draw_uniform
+from .scratch import temporary
 
 @register
 class QSGD(catalog.QSGD, Compressor):
@@ -38,7 +39,7 @@ class QSGD(catalog.QSGD, Compressor):
         safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
         # Three [w, d] buffers, every pass in place: level, its fractional part, the uniforms.
         xi = torch.abs(seg).mul_(s / safe_norm)
-        frac = torch.frac(xi)
+        frac = torch.frac(xi, out=temporary("frac", tuple(xi.shape), xi.dtype, xi.device))
         uniform = draw_uniform(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
         # Round up with probability equal to the fractional part: E[ξ] = level. Rounding can
         # push a lone entry's level a hair above s; the clamp keeps ξ encodable in B bits.

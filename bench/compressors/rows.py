@@ -7,6 +7,7 @@ from typing import Union
 import torch
 
 from ..errors import BenchError
+from .scratch import temporary
 
 SEED_BOUND = 2**32  # rand-k seeds are 32-bit, the width they take on the wire
 
@@ -35,9 +36,14 @@ class RowStream:
         return (self.total_rows, *shape[1:])
 
     def rand(self, shape: tuple[int, ...], dtype: torch.dtype | None = None,
-             device: torch.device | str | None = None) -> torch.Tensor:
-        """Uniforms on [0, 1) shaped like ``shape`` (local rows first)."""
-        full = torch.rand(self._full_shape(tuple(shape)), generator=self.generator, dtype=dtype, device=device)
+             device: torch.device | str | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
+        """Uniforms on [0, 1) shaped like ``shape`` (local rows first); ``out``, when given, holds the whole
+        stack's draw (shaped like it), the same numbers."""
+        full_shape = self._full_shape(tuple(shape))
+        if out is None:
+            full = torch.rand(full_shape, generator=self.generator, dtype=dtype, device=device)
+        else:
+            full = torch.rand(full_shape, generator=self.generator, out=out)
         return full[self.lo : self.hi]
 
     def randint(self, high: int, shape: tuple[int, ...], device: torch.device | str | None = None) -> torch.Tensor:
@@ -53,10 +59,11 @@ RandomSource = Union[torch.Generator, RowStream, None]
 
 def draw_uniform(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
                  device: torch.device | str) -> torch.Tensor:
-    """Uniforms ``[rows, d]``; a plain generator draws exactly what ``torch.rand`` always drew."""
+    """Uniforms ``[rows, d]``; a plain generator draws exactly what ``torch.rand`` always drew, into a lent
+    buffer where the caller lends one (bench/compressors/scratch.py: the same numbers)."""
     if isinstance(source, RowStream):
-        return source.rand((rows, d), dtype=dtype, device=device)
-    return torch.rand((rows, d), generator=source, dtype=dtype, device=device)
+        return source.rand((rows, d), out=temporary("uniform", (source.total_rows, d), dtype, device))
+    return torch.rand((rows, d), generator=source, out=temporary("uniform", (rows, d), dtype, device))
 
 
 def draw_seeds(source: RandomSource, rows: int, device: torch.device | str) -> torch.Tensor:

@@ -19,6 +19,7 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, Message, WireField, register
 from .rows import RandomSource, draw_seeds
+from .scratch import temporary
 
 _MASK32 = 0xFFFFFFFF
 
@@ -89,7 +90,8 @@ def largest_indices(a: torch.Tensor, k: int) -> torch.Tensor:
     probe = a[:, :: max(1, d // _PROBES)]
     rank = max(1, int(probe.shape[1] * (1.0 - _MARGIN * k / d)))
     threshold = probe.kthvalue(rank, dim=1, keepdim=True).values
-    flat = (a >= threshold).view(-1).nonzero().squeeze(1)  # row-major: each row's candidates together
+    above = torch.ge(a, threshold, out=temporary("above", (w, d), torch.bool, a.device))
+    flat = above.view(-1).nonzero().squeeze(1)  # row-major: each row's candidates together
     rows = flat // d
     counts = torch.bincount(rows, minlength=w)
     if int(counts.min()) < k:
@@ -128,7 +130,7 @@ class TopK(catalog.TopK, _Sparse, Compressor):
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
-        index = largest_indices(seg.abs(), k)
+        index = largest_indices(torch.abs(seg, out=temporary("abs", tuple(seg.shape), seg.dtype, seg.device)), k)
         return {"kept": seg.gather(1, index), "index": index}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:
