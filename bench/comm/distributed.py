@@ -7,8 +7,9 @@ workers of one process are copied in memory (and counted all the same). The all-
 rings of point-to-point sends over the processes, so the bytes handed to torch.distributed are what those
 collectives put on each link. Time is measured, per round and per incoming link; the α–β model's prediction is
 kept beside it. A gossip posted before the round's gradient (``post_gossip``: D-PSGD's paper order) sends at
-once and records as comm time only the wait after the gradient. A time-varying topology has one plan per round of its period; ``round`` (advanced by
-``drain``, which ends every algorithm's step) picks it.
+once and records as comm time only the wait after the gradient. A time-varying topology has one plan per round
+of its period; ``round`` (advanced by ``drain``, which ends every algorithm's step) picks it. Small global
+sums (the losses read every 10 steps, flags) go through process 0 (``_star_sum``).
 """
 from __future__ import annotations
 
