@@ -263,15 +263,6 @@ class Loop:
 
     def _train(self, caught: list[int]) -> str:
         """Epochs until stop_at or the end ("completed") or a diverged loss ("diverged")."""
-        import resource, os, json, gc
-        r0 = resource.getrusage(resource.RUSAGE_SELF)
-        try:
-            return self._train2(caught)
-        finally:
-            r1 = resource.getrusage(resource.RUSAGE_SELF)
-            json.dump({"user": r1.ru_utime - r0.ru_utime, "sys": r1.ru_stime - r0.ru_stime}, open(f"/tmp/prof/fk{self.p.rank}.json", "w"))
-
-    def _train2(self, caught):
         if not self.counters.rows:
             self.add_row()
         while self.counters.global_step < self.stop:
