@@ -50,6 +50,7 @@ class Algorithm(Method, ABC):
         self.options, self.resolved = self.resolve_options(self.options, comm.topology if auto else None,
                                                            self.compressor)
         self.generator = generator
+        self._scratch = Scratch()  # buffers lent to the compressor for its temporaries (_compress)
         self.segments = list(segments) if segments is not None else None
         # each segment's tensor shape (a layer's weight matrix, ...), for methods that compress by shape
         # (low rank); None: one flat segment per worker, or no layer structure
@@ -93,10 +94,7 @@ class Algorithm(Method, ABC):
     def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None):
         """The compressor's message of ``v``, its temporaries in buffers this method keeps from round to round
         (bench/compressors/scratch.py)."""
-        scratch = self.__dict__.get("_scratch")
-        if scratch is None:
-            scratch = self._scratch = Scratch()
-        with scratch.lent():
+        with self._scratch.lent():
             return self.compressor.compress(v, self.generator, self.segments, out=out)
 
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.

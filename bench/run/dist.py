@@ -119,14 +119,21 @@ def stop_with_parent(signum: int) -> None:
     for a fresh interpreter), which it answers as any SIGTERM (a checkpoint, status interrupted) instead of
     training on unwatched."""
     parent = os.getppid()
-    try:
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, int(signum), 0, 0, 0)  # PR_SET_PDEATHSIG
-    except (OSError, AttributeError):
+    if not prctl(1, int(signum)):  # PR_SET_PDEATHSIG
         return
     if os.getppid() != parent:  # the parent ended before the request was made
         os.kill(os.getpid(), signum)
+
+
+def prctl(option: int, value) -> bool:
+    """Linux's ``prctl(option, value)`` for this process; False where there is none (another system)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).prctl(option, value, 0, 0, 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 class _Forked:

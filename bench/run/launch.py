@@ -252,9 +252,6 @@ def new_session() -> None:
 def _name_process(name: str) -> None:
     """The name ``ps`` and /proc/PID/comm show (Linux; elsewhere nothing): a forked rank would otherwise
     carry the fork server's."""
-    try:
-        import ctypes
+    from .dist import prctl
 
-        ctypes.CDLL(None).prctl(15, name.encode()[:15], 0, 0, 0)  # PR_SET_NAME
-    except (OSError, AttributeError):
-        pass
+    prctl(15, name.encode()[:15])  # PR_SET_NAME
