@@ -147,11 +147,10 @@ class SupervisedTask(Task):
         if self.gradient_path is None:
             self.prepare(x)
         inputs, targets = self.fetch(batch)
+        penalised = self.penalty(x[0]) is not None  # whether the task has a penalty term at all
         if self.gradient_path == "vmap":
-            pen = self.penalty if self.penalty(x[0]) is not None else None
+            pen = self.penalty if penalised else None
             return vmap_gradients(self.flat, self.loss, x, inputs, targets, pen, self.buffers)
-
-        penalised = self.penalty(x[0]) is not None
 
         def worker_loss(i: int) -> torch.Tensor:
             loss = self.loss(self.model(inputs[i]), targets[i])
