@@ -184,6 +184,27 @@ def test_sign_error_is_exact_per_row_and_segment():
     assert (out[0, :3] > 0).all()
 
 
+def test_the_sign_scale_of_a_long_float32_row_is_its_l1_norm_to_float32_precision():
+    # A running float32 total over 10⁵ entries drifts by about 1e-5 of the norm (torch's vector_norm(ord=1) on a
+    # CPU did, every sign run's scale); the pairwise sum keeps to a few ulp. Checked against float64.
+    d = 100_000
+    x = torch.randn(3, d, generator=gen(11), dtype=torch.float32).mul_(torch.tensor([[1.0], [1e-3], [1e3]]))
+    scale = make_compressor("sign").compress(x, None).parts[0]["scale"]
+    exact = x.double().abs().sum(1, keepdim=True) / d
+    assert ((scale.double() - exact).abs() / exact).max() < 1e-6
+
+
+@pytest.mark.parametrize("length", [0, 8, 13, 64, 8 * 1001])
+@pytest.mark.parametrize("density", [0.0, 0.02, 0.5, 1.0])
+def test_the_true_positions_of_a_mask_are_its_nonzero_in_order(length, density):
+    from bench.compressors.sparsify import _true_positions
+
+    mask = torch.rand(length, generator=gen(length)) < density
+    mask[:1] = density > 0  # a True in the first word where any are set
+    for m in (mask, torch.cat([torch.zeros(3, dtype=torch.bool), mask])[3:]):  # aligned, then a view off by 3 bytes
+        torch.testing.assert_close(_true_positions(m), m.nonzero().squeeze(1), rtol=0, atol=0)
+
+
 def test_topk_contracts_on_every_draw_and_keeps_the_largest():
     comp = make_compressor("top:0.1")
     g = gen(4)
