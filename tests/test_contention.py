@@ -35,6 +35,15 @@ def test_others_share_is_machine_busy_less_own_over_wall_times_cores():
     assert m.result["machine_busy_s"] == 4.0 and m.result["own_cpu_s"] == 1.0 and m.result["wall_s"] == 2.0
 
 
+def test_a_span_shorter_than_a_tick_never_reads_more_than_the_whole_machine():
+    texts = iter([stat(0, 0), stat(2, 0)])            # two 10 ms ticks landed inside the span
+    own = iter([0.0, 0.0])
+    clock = iter([0.0, 0.00015])                      # 0.15 ms: 66 times the machine, taken at face value
+    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
+        pass
+    assert m.result["others_cpu_share"] == 1.0
+
+
 def test_no_proc_stat_says_unavailable_and_never_raises():
     def missing():
         raise FileNotFoundError("/proc/stat")

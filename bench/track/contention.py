@@ -86,6 +86,9 @@ class CpuMeter:
         if wall <= 0:
             return
         others = max(0.0, (busy1 - busy0) - (own1 - own0))
-        self.result = {"method": "proc-stat", "others_cpu_share": round(others / (wall * self.cores), 3),
+        # /proc/stat counts in ticks (10 ms): over a span of a few ms one tick can land inside it, and the share
+        # would read above 1, more than every core. No process can take more than the machine: the share is
+        # capped at 1, and a span shorter than a tick says little either way (its wall_s says so).
+        self.result = {"method": "proc-stat", "others_cpu_share": round(min(1.0, others / (wall * self.cores)), 3),
                        "machine_busy_s": round(busy1 - busy0, 2), "own_cpu_s": round(own1 - own0, 2),
                        "wall_s": round(wall, 2), "cores": self.cores}
