@@ -277,6 +277,43 @@ def test_qsgd_values_lie_on_the_per_segment_grid():
             assert torch.equal(seg_out[nz].sign(), seg_x[nz].sign())
 
 
+def test_qsgd_rounds_up_with_the_fractional_part_to_sixteen_bits_and_its_levels_are_small_integers():
+    # qsgd:7 (s = 127): per row one entry B that holds most of the norm and m entries a at level v = 2.3
+    # (a = 2.3‖x‖/s, solved for ‖x‖² = B² + m·a²). Each of those rounds to 3 with probability ⌊2^16·0.3⌋/2^16
+    # (draw_rounding's 16-bit offsets), else to 2.
+    s, m, rows = 127, 2_000, 300
+    a = math.sqrt(2.3**2 / (s**2 - 2.3**2 * m))  # with B = 1
+    row = torch.full((1, m + 1), a, dtype=torch.float64)
+    row[0, 0] = 1.0
+    parts = make_compressor("qsgd:7,biased=false").compress(row.repeat(rows, 1), gen(3)).parts[0]
+    level = parts["level"][:, 1:]
+    assert level.dtype == torch.uint8 and set(level.unique().tolist()) == {2, 3}
+    p, n = math.floor(2**16 * 0.3) / 2**16, level.numel()
+    up = float((level == 3).double().mean())
+    assert abs(up - p) < 4 * math.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("d", [100, 10_001])  # below and above NUMPY_TICKS: torch's generator, then numpy's
+def test_the_rounding_offsets_are_sixteen_bit_integers_fixed_by_the_generator_and_shared_by_row_streams(d):
+    from bench.compressors.rows import NUMPY_TICKS, RowStream, draw_rounding
+
+    assert 6 * 100 <= NUMPY_TICKS < 6 * 10_001
+    ticks, step = draw_rounding(gen(7), 6, d, torch.float32, "cpu")
+    assert step == 2.0**-16 and ticks.shape == (6, d)
+    assert torch.equal(ticks, ticks.round()) and ticks.min() >= 0 and ticks.max() < 2**16
+    assert abs(float(ticks.double().mean()) - (2**16 - 1) / 2) < 4 * 2**16 / math.sqrt(12 * ticks.numel())
+    again, _ = draw_rounding(gen(7), 6, d, torch.float32, "cpu")
+    other, _ = draw_rounding(gen(8), 6, d, torch.float32, "cpu")
+    assert torch.equal(again, ticks) and not torch.equal(other, ticks)
+    g = gen(7)
+    first, _ = draw_rounding(g, 6, d, torch.float32, "cpu")
+    second, _ = draw_rounding(g, 6, d, torch.float32, "cpu")  # the generator moved on: a fresh draw
+    assert torch.equal(first, ticks) and not torch.equal(second, ticks)
+    halves = [draw_rounding(RowStream(gen(7), 6, lo, hi), hi - lo, d, torch.float32, "cpu")[0]
+              for lo, hi in ((0, 2), (2, 6))]
+    assert torch.equal(torch.cat(halves), ticks)
+
+
 # --------------------------------------------------------------------------- unbiasedness --
 def bias_ratio(comp, x: torch.Tensor, n: int, seed: int) -> float:
     """‖mean of n draws − x‖² over the summed squared standard errors of that mean: ≈ 1 for an

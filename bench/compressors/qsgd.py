@@ -1,5 +1,6 @@
 """``qsgd:B``: QSGD with B bits, s = 2^B − 1 levels (Alistarh et al. 2017), per row and segment:
-Q(x)_j = ‖x‖₂ sign(x_j) ξ_j / s with ξ_j the stochastic rounding of s|x_j|/‖x‖₂ (unbiased).
+Q(x)_j = ‖x‖₂ sign(x_j) ξ_j / s with ξ_j the stochastic rounding of s|x_j|/‖x‖₂ (unbiased: on a CPU to
+2^-16 of a level, the resolution of its random offsets, bench/compressors/rows.py ``draw_rounding``).
 The contraction form (option ``biased=true``, Choco's default) divides by τ = 1 + min(d/s², √d/s).
 
 Bits per segment of d entries: paper B·d (the norm is not counted); wire 32 + d·(B + 1)
@@ -16,8 +17,14 @@ import torch
 
 from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
-from .rows import RandomSource, draw_uniform
+from .rows import RandomSource, draw_rounding
 from .scratch import temporary
+
+def _level_dtype(levels: int) -> torch.dtype:
+    """The narrowest integer type holding 0..levels + 1 (a level before its clamp): a message's level indices take
+    a quarter of float32's memory up to 7 bits."""
+    return torch.uint8 if levels < 255 else torch.int32
+
 
 @register
 class QSGD(catalog.QSGD, Compressor):
@@ -37,13 +44,14 @@ class QSGD(catalog.QSGD, Compressor):
         norm = torch.linalg.vector_norm(seg, dim=1, keepdim=True)
         # A zero row has level 0 everywhere; dividing by 1 instead of 0 keeps NaN out.
         safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
-        # Three [w, d] buffers, every pass in place: level, its fractional part, the uniforms.
-        xi = torch.abs(seg).mul_(s / safe_norm)
-        frac = torch.frac(xi, out=temporary("frac", tuple(xi.shape), xi.dtype, xi.device))
-        uniform = draw_uniform(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
-        # Round up with probability equal to the fractional part: E[ξ] = level. Rounding can
-        # push a lone entry's level a hair above s; the clamp keeps ξ encodable in B bits.
-        xi.sub_(frac).add_(uniform.lt_(frac)).clamp_(max=s)
+        # v = s|x|/‖x‖, then ξ = ⌊v + u⌋ with u uniform on [0, 1): ⌊v⌋ + 1 with probability frac(v), so E[ξ] = v
+        # (to the offsets' resolution, see draw_rounding). Rounding can push a lone entry's level a hair above s;
+        # the clamp keeps ξ encodable in B bits.
+        v = torch.abs(seg, out=temporary("v", tuple(seg.shape), seg.dtype, seg.device)).mul_(s / safe_norm)
+        ticks, step = draw_rounding(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
+        v.add_(ticks, alpha=step)
+        # v ≥ 0, so the integer conversion's truncation is the floor; ⌊v⌋ ≤ s + 1 fits the integer type.
+        xi = torch.empty(v.shape, dtype=_level_dtype(s), device=v.device).copy_(v).clamp_(max=s)
         scale = norm / (s * self.tau(seg.shape[1])) if self.biased else norm / s
         # The sign bits are materialised only when the message goes on a wire (wire_parts).
         return {"scale": scale, "level": xi, "sign_of": seg}
@@ -65,8 +73,8 @@ class QSGD(catalog.QSGD, Compressor):
 
     def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
         if "sign_of" in parts:
-            torch.mul(parts["level"], parts["scale"], out=out)
-            out.copysign_(parts["sign_of"])
+            # the integer levels into the floats, then the scale: torch's mixed-type product is a slow scalar loop
+            out.copy_(parts["level"]).mul_(parts["scale"]).copysign_(parts["sign_of"])
         else:
             out.copy_(self._decode_segment(parts, d))
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Union
 
+import numpy as np
 import torch
 
 from ..errors import BenchError
 from .scratch import temporary
 
 SEED_BOUND = 2**32  # rand-k seeds are 32-bit, the width they take on the wire
+ROUNDING_BITS = 16  # random bits per entry of a stochastic rounding on a CPU (draw_rounding)
+NUMPY_TICKS = 1 << 13  # above this many entries in the stack, draw_rounding's ticks come from numpy (cheaper from ~10⁴)
 
 
 class RowStream:
@@ -64,6 +67,34 @@ def draw_uniform(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
     if isinstance(source, RowStream):
         return source.rand((rows, d), out=temporary("uniform", (source.total_rows, d), dtype, device))
     return torch.rand((rows, d), generator=source, out=temporary("uniform", (rows, d), dtype, device))
+
+
+def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
+                  device: torch.device | str) -> tuple[torch.Tensor, float]:
+    """Offsets for stochastic rounding, ``(ticks [rows, d], step)``: ⌊v + step·tick⌋ is ⌊v⌋ + 1 with probability
+    frac(v), to the resolution of the offsets. On a CPU each tick is an integer 0 ≤ t < 2^16 (as ``dtype``) and
+    ``step`` 2^-16, so rounding up has probability ⌊2^16·frac(v)⌋/2^16, within 2^-16 below frac(v) (torch.rand's
+    float32 uniforms came within 2^-24, at five times the time). A stack of more than ``NUMPY_TICKS`` entries takes
+    its 16 random bits per entry from numpy's SFC64, four to a 64-bit word, seeded by one 62-bit draw of
+    ``source``; a smaller one from ``source`` itself (torch.randint), where numpy's set-up would cost more than
+    the draw (docs/performance.md, "QSGD's rounding"). Either way a checkpoint of the run's generator fixes every
+    later draw, and a RowStream's processes all draw the stack's ticks and keep their rows. Elsewhere
+    ``torch.rand`` of the device's generator, step 1."""
+    if torch.device(device).type != "cpu":
+        return draw_uniform(source, rows, d, dtype, device), 1.0
+    generator = source.generator if isinstance(source, RowStream) else source
+    total, lo = (source._full_shape((rows, d))[0], source.lo) if isinstance(source, RowStream) else (rows, 0)
+    step = 2.0 ** -ROUNDING_BITS
+    if total * d <= NUMPY_TICKS:
+        whole = torch.randint(0, 2**ROUNDING_BITS, (total, d), generator=generator,
+                              out=temporary("ticks", (total, d), dtype, device))
+        return whole[lo:lo + rows], step
+    seed = int(torch.randint(0, 2**62, (), generator=generator))
+    per_word = 64 // ROUNDING_BITS
+    words = -(-d // per_word)  # each row starts on a fresh 64-bit word
+    raw = np.random.SFC64(seed).random_raw(total * words)
+    ticks = torch.from_numpy(raw).view(torch.uint16).view(total, words * per_word)[lo:lo + rows, :d]
+    return temporary("ticks", (rows, d), dtype, device).copy_(ticks), step
 
 
 def draw_seeds(source: RandomSource, rows: int, device: torch.device | str) -> torch.Tensor:
