@@ -52,14 +52,15 @@ class LocalStep:
         call (every method uses it within its step). The same operations, in the same order, as fresh tensors."""
         cfg = self.config
         self._d = d = self._buffer(self._d, grad)
-        d.copy_(grad)
         if cfg.weight_decay:
             if self.decay_mask is None:
                 decay = x
             else:
                 self._decay = decay = self._buffer(self._decay, x)
                 torch.mul(x, self.decay_mask, out=decay)
-            d.add_(decay, alpha=cfg.weight_decay)
+            torch.add(grad, decay, alpha=cfg.weight_decay, out=d)  # add_'s kernel on a copy of grad: one pass
+        else:
+            d.copy_(grad)
         if cfg.momentum == 0.0:
             return d
         if self.momentum_buffer is None:
