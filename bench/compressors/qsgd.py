@@ -20,6 +20,7 @@ from .base import Compressor, WireField, register
 from .rows import RandomSource, draw_rounding
 from .scratch import temporary
 
+
 def _level_dtype(levels: int) -> torch.dtype:
     """The narrowest integer type holding 0..levels + 1 (a level before its clamp): a message's level indices take
     a quarter of float32's memory up to 7 bits."""
