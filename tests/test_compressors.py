@@ -312,6 +312,8 @@ def test_the_rounding_offsets_are_sixteen_bit_integers_fixed_by_the_generator_an
     halves = [draw_rounding(RowStream(gen(7), 6, lo, hi), hi - lo, d, torch.float32, "cpu")[0]
               for lo, hi in ((0, 2), (2, 6))]
     assert torch.equal(torch.cat(halves), ticks)
+    half, _ = draw_rounding(gen(7), 6, d, torch.float16, "cpu")  # a 16-bit float would round ticks above 2^11
+    assert half.dtype == torch.float32 and torch.equal(half, ticks)
 
 
 # --------------------------------------------------------------------------- unbiasedness --

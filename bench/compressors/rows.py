@@ -85,6 +85,7 @@ def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
     generator = source.generator if isinstance(source, RowStream) else source
     total, lo = (source._full_shape((rows, d))[0], source.lo) if isinstance(source, RowStream) else (rows, 0)
     step = 2.0 ** -ROUNDING_BITS
+    dtype = torch.promote_types(dtype, torch.float32)  # every tick exact: a 16-bit float holds integers to 2^11 only
     if total * d <= NUMPY_TICKS:
         whole = torch.randint(0, 2**ROUNDING_BITS, (total, d), generator=generator,
                               out=temporary("ticks", (total, d), dtype, device))
