@@ -194,6 +194,23 @@ def test_the_sign_scale_of_a_long_float32_row_is_its_l1_norm_to_float32_precisio
     assert ((scale.double() - exact).abs() / exact).max() < 1e-6
 
 
+@pytest.mark.parametrize("d", [1_000, 40_000, 100_000])
+def test_a_sign_row_gets_the_same_scale_alone_as_in_a_stack(d):
+    # what lets the simulator and each rank of --backend dist agree: torch's vector_norm and a whole-row sum both
+    # split one long row's reduction across threads, and gave a lone row other bits from 4·10⁴ entries
+    # (the tests run one thread, where nothing is split: two here, as a run has)
+    x = torch.randn(16, d, generator=gen(12), dtype=torch.float32)
+    comp = make_compressor("sign")
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        stacked = comp.compress(x, None).parts[0]["scale"]
+        alone = torch.cat([comp.compress(x[i:i + 1].clone(), None).parts[0]["scale"] for i in range(16)])
+    finally:
+        torch.set_num_threads(before)
+    assert torch.equal(stacked, alone)
+
+
 @pytest.mark.parametrize("length", [0, 8, 13, 64, 8 * 1001])
 @pytest.mark.parametrize("density", [0.0, 0.02, 0.5, 1.0])
 def test_the_true_positions_of_a_mask_are_its_nonzero_in_order(length, density):

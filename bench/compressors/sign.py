@@ -13,14 +13,28 @@ from .rows import RandomSource
 from .scratch import temporary
 
 
+L1_BLOCK = 1 << 14  # columns a CPU L1 norm sums at a time
+
+
 def l1_norm(seg: torch.Tensor) -> torch.Tensor:
-    """‖row‖₁ of each row of ``seg`` [w, d], shaped [w, 1]. On a CPU, |x| into a lent buffer and torch's sum:
-    the sum adds pairwise, so its relative error stays near 1e-7 at d = 10⁶, where ``vector_norm(ord=1)`` adds
-    in one running float32 total (1e-4) through a scalar loop, 1.3× (2 threads, 64 × 10⁶) to 4× (64 × 10⁴)
-    slower (docs/performance.md, "The sign round's L1 norm"). Elsewhere ``vector_norm``: one pass, tree-reduced."""
+    """‖row‖₁ of each row of ``seg`` [w, d], shaped [w, 1]. On a CPU: for each block of ``L1_BLOCK`` columns, |x| into
+    a lent [w, L1_BLOCK] buffer and torch's pairwise ``sum``, the block sums added in column order. The relative
+    error stays near 1e-7 at d = 10⁶, where ``vector_norm(ord=1)`` keeps one running float32 total (1e-4) in a
+    scalar loop, 2× slower at 64 × 10⁶ and 4× at 64 × 10⁴; the block stays in the cache between the two passes,
+    so a long row is read from memory once (docs/performance.md, "The sign round's L1 norm"). A block is summed
+    on one thread, so a row gets the same bits alone as in any stack (the simulator and each rank of
+    ``--backend dist`` agree). Elsewhere ``vector_norm``: one pass, tree-reduced."""
     if seg.device.type != "cpu":
         return torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True)
-    return torch.abs(seg, out=temporary("abs", tuple(seg.shape), seg.dtype, seg.device)).sum(dim=1, keepdim=True)
+    w, d = seg.shape
+    buffer = temporary("abs", (w, min(d, L1_BLOCK)), seg.dtype, seg.device)
+    if d <= L1_BLOCK:
+        return torch.abs(seg, out=buffer).sum(dim=1, keepdim=True)
+    total = torch.zeros(w, 1, dtype=seg.dtype, device=seg.device)
+    for start in range(0, d, L1_BLOCK):
+        block = seg[:, start:start + L1_BLOCK]
+        total.add_(torch.abs(block, out=buffer[:, :block.shape[1]]).sum(dim=1, keepdim=True))
+    return total
 
 
 @register
