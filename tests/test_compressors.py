@@ -310,6 +310,26 @@ def test_qsgd_rounds_up_with_the_fractional_part_to_sixteen_bits_and_its_levels_
     assert abs(up - p) < 4 * math.sqrt(p * (1 - p) / n)
 
 
+@pytest.mark.parametrize("spec", ["qsgd:4", "qsgd:8,biased=false"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_qsgd_rounded_a_block_at_a_time_gives_the_whole_segments_bits(spec, dtype):
+    from bench.compressors.qsgd import QSGD_BLOCK
+    from bench.compressors.rows import RowStream
+
+    comp = make_compressor(spec)
+    segments = [7, 2 * QSGD_BLOCK + 5, QSGD_BLOCK]  # below, across and at a block's width
+    x = torch.randn(5, sum(segments), generator=gen(13), dtype=dtype)
+    x[1, 20:40] = 0.0
+    whole = comp.compress(x, gen(21), segments)  # no values buffer: the unblocked path
+    blocked = comp.compress(x, gen(21), segments, out=torch.empty_like(x))
+    assert torch.equal(blocked.values, whole.values)
+    for a, b in zip(blocked.parts, whole.parts):
+        assert torch.equal(a["level"], b["level"]) and torch.equal(a["scale"], b["scale"])
+    rows = [comp.compress(x[lo:hi], RowStream(gen(21), 5, lo, hi), segments, out=torch.empty_like(x[lo:hi])).values
+            for lo, hi in ((0, 2), (2, 5))]
+    assert torch.equal(torch.cat(rows), whole.values)
+
+
 @pytest.mark.parametrize("d", [100, 10_001])  # below and above NUMPY_TICKS: torch's generator, then numpy's
 def test_the_rounding_offsets_are_sixteen_bit_integers_fixed_by_the_generator_and_shared_by_row_streams(d):
     from bench.compressors.rows import NUMPY_TICKS, RowStream, draw_rounding

@@ -65,6 +65,14 @@ class Compressor(OperatorSpec):
         only when a message is really sent)."""
         return parts
 
+    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource, out: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``_compress_segment``, its values written into ``out`` [w, d_seg]. An operator may do both in one sweep
+        over the segment, a block of columns at a time while the block is in the cache (QSGD), giving the same parts
+        and the same values bit for bit."""
+        parts = self._compress_segment(seg, source)
+        self._decode_segment_into(parts, seg.shape[1], out)
+        return parts
+
     def _decode_segment_into(self, parts: dict[str, torch.Tensor], d: int, out: torch.Tensor) -> None:
         """Write the segment's values into ``out``; operators override it to skip the temporary."""
         out.copy_(self._decode_segment(parts, d))
@@ -102,12 +110,12 @@ class Compressor(OperatorSpec):
         instead of allocating [w, d] each time; the message's parts may refer to x, so send the
         message before changing x."""
         segments = _check_input(x, segments)
-        parts = tuple(self._compress_segment(seg, generator) for seg in torch.split(x, segments, dim=1))
         if out is not None:
-            for p, d, piece in zip(parts, segments, torch.split(out, segments, dim=1)):
-                self._decode_segment_into(p, d, piece)
+            parts = tuple(self._compress_segment_into(seg, generator, piece) for seg, piece in
+                          zip(torch.split(x, segments, dim=1), torch.split(out, segments, dim=1)))
             values = out
         else:
+            parts = tuple(self._compress_segment(seg, generator) for seg in torch.split(x, segments, dim=1))
             pieces = [self._decode_segment(p, d) for p, d in zip(parts, segments)]
             values = pieces[0] if len(pieces) == 1 else torch.cat(pieces, dim=1)
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),

@@ -17,8 +17,11 @@ import torch
 
 from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
-from .rows import RandomSource, draw_rounding
+from .rows import RandomSource, draw_rounding, rounding_ticks
 from .scratch import temporary
+
+
+QSGD_BLOCK = 1 << 14  # columns a CPU rounds and decodes at a time (QSGD._compress_segment_into)
 
 
 def _level_dtype(levels: int) -> torch.dtype:
@@ -40,22 +43,53 @@ class QSGD(catalog.QSGD, Compressor):
         s = self.levels
         return 1.0 + min(d / s**2, math.sqrt(d) / s)
 
-    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
+    def _multiplier_and_scale(self, seg: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Per row [w, 1]: s/‖x‖ (v = s|x|/‖x‖ is the level before rounding) and the scale a level is sent with."""
         s = self.levels
         norm = torch.linalg.vector_norm(seg, dim=1, keepdim=True)
         # A zero row has level 0 everywhere; dividing by 1 instead of 0 keeps NaN out.
         safe_norm = torch.where(norm > 0, norm, torch.ones_like(norm))
-        # v = s|x|/‖x‖, then ξ = ⌊v + u⌋ with u uniform on [0, 1): ⌊v⌋ + 1 with probability frac(v), so E[ξ] = v
-        # (to the offsets' resolution, see draw_rounding). Rounding can push a lone entry's level a hair above s;
-        # the clamp keeps ξ encodable in B bits.
-        v = torch.abs(seg, out=temporary("v", tuple(seg.shape), seg.dtype, seg.device)).mul_(s / safe_norm)
-        ticks, step = draw_rounding(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
-        v.add_(ticks, alpha=step)
-        # v ≥ 0, so the integer conversion's truncation is the floor; ⌊v⌋ ≤ s + 1 fits the integer type.
-        xi = torch.empty(v.shape, dtype=_level_dtype(s), device=v.device).copy_(v).clamp_(max=s)
         scale = norm / (s * self.tau(seg.shape[1])) if self.biased else norm / s
+        return s / safe_norm, scale
+
+    def _round_into(self, seg: torch.Tensor, multiplier: torch.Tensor, ticks: torch.Tensor, step: float,
+                    v: torch.Tensor, level: torch.Tensor) -> None:
+        """``level`` ← ξ = ⌊v + step·tick⌋ with v = |seg|·multiplier computed in ``v``, a buffer like seg. With the
+        ticks uniform, ξ is ⌊v⌋ + 1 with probability frac(v), so E[ξ] = v (to the offsets' resolution, see
+        rows.rounding_ticks). v ≥ 0, so the integer conversion's truncation is the floor; ⌊v⌋ ≤ s + 1 fits the
+        level's type, and the clamp keeps a lone entry whose level rounding pushed a hair above s encodable in B bits."""
+        torch.abs(seg, out=v).mul_(multiplier).add_(ticks, alpha=step)
+        level.copy_(v).clamp_(max=self.levels)
+
+    def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
+        multiplier, scale = self._multiplier_and_scale(seg)
+        ticks, step = draw_rounding(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
+        level = torch.empty(seg.shape, dtype=_level_dtype(self.levels), device=seg.device)
+        self._round_into(seg, multiplier, ticks, step, temporary("v", tuple(seg.shape), seg.dtype, seg.device), level)
         # The sign bits are materialised only when the message goes on a wire (wire_parts).
-        return {"scale": scale, "level": xi, "sign_of": seg}
+        return {"scale": scale, "level": level, "sign_of": seg}
+
+    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource, out: torch.Tensor) -> dict[str, torch.Tensor]:
+        """On a CPU, a long segment is rounded and decoded a block of ``QSGD_BLOCK`` columns at a time: |x|, the
+        offsets as floats, the levels and the values of a block are made while it is in the cache, instead of seven
+        passes over the whole state in memory (docs/performance.md, "QSGD's rounding"). The same operations on every
+        entry as ``_compress_segment`` then ``_decode_segment_into``, so the same parts and values bit for bit."""
+        w, d = seg.shape
+        if seg.device.type != "cpu" or d <= QSGD_BLOCK:
+            return super()._compress_segment_into(seg, source, out)
+        multiplier, scale = self._multiplier_and_scale(seg)
+        ticks, step = rounding_ticks(source, w, d)
+        level = torch.empty(seg.shape, dtype=_level_dtype(self.levels), device=seg.device)
+        v = temporary("v", (w, QSGD_BLOCK), seg.dtype, seg.device)
+        floats = temporary("ticks", (w, QSGD_BLOCK), torch.promote_types(seg.dtype, torch.float32), seg.device)
+        for start in range(0, d, QSGD_BLOCK):
+            columns = slice(start, start + QSGD_BLOCK)
+            block, width = seg[:, columns], min(QSGD_BLOCK, d - start)
+            self._round_into(block, multiplier, floats[:, :width].copy_(ticks[:, columns]), step, v[:, :width],
+                             level[:, columns])
+            self._decode_segment_into({"scale": scale, "level": level[:, columns], "sign_of": block}, width,
+                                      out[:, columns])
+        return {"scale": scale, "level": level, "sign_of": seg}
 
     def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if "sign_of" not in parts:

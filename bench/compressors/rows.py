@@ -72,30 +72,34 @@ def draw_uniform(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
 def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
                   device: torch.device | str) -> tuple[torch.Tensor, float]:
     """Offsets for stochastic rounding, ``(ticks [rows, d], step)``: ⌊v + step·tick⌋ is ⌊v⌋ + 1 with probability
-    frac(v), to the resolution of the offsets. On a CPU each tick is an integer 0 ≤ t < 2^16 (as ``dtype``) and
-    ``step`` 2^-16, so rounding up has probability ⌊2^16·frac(v)⌋/2^16, within 2^-16 below frac(v) (torch.rand's
-    float32 uniforms came within 2^-24, at five times the time). A stack of more than ``NUMPY_TICKS`` entries takes
-    its 16 random bits per entry from numpy's SFC64, four to a 64-bit word, seeded by one 62-bit draw of
-    ``source``; a smaller one from ``source`` itself (torch.randint), where numpy's set-up would cost more than
-    the draw (docs/performance.md, "QSGD's rounding"). Either way a checkpoint of the run's generator fixes every
-    later draw, and a RowStream's processes all draw the stack's ticks and keep their rows. Elsewhere
-    ``torch.rand`` of the device's generator, step 1."""
+    frac(v), to the resolution of the offsets. On a CPU the ticks of ``rounding_ticks`` as floats (at least float32,
+    so each is exact), step 2^-16; elsewhere ``torch.rand`` of the device's generator, step 1."""
     if torch.device(device).type != "cpu":
         return draw_uniform(source, rows, d, dtype, device), 1.0
+    ticks, step = rounding_ticks(source, rows, d)
+    floats = temporary("ticks", (rows, d), torch.promote_types(dtype, torch.float32), device)
+    return floats.copy_(ticks), step
+
+
+def rounding_ticks(source: RandomSource, rows: int, d: int) -> tuple[torch.Tensor, float]:
+    """A CPU's rounding offsets as integers, ``(ticks [rows, d], 2^-16)``: each tick 0 ≤ t < 2^16, so rounding up has
+    probability ⌊2^16·frac(v)⌋/2^16, within 2^-16 below frac(v) (torch.rand's float32 uniforms came within 2^-24, at
+    five times the time). A stack of more than ``NUMPY_TICKS`` entries takes its 16 random bits per entry from numpy's
+    SFC64, four to a 64-bit word, seeded by one 62-bit draw of ``source`` (a uint16 view of numpy's words); a smaller
+    one from ``source`` itself (torch.randint, int32), where numpy's set-up would cost more than the draw
+    (docs/performance.md, "QSGD's rounding"). Either way a checkpoint of the run's generator fixes every later
+    draw, and a RowStream's processes all draw the stack's ticks and keep their rows."""
     generator = source.generator if isinstance(source, RowStream) else source
     total, lo = (source._full_shape((rows, d))[0], source.lo) if isinstance(source, RowStream) else (rows, 0)
     step = 2.0 ** -ROUNDING_BITS
-    dtype = torch.promote_types(dtype, torch.float32)  # every tick exact: a 16-bit float holds integers to 2^11 only
     if total * d <= NUMPY_TICKS:
-        whole = torch.randint(0, 2**ROUNDING_BITS, (total, d), generator=generator,
-                              out=temporary("ticks", (total, d), dtype, device))
+        whole = torch.randint(0, 2**ROUNDING_BITS, (total, d), generator=generator, dtype=torch.int32)
         return whole[lo:lo + rows], step
     seed = int(torch.randint(0, 2**62, (), generator=generator))
     per_word = 64 // ROUNDING_BITS
     words = -(-d // per_word)  # each row starts on a fresh 64-bit word
     raw = np.random.SFC64(seed).random_raw(total * words)
-    ticks = torch.from_numpy(raw).view(torch.uint16).view(total, words * per_word)[lo:lo + rows, :d]
-    return temporary("ticks", (rows, d), dtype, device).copy_(ticks), step
+    return torch.from_numpy(raw).view(torch.uint16).view(total, words * per_word)[lo:lo + rows, :d], step
 
 
 def draw_seeds(source: RandomSource, rows: int, device: torch.device | str) -> torch.Tensor:
