@@ -22,8 +22,9 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
     error stays near 1e-7 at d = 10⁶, where ``vector_norm(ord=1)`` keeps one running float32 total (1e-4) in a
     scalar loop, 2× slower at 64 × 10⁶ and 4× at 64 × 10⁴; the block stays in the cache between the two passes,
     so a long row is read from memory once (docs/performance.md, "The sign round's L1 norm"). A block is summed
-    on one thread, so a row gets the same bits alone as in any stack (the simulator and each rank of
-    ``--backend dist`` agree). Elsewhere ``vector_norm``: one pass, tree-reduced."""
+    on one thread, so a row gets the same bits alone as in any stack (the simulator's stack and a rank of
+    ``--backend dist`` holding one worker compute the same scales). Elsewhere ``vector_norm``: one pass,
+    tree-reduced."""
     if seg.device.type != "cpu":
         return torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True)
     w, d = seg.shape
