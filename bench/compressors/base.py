@@ -65,7 +65,8 @@ class Compressor(OperatorSpec):
         only when a message is really sent)."""
         return parts
 
-    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource, out: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource,
+                               out: torch.Tensor) -> dict[str, torch.Tensor]:
         """``_compress_segment``, its values written into ``out`` [w, d_seg]. An operator may do both in one sweep
         over the segment, a block of columns at a time while the block is in the cache (QSGD), giving the same parts
         and the same values bit for bit."""

@@ -69,7 +69,8 @@ class QSGD(catalog.QSGD, Compressor):
         # The sign bits are materialised only when the message goes on a wire (wire_parts).
         return {"scale": scale, "level": level, "sign_of": seg}
 
-    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource, out: torch.Tensor) -> dict[str, torch.Tensor]:
+    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource,
+                               out: torch.Tensor) -> dict[str, torch.Tensor]:
         """On a CPU, a long segment is rounded and decoded a block of ``QSGD_BLOCK`` columns at a time: |x|, the
         offsets as floats, the levels and the values of a block are made while it is in the cache, instead of seven
         passes over the whole state in memory (docs/performance.md, "QSGD's rounding"). The same operations on every
