@@ -313,11 +313,11 @@ def test_qsgd_rounds_up_with_the_fractional_part_to_sixteen_bits_and_its_levels_
 @pytest.mark.parametrize("spec", ["qsgd:4", "qsgd:8,biased=false"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_qsgd_rounded_a_block_at_a_time_gives_the_whole_segments_bits(spec, dtype):
-    from bench.compressors.qsgd import QSGD_BLOCK
+    from bench.compressors.scratch import BLOCK_COLUMNS
     from bench.compressors.rows import RowStream
 
     comp = make_compressor(spec)
-    segments = [7, 2 * QSGD_BLOCK + 5, QSGD_BLOCK]  # below, across and at a block's width
+    segments = [7, 2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS]  # below, across and at a block's width
     x = torch.randn(5, sum(segments), generator=gen(13), dtype=dtype)
     x[1, 20:40] = 0.0
     whole = comp.compress(x, gen(21), segments)  # no values buffer: the unblocked path

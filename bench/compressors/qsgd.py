@@ -18,10 +18,7 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
 from .rows import RandomSource, draw_rounding, rounding_ticks
-from .scratch import temporary
-
-
-QSGD_BLOCK = 1 << 14  # columns a CPU rounds and decodes at a time (QSGD._compress_segment_into)
+from .scratch import BLOCK_COLUMNS, column_blocks, temporary
 
 
 def _level_dtype(levels: int) -> torch.dtype:
@@ -71,21 +68,20 @@ class QSGD(catalog.QSGD, Compressor):
 
     def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource,
                                out: torch.Tensor) -> dict[str, torch.Tensor]:
-        """On a CPU, a long segment is rounded and decoded a block of ``QSGD_BLOCK`` columns at a time: |x|, the
+        """On a CPU, a long segment is rounded and decoded a block of ``BLOCK_COLUMNS`` columns at a time: |x|, the
         offsets as floats, the levels and the values of a block are made while it is in the cache, instead of seven
         passes over the whole state in memory (docs/performance.md, "QSGD's rounding"). The same operations on every
         entry as ``_compress_segment`` then ``_decode_segment_into``, so the same parts and values bit for bit."""
         w, d = seg.shape
-        if seg.device.type != "cpu" or d <= QSGD_BLOCK:
+        if seg.device.type != "cpu" or d <= BLOCK_COLUMNS:
             return super()._compress_segment_into(seg, source, out)
         multiplier, scale = self._multiplier_and_scale(seg)
         ticks, step = rounding_ticks(source, w, d)
         level = torch.empty(seg.shape, dtype=_level_dtype(self.levels), device=seg.device)
-        v = temporary("v", (w, QSGD_BLOCK), seg.dtype, seg.device)
-        floats = temporary("ticks", (w, QSGD_BLOCK), torch.promote_types(seg.dtype, torch.float32), seg.device)
-        for start in range(0, d, QSGD_BLOCK):
-            columns = slice(start, start + QSGD_BLOCK)
-            block, width = seg[:, columns], min(QSGD_BLOCK, d - start)
+        v = temporary("v", (w, BLOCK_COLUMNS), seg.dtype, seg.device)
+        floats = temporary("ticks", (w, BLOCK_COLUMNS), torch.promote_types(seg.dtype, torch.float32), seg.device)
+        for columns, width in column_blocks(d):
+            block = seg[:, columns]
             self._round_into(block, multiplier, floats[:, :width].copy_(ticks[:, columns]), step, v[:, :width],
                              level[:, columns])
             self._decode_segment_into({"scale": scale, "level": level[:, columns], "sign_of": block}, width,

@@ -15,6 +15,11 @@ from typing import Iterator
 
 import torch
 
+# Columns a CPU compressor works through at a time when it passes over a long segment several times (sign's L1 norm,
+# QSGD's rounding and decode): [64, 16,384] float32 is 4 MB, in the cache between passes. At most torch's grain of
+# 32,768 entries, so one row's block is reduced on one thread (sign.l1_norm relies on it).
+BLOCK_COLUMNS = 1 << 14
+
 _lent: ContextVar["Scratch | None"] = ContextVar("scratch", default=None)
 
 
@@ -48,3 +53,9 @@ def temporary(name: str, shape: tuple[int, ...], dtype: torch.dtype, device) -> 
     if scratch is None:
         return torch.empty(shape, dtype=dtype, device=device)
     return scratch.empty(name, shape, dtype, device)
+
+
+def column_blocks(d: int) -> Iterator[tuple[slice, int]]:
+    """The ``BLOCK_COLUMNS``-wide column blocks of a segment of d columns, in order: (columns, width)."""
+    for start in range(0, d, BLOCK_COLUMNS):
+        yield slice(start, start + BLOCK_COLUMNS), min(BLOCK_COLUMNS, d - start)

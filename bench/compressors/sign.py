@@ -10,15 +10,12 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, WireField, register
 from .rows import RandomSource
-from .scratch import temporary
-
-
-L1_BLOCK = 1 << 14  # columns a CPU L1 norm sums at a time
+from .scratch import BLOCK_COLUMNS, column_blocks, temporary
 
 
 def l1_norm(seg: torch.Tensor) -> torch.Tensor:
-    """‖row‖₁ of each row of ``seg`` [w, d], shaped [w, 1]. On a CPU: for each block of ``L1_BLOCK`` columns, |x| into
-    a lent [w, L1_BLOCK] buffer and torch's pairwise ``sum``, the block sums added in column order. The relative
+    """‖row‖₁ of each row of ``seg`` [w, d], shaped [w, 1]. On a CPU: for each block of ``BLOCK_COLUMNS`` columns, |x|
+    into a lent [w, BLOCK_COLUMNS] buffer and torch's pairwise ``sum``, the block sums added in column order. The relative
     error stays near 1e-7 at d = 10⁶, where ``vector_norm(ord=1)`` keeps one running float32 total (1e-4) in a
     scalar loop, 2× slower at 64 × 10⁶ and 4× at 64 × 10⁴; the block stays in the cache between the two passes,
     so a long row is read from memory once (docs/performance.md, "The sign round's L1 norm"). A block is summed
@@ -28,13 +25,12 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
     if seg.device.type != "cpu":
         return torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True)
     w, d = seg.shape
-    buffer = temporary("abs", (w, min(d, L1_BLOCK)), seg.dtype, seg.device)
-    if d <= L1_BLOCK:
+    buffer = temporary("abs", (w, min(d, BLOCK_COLUMNS)), seg.dtype, seg.device)
+    if d <= BLOCK_COLUMNS:
         return torch.abs(seg, out=buffer).sum(dim=1, keepdim=True)
     total = torch.zeros(w, 1, dtype=seg.dtype, device=seg.device)
-    for start in range(0, d, L1_BLOCK):
-        block = seg[:, start:start + L1_BLOCK]
-        total.add_(torch.abs(block, out=buffer[:, :block.shape[1]]).sum(dim=1, keepdim=True))
+    for columns, width in column_blocks(d):
+        total.add_(torch.abs(seg[:, columns], out=buffer[:, :width]).sum(dim=1, keepdim=True))
     return total
 
 
