@@ -323,11 +323,41 @@ def test_qsgd_rounded_a_block_at_a_time_gives_the_whole_segments_bits(spec, dtyp
     whole = comp.compress(x, gen(21), segments)  # no values buffer: the unblocked path
     blocked = comp.compress(x, gen(21), segments, out=torch.empty_like(x))
     assert torch.equal(blocked.values, whole.values)
-    for a, b in zip(blocked.parts, whole.parts):
-        assert torch.equal(a["level"], b["level"]) and torch.equal(a["scale"], b["scale"])
+    for a, b in zip(blocked.parts, whole.parts):  # what goes on the wire: the levels read back where not kept
+        a, b = comp.wire_parts(a), comp.wire_parts(b)
+        assert a.keys() == b.keys() == {"scale", "level", "negative"}
+        assert all(torch.equal(a[key], b[key]) for key in a) and a["level"].dtype == b["level"].dtype
     rows = [comp.compress(x[lo:hi], RowStream(gen(21), 5, lo, hi), segments, out=torch.empty_like(x[lo:hi])).values
             for lo, hi in ((0, 2), (2, 5))]
     assert torch.equal(torch.cat(rows), whole.values)
+
+
+@pytest.mark.parametrize("dtype, bits, scale_of_x, kept", [
+    (torch.float32, 16, 1.0, False), (torch.float64, 16, 1e-150, False),  # normal scales: the levels are read back
+    (torch.float16, 8, 1.0, True), (torch.bfloat16, 8, 1.0, True)])  # too few bits to read a level back
+def test_qsgd_reads_its_levels_back_from_the_values_only_where_that_is_exact(dtype, bits, scale_of_x, kept):
+    from bench.compressors import wire
+    from bench.compressors.scratch import BLOCK_COLUMNS
+
+    comp = make_compressor(f"qsgd:{bits},biased=false")
+    d = BLOCK_COLUMNS + 3
+    x = (torch.randn(4, d, generator=gen(5), dtype=torch.float64) * scale_of_x).to(dtype)
+    x[2] = 0.0  # a zero row: scale 0, every level 0
+    x[3, 0] = 10 * 2**bits * scale_of_x  # one large entry: the rest of its row on low levels, its own near s
+    whole = comp.compress(x, gen(9)).parts[0]
+    blocked = comp.compress(x, gen(9), out=torch.empty_like(x))
+    part = blocked.parts[0]
+    assert ("level" in part) == kept and ("level_of" in part) == (not kept)
+    level = comp.wire_parts(part)["level"]
+    assert torch.equal(level, whole["level"]) and int(level.max()) > 0.9 * comp.levels and int(level.min()) == 0
+    if dtype == torch.float32:  # what a receiver decodes is the sender's values, bit for bit
+        sent = torch.stack(wire.encode(comp, blocked, [d]))
+        assert torch.equal(wire.decode(comp, sent, [d]), blocked.values)
+    # a subnormal scale (k·scale would lose bits) or one not finite: the levels are kept
+    tiny = torch.finfo(torch.float32).tiny
+    recoverable = [comp._levels_recoverable(x.float(), torch.tensor([[0.0], [scale]]))
+                   for scale in (tiny, 1e30, tiny / 2, math.inf, math.nan)]
+    assert recoverable == [True, True, False, False, False]
 
 
 @pytest.mark.parametrize("d", [100, 10_001])  # below and above NUMPY_TICKS: torch's generator, then numpy's
