@@ -240,26 +240,33 @@ def test_topk_contracts_on_every_draw_and_keeps_the_largest():
         assert torch.equal(seg_out[kept], seg_x[kept])  # no rescaling
 
 
-def test_candidate_topk_selects_what_topk_selects_on_long_rows():
+def test_candidate_topk_selects_what_topk_selects_on_long_rows(monkeypatch):
     # Rows long enough for the CPU candidate path: Gaussian, heavy-tailed, one whose largest entries
     # sit exactly on the probed positions (the probe's threshold is then too high: fallback), one with
-    # its mass away from them, and an all-zero row (every entry ties).
-    from bench.compressors.sparsify import _CANDIDATE_MIN_D, largest_indices
+    # its mass away from them, and an all-zero row (every entry ties). Signed entries (the magnitudes are
+    # ranked), across column blocks, and also as a segment of a wider stack (a view with longer rows).
+    from bench.compressors import sparsify
+    from bench.compressors.sparsify import _CANDIDATE_MIN_D, largest_magnitudes
 
-    d, k = _CANDIDATE_MIN_D * 2, 300
+    d, k = _CANDIDATE_MIN_D * 2 + 5, 300
     g = gen(7)
     rows = [torch.randn(d, generator=g), torch.randn(d, generator=g) ** 5]
     on_probe = torch.rand(d, generator=g)
     on_probe[:: d // 4096] += 10.0
-    off_probe = torch.rand(d, generator=g)
-    off_probe[1 :: d // 4096] += 10.0
+    off_probe = -torch.rand(d, generator=g)
+    off_probe[1 :: d // 4096] -= 10.0
     rows += [on_probe, off_probe]
-    a = torch.stack(rows).abs()
-    got = largest_indices(a, k)
-    assert got.shape == (len(rows), k)
-    expected = a.topk(k, dim=1).indices
-    assert torch.equal(got.sort(1).values, expected.sort(1).values)
-    zeros = largest_indices(torch.zeros(2, d), k)
+    x = torch.stack(rows)
+    for stack, falls_back in ((x[[0, 1, 3]], False), (x, True)):  # on_probe's row sends the stack to the full topk
+        expected = stack.abs().topk(k, dim=1).indices.sort(1).values
+        wide = torch.cat([torch.randn(len(stack), 9, generator=g), stack], dim=1)[:, 9:]
+        for seg in (stack, wide):
+            with monkeypatch.context() as patch:
+                if not falls_back:  # the candidates alone must give the answer
+                    patch.setattr(sparsify, "_full_topk", lambda *a: pytest.fail("fell back to the full topk"))
+                got = largest_magnitudes(seg, k)
+            assert got.shape == (len(stack), k) and torch.equal(got.sort(1).values, expected)
+    zeros = largest_magnitudes(torch.zeros(2, d), k)
     assert zeros.shape == (2, k) and all(len(set(r.tolist())) == k for r in zeros)
 
 
@@ -565,3 +572,15 @@ def test_compress_rejects_bad_shapes_and_segments():
         comp.compress(torch.zeros(2, 10), None, [4, 5])
     with pytest.raises(BenchError, match="positive"):
         comp.compress(torch.zeros(2, 10), None, [0, 10])
+
+
+@pytest.mark.parametrize("spec", EXAMPLE_SPECS + ["top:0.01", "rand:0.01,unbiased=true"])
+def test_adding_a_message_to_a_copy_is_the_dense_sum_bit_for_bit(spec):
+    # the public copies of Choco and BEER move by add_message; a sparse operator adds its kept entries alone
+    comp = make_compressor(spec)
+    x = torch.randn(5, sum(SEGMENTS), generator=gen(31))
+    message = comp.compress(x, gen(32), SEGMENTS)
+    copy = torch.randn(5, sum(SEGMENTS), generator=gen(33))
+    copy[:, ::7] = 0.0  # +0 entries, where a kept entry may land or not
+    expected = copy + message.values
+    assert comp.add_message(message, copy) is copy and torch.equal(copy, expected)

@@ -102,7 +102,7 @@ class BEER(TunesItsStep, catalog.BEER, Algorithm):
             return
         copy = getattr(self, copy)
         q = self._compress(torch.sub(value, copy, out=self._diff), out=self._q)
-        copy.add_(q.values)
+        self.compressor.add_message(q, copy)  # copy += q (a sparse q entry by entry)
         self.comm.gossip_into(q, direction, self_shift=-1.0)
 
     def step(self, grad, lr: float) -> Traffic:

@@ -95,7 +95,7 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
             self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
             return
         q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q)
-        self.x_hat.add_(q.values)
+        self.compressor.add_message(q, self.x_hat)  # x̂ += q (a sparse q entry by entry)
         self.comm.gossip_into(q, self.u, self_shift=-1.0)
 
     def _consensus(self) -> None:

@@ -122,6 +122,12 @@ class Compressor(OperatorSpec):
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
 
+    def add_message(self, message: Message, target: torch.Tensor) -> torch.Tensor:
+        """``target += message.values`` in place (a public copy moved by what it was sent), returned. A sparse operator
+        adds only the entries it sends: adding a zero changes no entry except −0.0, which the sum would make +0.0,
+        and a copy that starts at +0 never holds −0 (x + y is −0 only when both are), so the bits are the same."""
+        return target.add_(message.values)
+
     def on_support(self, message: Message, values: torch.Tensor) -> Message:
         """A sparse operator's message that sends ``values`` [w, d] at the positions ``message`` sends
         (the same encoding and bits; ``values`` outside them are ignored). Lets a method transmit a
