@@ -101,7 +101,7 @@ class QSGD(catalog.QSGD, Compressor):
         floats = temporary("ticks", (w, BLOCK_COLUMNS), torch.promote_types(seg.dtype, torch.float32), seg.device)
         for columns, width in column_blocks(d):
             block = seg[:, columns]
-            rounded = self._levels_into(block, multiplier, floats[:, :width].copy_(ticks[:, columns]), step,
+            rounded = self._levels_into(block, multiplier, ticks.copy_into(floats[:, :width], columns), step,
                                         v[:, :width])
             if keep:
                 self._decode_segment_into({"scale": scale, "level": self._clamped(rounded, level[:, columns]),

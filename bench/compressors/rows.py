@@ -2,6 +2,7 @@
 processes: a process holding rows lo..hi draws the full stack's tensor and keeps its own rows."""
 from __future__ import annotations
 
+import threading
 from typing import Union
 
 import numpy as np
@@ -13,6 +14,7 @@ from .scratch import temporary
 SEED_BOUND = 2**32  # rand-k seeds are 32-bit, the width they take on the wire
 ROUNDING_BITS = 16  # random bits per entry of a stochastic rounding on a CPU (draw_rounding)
 NUMPY_TICKS = 1 << 13  # above this many entries in the stack, draw_rounding's ticks come from numpy (cheaper from ~10⁴)
+SPLIT_WORDS = 1 << 20  # from this many 64-bit words of ticks (4 M entries), two numpy streams drawn on two threads
 
 
 class RowStream:
@@ -78,28 +80,77 @@ def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
         return draw_uniform(source, rows, d, dtype, device), 1.0
     ticks, step = rounding_ticks(source, rows, d)
     floats = temporary("ticks", (rows, d), torch.promote_types(dtype, torch.float32), device)
-    return floats.copy_(ticks), step
+    return ticks.copy_into(floats), step
 
 
-def rounding_ticks(source: RandomSource, rows: int, d: int) -> tuple[torch.Tensor, float]:
-    """A CPU's rounding offsets as integers, ``(ticks [rows, d], 2^-16)``: each tick 0 ≤ t < 2^16, so rounding up has
-    probability ⌊2^16·frac(v)⌋/2^16, within 2^-16 below frac(v) (torch.rand's float32 uniforms came within 2^-24, at
-    five times the time). A stack of more than ``NUMPY_TICKS`` entries takes its 16 random bits per entry from numpy's
-    SFC64, four to a 64-bit word, seeded by one 62-bit draw of ``source`` (a uint16 view of numpy's words); a smaller
-    one from ``source`` itself (torch.randint, int32), where numpy's set-up would cost more than the draw
-    (docs/performance.md, "QSGD's rounding"). Either way a checkpoint of the run's generator fixes every later
-    draw, and a RowStream's processes all draw the stack's ticks and keep their rows."""
+class Ticks:
+    """A stack's rounding offsets as 16-bit integers, held in row chunks ``(local rows, ticks [len, d])`` that cover
+    the local rows in order (one chunk per numpy stream the rows came from)."""
+
+    def __init__(self, chunks: list[tuple[slice, torch.Tensor]]):
+        self.chunks = chunks
+
+    def copy_into(self, out: torch.Tensor, columns: slice = slice(None)) -> torch.Tensor:
+        """``out`` [rows, width] ← the ticks of ``columns`` (converted to out's type), returned."""
+        for rows, ticks in self.chunks:
+            out[rows].copy_(ticks[:, columns])
+        return out
+
+
+def rounding_ticks(source: RandomSource, rows: int, d: int) -> tuple[Ticks, float]:
+    """A CPU's rounding offsets as integers, ``(ticks, 2^-16)``: each tick 0 ≤ t < 2^16, so rounding up has probability
+    ⌊2^16·frac(v)⌋/2^16, within 2^-16 below frac(v) (torch.rand's float32 uniforms came within 2^-24, at five times the
+    time). A stack of more than ``NUMPY_TICKS`` entries takes its 16 random bits per entry from numpy's SFC64, four to
+    a 64-bit word, seeded by one 62-bit draw of ``source``; a smaller one from ``source`` itself (torch.randint, int32),
+    where numpy's set-up would cost more than the draw (docs/performance.md, "QSGD's rounding"). From
+    ``SPLIT_WORDS`` words on, the first half of the stack's rows and the second come from two streams (numpy's
+    SeedSequence of that seed, spawned in two), drawn at once on two threads (numpy lets go of the GIL while it
+    draws): which stream a row takes depends on the stack's size alone, never on the machine. Either way a checkpoint
+    of the run's generator fixes every later draw, and a RowStream's processes get the rows of the stack's draw (each
+    draws only the streams, and the part of each, that reach its rows)."""
     generator = source.generator if isinstance(source, RowStream) else source
     total, lo = (source._full_shape((rows, d))[0], source.lo) if isinstance(source, RowStream) else (rows, 0)
+    hi = lo + rows
     step = 2.0 ** -ROUNDING_BITS
     if total * d <= NUMPY_TICKS:
         whole = torch.randint(0, 2**ROUNDING_BITS, (total, d), generator=generator, dtype=torch.int32)
-        return whole[lo:lo + rows], step
+        return Ticks([(slice(0, rows), whole[lo:hi])]), step
     seed = int(torch.randint(0, 2**62, (), generator=generator))
     per_word = 64 // ROUNDING_BITS
     words = -(-d // per_word)  # each row starts on a fresh 64-bit word
-    raw = np.random.SFC64(seed).random_raw(total * words)
-    return torch.from_numpy(raw).view(torch.uint16).view(total, words * per_word)[lo:lo + rows, :d], step
+    if total < 2 or total * words < SPLIT_WORDS:
+        spans = [(0, total, seed)]
+    else:
+        half = total // 2
+        first, second = np.random.SeedSequence(seed).spawn(2)
+        spans = [(0, half, first), (half, total, second)]
+    spans = [span for span in spans if span[0] < hi and span[1] > lo]  # the streams that reach our rows
+    # a stream's words up to the last of our rows (the rows before ours are drawn and dropped: a stream is sequential)
+    raws = _draw_at_once([(stream, (min(end, hi) - start) * words) for start, end, stream in spans])
+    chunks = []
+    for (start, end, _), raw in zip(spans, raws):
+        ticks = torch.from_numpy(raw).view(torch.uint16).view(-1, words * per_word)
+        first_row = max(start, lo)
+        chunks.append((slice(first_row - lo, min(end, hi) - lo), ticks[first_row - start:, :d]))
+    return Ticks(chunks), step
+
+
+def _draw_at_once(jobs: list[tuple]) -> list[np.ndarray]:
+    """``SFC64(seed).random_raw(count)`` for each (seed, count): the last on this thread, the others on threads of
+    their own, all at once (a thread per call: no pool to outlive a fork)."""
+    raws: list[np.ndarray | None] = [None] * len(jobs)
+
+    def draw(i: int) -> None:
+        seed, count = jobs[i]
+        raws[i] = np.random.SFC64(seed).random_raw(count)
+
+    helpers = [threading.Thread(target=draw, args=(i,)) for i in range(len(jobs) - 1)]
+    for helper in helpers:
+        helper.start()
+    draw(len(jobs) - 1)
+    for helper in helpers:
+        helper.join()
+    return raws
 
 
 def draw_seeds(source: RandomSource, rows: int, device: torch.device | str) -> torch.Tensor:
