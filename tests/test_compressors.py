@@ -608,3 +608,33 @@ def test_adding_a_message_to_a_copy_is_the_dense_sum_bit_for_bit(spec):
     copy[:, ::7] = 0.0  # +0 entries, where a kept entry may land or not
     expected = copy + message.values
     assert comp.add_message(message, copy) is copy and torch.equal(copy, expected)
+
+
+@pytest.mark.parametrize("spec", EXAMPLE_SPECS + ["top:0.01"])
+def test_compressing_a_difference_moves_the_copy_as_compress_then_add_would(spec):
+    # Choco's and BEER's q = Q(x − x̂), x̂ += q: an operator may fuse it (sign on a CPU: two sweeps of column blocks),
+    # with the same message, values and copy bit for bit; segments below, across and at a block's width
+    from bench.compressors import wire
+    from bench.compressors.rows import RowStream
+    from bench.compressors.scratch import BLOCK_COLUMNS, Scratch
+
+    comp = make_compressor(spec)
+    segments = [7, 2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS]
+    x = torch.randn(5, sum(segments), generator=gen(41))
+    copy = torch.randn(5, sum(segments), generator=gen(42)) * 0.5
+    copy[:, ::11] = x[:, ::11]  # zero differences (+0)
+    copy[3] = x[3]  # a row whose difference is all zero: scale 0
+    x[0, 0], copy[0, 0] = -0.0, 0.0  # a difference of −0: sent as negative
+    for source in (lambda: gen(43), lambda: RowStream(gen(43), 9, 2, 7)):
+        expected_copy = copy.clone()
+        expected = comp.compress(x - copy, source(), segments, out=torch.empty_like(x))
+        comp.add_message(expected, expected_copy)
+        moved, out = copy.clone(), torch.empty_like(x)
+        difference = None if comp.fuses_difference(x) else torch.empty_like(x)
+        with Scratch().lent():
+            message = comp.compress_difference(x, moved, source(), segments, out=out, difference=difference)
+        assert message.values is out and torch.equal(out, expected.values) and torch.equal(moved, expected_copy)
+        assert message.wire_bits == expected.wire_bits and message.paper_bits == expected.paper_bits
+        assert all(torch.equal(a, b) for a, b in zip(wire.encode(comp, message, segments),
+                                                      wire.encode(comp, expected, segments)))
+    assert comp.fuses_difference(x) == (comp.name == "sign")
