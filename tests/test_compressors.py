@@ -611,15 +611,16 @@ def test_adding_a_message_to_a_copy_is_the_dense_sum_bit_for_bit(spec):
 
 
 @pytest.mark.parametrize("spec", EXAMPLE_SPECS + ["top:0.01"])
-def test_compressing_a_difference_moves_the_copy_as_compress_then_add_would(spec):
-    # Choco's and BEER's q = Q(x − x̂), x̂ += q: an operator may fuse it (sign on a CPU: two sweeps of column blocks),
-    # with the same message, values and copy bit for bit; segments below, across and at a block's width
+@pytest.mark.parametrize("long", [False, True], ids=["short-segments", "long-segments"])
+def test_compressing_a_difference_moves_the_copy_as_compress_then_add_would(spec, long):
+    # Choco's and BEER's q = Q(x − x̂), x̂ += q: an operator may fuse it (sign on a CPU where every segment spans more
+    # than a block: two sweeps of column blocks), with the same message, values and copy bit for bit
     from bench.compressors import wire
     from bench.compressors.rows import RowStream
     from bench.compressors.scratch import BLOCK_COLUMNS, Scratch
 
     comp = make_compressor(spec)
-    segments = [7, 2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS]
+    segments = [2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS + 1] if long else [7, 2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS]
     x = torch.randn(5, sum(segments), generator=gen(41))
     copy = torch.randn(5, sum(segments), generator=gen(42)) * 0.5
     copy[:, ::11] = x[:, ::11]  # zero differences (+0)
@@ -630,11 +631,11 @@ def test_compressing_a_difference_moves_the_copy_as_compress_then_add_would(spec
         expected = comp.compress(x - copy, source(), segments, out=torch.empty_like(x))
         comp.add_message(expected, expected_copy)
         moved, out = copy.clone(), torch.empty_like(x)
-        difference = None if comp.fuses_difference(x) else torch.empty_like(x)
+        difference = None if comp.fuses_difference(x, segments) else torch.empty_like(x)
         with Scratch().lent():
             message = comp.compress_difference(x, moved, source(), segments, out=out, difference=difference)
         assert message.values is out and torch.equal(out, expected.values) and torch.equal(moved, expected_copy)
         assert message.wire_bits == expected.wire_bits and message.paper_bits == expected.paper_bits
         assert all(torch.equal(a, b) for a, b in zip(wire.encode(comp, message, segments),
                                                       wire.encode(comp, expected, segments)))
-    assert comp.fuses_difference(x) == (comp.name == "sign")
+    assert comp.fuses_difference(x, segments) == (long and comp.name == "sign")

@@ -89,7 +89,7 @@ class BEER(TunesItsStep, catalog.BEER, Algorithm):
             self.buffers = type(self).buffers + ("h_in", "g_in") + late
             return
         # reused every round: the compressor's input and output
-        self._diff = None if self.compressor.fuses_difference(self.x) else torch.empty_like(self.x)
+        self._diff = None if self.compressor.fuses_difference(self.x, self.segments) else torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
     def _exchange(self, value: torch.Tensor, copy: str, direction: torch.Tensor) -> None:

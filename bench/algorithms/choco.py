@@ -86,7 +86,7 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
             return
         self.x_hat = torch.zeros_like(self.x)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
-        self._diff = None if self.compressor.fuses_difference(self.x) else torch.empty_like(self.x)
+        self._diff = None if self.compressor.fuses_difference(self.x, self.segments) else torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
     def _exchange(self) -> None:

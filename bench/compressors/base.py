@@ -128,10 +128,10 @@ class Compressor(OperatorSpec):
         """The message of ``x − copy``, its values in ``out``, and ``copy`` moved by them (``copy += Q(x − copy)``, the
         public copy of Choco and BEER): the same message and copy, bit for bit, as ``compress`` of the difference
         followed by ``add_message``, which is what this does with ``difference`` (a buffer like x; None only where
-        ``fuses_difference(x)``) unless the operator can do it in fewer passes (``_difference_segment_into``: sign on
+        ``fuses_difference(x, segments)``) unless the operator can do it in fewer passes (``_difference_segment_into``: sign on
         a CPU). Send the message before changing x, out or difference."""
         segments = _check_input(x, segments)
-        if not self.fuses_difference(x):
+        if not self.fuses_difference(x, segments):
             message = self.compress(torch.sub(x, copy, out=difference), generator, segments, out=out)
             self.add_message(message, copy)
             return message
@@ -140,9 +140,9 @@ class Compressor(OperatorSpec):
         return Message(values=out, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
 
-    def fuses_difference(self, x: torch.Tensor) -> bool:
-        """Whether ``compress_difference`` takes ``_difference_segment_into`` for this x (and needs no difference
-        buffer)."""
+    def fuses_difference(self, x: torch.Tensor, segments: Sequence[int] | None = None) -> bool:
+        """Whether ``compress_difference`` takes ``_difference_segment_into`` for this x and layout (and needs no
+        difference buffer)."""
         return False
 
     def _difference_segment_into(self, x: torch.Tensor, copy: torch.Tensor, source: RandomSource,
