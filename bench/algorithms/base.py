@@ -97,13 +97,6 @@ class Algorithm(Method, ABC):
         with self._scratch.lent():
             return self.compressor.compress(v, self.generator, self.segments, out=out)
 
-    def _compress_difference(self, x: torch.Tensor, copy: torch.Tensor, out: torch.Tensor, difference: torch.Tensor):
-        """The message of ``x − copy`` and ``copy += its values`` (``Compressor.compress_difference``; ``out`` and
-        ``difference`` are buffers this method keeps), the temporaries lent as in ``_compress``."""
-        with self._scratch.lent():
-            return self.compressor.compress_difference(x, copy, self.generator, self.segments, out=out,
-                                                       difference=difference)
-
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
     buffers: ClassVar[tuple[str, ...]] = ()
 

@@ -89,7 +89,7 @@ class BEER(TunesItsStep, catalog.BEER, Algorithm):
             self.buffers = type(self).buffers + ("h_in", "g_in") + late
             return
         # reused every round: the compressor's input and output
-        self._diff = None if self.compressor.fuses_difference(self.x, self.segments) else torch.empty_like(self.x)
+        self._diff = torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
     def _exchange(self, value: torch.Tensor, copy: str, direction: torch.Tensor) -> None:
@@ -101,7 +101,8 @@ class BEER(TunesItsStep, catalog.BEER, Algorithm):
             self.links.consensus(*copies, out=direction)
             return
         copy = getattr(self, copy)
-        q = self._compress_difference(value, copy, out=self._q, difference=self._diff)  # q = Q(value − copy); copy += q
+        q = self._compress(torch.sub(value, copy, out=self._diff), out=self._q)
+        self.compressor.add_message(q, copy)  # copy += q (a sparse q entry by entry)
         self.comm.gossip_into(q, direction, self_shift=-1.0)
 
     def step(self, grad, lr: float) -> Traffic:

@@ -86,7 +86,7 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
             return
         self.x_hat = torch.zeros_like(self.x)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
-        self._diff = None if self.compressor.fuses_difference(self.x, self.segments) else torch.empty_like(self.x)
+        self._diff = torch.empty_like(self.x)
         self._q = torch.empty_like(self.x)
 
     def _exchange(self) -> None:
@@ -94,7 +94,8 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
             self.links.refresh(self.x, self.x_hat, self.x_hat_in, delay=self.delay)
             self.links.consensus(self.x_hat, self.x_hat_in, out=self.u)
             return
-        q = self._compress_difference(self.x, self.x_hat, out=self._q, difference=self._diff)  # q = Q(x − x̂); x̂ += q
+        q = self._compress(torch.sub(self.x, self.x_hat, out=self._diff), out=self._q)
+        self.compressor.add_message(q, self.x_hat)  # x̂ += q (a sparse q entry by entry)
         self.comm.gossip_into(q, self.u, self_shift=-1.0)
 
     def _consensus(self) -> None:

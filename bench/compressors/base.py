@@ -122,35 +122,6 @@ class Compressor(OperatorSpec):
         return Message(values=values, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
                        parts=parts, codec=self, segments=tuple(segments))
 
-    def compress_difference(self, x: torch.Tensor, copy: torch.Tensor, generator: RandomSource = None,
-                            segments: Sequence[int] | None = None, *, out: torch.Tensor,
-                            difference: torch.Tensor | None) -> Message:
-        """The message of ``x − copy``, its values in ``out``, and ``copy`` moved by them (``copy += Q(x − copy)``, the
-        public copy of Choco and BEER): the same message and copy, bit for bit, as ``compress`` of the difference
-        followed by ``add_message``, which is what this does with ``difference`` (a buffer like x; None only where
-        ``fuses_difference(x, segments)``) unless the operator can do it in fewer passes (``_difference_segment_into``: sign on
-        a CPU). Send the message before changing x, out or difference."""
-        segments = _check_input(x, segments)
-        if not self.fuses_difference(x, segments):
-            message = self.compress(torch.sub(x, copy, out=difference), generator, segments, out=out)
-            self.add_message(message, copy)
-            return message
-        parts = tuple(self._difference_segment_into(xs, cs, generator, piece) for xs, cs, piece in
-                      zip(*(torch.split(t, segments, dim=1) for t in (x, copy, out))))
-        return Message(values=out, wire_bits=self.wire_bits(segments), paper_bits=self.paper_bits(segments),
-                       parts=parts, codec=self, segments=tuple(segments))
-
-    def fuses_difference(self, x: torch.Tensor, segments: Sequence[int] | None = None) -> bool:
-        """Whether ``compress_difference`` takes ``_difference_segment_into`` for this x and layout (and needs no
-        difference buffer)."""
-        return False
-
-    def _difference_segment_into(self, x: torch.Tensor, copy: torch.Tensor, source: RandomSource,
-                                 out: torch.Tensor) -> dict[str, torch.Tensor]:
-        """One segment of ``compress_difference``: the parts of Q(x − copy), its values in ``out``, copy += out; the
-        same bits as the unfused path. Parts may refer to x, copy's new values or out, never to a lent buffer."""
-        raise NotImplementedError
-
     def add_message(self, message: Message, target: torch.Tensor) -> torch.Tensor:
         """``target += message.values`` in place (a public copy moved by what it was sent), returned. A sparse operator
         adds only the entries it sends: adding a zero changes no entry except −0.0, which the sum would make +0.0,

@@ -5,8 +5,6 @@ Bits per segment of d entries: paper d + 32, wire d + 32 (one fp32 scale + packe
 """
 from __future__ import annotations
 
-from typing import Sequence
-
 import torch
 
 from ..catalog import compressors as catalog
@@ -46,32 +44,6 @@ class Sign(catalog.Sign, Compressor):
         # keeps the error above. The sign bits are only materialised when the message is encoded for the
         # wire (wire_parts); locally the values are copysign(scale, x), which equals the decoding of those bits.
         return {"scale": l1_norm(seg) / seg.shape[1], "sign_of": seg}
-
-    def fuses_difference(self, x: torch.Tensor, segments: Sequence[int] | None = None) -> bool:
-        # where every segment spans more than a block: a state that fits the cache gains nothing from the sweeps, and
-        # a short segment's second subtraction and per-segment add cost more calls (group c: 2.5 against 2.0 ms)
-        return x.device.type == "cpu" and min(segments or [x.shape[1]]) > BLOCK_COLUMNS
-
-    def _difference_segment_into(self, x: torch.Tensor, copy: torch.Tensor, source: RandomSource,
-                                 out: torch.Tensor) -> dict[str, torch.Tensor]:
-        """Two sweeps over x and the copy, a block of ``BLOCK_COLUMNS`` columns at a time, instead of writing x − x̂
-        out and reading it back three times: the block's difference into a lent block, summed for the L1 norm; then
-        again, its copysign into ``out`` and the copy moved by it while the block is in the cache. The same
-        operations on every entry as ``l1_norm`` of the difference, copysign and the copy's add, so the same bits;
-        the sign bits are out's (copysign(scale, v) has v's sign bit, a zero scale included)."""
-        w, d = x.shape
-        block = temporary("difference", (w, min(d, BLOCK_COLUMNS)), x.dtype, x.device)
-        magnitude = temporary("abs", (w, min(d, BLOCK_COLUMNS)), x.dtype, x.device)
-        total = None
-        for columns, width in column_blocks(d):
-            diff = torch.sub(x[:, columns], copy[:, columns], out=block[:, :width])
-            part = torch.abs(diff, out=magnitude[:, :width]).sum(dim=1, keepdim=True)
-            total = part if total is None else total.add_(part)
-        scale = total / d
-        for columns, width in column_blocks(d):
-            diff = torch.sub(x[:, columns], copy[:, columns], out=block[:, :width])
-            copy[:, columns].add_(torch.copysign(scale, diff, out=out[:, columns]))
-        return {"scale": scale, "sign_of": out}
 
     def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if "negative" in parts:
