@@ -26,11 +26,10 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
         return torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True)
     w, d = seg.shape
     buffer = temporary("abs", (w, min(d, BLOCK_COLUMNS)), seg.dtype, seg.device)
-    if d <= BLOCK_COLUMNS:
-        return torch.abs(seg, out=buffer).sum(dim=1, keepdim=True)
-    total = torch.zeros(w, 1, dtype=seg.dtype, device=seg.device)
+    total = None  # a short row is one block
     for columns, width in column_blocks(d):
-        total.add_(torch.abs(seg[:, columns], out=buffer[:, :width]).sum(dim=1, keepdim=True))
+        part = torch.abs(seg[:, columns], out=buffer[:, :width]).sum(dim=1, keepdim=True)
+        total = part if total is None else total.add_(part)
     return total
 
 
