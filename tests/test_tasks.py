@@ -307,6 +307,28 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
     assert not torch.equal(buf_v[0], buf_v[1])  # each worker's statistics moved with its own batch
 
 
+def test_a_flat_model_loads_a_row_in_one_copy_and_still_loads_it_after_its_parameters_move():
+    """The parameters become views of one flat tensor (their values kept, still leaves of their own gradients), so
+    a row loads with one copy; after ``.double()`` gives them new tensors, loading copies into each one, as before."""
+    from bench.tasks.flat import FlatModel
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
+    before = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    flat = FlatModel(model)
+    assert flat._shared() and torch.equal(flat.storage, before) and torch.equal(flat.get(), before)
+    row = torch.randn(flat.d, generator=torch.Generator().manual_seed(1))
+    flat.load(row)
+    assert torch.equal(flat.get(), row) and all(p.is_leaf and p.requires_grad for p in model.parameters())
+    (grad,) = torch.autograd.grad(model(torch.ones(1, 3)).sum(), [model[2].bias])
+    assert torch.equal(grad, torch.ones(1, 2).sum(0))
+    model.double()
+    assert not flat._shared()
+    row64 = torch.randn(flat.d, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    flat.load(row64)
+    assert torch.equal(flat.get(), row64)
+
+
 @pytest.mark.parametrize("rows", [None, (2, 6)])
 def test_a_fixed_full_batch_is_fetched_once_and_kept(rows):
     """A fixed deal's full batch is the same every epoch (WorkerBatches.epoch): the task gathers it once and hands

@@ -108,6 +108,29 @@ def test_values_sent_as_words_take_the_field_by_field_bytes(dtype, monkeypatch):
     assert torch.equal(fast_back, decode(comp, fast_bytes, layout, dtype))
 
 
+def test_a_gossip_receives_none_s_words_straight_into_float32_rows_and_decodes_every_other_message():
+    """The dist gossip's shortcut (``DistributedCommunicator._values_on_wire``): a float32 ``none`` message's bytes,
+    taken into a float32 row's own bytes, are that row's decoding; a float64 message (sent as float32 words) and
+    every other operator's message go through ``decode``."""
+    from bench.catalog.compressors import SPECS
+    from bench.comm.distributed import DistributedCommunicator
+
+    layout = [5, 1, 17, 40]
+    x = gaussian(3, sum(layout))
+    message = make_compressor("none").compress(x, None, layout)
+    assert DistributedCommunicator._values_on_wire(message)
+    rows = torch.full((3, sum(layout)), float("nan"))
+    for row, payload in zip(rows, encode(message.codec, message, layout)):
+        row.view(torch.uint8).copy_(payload)
+    assert torch.equal(rows, decode(message.codec, torch.stack(encode(message.codec, message, layout)), layout))
+    assert not DistributedCommunicator._values_on_wire(make_compressor("none").compress(x.double(), None, layout))
+    others = [SPECS.get(family).examples[0] for family in SPECS.names() if family != "none"]
+    assert len(others) == len(COMPRESSORS.names()) - 1
+    for spec in others:
+        comp = make_compressor(spec)
+        assert not DistributedCommunicator._values_on_wire(comp.compress(x, gen(1), layout)), spec
+
+
 def test_wire_fields_add_up_to_the_bit_rules_by_hand():
     comp = make_compressor("qsgd:3")
     assert [f.name for f in comp.wire_fields(10)] == ["scale", "level", "negative"]
