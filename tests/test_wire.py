@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -164,6 +165,22 @@ def test_rand_k_indices_regenerate_from_the_seed():
     without = tuple({n: t for n, t in p.items() if n != "index"} for p in msg.parts)
     values = torch.cat([comp._decode_segment(p, d) for p, d in zip(without, layout)], dim=1)
     assert torch.equal(values, msg.values)
+
+
+@pytest.mark.parametrize("rows,d,k", [(6, 1 << 15, 1), (3, 40_009, 2_000), (64, 1 << 16, 600), (1, 100_003, 17)])
+@pytest.mark.parametrize("short", [False, True])
+def test_rand_k_s_cpu_candidates_give_the_subsets_of_every_key_hashed(rows, d, k, short, monkeypatch):
+    """The CPU path (uint32 keys a block at a time, only those past a threshold kept; two threads from 4 M keys)
+    picks the same positions as hashing every key into int64 and taking the top k, on any device; ``short``: a
+    threshold that almost no key reaches, so every row takes its k largest from all of its keys."""
+    from bench.compressors import seeded
+
+    if short:
+        monkeypatch.setattr(seeded, "_threshold", lambda d, k: np.uint32(2**32 - 2))
+    seeds = torch.randint(0, 2**32, (rows,), generator=gen(rows + k))
+    assert d >= seeded._CANDIDATE_MIN_D and k <= seeded._CANDIDATE_MAX_FRACTION * d  # the CPU path is the one taken
+    got = seeded.seeded_indices(seeds, d, k)
+    assert torch.equal(got, seeded._seeded_indices_torch(seeds, d, k)) and got.dtype == torch.int64
 
 
 def test_rand_k_subsets_are_uniform():

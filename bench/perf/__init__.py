@@ -19,7 +19,8 @@ FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "r
         "round_repeats": 5, "overhead_n": 64, "memory_n": 64, "resnet_n": 64, "resnet_batch": 32}
 QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
          "round_repeats": 2, "overhead_n": 8, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
-COMPRESSORS = ("sign", "top:0.01", "qsgd:4")
+COMPRESSORS = ("sign", "top:0.01", "qsgd:4", "rand:0.01")
+ROUND_TARGETS = {"sign": 8.0, "top:0.01": 8.0, "qsgd:4": 8.0}  # issue 31's kernels; random-k is timed beside them
 GROUPS = "abcdefgh"  # the benchmark groups of run_suite
 
 
@@ -77,7 +78,7 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print, peer_pyt
     if "b" in only:
         for spec in COMPRESSORS:
             ratio, seconds = suite.communication_round(spec, sizes["round_n"], sizes["round_d"],
-                                                       sizes["round_repeats"], device)
+                                                       sizes["round_repeats"], device, ROUND_TARGETS.get(spec))
             figures[f"b.round_vs_copy_{spec}"] = ratio
             figures[f"b.round_seconds_{spec}"] = seconds
             progress(f"b  round {spec} n={sizes['round_n']} d={sizes['round_d']}: {seconds['median'] * 1e3:.1f} ms "
