@@ -167,7 +167,8 @@ def test_rand_k_indices_regenerate_from_the_seed():
     assert torch.equal(values, msg.values)
 
 
-@pytest.mark.parametrize("rows,d,k", [(6, 1 << 15, 1), (3, 40_009, 2_000), (64, 1 << 16, 600), (1, 100_003, 17)])
+@pytest.mark.parametrize("rows,d,k", [(6, 1 << 15, 1), (3, 40_009, 2_000), (64, 1 << 16, 600), (1, 100_003, 17),
+                                     (16, 8192, 1228)])
 @pytest.mark.parametrize("short", [False, True])
 def test_rand_k_s_cpu_candidates_give_the_subsets_of_every_key_hashed(rows, d, k, short, monkeypatch):
     """The CPU path (uint32 keys a block at a time, only those past a threshold kept; two threads from 4 M keys)
