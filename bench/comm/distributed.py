@@ -181,7 +181,7 @@ class DistributedCommunicator(Communicator):
         if key not in self._matrices:
             w_local = self.plan.w_local
             self._matrices[key] = (torch.tensor(w_local, dtype=gathered.dtype, device=gathered.device)
-                              if w_local.size <= DENSE_MIX_MAX else csr_like(w_local, gathered))
+                                   if w_local.size <= DENSE_MIX_MAX else csr_like(w_local, gathered))
         matrix = self._matrices[key]
         return torch.sparse.mm(matrix, gathered) if matrix.layout == torch.sparse_csr else torch.mm(matrix, gathered)
 
@@ -287,7 +287,7 @@ class DistributedCommunicator(Communicator):
         a receiver can take them into its float32 rows with no decoding."""
         values = message.values
         return (message.codec is not None and message.codec.wire_is_values and values.dtype == torch.float32
-                and values.is_contiguous() and message.wire_bits == 32 * values[0].numel())
+                and values.is_contiguous() and values.shape[0] > 0 and message.wire_bits == 32 * values[0].numel())
 
     def _gathered(self, message: Message, arrived: dict) -> torch.Tensor:
         """Our rows, then each received message decoded, in (peer, link) order: the columns of ``plan.w_local``."""
