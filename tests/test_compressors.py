@@ -213,17 +213,6 @@ def test_a_row_gets_the_same_scale_alone_as_in_a_stack(spec, d):
     assert torch.equal(stacked, alone)
 
 
-@pytest.mark.parametrize("length", [0, 8, 13, 64, 8 * 1001])
-@pytest.mark.parametrize("density", [0.0, 0.02, 0.5, 1.0])
-def test_the_true_positions_of_a_mask_are_its_nonzero_in_order(length, density):
-    from bench.compressors.sparsify import _true_positions
-
-    mask = torch.rand(length, generator=gen(length)) < density
-    mask[:1] = density > 0  # a True in the first word where any are set
-    for m in (mask, torch.cat([torch.zeros(3, dtype=torch.bool), mask])[3:]):  # aligned, then a view off by 3 bytes
-        torch.testing.assert_close(_true_positions(m), m.nonzero().squeeze(1), rtol=0, atol=0)
-
-
 def test_topk_contracts_on_every_draw_and_keeps_the_largest():
     comp = make_compressor("top:0.1")
     g = gen(4)
@@ -242,13 +231,18 @@ def test_topk_contracts_on_every_draw_and_keeps_the_largest():
         assert torch.equal(seg_out[kept], seg_x[kept])  # no rescaling
 
 
-def test_candidate_topk_selects_what_topk_selects_on_long_rows(monkeypatch):
+@pytest.mark.parametrize("threads", [1, 2])
+def test_candidate_topk_selects_what_topk_selects_on_long_rows(threads, monkeypatch):
     # Rows long enough for the CPU candidate path: Gaussian, heavy-tailed, one whose largest entries
     # sit exactly on the probed positions (the probe's threshold is then too high: fallback), one with
     # its mass away from them, and an all-zero row (every entry ties). Signed entries (the magnitudes are
-    # ranked), across column blocks, and also as a segment of a wider stack (a view with longer rows).
+    # ranked), across column blocks (made small here), on one thread and on two, and also as a segment of a
+    # wider stack (a view with longer rows).
     from bench.compressors import sparsify
     from bench.compressors.sparsify import _CANDIDATE_MIN_D, largest_magnitudes
+
+    monkeypatch.setattr(sparsify, "_CANDIDATE_BLOCK", 4099)
+    monkeypatch.setattr(sparsify, "_CANDIDATE_SPLIT", 1 if threads == 2 else 1 << 62)
 
     d, k = _CANDIDATE_MIN_D * 2 + 5, 300
     g = gen(7)

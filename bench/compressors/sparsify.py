@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 from fractions import Fraction
 from typing import ClassVar
 
@@ -20,7 +21,7 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, Message, WireField, register
 from .rows import RandomSource, draw_seeds
-from .scratch import BLOCK_COLUMNS, column_blocks, temporary
+from .scratch import temporary
 from .seeded import seeded_indices
 
 @functools.lru_cache(maxsize=1024)  # three calls a compression, each parsing the fraction's decimal
@@ -37,22 +38,11 @@ def _scatter(index: torch.Tensor, kept: torch.Tensor, d: int) -> torch.Tensor:
 
 # CPU top-k through candidates pays off only on long rows with few kept entries.
 _CANDIDATE_MIN_D, _CANDIDATE_MAX_FRACTION, _PROBES, _MARGIN = 1 << 16, 0.05, 4096, 2.0
+# its candidates are found this many columns of a row at a time, on two threads from this many entries
+_CANDIDATE_BLOCK, _CANDIDATE_SPLIT = 1 << 17, 1 << 22
+_NUMPY_FLOATS = (torch.float16, torch.float32, torch.float64)
 # A sparse message is added to a copy entry by entry up to this kept fraction, and as the dense sum above it.
 _SPARSE_ADD_MAX_FRACTION = 0.1
-
-
-def _true_positions(mask: torch.Tensor) -> torch.Tensor:
-    """``mask.nonzero()`` of a flat bool tensor, ascending, for a sparse mask: the mask read as 8-byte words, and
-    only the words holding a True looked into (by numpy, whose scan of a bool array takes 0.4× torch's). torch's
-    nonzero visits every byte in a scalar loop; on a mask of 64 × 10⁶ with 2 % set, a fifth of the words hold one,
-    and this takes about half the time (docs/performance.md, "Top-k's candidates")."""
-    if mask.numel() % 8 or mask.storage_offset() % 8 or not mask.is_contiguous():
-        return mask.nonzero().squeeze(1)
-    words = mask.view(torch.int64).nonzero().squeeze(1)
-    chosen = mask.view(-1, 8).index_select(0, words).view(-1)  # [chosen words, 8], flat
-    within = torch.from_numpy(np.flatnonzero(chosen.numpy()))
-    word_start = words.mul_(8).index_select(0, within >> 3)
-    return word_start.add_(within.bitwise_and_(7))
 
 
 def _full_topk(seg: torch.Tensor, k: int) -> torch.Tensor:
@@ -65,39 +55,60 @@ def largest_magnitudes(seg: torch.Tensor, k: int) -> torch.Tensor:
 
     On CPU, ``torch.topk`` over a long row costs many times a pass over it. For long rows with a
     small k we first find a threshold that leaves a few times k candidates (the order statistic of
-    an evenly spaced probe of each row), mark the entries at or above it, and run topk over those
-    only. |x| and the mark are made a block of ``BLOCK_COLUMNS`` columns at a time, while the block
-    is in the cache, and the candidates' magnitudes gathered from ``seg``: |x| is never written out
-    whole. The result is the same set topk gives (ties at the k-th value aside, which topk breaks
-    arbitrarily as well); a row whose probe left fewer than k candidates falls back to the full topk."""
+    an evenly spaced probe of each row), take the entries at or above it, and run topk over those
+    only (``_candidates``: numpy, a block of a row at a time in the cache). The result is the same set
+    topk gives (ties at the k-th value aside, which topk breaks arbitrarily as well); a row whose probe
+    left fewer than k candidates sends the stack to the full topk."""
     w, d = seg.shape
-    if seg.device.type != "cpu" or d < _CANDIDATE_MIN_D or k > _CANDIDATE_MAX_FRACTION * d:
+    if (seg.device.type != "cpu" or d < _CANDIDATE_MIN_D or k > _CANDIDATE_MAX_FRACTION * d
+            or seg.dtype not in _NUMPY_FLOATS):
         return _full_topk(seg, k)
     probe = seg[:, :: max(1, d // _PROBES)].abs()
     rank = max(1, int(probe.shape[1] * (1.0 - _MARGIN * k / d)))
     threshold = probe.kthvalue(rank, dim=1, keepdim=True).values
-    above = temporary("above", (w, d), torch.bool, seg.device)
-    block = temporary("abs", (w, min(d, BLOCK_COLUMNS)), seg.dtype, seg.device)
-    for columns, width in column_blocks(d):
-        torch.ge(torch.abs(seg[:, columns], out=block[:, :width]), threshold, out=above[:, columns])
-    flat = _true_positions(above.view(-1))  # row-major: each row's candidates together
-    rows = torch.div(flat, d, rounding_mode="floor")
-    counts = torch.bincount(rows, minlength=w)
-    if int(counts.min()) < k:
+    columns, magnitudes = _candidates(seg.detach().numpy(), threshold.view(-1).numpy())
+    counts = np.array([len(c) for c in columns])
+    if w and int(counts.min()) < k:
         return _full_topk(seg, k)
-    width = int(counts.max())
-    # each candidate's slot in a [w, width] table, its row's candidates side by side from the row's start
-    shift = torch.arange(w) * width - (torch.cumsum(counts, 0) - counts)
-    slot = torch.repeat_interleave(shift, counts, output_size=flat.numel()).add_(torch.arange(flat.numel()))
-    # the candidates' |x|: a segment of a wider stack is a view with longer rows, indexed by row and column
-    columns = flat - rows * d
-    found = seg.view(-1).index_select(0, flat) if seg.is_contiguous() else seg[rows, columns]
-    values = torch.full((w * width,), -1.0, dtype=seg.dtype)  # below every |x|: padding is never chosen
-    values.index_copy_(0, slot, found.abs_())
-    column = torch.zeros(w * width, dtype=torch.int64)
-    column.index_copy_(0, slot, columns)
-    chosen = values.view(w, width).topk(k, dim=1, sorted=False).indices
-    return column.view(w, width).gather(1, chosen)
+    # a [w, width] table of each row's candidates side by side (in column order), padded below every |x|
+    width = int(counts.max()) if w else 0
+    values = np.full((w, width), -1.0, dtype=magnitudes[0].dtype if w else np.float32)
+    column = np.zeros((w, width), dtype=np.int64)
+    for r in range(w):
+        values[r, : counts[r]], column[r, : counts[r]] = magnitudes[r], columns[r]
+    chosen = torch.from_numpy(values).topk(k, dim=1, sorted=False).indices
+    return torch.from_numpy(column).gather(1, chosen)
+
+
+def _candidates(rows: np.ndarray, thresholds: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Per row r of ``rows`` [w, d] (a view of the segment, whatever its row stride): the columns where |x| is at
+    least ``thresholds[r]``, ascending, and those |x|. |x| and the test are made ``_CANDIDATE_BLOCK`` columns at
+    a time, in the cache, never written out whole; from 4 M entries the rows are split between two threads (numpy
+    releases the GIL in its loops). 64 × 10⁶ keeping 1 %: 60-90 ms against 165-190 ms for torch's blocks and
+    mask scan (docs/performance.md)."""
+    w, d = rows.shape
+    columns: list[np.ndarray] = [np.empty(0, np.int64)] * w
+    magnitudes: list[np.ndarray] = [np.empty(0, rows.dtype)] * w
+
+    def work(lo: int, hi: int) -> None:
+        scratch = np.empty(min(d, _CANDIDATE_BLOCK), rows.dtype)
+        for r in range(lo, hi):
+            found, sizes = [], []
+            for start in range(0, d, _CANDIDATE_BLOCK):
+                block = np.abs(rows[r, start:start + _CANDIDATE_BLOCK], out=scratch[: min(d - start, _CANDIDATE_BLOCK)])
+                passed = np.flatnonzero(block >= thresholds[r])
+                found.append(passed + start)
+                sizes.append(block[passed])
+            columns[r], magnitudes[r] = np.concatenate(found), np.concatenate(sizes)
+
+    if w > 1 and w * d >= _CANDIDATE_SPLIT:
+        helper = threading.Thread(target=work, args=(0, w // 2))
+        helper.start()
+        work(w // 2, w)
+        helper.join()
+    else:
+        work(0, w)
+    return columns, magnitudes
 
 
 class _Sparse:
