@@ -43,8 +43,8 @@ def test_lent_buffers_give_the_same_messages_and_stay_out_of_them(spec, stream):
         assert not {t.data_ptr() for p in message.parts for t in p.values()} & held
     if spec.startswith(("top", "qsgd")):  # the operators whose temporaries are lent: kept, one per name and shape
         assert scratch._held and len({k[:2] for k in scratch._held}) == len(scratch._held)
-    if spec == "top:0.01":
-        assert ("above", (6, LAYOUT[0])) in {k[:2] for k in scratch._held}  # the candidate mask was lent
+    if spec == "top:0.01":  # the long first segment takes the candidate path, which writes nothing its size
+        assert all(k[1] != (6, LAYOUT[0]) for k in scratch._held)
 
 
 def test_a_temporary_is_fresh_where_nothing_is_lent_and_kept_where_a_scratch_is():
