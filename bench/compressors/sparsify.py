@@ -84,7 +84,7 @@ def _candidates(rows: np.ndarray, thresholds: np.ndarray) -> tuple[list[np.ndarr
     """Per row r of ``rows`` [w, d] (a view of the segment, whatever its row stride): the columns where |x| is at
     least ``thresholds[r]``, ascending, and those |x|. |x| and the test are made ``_CANDIDATE_BLOCK`` columns at
     a time, in the cache, never written out whole; from 4 M entries the rows are split between two threads (numpy
-    releases the GIL in its loops). 64 × 10⁶ keeping 1 %: 60-90 ms against 165-190 ms for torch's blocks and
+    releases the GIL in its loops). 64 × 10⁶ keeping 1 %: 50-90 ms against 165-190 ms for torch's blocks and
     mask scan (docs/performance.md)."""
     w, d = rows.shape
     columns: list[np.ndarray] = [np.empty(0, np.int64)] * w
