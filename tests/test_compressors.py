@@ -604,3 +604,28 @@ def test_adding_a_message_to_a_copy_is_the_dense_sum_bit_for_bit(spec):
     copy[:, ::7] = 0.0  # +0 entries, where a kept entry may land or not
     expected = copy + message.values
     assert comp.add_message(message, copy) is copy and torch.equal(copy, expected)
+
+
+@pytest.mark.parametrize("rows,split", [(0, True), (1, True), (5, True), (5, False)])
+def test_row_work_in_halves_covers_every_row_once_and_a_helpers_failure_is_raised(rows, split):
+    import threading
+
+    from bench.compressors.halves import in_halves
+
+    seen, threads = [], set()
+
+    def work(lo, hi):
+        seen.extend(range(lo, hi))
+        threads.add(threading.get_ident())
+
+    in_halves(work, rows, split)
+    assert sorted(seen) == list(range(rows))
+    assert len(threads) == (2 if split and rows >= 2 else 1)
+
+    def fails_on_the_first_half(lo, hi):
+        if lo == 0 and hi < rows:
+            raise ValueError("the helper's half failed")
+
+    if split and rows >= 2:
+        with pytest.raises(ValueError, match="helper's half"):
+            in_halves(fails_on_the_first_half, rows, split)

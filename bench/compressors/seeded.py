@@ -10,10 +10,10 @@ against 0.14 s on two threads for 64 rows of 10⁶ keeping 1 %, docs/performance
 """
 from __future__ import annotations
 
-import threading
-
 import numpy as np
 import torch
+
+from .halves import in_halves
 
 _MASK32 = 0xFFFFFFFF
 _GOLDEN = 0x9E3779B9
@@ -119,11 +119,5 @@ def _seeded_indices_candidates(seeds: torch.Tensor, d: int, k: int) -> torch.Ten
             top = np.argpartition(values, len(values) - k)[len(values) - k:]
             out[r] = np.sort(columns[top])
 
-    if rows > 1 and rows * d >= _SPLIT_KEYS:  # two threads, half the rows each
-        helper = threading.Thread(target=work, args=(0, rows // 2))
-        helper.start()
-        work(rows // 2, rows)
-        helper.join()
-    else:
-        work(0, rows)
+    in_halves(work, rows, rows * d >= _SPLIT_KEYS)
     return torch.from_numpy(out).to(seeds.device)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 from fractions import Fraction
 from typing import ClassVar
 
@@ -21,6 +20,7 @@ import torch
 from ..catalog import compressors as catalog
 from .base import Compressor, Message, WireField, register
 from .rows import RandomSource, draw_seeds
+from .halves import in_halves
 from .scratch import temporary
 from .seeded import seeded_indices
 
@@ -101,13 +101,7 @@ def _candidates(rows: np.ndarray, thresholds: np.ndarray) -> tuple[list[np.ndarr
                 sizes.append(block[passed])
             columns[r], magnitudes[r] = np.concatenate(found), np.concatenate(sizes)
 
-    if w > 1 and w * d >= _CANDIDATE_SPLIT:
-        helper = threading.Thread(target=work, args=(0, w // 2))
-        helper.start()
-        work(w // 2, w)
-        helper.join()
-    else:
-        work(0, w)
+    in_halves(work, w, w * d >= _CANDIDATE_SPLIT)
     return columns, magnitudes
 
 
