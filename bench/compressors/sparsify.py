@@ -61,18 +61,19 @@ def largest_magnitudes(seg: torch.Tensor, k: int) -> torch.Tensor:
     left fewer than k candidates sends the stack to the full topk."""
     w, d = seg.shape
     if (seg.device.type != "cpu" or d < _CANDIDATE_MIN_D or k > _CANDIDATE_MAX_FRACTION * d
-            or seg.dtype not in _NUMPY_FLOATS):
+            or seg.dtype not in _NUMPY_FLOATS or w == 0):
         return _full_topk(seg, k)
     probe = seg[:, :: max(1, d // _PROBES)].abs()
     rank = max(1, int(probe.shape[1] * (1.0 - _MARGIN * k / d)))
     threshold = probe.kthvalue(rank, dim=1, keepdim=True).values
-    columns, magnitudes = _candidates(seg.detach().numpy(), threshold.view(-1).numpy())
+    rows = seg.detach().numpy()
+    columns, magnitudes = _candidates(rows, threshold.view(-1).numpy())
     counts = np.array([len(c) for c in columns])
-    if w and int(counts.min()) < k:
+    if int(counts.min()) < k:
         return _full_topk(seg, k)
     # a [w, width] table of each row's candidates side by side (in column order), padded below every |x|
-    width = int(counts.max()) if w else 0
-    values = np.full((w, width), -1.0, dtype=magnitudes[0].dtype if w else np.float32)
+    width = int(counts.max())
+    values = np.full((w, width), -1.0, dtype=rows.dtype)
     column = np.zeros((w, width), dtype=np.int64)
     for r in range(w):
         values[r, : counts[r]], column[r, : counts[r]] = magnitudes[r], columns[r]
