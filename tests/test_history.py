@@ -72,7 +72,7 @@ def test_a_planted_step_is_found_at_its_commit_with_a_small_p(tmp_path, capsys):
     root = tmp_path / "history"
     accuracy_history(root, 12, step_at=7, drop=0.05)
     assert run_history(root / "cpu-2c-test", "--out", tmp_path / "out", "--no-figures") == 0  # newest is no new step
-    steps = pd.read_csv(tmp_path / "out" / "steps.csv")
+    steps = history.read_output(tmp_path / "out" / "steps.csv")
     acc = steps[steps["quantity"] == "study.choco-sign_ring8.final_test_acc"]
     assert len(acc) == 1
     step = acc.iloc[0]
@@ -83,6 +83,28 @@ def test_a_planted_step_is_found_at_its_commit_with_a_small_p(tmp_path, capsys):
     assert set(steps["quantity"]) == {"study.choco-sign_ring8.final_test_acc"}
     out = capsys.readouterr().out
     assert "steps (1)" in out and sha(7)[:12] in out
+
+
+def test_a_commit_of_digits_only_stays_its_hash_in_the_tables_read_back(tmp_path):
+    # 12-character hashes of decimal digits only (about one in 280) read as integers with pd.read_csv's
+    # default, the leading zeros lost; read_output keeps every commit column as text
+    root = tmp_path / "history"
+    rng = np.random.default_rng(3)
+    commit = lambda i: f"{i:012d}" + "1" * 28  # noqa: E731
+    for i in range(12):
+        rec = make_record(i, study={"choco-sign_ring8": {"final_test_acc": list(np.round(
+            (0.60 if i < 7 else 0.55) + rng.normal(0, 0.005, 3), 4))}})
+        write(root, {**rec, "commit": commit(i), "describe": commit(i)[:7]})
+    assert run_history(root / "cpu-2c-test", "--out", tmp_path / "out", "--no-figures", "--order", "date") == 0
+    assert pd.read_csv(tmp_path / "out" / "steps.csv")["first_commit"].iloc[0] == 7  # what the default does
+    step = history.read_output(tmp_path / "out" / "steps.csv").iloc[0]
+    assert (step["first_commit"], step["previous_commit"], step["describe"]) == (commit(7)[:12], commit(6)[:12],
+                                                                                 "0000000")
+    newest = history.read_output(tmp_path / "out" / "newest.csv")
+    assert set(newest["commit"]) == {commit(11)[:12]}
+    table = history.read_output(tmp_path / "out" / "history.csv")
+    assert set(table["commit"]) == {commit(i) for i in range(12)} and set(table["point"]) == {commit(i)[:12]
+                                                                                            for i in range(12)}
 
 
 def test_two_steps_are_both_found():
@@ -111,7 +133,7 @@ def test_newest_commit_regression_is_exit_1(tmp_path, capsys):
     root = tmp_path / "history"
     accuracy_history(root, 8, step_at=None, drop=0, newest_drop=0.06)
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     row = newest.loc["study.choco-sign_ring8.final_test_acc"]
     assert row["verdict"] == "regression" and row["commit"] == sha(7)[:12] and row["p"] <= 0.05
     err = capsys.readouterr().err
@@ -122,7 +144,7 @@ def test_newest_commit_improvement_is_exit_0(tmp_path):
     root = tmp_path / "history"
     accuracy_history(root, 8, step_at=None, drop=0, newest_drop=-0.06)
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["study.choco-sign_ring8.final_test_acc", "verdict"] == "improvement"
 
 
@@ -147,9 +169,9 @@ def test_perf_ratio_regression_and_repeats_of_a_commit_are_pooled(tmp_path):
             write(root, make_record(i, perf={"b.round_vs_copy_sign": list(level + rng.normal(0, 0.02, 2))},
                                     started=repeat), name=f"2026010{repeat}T000000Z")
     assert run_history(root, "--out", tmp_path / "out") == 1
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.b.round_vs_copy_sign"]
+    newest = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.b.round_vs_copy_sign"]
     assert newest["verdict"] == "regression" and newest["change"] == pytest.approx(1.0, abs=0.1)
-    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    table = history.read_output(tmp_path / "out" / "history.csv")
     assert (table[table["point"] == sha(5)[:12]]["value"].size) == 4  # 2 records x 2 repeats
     assert (tmp_path / "out" / "figures" / "perf.b.round_vs_copy_sign.png").stat().st_size > 1000
     assert "Newest commit" in (tmp_path / "out" / "history.md").read_text()
@@ -160,7 +182,7 @@ def test_too_few_values_for_the_test_fall_back_to_the_tolerance(tmp_path):
     write(root, make_record(0, perf={"c.overhead": [1.0, 1.02]}))
     write(root, make_record(1, perf={"c.overhead": [1.5, 1.52]}))  # 2 vs 2 values: smallest p 1/6
     assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--confirm", "1") == 1
-    row = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    row = history.read_output(tmp_path / "out" / "newest.csv").iloc[0]
     assert row["verdict"] == "regression" and row["test"].startswith("tolerance only")
 
 
@@ -172,11 +194,11 @@ def test_ratios_are_pooled_across_machines_absolute_times_are_not(tmp_path):
                                                                "b.round_seconds_sign": [0.1 * scale, 0.1 * scale]},
                                     kinds={"b.round_seconds_sign": "absolute"}))
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
-    quantities = set(pd.read_csv(tmp_path / "out" / "history.csv")["quantity"])
+    quantities = set(history.read_output(tmp_path / "out" / "history.csv")["quantity"])
     assert quantities == {"perf.b.round_vs_copy_sign", "perf.b.round_seconds_sign@cpu-2c-aaaa",
                           "perf.b.round_seconds_sign@cuda-8c-bbbb"}
     # the newest commit's absolute times (10x apart between machines) are no regression: never compared
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv")
+    newest = history.read_output(tmp_path / "out" / "newest.csv")
     assert set(newest["verdict"]) == {"within tolerance"}
 
 
@@ -186,7 +208,7 @@ def test_a_dirty_tree_is_its_own_point_after_its_commit(tmp_path):
     write(root, make_record(3, dirty=True, study={"choco-sign_ring8": {"final_test_acc": [0.5, 0.5, 0.5]}}),
           name="dirty")
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1  # the dirty tree lost 10 points
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["study.choco-sign_ring8.final_test_acc", "commit"] == sha(3)[:12] + "+dirty"
     assert run_history(root, "--out", tmp_path / "out2", "--no-figures", "--clean-only") == 0
 
@@ -242,7 +264,7 @@ def test_order_by_git(tmp_path):
         rec["commit"] = commit
         write(root, rec)
     assert run_history(root, "--out", tmp_path / "out", "--no-figures", "--order", "git", "--repo", repo) == 0
-    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    table = history.read_output(tmp_path / "out" / "history.csv")
     order = table.drop_duplicates("point").sort_values("order")["commit"].tolist()
     assert order == commits
 
@@ -360,7 +382,7 @@ def test_commits_of_the_same_second_are_ordered_by_their_place_on_the_chain(tmp_
         rec["commit_date"], rec["generation"] = START.isoformat(), generation
         write(root, rec)
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
-    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    table = history.read_output(tmp_path / "out" / "history.csv")
     assert table.drop_duplicates("point").sort_values("order")["commit"].tolist() == [sha(1), sha(2), sha(0)]
 
 
@@ -371,7 +393,7 @@ def test_a_regression_that_started_one_commit_earlier_is_not_the_newest_commits(
         acc = [0.6, 0.61, 0.59] if i < 4 else [0.5, 0.51, 0.49]
         write(root, make_record(i, study={"c": {"final_test_acc": acc}}))
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 0
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    newest = history.read_output(tmp_path / "out" / "newest.csv").iloc[0]
     assert newest["verdict"] == "continues an earlier change"
 
 
@@ -391,7 +413,7 @@ def test_by_default_the_perf_figures_of_a_busy_machine_are_left_out(tmp_path, ca
     assert run_history(root, *out) == 0  # the default: 5 per core is above 1.5
     err = capsys.readouterr().err
     assert "perf figures of busy records left out: 1 whose bench perf started with a load average above 1.5" in err
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["perf.a.speedup_n4", "verdict"] == "not measured"  # the study's numbers stay
     assert newest.loc["study.c.final_test_acc", "verdict"] == "within tolerance"
 
@@ -434,7 +456,7 @@ def test_a_timing_regression_needs_two_records_of_the_commit_that_each_show_it(t
     assert run_history(tmp_path / "one", *out) == 0  # one record, however bad: measure again
     err = capsys.readouterr().err
     assert "UNCONFIRMED perf.a.speedup_n4: 5.05 -> 1.05 (-79.2%) at c03, worse in 1 of 1 records where 2 are" in err
-    row = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
+    row = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
     assert row["verdict"] == "unconfirmed" and row["records_worse"] == "1 of 1"
     assert "| unconfirmed |" in (tmp_path / "out" / "history.md").read_text()
     busy_history(tmp_path / "two", [0.0, 0.0], [1.0, 1.1])
@@ -448,7 +470,7 @@ def test_a_timing_regression_needs_two_records_of_the_commit_that_each_show_it(t
     rec["perf"]["figures"]["a.speedup_n4"]["higher_is_better"] = True
     write(root, rec)
     assert run_history(root, *out, "--tol", "ratio=0.5") == 0  # pooled: -59 %, all 4 values below the 6 before
-    row = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
+    row = history.read_output(tmp_path / "out" / "newest.csv").set_index("quantity").loc["perf.a.speedup_n4"]
     assert row["verdict"] == "unconfirmed" and row["records_worse"] == "1 of 2"
 
 
@@ -457,7 +479,7 @@ def test_the_deterministic_study_needs_no_second_record(tmp_path):
     for i in range(4):
         write(root, make_record(i, study={"c": {"final_test_acc": [0.6, 0.61, 0.6] if i < 3 else [0.5, 0.5, 0.5]}}))
     assert run_history(root, "--out", tmp_path / "out", "--no-figures") == 1
-    row = pd.read_csv(tmp_path / "out" / "newest.csv").iloc[0]
+    row = history.read_output(tmp_path / "out" / "newest.csv").iloc[0]
     assert row["verdict"] == "regression"
 
 
@@ -535,12 +557,12 @@ def test_compare_puts_two_commits_side_by_side(tmp_path, capsys):
     assert run_history(root, *out, "--compare", sha(0), sha(2)) == 0  # a table, not a gate
     printed = capsys.readouterr().out
     assert "worse  perf.b.round_vs_copy_sign: 2.05 -> 4.1 x (+100.0%, p 0.0079; records 1 and 1)" in printed
-    table = pd.read_csv(tmp_path / "out" / "compare.csv").set_index("quantity")
+    table = history.read_output(tmp_path / "out" / "compare.csv").set_index("quantity")
     assert table.loc["perf.c.steady", "verdict"] == "same"
     assert table.loc["study.c.final_test_acc", "verdict"] == "same" and table.loc["perf.b.round_vs_copy_sign",
                                                                                   "change"] == pytest.approx(1.0)
     assert run_history(root, *out, "--compare", sha(0), sha(1)) == 0
-    assert pd.read_csv(tmp_path / "out" / "compare.csv").set_index("quantity").loc[
+    assert history.read_output(tmp_path / "out" / "compare.csv").set_index("quantity").loc[
         "perf.b.round_vs_copy_sign", "verdict"] == "same"
     capsys.readouterr()
     for args, message in [(["--compare", sha(0), sha(7)], f"--compare {sha(7)}: no record of {sha(7)[:12]} left"),

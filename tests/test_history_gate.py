@@ -13,9 +13,9 @@ import subprocess
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
+from analysis.history import read_output
 from analysis.cli import main as analysis_main
 from bench import track
 from bench.cli import main as bench_main
@@ -167,7 +167,7 @@ def test_figures_left_out_for_load_are_not_missing(tmp_path, capsys):
     busy["perf"]["load_average_1m"] = {"start": 10.0}
     write(root, busy)
     assert history(root, "--out", tmp_path / "out", "--max-load", "1") == 0
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc["perf.c.overhead", "verdict"] == "not measured" and "FAILED" not in capsys.readouterr().err
 
 
@@ -191,7 +191,7 @@ def test_records_of_another_target_are_a_group_of_their_own(tmp_path, capsys):
     # the same code read at a target of 60 %: later to reach it, the same final accuracy
     write(root, record(sha(5), START + timedelta(hours=5), epochs=(7.0, 7.5, 8.0), target=0.6))
     assert history(root, "--out", tmp_path / "out") == 0
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc[f"study.{CELL}.epochs_to_target[target 0.6]", "verdict"] == "first commit"
     assert newest.loc[f"study.{CELL}.epochs_to_target[target 0.5]", "verdict"] == "not measured"
     assert newest.loc[f"study.{CELL}.final_test_acc", "verdict"] == "within tolerance"  # the target is no setting of it
@@ -205,7 +205,7 @@ def test_perf_figures_of_other_sizes_or_device_are_not_compared(tmp_path):
     rec["machine"] = {"id": "cuda-16c-gate", "cores": 16, "device": "cuda: H200"}
     write(root, rec)
     assert history(root, "--out", tmp_path / "out", "--kinds", "ratio") == 0
-    quantities = set(pd.read_csv(tmp_path / "out" / "newest.csv")["quantity"])
+    quantities = set(read_output(tmp_path / "out" / "newest.csv")["quantity"])
     assert "perf.b.round_vs_copy_sign[device cuda: H200]" in quantities
 
 
@@ -218,7 +218,7 @@ def test_records_without_settings_are_their_own_group_said_once(tmp_path, capsys
     assert history(root, "--out", tmp_path / "out") == 0
     err = capsys.readouterr().err
     assert err.count("do not store their settings") == 1 and "'settings not recorded'" in err
-    table = pd.read_csv(tmp_path / "out" / "history.csv")
+    table = read_output(tmp_path / "out" / "history.csv")
     assert f"study.{CELL}.epochs_to_target[settings not recorded]" in set(table["quantity"])
 
 
@@ -248,7 +248,7 @@ def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys):
         date = datetime.fromisoformat(git(tmp_path / "repo", "show", "-s", "--format=%cI", commit))
         write(root, record(commit, date, acc=(0.50, 0.51, 0.49) if i == len(commits) - 1 else (0.60, 0.61, 0.59)))
     assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "repo") == 1
-    newest = pd.read_csv(tmp_path / "out" / "newest.csv").set_index("quantity")
+    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
     assert newest.loc[f"study.{CELL}.final_test_acc", "commit"] == commits[-1][:12]
     assert f"REGRESSION study.{CELL}.final_test_acc" in capsys.readouterr().err
     assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "repo", "--expect", commits[-1]) == 1

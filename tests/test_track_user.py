@@ -6,10 +6,10 @@ import json
 import subprocess
 from pathlib import Path
 
-import pandas as pd
 import pytest
 
 from analysis.cli import main as analysis_main
+from analysis.history import read_output
 from bench.cli import main as bench_main
 from bench import track as track_package
 from bench.track import benchfile
@@ -108,12 +108,12 @@ def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, mon
     capsys.readouterr()
     report = tmp_path / "report"
     status = analysis_main(["history", str(out), "--repo", str(repo), "--out", str(report), "--no-figures"])
-    steps = pd.read_csv(report / "steps.csv")
+    steps = read_output(report / "steps.csv")
     step = steps[steps["quantity"] == "user.bench_mine.track_value"]
     assert len(step) == 1 and step.iloc[0]["first_commit"] == git(repo, "rev-parse", "HEAD~2")[:12]
     assert step.iloc[0]["verdict"] == "regression"  # 0.5 -> 0.9 loss, lower is better, beyond 2 points
     assert status == 0  # the newest commit is not where it started
-    assert "user.bench_mine.Suite.track_length" in set(pd.read_csv(report / "newest.csv")["quantity"])
+    assert "user.bench_mine.Suite.track_length" in set(read_output(report / "newest.csv")["quantity"])
 
 
 @pytest.mark.parametrize("args, message", [

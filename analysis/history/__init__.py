@@ -22,7 +22,8 @@ exit status 1 too; a check that measured or compared nothing of --expect's commi
 Ratio figures and the study's numbers (modelled time) are pooled across machines; absolute times are
 compared within one machine only (`NAME@<machine>` when several are read). Re-runs of a commit are repeats:
 perf values are pooled, a seed's values are reduced to their median (the study is deterministic).
-Writes OUT/history.csv, steps.csv, newest.csv, noise.csv, history.md and figures/<quantity>.png.
+Writes OUT/history.csv, steps.csv, newest.csv, noise.csv, history.md and figures/<quantity>.png; read the
+tables back with `read_output` (tables.py), which keeps their commit columns as text.
 Exit 0, 1 when the newest commit starts a regression or failed, 2 on bad input (one line).
 
 The package: records.py reads the records and builds the series, settings.py groups them by settings,
@@ -39,9 +40,10 @@ from analysis.history.order import graph_positions, order_points
 from analysis.history.records import (KIND, KINDS, MACHINE_BOUND, STUDY_FIELDS, TOLERANCES, Skipped, load_records,
                                       observations, point_key, record_problem, series_of, settings_of)
 from analysis.history.settings import split_by_settings
+from analysis.history.tables import TEXT_COLUMNS, read_output
 
-__all__ = ["ALPHA", "KIND", "KINDS", "MACHINE_BOUND", "MIN_SIDE", "STUDY_FIELDS", "TOLERANCES", "WINDOW", "Skipped",
-           "_median", "_noise_row", "analyse", "build_parser", "change", "draw", "find_steps", "graph_positions",
-           "load_records", "main", "mann_whitney", "newest_failures", "observations", "order_points", "point_key",
-           "record_problem", "run", "series_of", "settings_of", "smallest_p", "split_by_settings", "tolerance",
-           "verdict"]
+__all__ = ["ALPHA", "KIND", "KINDS", "MACHINE_BOUND", "MIN_SIDE", "STUDY_FIELDS", "TEXT_COLUMNS", "TOLERANCES",
+           "WINDOW", "Skipped", "_median", "_noise_row", "analyse", "build_parser", "change", "draw", "find_steps",
+           "graph_positions", "load_records", "main", "mann_whitney", "newest_failures", "observations",
+           "order_points", "point_key", "read_output", "record_problem", "run", "series_of", "settings_of",
+           "smallest_p", "split_by_settings", "tolerance", "verdict"]
