@@ -301,6 +301,77 @@ def test_the_local_step_reuses_its_buffers_and_gives_the_fresh_tensors_bits(mome
         x = x - 0.1 * d
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("momentum,nesterov,decay,mask", [
+    (0.0, False, 0.0, False), (0.0, False, 1e-4, False), (0.9, False, 5e-4, False), (0.9, True, 1e-4, False),
+    (0.5, True, 0.0, False), (0.9, True, 1e-4, True)])
+@pytest.mark.parametrize("shape", [(7, 5003), (64, 1024), (3, 7)])
+def test_descend_steps_with_the_eager_directions_bits_in_one_fused_pass_where_it_can(
+        monkeypatch, dtype, momentum, nesterov, decay, mask, shape):
+    """LocalStep.descend (x −= lr·d in place) gives x.sub_(direction(x, g), alpha=lr)'s bits, and the momentum
+    buffer's, step after step at changing rates; the fused kernel runs where the state is large, on the CPU, with
+    no decay mask and momentum or decay to fuse (7 × 5003 leaves a tail of 35,021 mod 64 = 13 entries to the eager
+    operations), and only there."""
+    from bench.algorithms import local as local_module
+    calls = []
+    monkeypatch.setattr(torch, "_fused_sgd_", lambda *a, real=torch._fused_sgd_, **k: calls.append(1) or real(*a, **k))
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(*shape, generator=g, dtype=dtype)
+    decay_mask = (torch.rand(shape[1], generator=g) > 0.3).to(dtype) if mask else None
+    cfg = LocalStepConfig(momentum=momentum, nesterov=nesterov, weight_decay=decay)
+    fused, eager = LocalStep(cfg, decay_mask=decay_mask), LocalStep(cfg, decay_mask=decay_mask)
+    y = x.clone()
+    for lr in (0.1, 0.05, 0.3, 0.01):
+        grad = torch.randn(*shape, generator=g, dtype=dtype)
+        kept = grad.clone()
+        fused.descend(x, grad, lr)
+        y.sub_(eager.direction(y, grad), alpha=lr)
+        assert torch.equal(x, y) and torch.equal(grad, kept)
+        assert (fused.momentum_buffer is None) == (eager.momentum_buffer is None)
+        assert fused.momentum_buffer is None or torch.equal(fused.momentum_buffer, eager.momentum_buffer)
+    expect_fused = (x.numel() >= local_module.FUSED_MIN and not mask and (momentum or decay))
+    assert bool(calls) == bool(expect_fused)
+
+
+def test_torch_s_fused_sgd_kernel_rounds_its_scalar_loop_unlike_the_eager_operations():
+    """The belief the fused descent rests on, probed on the pinned torch: over whole cache lines the fused kernel
+    (its vector loop) gives the eager operations' bits, while its scalar loop (a tensor's last numel mod vector
+    width entries) does not for momentum 0.9 in float64; so descend hands the eager operations every entry past
+    the last whole FUSED_UNIT, and checks the agreement before relying on it (fused_agrees)."""
+    from bench.algorithms import local as local_module
+    cfg = LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-4)
+    assert local_module._check_fused(torch.float64, cfg) and local_module._check_fused(torch.float32, cfg)
+    rounds_apart = 0
+    for seed in range(4):
+        gen = torch.Generator().manual_seed(seed)
+        x, m = torch.randn(7, generator=gen, dtype=torch.float64), torch.randn(7, generator=gen, dtype=torch.float64)
+        grad = torch.randn(7, generator=gen, dtype=torch.float64)
+        fx, fm = x.clone(), m.clone()
+        torch._fused_sgd_([fx], [grad], [fm], weight_decay=1e-4, momentum=0.9, lr=0.7, dampening=0.0, nesterov=True,
+                          maximize=False, is_first_step=False)
+        x.sub_(local_module._direction_into(cfg, x, grad, m, torch.empty_like(x)), alpha=0.7)
+        rounds_apart += not (torch.equal(fx, x) and torch.equal(fm, m))
+    assert rounds_apart > 0
+
+
+def test_descend_falls_back_to_the_eager_operations_where_the_fused_kernel_disagrees(monkeypatch):
+    """A machine whose fused kernel gives other bits (here: a kernel that steps twice as far) is found out by the
+    check, once per setting, and its runs step with the eager operations: the same bits as ever."""
+    from bench.algorithms import local as local_module
+    real = torch._fused_sgd_
+    monkeypatch.setattr(local_module, "_FUSED_AGREES", {})
+    monkeypatch.setattr(torch, "_fused_sgd_", lambda params, grads, bufs, lr, **k: real(params, grads, bufs, lr=2 * lr, **k))
+    cfg = LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-4)
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(16, 4099, generator=g)
+    y, fused, eager = x.clone(), LocalStep(cfg), LocalStep(cfg)
+    for _ in range(3):
+        grad = torch.randn(16, 4099, generator=g)
+        fused.descend(x, grad, 0.1)
+        y.sub_(eager.direction(y, grad), alpha=0.1)
+    assert torch.equal(x, y) and local_module._FUSED_AGREES == {(torch.float32, 0.9, True, 1e-4): False}
+
+
 def test_ecd_with_a_sparsifier_moves_only_the_sent_coordinates_by_hand():
     """Two workers on the complete graph (w = 1/2), top-1 of 2 coordinates, no gradient; by hand:
     setup s = W x0 = (1, 2.5), and y = x0 = [(2, 1), (0, 4)].

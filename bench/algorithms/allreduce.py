@@ -11,5 +11,5 @@ class AllReduce(catalog.AllReduce, Algorithm):
     def step(self, grad, lr: float) -> Traffic:
         if grad is not None:
             mean_grad = self.comm.allreduce_mean(grad)
-            self.x.sub_(self.local.direction(self.x, mean_grad), alpha=lr)
+            self.local.descend(self.x, mean_grad, lr)
         return self.comm.drain()

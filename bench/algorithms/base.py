@@ -91,6 +91,12 @@ class Algorithm(Method, ABC):
     def _direction(self, grad: torch.Tensor | None) -> torch.Tensor | None:
         return None if grad is None else self.local.direction(self.x, grad)
 
+    def _descend(self, grad: torch.Tensor | None, lr: float) -> None:
+        """``x −= lr · d`` with the local step's direction d, in place (one fused pass where LocalStep.descend
+        can); nothing without a gradient."""
+        if grad is not None:
+            self.local.descend(self.x, grad, lr)
+
     def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None):
         """The compressor's message of ``v``, its temporaries in buffers this method keeps from round to round
         (bench/compressors/scratch.py)."""

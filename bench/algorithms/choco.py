@@ -111,9 +111,7 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
         self.x.addcdiv_(self.u, self._ada, value=o.gamma)
 
     def step(self, grad, lr: float) -> Traffic:
-        d = self._direction(grad)
-        if d is not None:
-            self.x.sub_(d, alpha=lr)
+        self._descend(grad, lr)
         if self.options.order == "paper":
             self._exchange()
             self._consensus()

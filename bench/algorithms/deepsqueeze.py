@@ -47,9 +47,7 @@ class DeepSqueeze(TunesItsStep, catalog.DeepSqueeze, Algorithm):
         self._u = torch.empty_like(self.x)
 
     def step(self, grad, lr: float) -> Traffic:
-        d = self._direction(grad)
-        if d is not None:
-            self.x.sub_(d, alpha=lr)
+        self._descend(grad, lr)
         v = self.error.add_(self.x)  # v = x + e, in e's buffer
         c = self._compress(v, out=self._c)
         consensus = self.comm.gossip_into(c, self._u.zero_(), self_shift=-1.0)  # Σ_j w_ij c_j − c_i

@@ -59,13 +59,12 @@ class DPSGD(catalog.DPSGD, Algorithm):
         return v.mul(keep).index_add_(0, r.recv_rows, self.links.heard_rows(self.heard, self.heard_in).mul_(weight))
 
     def step(self, grad, lr: float) -> Traffic:
-        d = self._direction(grad)
-        if self.options.order == "paper":
+        if self.options.order == "paper":  # the direction at x, the step from the mixed models
+            d = self._direction(grad)
             posted, self._posted = self._posted, None
             mixed = posted() if posted is not None else self._mix(self.x)
             self.x = mixed if d is None else mixed.sub_(d, alpha=lr)
         else:
-            if d is not None:
-                self.x.sub_(d, alpha=lr)
+            self._descend(grad, lr)
             self.x = self._mix(self.x)
         return self.comm.drain()

@@ -59,9 +59,7 @@ class LEAD(catalog.LEAD, Algorithm):
         if not lr > 0:
             raise BenchError(f"algorithm 'lead' divides its dual step by the learning rate: lr={lr!r} must be > 0")
         gamma, alpha = self.options.dual_step, self.options.copy_step
-        d = self._direction(grad)
-        if d is not None:
-            self.x.sub_(d, alpha=lr)  # X − η d_k: X¹ itself at k = 0, the start of Y after
+        self._descend(grad, lr)  # X − η d_k: X¹ itself at k = 0, the start of Y after
         self.t += 1
         if self.t == 1:
             return self.comm.drain()

@@ -132,5 +132,5 @@ class PowerSGD(catalog.PowerSGD, Algorithm):
                 approx = torch.bmm(p, q.transpose(1, 2)).reshape(w, -1)[:, : b.size]
                 update[:, b.start : b.start + b.size] = approx
                 self.error[:, b.start : b.start + b.size] = m[:, b.start : b.start + b.size] - approx
-        self.x.sub_(self.local.direction(self.x, update), alpha=lr)
+        self.local.descend(self.x, update, lr)
         return self.comm.drain()

@@ -47,7 +47,7 @@ def _train_steps(parts, steps: int, communicate: bool = True, local_step: bool =
         if communicate:
             algo.step(grads, 0.05)
         elif local_step:
-            algo.x.sub_(algo.local.direction(algo.x, grads), alpha=0.05)
+            algo.local.descend(algo.x, grads, 0.05)
         else:
             algo.x.sub_(grads, alpha=0.05)  # local SGD: the same gradient work, no compression, no gossip
 
