@@ -66,8 +66,9 @@ def test_choco_identity_gamma_one_equals_dpsgd_step_then_gossip(spec, n):
 @pytest.mark.parametrize("spec,n", [("ring", 8), ("torus", 9), ("social", 32)])
 def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits(monkeypatch, compressor, spec, n):
     """Choco's round as the simulator runs it (q = Q(x − x̂) over layer segments, x̂ += q, u += (W − I) q mixed a
-    block of columns at a time where the graph is structured, x += γ u): over three rounds the iterates and copies
-    are bit for bit the textbook round's, each pass taken whole over every column (float32, the runs' dtype)."""
+    block of columns at a time where the graph is structured, x += γ u; sign's and none's q written over x − x̂):
+    over three rounds the iterates and copies are bit for bit the textbook round's, each pass taken whole over
+    every column (float32, the runs' dtype)."""
     import bench.comm.mixing as mixing
     from bench.comm import Mixer
 
@@ -90,6 +91,7 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
     assert mixing._block_columns(x0) == 7
     algo = make_algorithm("choco", x0, SimulatedCommunicator(topo), compressor=comp, options={"gamma": 0.4},
                           generator=torch.Generator().manual_seed(3), segments=segments)
+    assert (algo._q is algo._diff) == (compressor in ("sign", "none"))  # q written over x − x̂ where it can be
     for want_x, want_hat in expected:
         algo.step(None, 0.0)
         assert torch.equal(algo.x, want_x) and torch.equal(algo.x_hat, want_hat)

@@ -79,6 +79,30 @@ def test_shape_dtype_no_mutation_and_bits(spec, dtype):
     assert torch.isfinite(msg.values).all()
 
 
+@pytest.mark.parametrize("spec", [s for s in EXAMPLE_SPECS if make_compressor(s).compresses_in_place])
+def test_an_operator_that_compresses_in_place_gives_the_message_it_gives_into_a_buffer(spec):
+    """compress(x, out=x), which an operator allows by ``compresses_in_place``, gives the values and the wire
+    encoding that compress(x, out=buffer) gives, bit for bit, with zeros, a −0 and a zero segment among them."""
+    from bench.compressors import wire
+
+    comp = make_compressor(spec)
+    x = gaussian(6, D, seed=3, dtype=torch.float32)
+    x[0, :3] = torch.tensor([0.0, -0.0, 1e-40])
+    x[1, :SEGMENTS[0]] = 0.0
+    apart = comp.compress(x, gen(1), SEGMENTS, out=torch.empty_like(x))
+    y = x.clone()
+    over = comp.compress(y, gen(1), SEGMENTS, out=y)
+    assert over.values.data_ptr() == y.data_ptr()
+    assert torch.equal(over.values.view(torch.int32), apart.values.view(torch.int32))
+    sent = torch.stack(wire.encode(comp, over, SEGMENTS))
+    assert torch.equal(sent, torch.stack(wire.encode(comp, apart, SEGMENTS)))
+    assert torch.equal(wire.decode(comp, sent, SEGMENTS).view(torch.int32), apart.values.view(torch.int32))
+
+
+def test_the_operators_that_compress_in_place_are_sign_and_none():
+    assert {n for n in COMPRESSORS.names() if COMPRESSORS.get(n).compresses_in_place} == {"sign", "none"}
+
+
 @pytest.mark.parametrize("spec", EXAMPLE_SPECS)
 def test_determinism_and_randomness_only_from_generator(spec):
     comp = make_compressor(spec)

@@ -85,9 +85,11 @@ class Choco(TunesItsStep, catalog.Choco, Algorithm):
                 (("v", "ada_steps") if self.options.adagossip else ())
             return
         self.x_hat = torch.zeros_like(self.x)
-        # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂)
+        # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂); an operator that
+        # compresses in place (sign, none) writes Q(x − x̂) over x − x̂, which nothing reads again: one [w, d]
+        # buffer less in the cache, the same bits
         self._diff = torch.empty_like(self.x)
-        self._q = torch.empty_like(self.x)
+        self._q = self._diff if self.compressor.compresses_in_place else torch.empty_like(self.x)
 
     def _exchange(self) -> None:
         if self.per_link:

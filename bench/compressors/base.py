@@ -53,6 +53,11 @@ class Compressor(OperatorSpec):
     # whether a row's encoding is its values as float32 words, in order (``none``): wire.encode and decode then
     # view the values as bytes and back, with no fields to take apart
     wire_is_values: ClassVar[bool] = False
+    # whether ``compress(x, out=x)`` is allowed: each value is computed from its own entry of x and from parts taken
+    # before any value is written, and the parts stay true of the message once x holds the values (sign: the
+    # values carry x's sign bits; none: the values are x). A method that has no use for x after compressing it
+    # then needs no buffer of its own for the values, and the values are written where x already sits in the cache
+    compresses_in_place: ClassVar[bool] = False
 
     # -- the maths of one segment ------------------------------------------------------------
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:

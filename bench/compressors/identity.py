@@ -17,6 +17,7 @@ from .rows import RandomSource
 @register
 class Identity(catalog.Identity, Compressor):
     wire_is_values = True  # the encoding is the values' float32 words in order (bench/compressors/wire.py)
+    compresses_in_place = True  # the values are x; copying x onto itself is no copy
 
     def compress(self, x: torch.Tensor, generator: RandomSource = None, segments: Sequence[int] | None = None,
                  out: torch.Tensor | None = None) -> Message:

@@ -35,6 +35,7 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
 
 @register
 class Sign(catalog.Sign, Compressor):
+    compresses_in_place = True  # copysign(scale, x) keeps x's sign bits, which are all "sign_of" is read for
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.
         # Mapping sign(0) to +1 leaves the error at ‖x‖² − ‖x‖₁²/d because 0·(+1) adds nothing to
