@@ -113,6 +113,21 @@ def test_largest_difference_is_relative_for_losses_and_flags_a_one_sided_nan():
     assert cpu_target._largest_difference(a, b, ("loss",), relative=True) == math.inf
 
 
+def test_the_quick_sizes_are_the_ones_the_committed_history_was_measured_with():
+    """`bench track` measures `bench perf --quick`, and `analysis history` compares a commit only with commits
+    measured at the same sizes: a change to the quick sizes (even a key added with the value it had) would leave
+    `make track-check` nothing to compare with, and CI fails. Changing them on purpose means measuring the
+    history again at the new sizes."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "results" / "history"
+    records = [json.loads(p.read_text()) for p in root.glob("*/*/*.json") if p.name != "machine.json"]
+    measured = [r for r in records if isinstance(r.get("perf"), dict) and r["perf"].get("sizes")]
+    assert measured, f"no committed perf records under {root}"
+    newest = max(measured, key=lambda r: r["commit_date"])
+    assert newest["perf"]["sizes"] == json.loads(json.dumps(sizes_for(torch.device("cpu"), True)))
+
+
 def test_sizes_and_targets_by_device():
     cpu, gpu = sizes_for(torch.device("cpu"), False), sizes_for(torch.device("cuda"), False)
     assert gpu["step_configs"] == [[8, 128], [64, 32]] and gpu["lstm"]["hidden"] == 650

@@ -18,8 +18,10 @@ from .timing import ratio_figure
 FULL = {"procs_n": [4, 8, 16], "sim_only_n": [64], "steps": 20, "repeats": 3, "round_n": 64, "round_d": 10**6,
         "round_repeats": 5, "overhead_n": 64, "overhead_repeats": 9, "memory_n": 64, "resnet_n": 64,
         "resnet_batch": 32}
+# the quick set is what `bench track` measures, and its sizes are the tracked settings: any change to QUICK (a key
+# added with the value it had included) starts the tracked history over (tests/test_perf.py)
 QUICK = {"procs_n": [4], "sim_only_n": [8], "steps": 3, "repeats": 2, "round_n": 8, "round_d": 10**4,
-         "round_repeats": 2, "overhead_n": 8, "overhead_repeats": 2, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
+         "round_repeats": 2, "overhead_n": 8, "memory_n": 8, "resnet_n": 2, "resnet_batch": 2}
 COMPRESSORS = ("sign", "top:0.01", "qsgd:4", "rand:0.01")
 ROUND_TARGETS = {"sign": 8.0, "top:0.01": 8.0, "qsgd:4": 8.0}  # issue 31's kernels; random-k is timed beside them
 GROUPS = "abcdefgh"  # the benchmark groups of run_suite
@@ -85,7 +87,8 @@ def run_suite(device: str, sizes: dict, only: set[str], progress=print, peer_pyt
             progress(f"b  round {spec} n={sizes['round_n']} d={sizes['round_d']}: {seconds['median'] * 1e3:.1f} ms "
                      f"= {ratio['median']:.2f}x one copy")
     if "c" in only:
-        bare, stepped = suite.overhead(sizes["overhead_n"], sizes["steps"], sizes["overhead_repeats"], device)
+        bare, stepped = suite.overhead(sizes["overhead_n"], sizes["steps"],
+                                       sizes.get("overhead_repeats", sizes["repeats"]), device)
         figures["c.overhead_choco_sign"], figures["c.overhead_choco_sign_same_local_step"] = bare, stepped
         progress(f"c  Choco-sign step / local SGD step at n={sizes['overhead_n']}: {bare['median']:.3f}x "
                  f"(with the same momentum and weight decay: {stepped['median']:.3f}x)")
