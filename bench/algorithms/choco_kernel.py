@@ -1,0 +1,170 @@
+"""Choco-SGD's round with the scaled sign on a circulant graph in one pass over the state (bench/kernels/
+choco_sign.c), where torch's eager operations take about fifteen streams of memory: x − x̂, its row norms,
+the signs, x̂ += q, the shifted adds of u += (W − I) q and x += γu.
+
+Here the norms come first, a block of columns at a time in the cache (|x − x̂| into a lent block, summed as
+``sign.l1_norm`` sums it: the same bits), so x − x̂ is never written out; then the kernel makes q again from x
+and x̂ a block at a time and does the rest while the block is in the cache: x, x̂ and u are each read and written
+once, and no [n, d] buffer of x − x̂ or of q is kept. Its arithmetic is the eager round's, entry by entry, so the
+iterates are the same bits (tests/test_choco_kernel.py); a round's traffic is counted as the communicator counts
+a gossip. Used only where everything the kernel assumes holds (``fused_round``): the simulator on a CPU, float32,
+Choco's paper order without AdaGossip, a static circulant W without faults, the sign operator, a state of
+FUSED_MIN_ENTRIES or more (below it the eager round is as fast); and only after the kernel gave the eager round's
+bits on this machine (``kernel_agrees``). Elsewhere Choco runs eagerly."""
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+import torch
+
+from .. import kernels
+from ..compressors import Message
+from ..compressors.halves import in_halves
+from ..compressors.scratch import column_blocks, temporary
+from ..compressors.sign import Sign
+
+# columns of a block: its q for every row ([n, B] float32, 1 MB at n = 64) stays in a core's cache while the rows
+# stream by (a round at n = 64, d = 10⁶ on a 2-core CPU: 66-70 ms at 512-2,048 columns, 62-63 ms at 4,096, 65 ms at 8,192)
+BLOCK = 4096
+# below this many entries one thread does the round (a helper thread costs about 50 µs to start)
+SPLIT_MIN = 1 << 18
+# below this many entries the eager round is as fast or faster: its passes each stream the whole state, which the
+# CPU prefetches well, where the kernel walks row pieces of a block. A round on a 2-core CPU after the cache was
+# flushed (docs/performance.md, "Choco-sign's round in one pass"): 1 M entries 1.60 ms eager against 2.03 ms fused,
+# 4 M 5.8 against 6.0–6.4 ms, 8 M 12.1–12.5 against 12.0–12.1 ms, 16 M 24.2 against 18.8 ms, 64 M 100 against 63 ms
+FUSED_MIN_ENTRIES = 1 << 23
+
+_P, _I = ctypes.c_void_p, ctypes.c_int64
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel():
+    lib = kernels.load("choco_sign")
+    if lib is None:
+        return None
+    fn = lib.choco_sign_columns
+    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _I, ctypes.c_float, _I, _I, _P, _I]
+    fn.restype = None
+    return fn
+
+
+def _difference_l1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """‖x − y‖₁ of each row [w, 1], as ``sign.l1_norm(x − y)`` computes it on a CPU (the same blocks, the same
+    sums: the same bits), without writing x − y out: each block's difference goes into the lent block."""
+    w, d = x.shape
+    buffer = temporary("abs", (w, min(d, 1 << 14)), x.dtype, x.device)
+    total = None
+    for columns, width in column_blocks(d):
+        block = buffer[:, :width]
+        part = torch.sub(x[:, columns], y[:, columns], out=block).abs_().sum(dim=1, keepdim=True)
+        total = part if total is None else total.add_(part)
+    return total
+
+
+def shifts_of(mixer, self_shift: float) -> list[tuple[int, float]]:
+    """(offset, weight) of (W + self_shift·I)'s shifted adds, in the order ``Mixer.accumulate`` makes them."""
+    n = mixer.n
+    out = [(sh.offset % n, sh.weight + (self_shift if sh.offset % n == 0 else 0.0)) for sh in mixer.shifts]
+    if self_shift and not any(offset == 0 for offset, _ in out):
+        out.append((0, self_shift))
+    return out
+
+
+class FusedSignRound:
+    """The kernel bound to one static graph, layer segments and operator; ``round`` takes the state."""
+
+    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, block: int = BLOCK,
+                 split_min: int = SPLIT_MIN):
+        self.fn, self.n, self.segments, self.record_gossip = fn, n, list(segments), record_gossip
+        self.block, self.split_min = block, split_min
+        shifts = shifts_of(mixer, -1.0)
+        self.offsets = np.array([o for o, _ in shifts], dtype=np.int64)
+        self.weights = np.array([w for _, w in shifts], dtype=np.float32)  # torch's alpha, rounded to float32
+        self.seg_end = np.cumsum(self.segments).astype(np.int64)
+        self.blocks = torch.empty(2, n, block, dtype=torch.float32)  # each thread's q of a block
+        # what the gossip's traffic is counted from (the kernel never materialises the message's values)
+        self.message = Message(values=None, wire_bits=compressor.wire_bits(self.segments),
+                               paper_bits=compressor.paper_bits(self.segments), parts=None, codec=compressor,
+                               segments=tuple(self.segments))
+
+    def fits(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor) -> bool:
+        shape = (self.n, int(self.seg_end[-1]))
+        return all(t.device.type == "cpu" and t.dtype == torch.float32 and tuple(t.shape) == shape
+                   and t.is_contiguous() for t in (x, x_hat, u))
+
+    def round(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor, gamma: float, scratch) -> None:
+        """q = sign-compress(x − x̂), x̂ += q, u += (W − I) q, x += γ u, in place, and the gossip counted."""
+        n, d = x.shape
+        with scratch.lent():
+            scales = [_difference_l1(xs, hs) / xs.shape[1] for xs, hs in
+                      zip(torch.split(x, self.segments, dim=1), torch.split(x_hat, self.segments, dim=1))]
+        scale = torch.cat(scales, dim=1).contiguous()
+        self.record_gossip(self.message)
+        step = ctypes.c_float(float(gamma))  # as torch rounds add_'s alpha for float32
+        block = self.block
+        nblocks = -(-d // block)
+
+        def work(lo: int, hi: int) -> None:
+            q = self.blocks[0 if lo == 0 else 1]
+            self.fn(x.data_ptr(), x_hat.data_ptr(), u.data_ptr(), scale.data_ptr(), len(self.segments),
+                    self.seg_end.ctypes.data, n, d, self.offsets.ctypes.data, self.weights.ctypes.data,
+                    len(self.offsets), step, lo * block, min(hi * block, d), q.data_ptr(), block)
+
+        in_halves(work, nblocks, split=x.numel() >= self.split_min and torch.get_num_threads() > 1)
+
+
+def fused_round(algo) -> FusedSignRound | None:
+    """The fused round for this Choco instance, or None where it does not apply (see the module's docstring)."""
+    from ..comm.simulated import SimulatedCommunicator
+
+    x, comm, o = algo.x, algo.comm, algo.options
+    if not (type(comm) is SimulatedCommunicator and comm.faults is None and not comm.time_varying
+            and comm.mixer.method == "circulant" and isinstance(algo.compressor, Sign)
+            and o.order == "paper" and not o.adagossip and x.device.type == "cpu" and x.dtype == torch.float32
+            and x.dim() == 2 and x.is_contiguous() and x.numel() >= FUSED_MIN_ENTRIES):
+        return None
+    fn = _kernel()
+    if fn is None or not kernel_agrees():
+        return None
+    return FusedSignRound(fn, x.shape[0], algo.segments or [x.shape[1]], comm.mixer, algo.compressor,
+                          comm.record_gossip, block=BLOCK, split_min=SPLIT_MIN)
+
+
+@functools.lru_cache(maxsize=1)
+def kernel_agrees() -> bool:
+    """Whether the kernel gives the eager round's bits on this machine: two rounds on a ring of 6 and on an
+    exponential graph of 8, three uneven segments over 3,011 columns (whole blocks and a partial one, split
+    between two threads), a zero row and signed zeros, against the eager operations."""
+    from ..comm.mixing import Mixer
+    from ..compressors import make_compressor
+    from ..compressors.scratch import Scratch
+    from ..topology import make_topology
+
+    fn = _kernel()
+    if fn is None:
+        return False
+    comp = make_compressor("sign")
+    for spec, n in (("ring", 6), ("exponential", 8)):
+        topo = make_topology(spec, n)
+        mixer = Mixer(topo.W, topo.grid_shape)
+        if mixer.method != "circulant":
+            return False
+        gen = torch.Generator().manual_seed(n)
+        segments = [1000, 7, 2004]
+        x = torch.randn(n, sum(segments), generator=gen)
+        x[1] = 0.0
+        x[2, :4] = torch.tensor([0.0, -0.0, 1e-40, -1e-40])
+        eager = [x.clone(), torch.zeros_like(x), torch.zeros_like(x)]
+        fused = [t.clone() for t in eager]
+        kernel = FusedSignRound(fn, n, segments, mixer, comp, lambda message: None, block=256, split_min=0)
+        for _ in range(2):
+            q = comp.compress(eager[0] - eager[1], None, segments).values
+            eager[1].add_(q)
+            mixer.accumulate(eager[2], q, self_shift=-1.0)
+            eager[0].add_(eager[2], alpha=0.7)
+            kernel.round(*fused, 0.7, Scratch())
+        if not all(torch.equal(a, b) for a, b in zip(eager, fused)):
+            return False
+    return True

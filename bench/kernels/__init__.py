@@ -1,0 +1,132 @@
+"""Small C kernels for the passes torch's eager operations cannot fuse on a CPU, built on first use with the
+machine's C compiler and kept in a cache, loaded with ctypes (no torch headers, no build step at install).
+
+A kernel is optional: ``load`` answers None where there is no compiler, the build fails or the platform has no
+shared libraries, and its caller keeps the eager operations, which give the same bits (each caller checks that
+before it relies on a kernel). ``why_not(name)`` says why a kernel is not there.
+
+The library goes to ``$CHOCO_BENCH_KERNELS`` or ``$XDG_CACHE_HOME/choco-bench/kernels`` (``~/.cache/...``), named
+by a digest of its source, the compiler, the flags and this CPU's model and feature flags (``-march=native``
+code runs only where it was built, so a home directory shared by several machines keeps one per machine).
+The build writes a temporary file and renames it into place, so processes building at once do not see half a
+library. ``CHOCO_BENCH_KERNELS=off`` turns every kernel off."""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import platform
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
+_loaded: dict[str, ctypes.CDLL | None] = {}
+_why: dict[str, str] = {}
+_lock = threading.Lock()
+
+
+def cache_dir() -> Path:
+    chosen = os.environ.get("CHOCO_BENCH_KERNELS")
+    if chosen:
+        return Path(chosen)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "choco-bench" / "kernels"
+
+
+def _cpu_signature() -> str:
+    """This CPU's model and feature flags (Linux), else the platform's name: what -march=native compiled for."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return platform.platform()
+    wanted = ("model name", "flags", "Features", "CPU part")
+    return "\n".join(sorted({line for line in lines if line.split(":")[0].strip() in wanted}))
+
+
+def _compiler() -> str | None:
+    chosen = os.environ.get("CC")
+    if chosen:
+        return shutil.which(chosen) or (chosen if os.path.isfile(chosen) else None)
+    return next((found for found in map(shutil.which, ("cc", "gcc", "clang")) if found), None)
+
+
+def _compiler_version(cc: str) -> str:
+    try:
+        return subprocess.run([cc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+
+
+def library_path(name: str, cc: str) -> Path:
+    source = (HERE / f"{name}.c").read_bytes()
+    digest = hashlib.sha256(b"\0".join([source, cc.encode(), _compiler_version(cc).encode(), " ".join(FLAGS).encode(),
+                                         _cpu_signature().encode()])).hexdigest()[:20]
+    return cache_dir() / f"{name}-{digest}.so"
+
+
+def _build(name: str) -> ctypes.CDLL | None:
+    if os.environ.get("CHOCO_BENCH_KERNELS", "").lower() == "off":
+        _why[name] = "kernels are turned off (CHOCO_BENCH_KERNELS=off)"
+        return None
+    if os.name != "posix":
+        _why[name] = f"no shared-library build on {os.name}"
+        return None
+    cc = _compiler()
+    if cc is None:
+        _why[name] = "no C compiler (cc, gcc, clang or $CC) on PATH"
+        return None
+    path = library_path(name, cc)
+    if not path.exists():
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError:  # a read-only home: this user's folder in the temporary directory
+            path = Path(tempfile.gettempdir()) / f"choco-bench-kernels-{os.getuid()}" / path.name
+        if not path.exists() and not _compile(name, cc, path):
+            return None
+    try:
+        return ctypes.CDLL(str(path))
+    except OSError as err:
+        _why[name] = f"could not load {path}: {err}"
+        return None
+
+
+def _compile(name: str, cc: str, path: Path) -> bool:
+    """Build ``name`` into ``path`` through a temporary file renamed into place (a concurrent build of the same
+    library writes the same bytes, and neither process sees half a file)."""
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=path.parent)
+        os.close(fd)
+        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(HERE / f"{name}.c"), "-lm"], capture_output=True,
+                              text=True, timeout=120)
+        if done.returncode != 0:
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
+            _why[name] = f"{cc} failed on {name}.c: {last[0]}"
+            return False
+        os.replace(tmp, path)
+        tmp = None
+        return True
+    except (OSError, subprocess.SubprocessError) as err:
+        _why[name] = f"could not build {path}: {err}"
+        return False
+    finally:
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def load(name: str) -> ctypes.CDLL | None:
+    """The kernel library ``name`` (bench/kernels/<name>.c), built on first use; None where it cannot be."""
+    with _lock:
+        if name not in _loaded:
+            _loaded[name] = _build(name)
+        return _loaded[name]
+
+
+def why_not(name: str) -> str | None:
+    """Why ``load(name)`` answered None (None while it has not, or when it loaded)."""
+    return _why.get(name)

@@ -1,0 +1,143 @@
+"""The fused Choco-sign round (bench/algorithms/choco_kernel.py, bench/kernels/choco_sign.c): the eager round's
+bits and traffic wherever it is taken, taken only where its assumptions hold, and a machine without a compiler
+runs the eager round."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+
+from bench import kernels
+from bench.algorithms import LocalStep, LocalStepConfig, choco_kernel, make_algorithm
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.topology import make_topology
+
+
+@pytest.fixture(autouse=True)
+def kernel_here(monkeypatch):
+    """The kernel must build where there is a compiler (in CI a skip here fails: tests/conftest.py); the tests'
+    states are small, so the size at which Choco takes the kernel is lowered to any."""
+    monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 0)
+    if kernels._compiler() is None:
+        pytest.skip("no C compiler here: the fused round cannot be built, Choco runs the eager round")
+    assert kernels.load("choco_sign") is not None, kernels.why_not("choco_sign")
+    assert choco_kernel.kernel_agrees()
+
+
+def choco(topo, x0, segments, options=None, compressor="sign", **kw):
+    return make_algorithm("choco", x0.clone(), SimulatedCommunicator(topo, **kw),
+                          compressor=make_compressor(compressor, contraction=True),
+                          local=LocalStep(LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-3)),
+                          options={"gamma": 0.45, **(options or {})}, generator=torch.Generator().manual_seed(1),
+                          segments=segments)
+
+
+def run(algo, steps=4, seed=5):
+    gen = torch.Generator().manual_seed(seed)
+    traffic = []
+    for t in range(steps):
+        grad = None if t == 1 else torch.randn(algo.x.shape, generator=gen)  # a gossip-only round among them
+        traffic.append(algo.step(grad, 0.05))
+    return traffic
+
+
+@pytest.mark.parametrize("spec,n,segments,block,split_min", [
+    ("ring", 8, [37, 50, 13], 1024, 1 << 18),          # one partial block, one thread
+    ("ring", 64, [5000, 3, 2997], 512, 0),             # many blocks, a one-column segment, two threads
+    ("exponential", 16, [4099], 1000, 0),              # eight shifts, none of them the worker itself
+    ("ring", 4, [10, 11], 4, 0),                       # blocks of 4 columns, a block across two segments
+])
+def test_the_fused_round_gives_the_eager_rounds_bits_and_traffic(monkeypatch, spec, n, segments, block, split_min):
+    monkeypatch.setattr(choco_kernel, "BLOCK", block)
+    monkeypatch.setattr(choco_kernel, "SPLIT_MIN", split_min)
+    topo = make_topology(spec, n)
+    x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
+    x0[0] = 0.0  # a zero row: scale 0, its q signed zeros
+    fused = choco(topo, x0, segments)
+    monkeypatch.setattr(choco_kernel, "fused_round", lambda algo: None)
+    eager = choco(topo, x0, segments)
+    assert fused._fused is not None and fused._fused.block == block and eager._fused is None
+    assert fused._diff is None  # no [n, d] buffer for x − x̂ or q
+    assert run(fused) == run(eager)
+    for name in ("x", "x_hat", "u"):
+        assert torch.equal(getattr(fused, name), getattr(eager, name)), name
+    assert torch.equal(fused.local.momentum_buffer, eager.local.momentum_buffer)
+
+
+@pytest.mark.parametrize("case", ["qsgd", "none", "float64", "code-order", "adagossip", "torus", "one-peer-exp",
+                                  "faults", "complete", "small"])
+def test_the_fused_round_is_taken_only_where_its_assumptions_hold(monkeypatch, case):
+    from bench.faults import FaultSchedule, parse_faults
+
+    spec, n, x0 = "ring", 9, torch.randn(9, 30)
+    compressor, options, kw = "sign", {}, {}
+    if case in ("qsgd", "none"):
+        compressor = {"qsgd": "qsgd:4", "none": "none"}[case]
+    elif case == "float64":
+        x0 = x0.double()
+    elif case == "code-order":
+        options = {"order": "code"}
+    elif case == "adagossip":
+        options = {"adagossip": True, "gamma": 0.01}
+    elif case in ("torus", "one-peer-exp", "complete"):
+        spec = case
+        n = 8 if case == "one-peer-exp" else 9
+        x0 = torch.randn(n, 30)
+    if case == "small":
+        monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 9 * 30 + 1)
+    topo = make_topology(spec, n)
+    if case == "faults":
+        kw = {"faults": FaultSchedule(parse_faults({"drop": 0.1}, n), topo.link_union(), 1)}
+    assert choco(topo, x0, None, options, compressor, **kw)._fused is None
+    monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 9 * 30)
+    assert choco(make_topology("ring", 9), torch.randn(9, 30), None)._fused is not None  # the case it is built for
+
+
+def test_a_state_that_stops_fitting_the_kernel_runs_the_eager_round():
+    """x rebound to a tensor the kernel cannot take (a strided view) steps eagerly, with the eager buffers."""
+    topo, x0 = make_topology("ring", 6), torch.randn(6, 40)
+    algo = choco(topo, x0, None)
+    assert algo._fused is not None
+    algo.x = torch.randn(40, 6).t()  # not contiguous
+    run(algo, steps=2)
+    assert algo._diff is not None and algo._diff.shape == (6, 40)
+
+
+def test_without_a_compiler_there_is_no_kernel_and_choco_runs_eagerly(monkeypatch):
+    monkeypatch.setattr(kernels, "_loaded", {})
+    monkeypatch.setattr(kernels, "_why", {})
+    monkeypatch.setattr(kernels, "_compiler", lambda: None)
+    monkeypatch.setattr(choco_kernel, "_kernel", choco_kernel._kernel.__wrapped__)
+    assert kernels.load("choco_sign") is None
+    assert kernels.why_not("choco_sign") == "no C compiler (cc, gcc, clang or $CC) on PATH"
+    assert choco(make_topology("ring", 6), torch.randn(6, 40), None)._fused is None
+
+
+def test_kernels_can_be_turned_off(monkeypatch):
+    monkeypatch.setattr(kernels, "_loaded", {})
+    monkeypatch.setenv("CHOCO_BENCH_KERNELS", "off")
+    assert kernels.load("choco_sign") is None and "CHOCO_BENCH_KERNELS=off" in kernels.why_not("choco_sign")
+
+
+def test_a_kernel_is_built_once_into_its_cache_under_a_name_of_its_source_compiler_and_cpu(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHOCO_BENCH_KERNELS", str(tmp_path))
+    monkeypatch.setattr(kernels, "_loaded", {})
+    assert kernels.load("choco_sign") is not None
+    built = list(tmp_path.glob("choco_sign-*.so"))
+    assert len(built) == 1 and not list(tmp_path.glob(".*"))  # no temporary left
+    assert built[0] == kernels.library_path("choco_sign", kernels._compiler())
+    stamp = os.stat(built[0]).st_mtime_ns
+    monkeypatch.setattr(kernels, "_loaded", {})
+    assert kernels.load("choco_sign") is not None and os.stat(built[0]).st_mtime_ns == stamp  # loaded, not rebuilt
+
+
+def test_a_build_that_fails_leaves_no_file_and_says_why(monkeypatch, tmp_path):
+    monkeypatch.setenv("CHOCO_BENCH_KERNELS", str(tmp_path))
+    monkeypatch.setenv("CC", "false")  # a compiler that fails
+    monkeypatch.setattr(kernels, "_loaded", {})
+    monkeypatch.setattr(kernels, "_why", {})
+    assert kernels.load("choco_sign") is None
+    assert kernels.why_not("choco_sign").startswith(f"{kernels._compiler()} failed on choco_sign.c")
+    assert list(tmp_path.iterdir()) == []
