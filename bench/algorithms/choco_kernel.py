@@ -22,11 +22,12 @@ import torch
 from .. import kernels
 from ..compressors import Message
 from ..compressors.halves import in_halves
-from ..compressors.scratch import column_blocks, temporary
+from ..compressors.scratch import BLOCK_COLUMNS, column_blocks, temporary
 from ..compressors.sign import Sign
 
 # columns of a block: its q for every row ([n, B] float32, 1 MB at n = 64) stays in a core's cache while the rows
-# stream by (a round at n = 64, d = 10⁶ on a 2-core CPU: 66-70 ms at 512-2,048 columns, 62-63 ms at 4,096, 65 ms at 8,192)
+# stream by (a round at n = 64, d = 10⁶ on a 2-core CPU: 66–70 ms at 512–2,048 columns, 62–63 ms at 4,096,
+# 65 ms at 8,192)
 BLOCK = 4096
 # below this many entries one thread does the round (a helper thread costs about 50 µs to start)
 SPLIT_MIN = 1 << 18
@@ -54,7 +55,7 @@ def _difference_l1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """‖x − y‖₁ of each row [w, 1], as ``sign.l1_norm(x − y)`` computes it on a CPU (the same blocks, the same
     sums: the same bits), without writing x − y out: each block's difference goes into the lent block."""
     w, d = x.shape
-    buffer = temporary("abs", (w, min(d, 1 << 14)), x.dtype, x.device)
+    buffer = temporary("abs", (w, min(d, BLOCK_COLUMNS)), x.dtype, x.device)
     total = None
     for columns, width in column_blocks(d):
         block = buffer[:, :width]

@@ -22,6 +22,8 @@ import tempfile
 import threading
 from pathlib import Path
 
+from ..files import atomic_write
+
 HERE = Path(__file__).resolve().parent
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
 _loaded: dict[str, ctypes.CDLL | None] = {}
@@ -95,28 +97,29 @@ def _build(name: str) -> ctypes.CDLL | None:
 
 
 def _compile(name: str, cc: str, path: Path) -> bool:
-    """Build ``name`` into ``path`` through a temporary file renamed into place (a concurrent build of the same
-    library writes the same bytes, and neither process sees half a file)."""
-    tmp = None
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=path.parent)
-        os.close(fd)
-        done = subprocess.run([cc, *FLAGS, "-o", tmp, str(HERE / f"{name}.c"), "-lm"], capture_output=True,
+    """Build ``name`` into ``path`` through bench.files.atomic_write (a temporary file renamed into place: a
+    concurrent build of the same library writes the same bytes, and no process loads half a file)."""
+
+    def build(tmp: Path) -> None:
+        done = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(HERE / f"{name}.c"), "-lm"], capture_output=True,
                               text=True, timeout=120)
         if done.returncode != 0:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
-            _why[name] = f"{cc} failed on {name}.c: {last[0]}"
-            return False
-        os.replace(tmp, path)
-        tmp = None
+            raise _BuildFailed(f"{cc} failed on {name}.c: {last[0]}")
+
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, build)
         return True
+    except _BuildFailed as err:
+        _why[name] = str(err)
     except (OSError, subprocess.SubprocessError) as err:
         _why[name] = f"could not build {path}: {err}"
-        return False
-    finally:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
+    return False
+
+
+class _BuildFailed(Exception):
+    pass
 
 
 def load(name: str) -> ctypes.CDLL | None:

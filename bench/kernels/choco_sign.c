@@ -39,8 +39,9 @@ void choco_sign_columns(float *x, float *xh, float *u, const float *scale, int64
         for (int64_t i = 0; i < n; i++) {
             float *restrict xi = x + i * d + b0, *restrict ui = u + i * d + b0;
             if (nshift == 3) {  /* a ring: the three adds and the step in one sweep of the row */
-                const float *restrict q0 = qb + ((i + offsets[0]) % n) * B, *restrict q1 = qb + ((i + offsets[1]) % n) * B,
-                            *restrict q2 = qb + ((i + offsets[2]) % n) * B;
+                const float *restrict q0 = qb + ((i + offsets[0]) % n) * B;
+                const float *restrict q1 = qb + ((i + offsets[1]) % n) * B;
+                const float *restrict q2 = qb + ((i + offsets[2]) % n) * B;
                 const float w0 = weights[0], w1 = weights[1], w2 = weights[2];
                 for (int64_t j = 0; j < w; j++) {
                     const float acc = fmaf(w2, q2[j], fmaf(w1, q1[j], fmaf(w0, q0[j], ui[j])));
