@@ -43,27 +43,68 @@ def run(algo, steps=4, seed=5):
     return traffic
 
 
+def same_as_eager(monkeypatch, topo, x0, segments, steps=4):
+    """The fused Choco and the eager one from x0: the same traffic, iterates and momentum, bit for bit."""
+    fused = choco(topo, x0, segments)
+    monkeypatch.setattr(choco_kernel, "fused_round", lambda algo: None)
+    eager = choco(topo, x0, segments)
+    assert fused._fused is not None and eager._fused is None
+    assert fused._diff is None  # no [n, d] buffer for x − x̂ or q
+    assert run(fused, steps) == run(eager, steps)
+    for name in ("x", "x_hat", "u"):
+        assert torch.equal(getattr(fused, name), getattr(eager, name)), name
+    assert torch.equal(fused.local.momentum_buffer, eager.local.momentum_buffer)
+    return fused
+
+
 @pytest.mark.parametrize("spec,n,segments,block,split_min", [
     ("ring", 8, [37, 50, 13], 1024, 1 << 18),          # one partial block, one thread
     ("ring", 64, [5000, 3, 2997], 512, 0),             # many blocks, a one-column segment, two threads
     ("exponential", 16, [4099], 1000, 0),              # eight shifts, none of them the worker itself
     ("ring", 4, [10, 11], 4, 0),                       # blocks of 4 columns, a block across two segments
 ])
-def test_the_fused_round_gives_the_eager_rounds_bits_and_traffic(monkeypatch, spec, n, segments, block, split_min):
+def test_the_column_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, spec, n, segments, block, split_min):
     monkeypatch.setattr(choco_kernel, "BLOCK", block)
     monkeypatch.setattr(choco_kernel, "SPLIT_MIN", split_min)
-    topo = make_topology(spec, n)
+    monkeypatch.setattr(choco_kernel, "ring_neighbours", lambda offsets, n: None)  # a ring through the columns too
     x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
     x0[0] = 0.0  # a zero row: scale 0, its q signed zeros
-    fused = choco(topo, x0, segments)
-    monkeypatch.setattr(choco_kernel, "fused_round", lambda algo: None)
-    eager = choco(topo, x0, segments)
-    assert fused._fused is not None and fused._fused.block == block and eager._fused is None
-    assert fused._diff is None  # no [n, d] buffer for x − x̂ or q
-    assert run(fused) == run(eager)
-    for name in ("x", "x_hat", "u"):
-        assert torch.equal(getattr(fused, name), getattr(eager, name)), name
-    assert torch.equal(fused.local.momentum_buffer, eager.local.momentum_buffer)
+    fused = same_as_eager(monkeypatch, make_topology(spec, n), x0, segments)
+    assert type(fused._fused) is choco_kernel.FusedSignRound and fused._fused.block == block
+
+
+@pytest.mark.parametrize("n,segments,threads", [
+    (4, [37, 50, 13], 1),      # one party of four rows
+    (5, [5000, 3, 2997], 2),   # two parties of two rows and three
+    (64, [4000, 100, 10000, 100, 1000, 10], 2),  # group c's layers
+    (9, [7], 4),               # four parties of two and three rows, more threads than cores
+    (6, [1], 3),               # one column
+])
+def test_the_ring_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, n, segments, threads):
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
+        x0[n - 1] = 0.0  # a zero row, at the end of the last party's range
+        x0[1, :3] = torch.tensor([0.0, -0.0, 1e-40])[:x0.shape[1]]
+        fused = same_as_eager(monkeypatch, make_topology("ring", n), x0, segments)
+    finally:
+        torch.set_num_threads(threads_before)
+    assert type(fused._fused) is choco_kernel.RingRound and fused._fused.edge.shape[0] == 2 * min(threads, n // 2)
+
+
+def test_the_ring_kernel_is_told_a_ring_by_its_shifts():
+    assert choco_kernel.ring_neighbours([0, 1, 5], 6).tolist() == [0, 1, -1]
+    assert choco_kernel.ring_neighbours([5, 0, 1], 6).tolist() == [-1, 0, 1]  # in the shifts' order
+    assert choco_kernel.ring_neighbours([0, 1, 2], 3).tolist() == [0, 1, -1]  # the smallest ring of three shifts
+    assert choco_kernel.ring_neighbours([0, 1], 2) is None
+    assert choco_kernel.ring_neighbours([0, 1, 6], 8) is None                # +1 and +6, not -1
+    assert choco_kernel.ring_neighbours([0, 1, 2, 4, 6, 7], 8) is None       # an exponential graph
+    with pytest.raises(ValueError, match="ring kernel"):
+        topo = make_topology("exponential", 8)
+        from bench.comm.mixing import Mixer
+        choco_kernel.RingRound(choco_kernel._ring_kernel(), 8, [5], Mixer(topo.W, topo.grid_shape),
+                               make_compressor("sign"), lambda message: None)
 
 
 @pytest.mark.parametrize("case", ["qsgd", "none", "float64", "code-order", "adagossip", "torus", "one-peer-exp",
@@ -85,14 +126,17 @@ def test_the_fused_round_is_taken_only_where_its_assumptions_hold(monkeypatch, c
         spec = case
         n = 8 if case == "one-peer-exp" else 9
         x0 = torch.randn(n, 30)
-    if case == "small":
-        monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 9 * 30 + 1)
+    if case == "small":  # the column kernel only from FUSED_MIN_ENTRIES
+        spec, n, x0 = "exponential", 8, torch.randn(8, 30)
+        monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 8 * 30 + 1)
     topo = make_topology(spec, n)
     if case == "faults":
         kw = {"faults": FaultSchedule(parse_faults({"drop": 0.1}, n), topo.link_union(), 1)}
     assert choco(topo, x0, None, options, compressor, **kw)._fused is None
-    monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 9 * 30)
-    assert choco(make_topology("ring", 9), torch.randn(9, 30), None)._fused is not None  # the case it is built for
+    monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 8 * 30)
+    assert type(choco(make_topology("exponential", 8), torch.randn(8, 30), None)._fused) is choco_kernel.FusedSignRound
+    monkeypatch.setattr(choco_kernel, "FUSED_MIN_ENTRIES", 1 << 40)
+    assert type(choco(make_topology("ring", 9), torch.randn(9, 30), None)._fused) is choco_kernel.RingRound  # any size
 
 
 def test_a_state_that_stops_fitting_the_kernel_runs_the_eager_round():
@@ -110,6 +154,7 @@ def test_without_a_compiler_there_is_no_kernel_and_choco_runs_eagerly(monkeypatc
     monkeypatch.setattr(kernels, "_why", {})
     monkeypatch.setattr(kernels, "_compiler", lambda: None)
     monkeypatch.setattr(choco_kernel, "_kernel", choco_kernel._kernel.__wrapped__)
+    monkeypatch.setattr(choco_kernel, "_ring_kernel", choco_kernel._ring_kernel.__wrapped__)
     assert kernels.load("choco_sign") is None
     assert kernels.why_not("choco_sign") == "no C compiler (cc, gcc, clang or $CC) on PATH"
     assert choco(make_topology("ring", 6), torch.randn(6, 40), None)._fused is None
@@ -141,3 +186,40 @@ def test_a_build_that_fails_leaves_no_file_and_says_why(monkeypatch, tmp_path):
     assert kernels.load("choco_sign") is None
     assert kernels.why_not("choco_sign").startswith(f"{kernels._compiler()} failed on choco_sign.c")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_compiler_without_openmp_builds_the_kernels_for_one_thread(monkeypatch, tmp_path):
+    """Where -fopenmp fails, the kernel is built without it: loaded, said so, and still the eager round's bits
+    (its parallel region then one thread)."""
+    import shutil
+
+    real = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    wrapper = tmp_path / "cc-without-openmp"
+    wrapper.write_text('#!/bin/sh\nfor a in "$@"; do [ "$a" = "-fopenmp" ] && { echo "no OpenMP" >&2; exit 1; }; done\n'
+                       f'exec {real} "$@"\n')
+    wrapper.chmod(0o755)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CHOCO_BENCH_KERNELS", str(cache))
+    monkeypatch.setenv("CC", str(wrapper))
+    for name in ("_loaded", "_why", "_openmp"):
+        monkeypatch.setattr(kernels, name, {})
+    assert kernels.load("choco_sign") is not None and not kernels.with_openmp("choco_sign")
+    assert kernels.why_not("choco_sign") is None
+    assert [p.name for p in cache.iterdir()] == [kernels.library_path("choco_sign", str(wrapper), kernels.FLAGS).name]
+    monkeypatch.setattr(choco_kernel, "_kernel", choco_kernel._kernel.__wrapped__)
+    monkeypatch.setattr(choco_kernel, "_ring_kernel", choco_kernel._ring_kernel.__wrapped__)
+    assert choco_kernel.kernel_agrees.__wrapped__()
+    assert choco_kernel._ring_kernel() is not None
+
+
+def test_the_kernels_share_torchs_openmp_runtime():
+    """Built with OpenMP, the library adds no OpenMP runtime of its own to the process: its threads are torch's
+    (threads of a second pool would compete with torch's spinning workers for the cores)."""
+    if not kernels.with_openmp("choco_sign"):
+        pytest.skip("the kernel here was built without OpenMP")
+    if not os.path.exists("/proc/self/maps"):
+        pytest.skip("no /proc/self/maps to read the loaded libraries from")
+    with open("/proc/self/maps") as maps:
+        runtimes = {line.split()[-1] for line in maps if "libgomp" in line or "libomp" in line or "libiomp" in line}
+    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    assert runtimes and all(path.startswith(torch_lib) for path in runtimes), runtimes

@@ -8,9 +8,14 @@ and x̂ a block at a time and does the rest while the block is in the cache: x, 
 once, and no [n, d] buffer of x − x̂ or of q is kept. Its arithmetic is the eager round's, entry by entry, so the
 iterates are the same bits (tests/test_choco_kernel.py); a round's traffic is counted as the communicator counts
 a gossip. Used only where everything the kernel assumes holds (``fused_round``): the simulator on a CPU, float32,
-Choco's paper order without AdaGossip, a static circulant W without faults, the sign operator, a state of
-FUSED_MIN_ENTRIES or more (below it the eager round is as fast); and only after the kernel gave the eager round's
-bits on this machine (``kernel_agrees``). Elsewhere Choco runs eagerly."""
+Choco's paper order without AdaGossip, a static circulant W without faults, the sign operator and, on a circulant
+other than the ring, a state of FUSED_MIN_ENTRIES or more (below it the eager round is as fast); and only after the kernel gave the eager round's
+bits on this machine (``kernel_agrees``). Elsewhere Choco runs eagerly.
+
+On a ring (shifts 0, +1 and −1) the kernel takes the rows in order instead (``RingRound``): each row's q is made
+once and kept while the rows on either side use it, so it needs no blocks of columns, and its OpenMP threads are
+torch's own. It was faster than the eager round at every size measured, from 8 × 20 to 64 × 10⁶
+(docs/performance.md, "The ring's rows in order"), so a ring takes it whatever the state's size."""
 from __future__ import annotations
 
 import ctypes
@@ -51,6 +56,17 @@ def _kernel():
     return fn
 
 
+@functools.lru_cache(maxsize=1)
+def _ring_kernel():
+    lib = kernels.load("choco_sign")
+    if lib is None:
+        return None
+    fn = lib.choco_sign_ring
+    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, ctypes.c_float, _I, _P, _P]
+    fn.restype = None
+    return fn
+
+
 def _difference_l1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """‖x − y‖₁ of each row [w, 1], as ``sign.l1_norm(x − y)`` computes it on a CPU (the same blocks, the same
     sums: the same bits), without writing x − y out: each block's difference goes into the lent block."""
@@ -62,6 +78,23 @@ def _difference_l1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         part = torch.sub(x[:, columns], y[:, columns], out=block).abs_().sum(dim=1, keepdim=True)
         total = part if total is None else total.add_(part)
     return total
+
+
+def _scales(x: torch.Tensor, x_hat: torch.Tensor, segments: list[int], scratch) -> torch.Tensor:
+    """The sign's scale ‖x − x̂‖₁ / d of every row and segment, [n, segments], as the eager compression has them."""
+    with scratch.lent():
+        scales = [_difference_l1(xs, hs) / xs.shape[1] for xs, hs in
+                  zip(torch.split(x, segments, dim=1), torch.split(x_hat, segments, dim=1))]
+    return torch.cat(scales, dim=1).contiguous()
+
+
+def ring_neighbours(offsets, n: int) -> np.ndarray | None:
+    """For shifts at ``offsets`` that make a ring (0, +1 and −1, n ≥ 3), the row each shift reads relative to its
+    own (−1, 0, +1), in the shifts' order; None for any other circulant."""
+    relative = {0: 0, 1 % n: 1, (n - 1) % n: -1}
+    if n < 3 or len(offsets) != 3 or sorted(int(o) % n for o in offsets) != sorted(relative):
+        return None
+    return np.array([relative[int(o) % n] for o in offsets], dtype=np.int64)
 
 
 def shifts_of(mixer, self_shift: float) -> list[tuple[int, float]]:
@@ -98,10 +131,7 @@ class FusedSignRound:
     def round(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor, gamma: float, scratch) -> None:
         """q = sign-compress(x − x̂), x̂ += q, u += (W − I) q, x += γ u, in place, and the gossip counted."""
         n, d = x.shape
-        with scratch.lent():
-            scales = [_difference_l1(xs, hs) / xs.shape[1] for xs, hs in
-                      zip(torch.split(x, self.segments, dim=1), torch.split(x_hat, self.segments, dim=1))]
-        scale = torch.cat(scales, dim=1).contiguous()
+        scale = _scales(x, x_hat, self.segments, scratch)
         self.record_gossip(self.message)
         step = ctypes.c_float(float(gamma))  # as torch rounds add_'s alpha for float32
         block = self.block
@@ -116,6 +146,31 @@ class FusedSignRound:
         in_halves(work, nblocks, split=x.numel() >= self.split_min and torch.get_num_threads() > 1)
 
 
+class RingRound(FusedSignRound):
+    """The round on a ring, its rows in order (``choco_sign_ring``), split among up to ``parties`` threads."""
+
+    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, parties: int | None = None):
+        super().__init__(fn, n, segments, mixer, compressor, record_gossip, block=1, split_min=0)
+        self.blocks = None
+        self.relative = ring_neighbours(self.offsets, n)
+        if self.relative is None:
+            raise ValueError(f"the ring kernel needs shifts 0, +1 and -1 of n >= 3 rows, got {list(self.offsets)}")
+        self.parties = parties
+        self.edge = self.roll = None
+
+    def round(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor, gamma: float, scratch) -> None:
+        n, d = x.shape
+        scale = _scales(x, x_hat, self.segments, scratch)
+        self.record_gossip(self.message)
+        parties = max(1, min(self.parties or torch.get_num_threads(), n // 2))  # two rows or more each
+        if self.edge is None or self.edge.shape[0] < 2 * parties:
+            self.edge = torch.empty(2 * parties, d, dtype=torch.float32)  # each party's first and last q
+            self.roll = torch.empty(parties, 3, d, dtype=torch.float32)   # each party's last three
+        self.fn(x.data_ptr(), x_hat.data_ptr(), u.data_ptr(), scale.data_ptr(), len(self.segments),
+                self.seg_end.ctypes.data, n, d, self.relative.ctypes.data, self.weights.ctypes.data,
+                ctypes.c_float(float(gamma)), parties, self.edge.data_ptr(), self.roll.data_ptr())
+
+
 def fused_round(algo) -> FusedSignRound | None:
     """The fused round for this Choco instance, or None where it does not apply (see the module's docstring)."""
     from ..comm.simulated import SimulatedCommunicator
@@ -124,30 +179,40 @@ def fused_round(algo) -> FusedSignRound | None:
     if not (type(comm) is SimulatedCommunicator and comm.faults is None and not comm.time_varying
             and comm.mixer.method == "circulant" and isinstance(algo.compressor, Sign)
             and o.order == "paper" and not o.adagossip and x.device.type == "cpu" and x.dtype == torch.float32
-            and x.dim() == 2 and x.is_contiguous() and x.numel() >= FUSED_MIN_ENTRIES):
+            and x.dim() == 2 and x.is_contiguous()):
+        return None
+    n, segments = x.shape[0], algo.segments or [x.shape[1]]
+    if ring_neighbours([offset for offset, _ in shifts_of(comm.mixer, -1.0)], n) is not None:
+        fn = _ring_kernel()
+        if fn is None or not kernel_agrees():
+            return None
+        return RingRound(fn, n, segments, comm.mixer, algo.compressor, comm.record_gossip)
+    if x.numel() < FUSED_MIN_ENTRIES:
         return None
     fn = _kernel()
     if fn is None or not kernel_agrees():
         return None
-    return FusedSignRound(fn, x.shape[0], algo.segments or [x.shape[1]], comm.mixer, algo.compressor,
-                          comm.record_gossip, block=BLOCK, split_min=SPLIT_MIN)
+    return FusedSignRound(fn, n, segments, comm.mixer, algo.compressor, comm.record_gossip, block=BLOCK,
+                          split_min=SPLIT_MIN)
 
 
 @functools.lru_cache(maxsize=1)
 def kernel_agrees() -> bool:
-    """Whether the kernel gives the eager round's bits on this machine: two rounds on a ring of 6 and on an
-    exponential graph of 8, three uneven segments over 3,011 columns (whole blocks and a partial one, split
-    between two threads), a zero row and signed zeros, against the eager operations."""
+    """Whether both kernels give the eager round's bits on this machine: two rounds with three uneven segments
+    over 3,011 columns, a zero row and signed zeros, against the eager operations. The column kernel on a ring of
+    6 and an exponential graph of 8 (whole blocks and a partial one, split between two threads); the ring's
+    kernel on rings of 4 (one thread), 5 (two threads, two rows and three) and 6, whatever threads torch has."""
     from ..comm.mixing import Mixer
     from ..compressors import make_compressor
     from ..compressors.scratch import Scratch
     from ..topology import make_topology
 
-    fn = _kernel()
-    if fn is None:
+    columns, ring = _kernel(), _ring_kernel()
+    if columns is None or ring is None:
         return False
     comp = make_compressor("sign")
-    for spec, n in (("ring", 6), ("exponential", 8)):
+    cases = [("ring", 6, "columns"), ("exponential", 8, "columns"), ("ring", 4, 1), ("ring", 5, 2), ("ring", 6, None)]
+    for spec, n, how in cases:
         topo = make_topology(spec, n)
         mixer = Mixer(topo.W, topo.grid_shape)
         if mixer.method != "circulant":
@@ -159,7 +224,10 @@ def kernel_agrees() -> bool:
         x[2, :4] = torch.tensor([0.0, -0.0, 1e-40, -1e-40])
         eager = [x.clone(), torch.zeros_like(x), torch.zeros_like(x)]
         fused = [t.clone() for t in eager]
-        kernel = FusedSignRound(fn, n, segments, mixer, comp, lambda message: None, block=256, split_min=0)
+        if how == "columns":
+            kernel = FusedSignRound(columns, n, segments, mixer, comp, lambda message: None, block=256, split_min=0)
+        else:
+            kernel = RingRound(ring, n, segments, mixer, comp, lambda message: None, parties=how)
         for _ in range(2):
             q = comp.compress(eager[0] - eager[1], None, segments).values
             eager[1].add_(q)

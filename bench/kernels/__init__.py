@@ -9,7 +9,12 @@ The library goes to ``$CHOCO_BENCH_KERNELS`` or ``$XDG_CACHE_HOME/choco-bench/ke
 by a digest of its source, the compiler, the flags and this CPU's model and feature flags (``-march=native``
 code runs only where it was built, so a home directory shared by several machines keeps one per machine).
 The build writes a temporary file and renames it into place, so processes building at once do not see half a
-library. ``CHOCO_BENCH_KERNELS=off`` turns every kernel off."""
+library. ``CHOCO_BENCH_KERNELS=off`` turns every kernel off.
+
+A kernel is built with OpenMP (``-fopenmp``) first and, where the compiler cannot, without it (its parallel
+regions then run on one thread). Such a library needs ``libgomp.so.1``; torch's CPU wheel for Linux has loaded
+a library of that name already, so the kernel's threads are torch's own pool. ``with_openmp(name)`` says which
+build was loaded."""
 from __future__ import annotations
 
 import ctypes
@@ -26,8 +31,10 @@ from ..files import atomic_write
 
 HERE = Path(__file__).resolve().parent
 FLAGS = ("-O3", "-march=native", "-ffp-contract=off", "-fno-math-errno", "-shared", "-fPIC")
+OPENMP = ("-fopenmp",)
 _loaded: dict[str, ctypes.CDLL | None] = {}
 _why: dict[str, str] = {}
+_openmp: dict[str, bool] = {}
 _lock = threading.Lock()
 
 
@@ -63,9 +70,9 @@ def _compiler_version(cc: str) -> str:
         return ""
 
 
-def library_path(name: str, cc: str) -> Path:
+def library_path(name: str, cc: str, flags: tuple[str, ...] = FLAGS + OPENMP) -> Path:
     source = (HERE / f"{name}.c").read_bytes()
-    digest = hashlib.sha256(b"\0".join([source, cc.encode(), _compiler_version(cc).encode(), " ".join(FLAGS).encode(),
+    digest = hashlib.sha256(b"\0".join([source, cc.encode(), _compiler_version(cc).encode(), " ".join(flags).encode(),
                                          _cpu_signature().encode()])).hexdigest()[:20]
     return cache_dir() / f"{name}-{digest}.so"
 
@@ -81,27 +88,32 @@ def _build(name: str) -> ctypes.CDLL | None:
     if cc is None:
         _why[name] = "no C compiler (cc, gcc, clang or $CC) on PATH"
         return None
-    path = library_path(name, cc)
-    if not path.exists():
+    for flags in (FLAGS + OPENMP, FLAGS):  # without OpenMP where the compiler or the loader has none
+        path = library_path(name, cc, flags)
+        if not path.exists():
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError:  # a read-only home: this user's folder in the temporary directory
+                path = Path(tempfile.gettempdir()) / f"choco-bench-kernels-{os.getuid()}" / path.name
+            if not path.exists() and not _compile(name, cc, path, flags):
+                continue
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError:  # a read-only home: this user's folder in the temporary directory
-            path = Path(tempfile.gettempdir()) / f"choco-bench-kernels-{os.getuid()}" / path.name
-        if not path.exists() and not _compile(name, cc, path):
-            return None
-    try:
-        return ctypes.CDLL(str(path))
-    except OSError as err:
-        _why[name] = f"could not load {path}: {err}"
-        return None
+            lib = ctypes.CDLL(str(path))
+        except OSError as err:
+            _why[name] = f"could not load {path}: {err}"
+            continue
+        _why.pop(name, None)  # what an OpenMP build that failed before the plain one loaded said
+        _openmp[name] = OPENMP[0] in flags
+        return lib
+    return None
 
 
-def _compile(name: str, cc: str, path: Path) -> bool:
+def _compile(name: str, cc: str, path: Path, flags: tuple[str, ...]) -> bool:
     """Build ``name`` into ``path`` through bench.files.atomic_write (a temporary file renamed into place: a
     concurrent build of the same library writes the same bytes, and no process loads half a file)."""
 
     def build(tmp: Path) -> None:
-        done = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(HERE / f"{name}.c"), "-lm"], capture_output=True,
+        done = subprocess.run([cc, *flags, "-o", str(tmp), str(HERE / f"{name}.c"), "-lm"], capture_output=True,
                               text=True, timeout=120)
         if done.returncode != 0:
             last = (done.stderr or done.stdout).strip().splitlines()[-1:] or ["no message"]
@@ -128,6 +140,11 @@ def load(name: str) -> ctypes.CDLL | None:
         if name not in _loaded:
             _loaded[name] = _build(name)
         return _loaded[name]
+
+
+def with_openmp(name: str) -> bool:
+    """Whether the loaded ``name`` was built with OpenMP (False where it was not loaded)."""
+    return _openmp.get(name, False)
 
 
 def why_not(name: str) -> str | None:

@@ -5,14 +5,82 @@
  *     u  = fma(w_K, q[i + o_K], ... fma(w_1, q[i + o_1], u))   (the shifts in the order the simulator adds them)
  *     x  = fma(gamma, u, x)
  *
- * over columns [c0, c1) of the row-major [n, d] float32 state, a block of B columns at a time: the block's q of
- * every row is kept in qb [n, B] for the shifted adds, so x, xh and u are each read and written once. Every entry
- * gets the operations torch's eager kernels give it (one rounding for the difference, the sum and each fused
- * multiply-add), so the same bits; nothing here reorders a sum. Compiled without contraction (-ffp-contract=off):
- * the only fused multiply-adds are the fmaf calls. bench/kernels/__init__.py builds it; bench/algorithms/
- * choco_kernel.py calls it and checks it against the eager round before using it. */
+ * Two ways through the row-major [n, d] float32 state. choco_sign_ring takes a ring's rows in order: row i's q,
+ * then row i - 1's u and x from the q of rows i - 2, i - 1 and i, so three rows of q stay in the core's cache
+ * and x is read again from there; the rows are split among OpenMP threads, each of which first makes the q of
+ * its range's first and last rows for its neighbours. choco_sign_columns takes any circulant a block of B
+ * columns at a time, keeping the block's q of every row in qb [n, B]. Either way x, xh and u are each read and
+ * written once. Every entry gets the operations torch's eager kernels give it (one rounding for the difference,
+ * the sum and each fused multiply-add), so the same bits; nothing here reorders a sum. Compiled without
+ * contraction (-ffp-contract=off): the only fused multiply-adds are the fmaf calls. Built with -fopenmp where the
+ * compiler can: the library then needs libgomp.so.1, which is the runtime torch's CPU wheel has already loaded,
+ * so these threads are torch's own (its workers wait spinning after each operation; threads of another pool
+ * would compete with them for the cores). bench/kernels/__init__.py builds it; bench/algorithms/choco_kernel.py
+ * calls it and checks it against the eager round before using it. */
 #include <math.h>
 #include <stdint.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* q = copysign(scale, x - xh) of one whole row into qi, and xh += q */
+static void row_q(const float *restrict xi, float *restrict hi, float *restrict qi, const float *scale,
+                  int64_t nseg, const int64_t *seg_end) {
+    int64_t j = 0;
+    for (int64_t s = 0; s < nseg; s++) {
+        const float sc = scale[s];
+        for (const int64_t e = seg_end[s]; j < e; j++) {
+            const float q = copysignf(sc, xi[j] - hi[j]);
+            qi[j] = q;
+            hi[j] = hi[j] + q;
+        }
+    }
+}
+
+/* u += the ring's three shifts of q (rel[k]: the k-th shift reads the q of row i - 1, i or i + 1), x += gamma u */
+static void row_update(float *restrict xi, float *restrict ui, const float *before, const float *own,
+                       const float *after, const int64_t *rel, const float *weights, float gamma, int64_t d) {
+    const float *r[3];
+    for (int k = 0; k < 3; k++) r[k] = rel[k] < 0 ? before : (rel[k] > 0 ? after : own);
+    const float *restrict q0 = r[0], *restrict q1 = r[1], *restrict q2 = r[2];
+    const float w0 = weights[0], w1 = weights[1], w2 = weights[2];
+    for (int64_t j = 0; j < d; j++) {
+        const float acc = fmaf(w2, q2[j], fmaf(w1, q1[j], fmaf(w0, q0[j], ui[j])));
+        ui[j] = acc;
+        xi[j] = fmaf(gamma, acc, xi[j]);
+    }
+}
+
+/* The round on a ring of n >= 2 * parties rows: party t takes rows [n t / P, n (t + 1) / P). edge [2 P, d] holds
+ * each party's first and last q, roll [P, 3, d] each party's last three. */
+void choco_sign_ring(float *x, float *xh, float *u, const float *scale, int64_t nseg, const int64_t *seg_end,
+                     int64_t n, int64_t d, const int64_t *rel, const float *weights, float gamma, int64_t parties,
+                     float *edge, float *roll) {
+    #pragma omp parallel num_threads(parties)
+    {
+#ifdef _OPENMP
+        const int64_t P = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        const int64_t P = 1, t = 0;
+#endif
+        const int64_t lo = n * t / P, hi = n * (t + 1) / P;
+        float *first = edge + 2 * t * d, *last = edge + (2 * t + 1) * d, *own = roll + 3 * t * d;
+        row_q(x + lo * d, xh + lo * d, first, scale + lo * nseg, nseg, seg_end);
+        row_q(x + (hi - 1) * d, xh + (hi - 1) * d, last, scale + (hi - 1) * nseg, nseg, seg_end);
+        #pragma omp barrier
+        const float *before = edge + (2 * ((t + P - 1) % P) + 1) * d, *after = edge + 2 * ((t + 1) % P) * d;
+        const float *q_prev = before, *q_row = first;  /* the q of rows i - 2 and i - 1 */
+        for (int64_t i = lo + 1; i < hi - 1; i++) {
+            float *q_next = own + (i % 3) * d;
+            row_q(x + i * d, xh + i * d, q_next, scale + i * nseg, nseg, seg_end);
+            row_update(x + (i - 1) * d, u + (i - 1) * d, q_prev, q_row, q_next, rel, weights, gamma, d);
+            q_prev = q_row;
+            q_row = q_next;
+        }
+        row_update(x + (hi - 2) * d, u + (hi - 2) * d, q_prev, q_row, last, rel, weights, gamma, d);
+        row_update(x + (hi - 1) * d, u + (hi - 1) * d, q_row, last, after, rel, weights, gamma, d);
+    }
+}
 
 void choco_sign_columns(float *x, float *xh, float *u, const float *scale, int64_t nseg, const int64_t *seg_end,
                         int64_t n, int64_t d, const int64_t *offsets, const float *weights, int64_t nshift,
