@@ -3,6 +3,8 @@ bits and traffic wherever it is taken, taken only where its assumptions hold, an
 runs the eager round."""
 from __future__ import annotations
 
+import ctypes
+import json
 import os
 
 import pytest
@@ -73,14 +75,21 @@ def test_the_column_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, 
     assert type(fused._fused) is choco_kernel.FusedSignRound and fused._fused.block == block
 
 
+@pytest.mark.parametrize("norms", ["kernel", "torch"])
 @pytest.mark.parametrize("n,segments,threads", [
     (4, [37, 50, 13], 1),      # one party of four rows
     (5, [5000, 3, 2997], 2),   # two parties of two rows and three
     (64, [4000, 100, 10000, 100, 1000, 10], 2),  # group c's layers
     (9, [7], 4),               # four parties of two and three rows, more threads than cores
     (6, [1], 3),               # one column
+    (4, [40000, 16384], 2),    # segments of three blocks of columns and of one whole block
 ])
-def test_the_ring_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, n, segments, threads):
+def test_the_ring_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, n, segments, threads, norms):
+    """With the norms made in the kernel (added as torch adds them) and with torch's norms before it."""
+    if norms == "torch":
+        monkeypatch.setattr(choco_kernel, "norm_lanes", lambda: 0)
+    else:
+        assert choco_kernel.norm_lanes() > 0
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -91,6 +100,31 @@ def test_the_ring_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, n,
     finally:
         torch.set_num_threads(threads_before)
     assert type(fused._fused) is choco_kernel.RingRound and fused._fused.edge.shape[0] == 2 * min(threads, n // 2)
+    assert fused._fused.lanes == (0 if norms == "torch" else choco_kernel.norm_lanes())
+
+
+def test_the_kernels_l1_norm_adds_as_torchs_sum_does():
+    """The probe behind the kernel's norms, kept: on the pinned torch on x86-64 its CPU sum adds a contiguous row in
+    vectors of 8 lanes (even where it reports AVX512), and choco_abs_sum with those lanes gives its bits for widths
+    that take its scalar path, its vectors, its tail and every level of its cascade; no other width does."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip(f"the lanes were probed on x86-64; this machine is {platform.machine()}")
+    assert choco_kernel.norm_lanes() == 8
+    lib = kernels.load("choco_sign")
+    fn = lib.choco_abs_sum
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64]
+    fn.restype = ctypes.c_float
+    gen = torch.Generator().manual_seed(11)
+    misses = {lanes: 0 for lanes in (4, 8, 16)}
+    for width in (2, 9, 31, 129, 700, 2049, 9999, 16384):
+        a, b = torch.randn(2, 4, width, generator=gen)
+        a[1] *= 1e5
+        want = choco_kernel._difference_l1(a, b).flatten().tolist()
+        for lanes in misses:
+            misses[lanes] += sum(fn(a[r].data_ptr(), b[r].data_ptr(), width, lanes) != want[r] for r in range(4))
+    assert misses[8] == 0 and misses[4] > 0 and misses[16] > 0, misses
 
 
 def test_the_ring_kernel_is_told_a_ring_by_its_shifts():
@@ -213,13 +247,23 @@ def test_a_compiler_without_openmp_builds_the_kernels_for_one_thread(monkeypatch
 
 
 def test_the_kernels_share_torchs_openmp_runtime():
-    """Built with OpenMP, the library adds no OpenMP runtime of its own to the process: its threads are torch's
-    (threads of a second pool would compete with torch's spinning workers for the cores)."""
+    """Built with OpenMP, the library adds no OpenMP runtime of its own to a process (threads of a second pool would
+    compete with torch's spinning workers for the cores): in a fresh process that imports torch and loads it, the
+    only OpenMP runtime mapped is torch's. (Other libraries may bring their own, as scikit-learn does.)"""
+    import subprocess
+    import sys
+
     if not kernels.with_openmp("choco_sign"):
         pytest.skip("the kernel here was built without OpenMP")
     if not os.path.exists("/proc/self/maps"):
         pytest.skip("no /proc/self/maps to read the loaded libraries from")
-    with open("/proc/self/maps") as maps:
-        runtimes = {line.split()[-1] for line in maps if "libgomp" in line or "libomp" in line or "libiomp" in line}
+    code = ("import torch, json\n"
+            "from bench import kernels\n"
+            "assert kernels.load('choco_sign') is not None and kernels.with_openmp('choco_sign')\n"
+            "maps = open('/proc/self/maps').read().splitlines()\n"
+            "print(json.dumps(sorted({l.split()[-1] for l in maps if 'gomp' in l or 'libomp' in l or 'iomp' in l})))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    runtimes = json.loads(done.stdout)
     torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     assert runtimes and all(path.startswith(torch_lib) for path in runtimes), runtimes

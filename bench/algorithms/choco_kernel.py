@@ -9,12 +9,14 @@ once, and no [n, d] buffer of x − x̂ or of q is kept. Its arithmetic is the e
 iterates are the same bits (tests/test_choco_kernel.py); a round's traffic is counted as the communicator counts
 a gossip. Used only where everything the kernel assumes holds (``fused_round``): the simulator on a CPU, float32,
 Choco's paper order without AdaGossip, a static circulant W without faults, the sign operator and, on a circulant
-other than the ring, a state of FUSED_MIN_ENTRIES or more (below it the eager round is as fast); and only after the kernel gave the eager round's
-bits on this machine (``kernel_agrees``). Elsewhere Choco runs eagerly.
+other than the ring, a state of FUSED_MIN_ENTRIES or more (below it the eager round is as fast); and only after
+the kernel gave the eager round's bits on this machine (``kernel_agrees``). Elsewhere Choco runs eagerly.
 
 On a ring (shifts 0, +1 and −1) the kernel takes the rows in order instead (``RingRound``): each row's q is made
 once and kept while the rows on either side use it, so it needs no blocks of columns, and its OpenMP threads are
-torch's own. It was faster than the eager round at every size measured, from 8 × 20 to 64 × 10⁶
+torch's own. It also makes the norms, a row at a time just before the row's q, adding as torch's sum adds
+(``norm_lanes``: the width of torch's vector, found by comparing bits; where none matches, torch's norm pass
+comes first). It was faster than the eager round at every size measured, from 8 × 20 to 64 × 10⁶
 (docs/performance.md, "The ring's rows in order"), so a ring takes it whatever the state's size."""
 from __future__ import annotations
 
@@ -62,9 +64,34 @@ def _ring_kernel():
     if lib is None:
         return None
     fn = lib.choco_sign_ring
-    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, ctypes.c_float, _I, _P, _P]
+    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, ctypes.c_float, _I, _P, _P, _I, _I]
     fn.restype = None
     return fn
+
+
+@functools.lru_cache(maxsize=1)
+def norm_lanes() -> int:
+    """The lanes of the float vector with which torch's CPU sum adds a contiguous row, found by comparing the
+    kernel's ``choco_abs_sum`` with ``_difference_l1`` on rows of 1 to 16,384 entries (its scalar path, its vector
+    path with partial vectors, a tail and every level of its cascade); 0 where no width gives torch's bits, and the
+    ring's kernel then takes torch's norms."""
+    lib = kernels.load("choco_sign")
+    if lib is None:
+        return 0
+    fn = lib.choco_abs_sum
+    fn.argtypes = [_P, _P, _I, _I]
+    fn.restype = ctypes.c_float
+    gen = torch.Generator().manual_seed(3)
+    rows = []
+    for width in (1, 3, 5, 7, 15, 16, 17, 33, 63, 64, 65, 100, 257, 1000, 1023, 4096, 5000, 15210, BLOCK_COLUMNS):
+        a, b = torch.randn(2, 3, width, generator=gen)
+        a[0] *= 1e4  # rows of different magnitudes: an order of the additions shows in the bits
+        rows.append((a, b, _difference_l1(a, b).flatten().tolist()))
+    for lanes in (8, 16, 4, 32):
+        if all(fn(a[r].data_ptr(), b[r].data_ptr(), a.shape[1], lanes) == want[r]
+               for a, b, want in rows for r in range(a.shape[0])):
+            return lanes
+    return 0
 
 
 def _difference_l1(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -149,8 +176,12 @@ class FusedSignRound:
 class RingRound(FusedSignRound):
     """The round on a ring, its rows in order (``choco_sign_ring``), split among up to ``parties`` threads."""
 
-    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, parties: int | None = None):
+    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, parties: int | None = None,
+                 lanes: int | None = None):
         super().__init__(fn, n, segments, mixer, compressor, record_gossip, block=1, split_min=0)
+        # the norms in the kernel, added as torch adds them (norm_lanes), else torch's pass before it
+        self.lanes = norm_lanes() if lanes is None else lanes
+        self.scale = torch.empty(n, len(self.segments), dtype=torch.float32)
         self.blocks = None
         self.relative = ring_neighbours(self.offsets, n)
         if self.relative is None:
@@ -160,7 +191,7 @@ class RingRound(FusedSignRound):
 
     def round(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor, gamma: float, scratch) -> None:
         n, d = x.shape
-        scale = _scales(x, x_hat, self.segments, scratch)
+        scale = self.scale if self.lanes else _scales(x, x_hat, self.segments, scratch)
         self.record_gossip(self.message)
         parties = max(1, min(self.parties or torch.get_num_threads(), n // 2))  # two rows or more each
         if self.edge is None or self.edge.shape[0] < 2 * parties:
@@ -168,7 +199,8 @@ class RingRound(FusedSignRound):
             self.roll = torch.empty(parties, 3, d, dtype=torch.float32)   # each party's last three
         self.fn(x.data_ptr(), x_hat.data_ptr(), u.data_ptr(), scale.data_ptr(), len(self.segments),
                 self.seg_end.ctypes.data, n, d, self.relative.ctypes.data, self.weights.ctypes.data,
-                ctypes.c_float(float(gamma)), parties, self.edge.data_ptr(), self.roll.data_ptr())
+                ctypes.c_float(float(gamma)), parties, self.edge.data_ptr(), self.roll.data_ptr(), self.lanes,
+                BLOCK_COLUMNS)
 
 
 def fused_round(algo) -> FusedSignRound | None:

@@ -1,4 +1,4 @@
-/* One Choco-SGD round with the scaled sign on a circulant mixing matrix, after the row scales are known:
+/* One Choco-SGD round with the scaled sign on a circulant mixing matrix:
  *
  *     q = copysign(scale, x - xh)   (the scale of the row and layer segment of each entry)
  *     xh += q
@@ -8,8 +8,10 @@
  * Two ways through the row-major [n, d] float32 state. choco_sign_ring takes a ring's rows in order: row i's q,
  * then row i - 1's u and x from the q of rows i - 2, i - 1 and i, so three rows of q stay in the core's cache
  * and x is read again from there; the rows are split among OpenMP threads, each of which first makes the q of
- * its range's first and last rows for its neighbours. choco_sign_columns takes any circulant a block of B
- * columns at a time, keeping the block's q of every row in qb [n, B]. Either way x, xh and u are each read and
+ * its range's first and last rows for its neighbours. It can make the row scales too (lanes > 0), each row's just
+ * before its q, adding |x - xh| in the order torch's CPU sum adds a contiguous row (choco_abs_sum).
+ * choco_sign_columns takes any circulant a block of B columns at a time, keeping the block's q of every row in
+ * qb [n, B]. Either way x, xh and u are each read and
  * written once. Every entry gets the operations torch's eager kernels give it (one rounding for the difference,
  * the sum and each fused multiply-add), so the same bits; nothing here reorders a sum. Compiled without
  * contraction (-ffp-contract=off): the only fused multiply-adds are the fmaf calls. Built with -fopenmp where the
@@ -22,6 +24,83 @@
 #ifdef _OPENMP
 #include <omp.h>
 #endif
+
+#define MAX_LANES 16
+
+static int64_t ceil_log2(int64_t x) {
+    return x <= 2 ? 1 : 64 - __builtin_clzll((uint64_t)(x - 1));
+}
+
+/* The partial sums of |a - b| over `size` groups of four vectors of V lanes (V = 1: single entries), in the order of
+ * torch's cascade sum for four interleaved rows: level 0 adds 2^p groups, and each full count of 2^p moves a level's
+ * sums up into the next (p = max(4, ceil(log2 size) / 4)); out[k] the k-th interleaved row's lanes. */
+static void cascade(const float *a, const float *b, int64_t size, int64_t V, float out[4][MAX_LANES]) {
+    float acc[4][4][MAX_LANES] = {{{0.0f}}};
+    const int64_t p = ceil_log2(size) / 4 > 4 ? ceil_log2(size) / 4 : 4;
+    const int64_t step = (int64_t)1 << p, mask = step - 1;
+    int64_t i = 0;
+    while (i + step <= size) {
+        for (int64_t j = 0; j < step; j++, i++)
+            for (int k = 0; k < 4; k++)
+                for (int64_t l = 0; l < V; l++) acc[0][k][l] += fabsf(a[(i * 4 + k) * V + l] - b[(i * 4 + k) * V + l]);
+        for (int j = 1; j < 4; j++) {
+            for (int k = 0; k < 4; k++)
+                for (int64_t l = 0; l < V; l++) {
+                    acc[j][k][l] += acc[j - 1][k][l];
+                    acc[j - 1][k][l] = 0.0f;
+                }
+            if ((i & (mask << (j * p))) != 0) break;
+        }
+    }
+    for (; i < size; i++)
+        for (int k = 0; k < 4; k++)
+            for (int64_t l = 0; l < V; l++) acc[0][k][l] += fabsf(a[(i * 4 + k) * V + l] - b[(i * 4 + k) * V + l]);
+    for (int j = 1; j < 4; j++)
+        for (int k = 0; k < 4; k++)
+            for (int64_t l = 0; l < V; l++) acc[0][k][l] += acc[j][k][l];
+    for (int k = 0; k < 4; k++)
+        for (int64_t l = 0; l < V; l++) out[k][l] = acc[0][k][l];
+}
+
+/* ||a - b||_1 of n contiguous entries added as torch's sum adds |a - b| along a contiguous row whose float vector has
+ * V lanes: the vector path from n >= V (partial vectors, then the tail entries, then the lanes), else the scalar
+ * path. bench/algorithms/choco_kernel.py finds V by comparing with torch before it uses this. */
+float choco_abs_sum(const float *a, const float *b, int64_t n, int64_t V) {
+    float part[4][MAX_LANES];
+    if (V > 1 && n >= V) {
+        const int64_t vectors = n / V, groups = vectors / 4;
+        cascade(a, b, groups, V, part);
+        for (int64_t g = groups * 4; g < vectors; g++)
+            for (int64_t l = 0; l < V; l++) part[0][l] += fabsf(a[g * V + l] - b[g * V + l]);
+        for (int k = 1; k < 4; k++)
+            for (int64_t l = 0; l < V; l++) part[0][l] += part[k][l];
+        float total = 0.0f;
+        for (int64_t j = vectors * V; j < n; j++) total += fabsf(a[j] - b[j]);
+        for (int64_t l = 0; l < V; l++) total += part[0][l];
+        return total;
+    }
+    const int64_t groups = n / 4;
+    cascade(a, b, groups, 1, part);
+    for (int64_t j = groups * 4; j < n; j++) part[0][0] += fabsf(a[j] - b[j]);
+    for (int k = 1; k < 4; k++) part[0][0] += part[k][0];
+    return part[0][0];
+}
+
+/* The sign's scales of one row, as sign.l1_norm has them: each segment's ||x - xh||_1 over blocks of `block`
+ * columns, the blocks' sums added in order, over the segment's width. */
+static void row_scales(const float *xi, const float *hi, int64_t nseg, const int64_t *seg_end, int64_t V,
+                       int64_t block, float *scale) {
+    int64_t a = 0;
+    for (int64_t s = 0; s < nseg; a = seg_end[s], s++) {
+        float total = 0.0f;
+        for (int64_t b0 = a; b0 < seg_end[s]; b0 += block) {
+            const int64_t w = seg_end[s] - b0 < block ? seg_end[s] - b0 : block;
+            const float part = choco_abs_sum(xi + b0, hi + b0, w, V);
+            total = b0 == a ? part : total + part;
+        }
+        scale[s] = total / (float)(seg_end[s] - a);
+    }
+}
 
 /* q = copysign(scale, x - xh) of one whole row into qi, and xh += q */
 static void row_q(const float *restrict xi, float *restrict hi, float *restrict qi, const float *scale,
@@ -53,9 +132,9 @@ static void row_update(float *restrict xi, float *restrict ui, const float *befo
 
 /* The round on a ring of n >= 2 * parties rows: party t takes rows [n t / P, n (t + 1) / P). edge [2 P, d] holds
  * each party's first and last q, roll [P, 3, d] each party's last three. */
-void choco_sign_ring(float *x, float *xh, float *u, const float *scale, int64_t nseg, const int64_t *seg_end,
+void choco_sign_ring(float *x, float *xh, float *u, float *scale, int64_t nseg, const int64_t *seg_end,
                      int64_t n, int64_t d, const int64_t *rel, const float *weights, float gamma, int64_t parties,
-                     float *edge, float *roll) {
+                     float *edge, float *roll, int64_t lanes, int64_t block) {
     #pragma omp parallel num_threads(parties)
     {
 #ifdef _OPENMP
@@ -65,6 +144,10 @@ void choco_sign_ring(float *x, float *xh, float *u, const float *scale, int64_t 
 #endif
         const int64_t lo = n * t / P, hi = n * (t + 1) / P;
         float *first = edge + 2 * t * d, *last = edge + (2 * t + 1) * d, *own = roll + 3 * t * d;
+        if (lanes > 0) {  /* the scales here, a row at a time, each row's x and xh then read again from the cache */
+            row_scales(x + lo * d, xh + lo * d, nseg, seg_end, lanes, block, scale + lo * nseg);
+            row_scales(x + (hi - 1) * d, xh + (hi - 1) * d, nseg, seg_end, lanes, block, scale + (hi - 1) * nseg);
+        }
         row_q(x + lo * d, xh + lo * d, first, scale + lo * nseg, nseg, seg_end);
         row_q(x + (hi - 1) * d, xh + (hi - 1) * d, last, scale + (hi - 1) * nseg, nseg, seg_end);
         #pragma omp barrier
@@ -72,6 +155,7 @@ void choco_sign_ring(float *x, float *xh, float *u, const float *scale, int64_t 
         const float *q_prev = before, *q_row = first;  /* the q of rows i - 2 and i - 1 */
         for (int64_t i = lo + 1; i < hi - 1; i++) {
             float *q_next = own + (i % 3) * d;
+            if (lanes > 0) row_scales(x + i * d, xh + i * d, nseg, seg_end, lanes, block, scale + i * nseg);
             row_q(x + i * d, xh + i * d, q_next, scale + i * nseg, nseg, seg_end);
             row_update(x + (i - 1) * d, u + (i - 1) * d, q_prev, q_row, q_next, rel, weights, gamma, d);
             q_prev = q_row;
