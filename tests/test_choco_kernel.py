@@ -59,13 +59,26 @@ def same_as_eager(monkeypatch, topo, x0, segments, steps=4):
     return fused
 
 
-@pytest.mark.parametrize("spec,n,segments,block,split_min", [
-    ("ring", 8, [37, 50, 13], 1024, 1 << 18),          # one partial block, one thread
-    ("ring", 64, [5000, 3, 2997], 512, 0),             # many blocks, a one-column segment, two threads
-    ("exponential", 16, [4099], 1000, 0),              # eight shifts, none of them the worker itself
-    ("ring", 4, [10, 11], 4, 0),                       # blocks of 4 columns, a block across two segments
+@pytest.mark.parametrize("spec,n,segments,block,split_min,threads", [
+    ("ring", 8, [37, 50, 13], 1024, 1 << 18, 2),          # one partial block, one thread
+    ("ring", 64, [5000, 3, 2997], 512, 0, 2),             # many blocks, a one-column segment, two threads
+    ("exponential", 16, [4099], 1000, 0, 2),              # eight shifts, none of them the worker itself
+    ("exponential", 16, [4099], 1000, 0, 3),              # five blocks on three threads: one, two and two
+    ("ring", 4, [10, 11], 4, 0, 8),                       # blocks of 4 columns, a block across two segments
 ])
-def test_the_column_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, spec, n, segments, block, split_min):
+def test_the_column_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, spec, n, segments, block, split_min,
+                                                                   threads):
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        fused = _column_kernel_against_eager(monkeypatch, spec, n, segments, block, split_min)
+    finally:
+        torch.set_num_threads(threads_before)
+    parties = 1 if n * sum(segments) < split_min else min(threads, -(-sum(segments) // block))
+    assert fused._fused.blocks.shape == (parties, n, block)
+
+
+def _column_kernel_against_eager(monkeypatch, spec, n, segments, block, split_min):
     monkeypatch.setattr(choco_kernel, "BLOCK", block)
     monkeypatch.setattr(choco_kernel, "SPLIT_MIN", split_min)
     monkeypatch.setattr(choco_kernel, "ring_neighbours", lambda offsets, n: None)  # a ring through the columns too
@@ -73,6 +86,7 @@ def test_the_column_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, 
     x0[0] = 0.0  # a zero row: scale 0, its q signed zeros
     fused = same_as_eager(monkeypatch, make_topology(spec, n), x0, segments)
     assert type(fused._fused) is choco_kernel.FusedSignRound and fused._fused.block == block
+    return fused
 
 
 @pytest.mark.parametrize("norms", ["kernel", "torch"])

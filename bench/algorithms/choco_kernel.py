@@ -28,7 +28,6 @@ import torch
 
 from .. import kernels
 from ..compressors import Message
-from ..compressors.halves import in_halves
 from ..compressors.scratch import BLOCK_COLUMNS, column_blocks, temporary
 from ..compressors.sign import Sign
 
@@ -36,13 +35,14 @@ from ..compressors.sign import Sign
 # stream by (a round at n = 64, d = 10⁶ on a 2-core CPU: 66–70 ms at 512–2,048 columns, 62–63 ms at 4,096,
 # 65 ms at 8,192)
 BLOCK = 4096
-# below this many entries one thread does the round (a helper thread costs about 50 µs to start)
+# below this many entries one thread does the round
 SPLIT_MIN = 1 << 18
-# below this many entries the eager round is as fast or faster: its passes each stream the whole state, which the
-# CPU prefetches well, where the kernel walks row pieces of a block. A round on a 2-core CPU after the cache was
-# flushed (docs/performance.md, "Choco-sign's round in one pass"): 1 M entries 1.60 ms eager against 2.03 ms fused,
-# 4 M 5.8 against 6.0–6.4 ms, 8 M 12.1–12.5 against 12.0–12.1 ms, 16 M 24.2 against 18.8 ms, 64 M 100 against 63 ms
-FUSED_MIN_ENTRIES = 1 << 23
+# below this many entries the eager round is as fast or faster on a circulant other than the ring. Choco-sign rounds
+# on an exponential graph on a 2-core CPU, the cache flushed before each, the blocks on torch's OpenMP threads
+# (docs/performance.md, "The column kernel on torch's threads"): 16 × 15,210 entries 0.97 ms eager against 1.26 ms
+# fused, 64 × 4,096 1.12 against 1.28; 32 × 15,210 1.56 against 1.37, 64 × 8,192 1.72 against 1.57, 64 × 15,210
+# 2.40 against 1.93, 64 × 125,000 19.1 against 11.1, 64 × 10⁶ 146 against 76 ms
+FUSED_MIN_ENTRIES = 1 << 19
 
 _P, _I = ctypes.c_void_p, ctypes.c_int64
 
@@ -52,8 +52,8 @@ def _kernel():
     lib = kernels.load("choco_sign")
     if lib is None:
         return None
-    fn = lib.choco_sign_columns
-    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _I, ctypes.c_float, _I, _I, _P, _I]
+    fn = lib.choco_sign_columns_parallel
+    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _I, ctypes.c_float, _P, _I, _I]
     fn.restype = None
     return fn
 
@@ -144,7 +144,7 @@ class FusedSignRound:
         self.offsets = np.array([o for o, _ in shifts], dtype=np.int64)
         self.weights = np.array([w for _, w in shifts], dtype=np.float32)  # torch's alpha, rounded to float32
         self.seg_end = np.cumsum(self.segments).astype(np.int64)
-        self.blocks = torch.empty(2, n, block, dtype=torch.float32)  # each thread's q of a block
+        self.blocks = None  # each thread's q of a block [threads, n, block], made at the first round
         # what the gossip's traffic is counted from (the kernel never materialises the message's values)
         self.message = Message(values=None, wire_bits=compressor.wire_bits(self.segments),
                                paper_bits=compressor.paper_bits(self.segments), parts=None, codec=compressor,
@@ -161,16 +161,13 @@ class FusedSignRound:
         scale = _scales(x, x_hat, self.segments, scratch)
         self.record_gossip(self.message)
         step = ctypes.c_float(float(gamma))  # as torch rounds add_'s alpha for float32
-        block = self.block
-        nblocks = -(-d // block)
-
-        def work(lo: int, hi: int) -> None:
-            q = self.blocks[0 if lo == 0 else 1]
-            self.fn(x.data_ptr(), x_hat.data_ptr(), u.data_ptr(), scale.data_ptr(), len(self.segments),
-                    self.seg_end.ctypes.data, n, d, self.offsets.ctypes.data, self.weights.ctypes.data,
-                    len(self.offsets), step, lo * block, min(hi * block, d), q.data_ptr(), block)
-
-        in_halves(work, nblocks, split=x.numel() >= self.split_min and torch.get_num_threads() > 1)
+        nblocks = -(-d // self.block)
+        parties = max(1, min(torch.get_num_threads(), nblocks)) if x.numel() >= self.split_min else 1
+        if self.blocks is None or self.blocks.shape[0] < parties:
+            self.blocks = torch.empty(parties, n, self.block, dtype=torch.float32)
+        self.fn(x.data_ptr(), x_hat.data_ptr(), u.data_ptr(), scale.data_ptr(), len(self.segments),
+                self.seg_end.ctypes.data, n, d, self.offsets.ctypes.data, self.weights.ctypes.data,
+                len(self.offsets), step, self.blocks.data_ptr(), self.block, parties)
 
 
 class RingRound(FusedSignRound):

@@ -11,7 +11,7 @@
  * its range's first and last rows for its neighbours. It can make the row scales too (lanes > 0), each row's just
  * before its q, adding |x - xh| in the order torch's CPU sum adds a contiguous row (choco_abs_sum).
  * choco_sign_columns takes any circulant a block of B columns at a time, keeping the block's q of every row in
- * qb [n, B]. Either way x, xh and u are each read and
+ * qb [n, B]; choco_sign_columns_parallel splits the blocks among OpenMP threads. Either way x, xh and u are each read and
  * written once. Every entry gets the operations torch's eager kernels give it (one rounding for the difference,
  * the sum and each fused multiply-add), so the same bits; nothing here reorders a sum. Compiled without
  * contraction (-ffp-contract=off): the only fused multiply-adds are the fmaf calls. Built with -fopenmp where the
@@ -209,5 +209,26 @@ void choco_sign_columns(float *x, float *xh, float *u, const float *scale, int64
             }
             for (int64_t j = 0; j < w; j++) xi[j] = fmaf(gamma, ui[j], xi[j]);
         }
+    }
+}
+
+/* choco_sign_columns over all d columns, the blocks split among `parties` OpenMP threads in contiguous ranges, each
+ * with its own q block (qb [parties, n, B]) */
+void choco_sign_columns_parallel(float *x, float *xh, float *u, const float *scale, int64_t nseg,
+                                 const int64_t *seg_end, int64_t n, int64_t d, const int64_t *offsets,
+                                 const float *weights, int64_t nshift, float gamma, float *qb, int64_t B,
+                                 int64_t parties) {
+    const int64_t nblocks = (d + B - 1) / B;
+    #pragma omp parallel num_threads(parties)
+    {
+#ifdef _OPENMP
+        const int64_t P = omp_get_num_threads(), t = omp_get_thread_num();
+#else
+        const int64_t P = 1, t = 0;
+#endif
+        const int64_t lo = nblocks * t / P, hi = nblocks * (t + 1) / P;
+        if (lo < hi)
+            choco_sign_columns(x, xh, u, scale, nseg, seg_end, n, d, offsets, weights, nshift, gamma, lo * B,
+                               hi * B < d ? hi * B : d, qb + t * n * B, B);
     }
 }
