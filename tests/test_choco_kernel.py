@@ -104,6 +104,7 @@ def test_the_ring_kernel_gives_the_eager_rounds_bits_and_traffic(monkeypatch, n,
         monkeypatch.setattr(choco_kernel, "norm_lanes", lambda: 0)
     else:
         assert choco_kernel.norm_lanes() > 0
+    monkeypatch.setattr(choco_kernel, "GRAIN", 0)  # the split among threads even on these small states
     threads_before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:
@@ -139,6 +140,20 @@ def test_the_kernels_l1_norm_adds_as_torchs_sum_does():
         for lanes in misses:
             misses[lanes] += sum(fn(a[r].data_ptr(), b[r].data_ptr(), width, lanes) != want[r] for r in range(4))
     assert misses[8] == 0 and misses[4] > 0 and misses[16] > 0, misses
+
+
+def test_the_ring_kernel_runs_on_one_thread_below_torchs_grain():
+    """Below torch's grain its own operations leave the pool alone; so does the ring's kernel."""
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        small = choco(make_topology("ring", 8), torch.randn(8, choco_kernel.GRAIN // 8 - 1), None)
+        large = choco(make_topology("ring", 8), torch.randn(8, choco_kernel.GRAIN // 8), None)
+        run(small, steps=1)
+        run(large, steps=1)
+    finally:
+        torch.set_num_threads(threads_before)
+    assert small._fused.edge.shape[0] == 2 and large._fused.edge.shape[0] == 4
 
 
 def test_the_ring_kernel_is_told_a_ring_by_its_shifts():
@@ -281,3 +296,50 @@ def test_the_kernels_share_torchs_openmp_runtime():
     runtimes = json.loads(done.stdout)
     torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
     assert runtimes and all(path.startswith(torch_lib) for path in runtimes), runtimes
+
+
+@pytest.mark.parametrize("work,columns,waits", [("torch", 100_000, True), ("kernel", 8192, True),
+                                               ("torch", 100, False), ("kernel", 1000, False)])
+def test_a_fork_after_the_pool_was_used_leaves_no_threads_for_torch_or_the_kernel(work, columns, waits):
+    """The probe behind the kernels' note on fork (bench/kernels/__init__.py), kept: after the parent used torch's
+    OpenMP pool, a forked child's parallel region waits forever, torch's own sum on a [64, 100,000] state as well as
+    the ring's round on [8, 8,192]. Below torch's grain neither uses the pool, and the child finishes: the kernel
+    adds no hazard that torch's operations do not have. The suite forks no process after such work."""
+    if not kernels.with_openmp("choco_sign") or not hasattr(os, "fork"):
+        pytest.skip("needs an OpenMP build of the kernel and os.fork")
+    threads_before = torch.get_num_threads()
+    torch.set_num_threads(2)  # the tests run on one thread (tests/conftest.py); the pool needs two
+    try:
+        finished = _forked_child_finishes(work, columns)
+    finally:
+        torch.set_num_threads(threads_before)
+    assert finished != waits, f"a forked child {'ran' if finished else 'waited on'} {work}'s work"
+
+
+def _forked_child_finishes(work: str, columns: int) -> bool:
+    import signal
+    import time
+
+    x = torch.randn(64, 100_000)
+    x.abs().sum(dim=1)  # the pool is up
+    y = torch.randn(64, columns)
+    algo = choco(make_topology("ring", 8), torch.randn(8, columns), None)
+    run(algo, steps=1)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            if work == "torch":
+                y.abs().sum(dim=1)
+            else:
+                algo.step(None, 0.0)
+        finally:
+            os._exit(0)
+    deadline = time.monotonic() + 3.0
+    finished = False
+    while time.monotonic() < deadline and not finished:
+        finished = os.waitpid(pid, os.WNOHANG)[0] == pid
+        time.sleep(0.05)
+    if not finished:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    return finished

@@ -37,6 +37,9 @@ from ..compressors.sign import Sign
 BLOCK = 4096
 # below this many entries one thread does the round
 SPLIT_MIN = 1 << 18
+# below this many entries the ring's round runs on one thread: torch's grain (at::internal::GRAIN_SIZE), below which
+# its own element-wise operations do not use the pool either
+GRAIN = 32768
 # below this many entries the eager round is as fast or faster on a circulant other than the ring. Choco-sign rounds
 # on an exponential graph on a 2-core CPU, the cache flushed before each, the blocks on torch's OpenMP threads
 # (docs/performance.md, "The column kernel on torch's threads"): 16 × 15,210 entries 0.97 ms eager against 1.26 ms
@@ -190,7 +193,9 @@ class RingRound(FusedSignRound):
         n, d = x.shape
         scale = self.scale if self.lanes else _scales(x, x_hat, self.segments, scratch)
         self.record_gossip(self.message)
-        parties = max(1, min(self.parties or torch.get_num_threads(), n // 2))  # two rows or more each
+        # two rows or more each; unless told, one thread below torch's own grain, as torch's operations on such a state
+        wanted = self.parties or (torch.get_num_threads() if x.numel() >= GRAIN else 1)
+        parties = max(1, min(wanted, n // 2))
         if self.edge is None or self.edge.shape[0] < 2 * parties:
             self.edge = torch.empty(2 * parties, d, dtype=torch.float32)  # each party's first and last q
             self.roll = torch.empty(parties, 3, d, dtype=torch.float32)   # each party's last three

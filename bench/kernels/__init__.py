@@ -14,7 +14,10 @@ library. ``CHOCO_BENCH_KERNELS=off`` turns every kernel off.
 A kernel is built with OpenMP (``-fopenmp``) first and, where the compiler cannot, without it (its parallel
 regions then run on one thread). Such a library needs ``libgomp.so.1``; torch's CPU wheel for Linux has loaded
 a library of that name already, so the kernel's threads are torch's own pool. ``with_openmp(name)`` says which
-build was loaded."""
+build was loaded. Like torch's own operations, a kernel's parallel region does not survive ``os.fork`` after the
+parent used the pool (GNU OpenMP keeps no threads across a fork: torch's ``sum`` waits forever in such a child
+too, tried on the pinned torch; tests/test_choco_kernel.py keeps the probe). Below torch's grain neither enters the
+pool. The suite starts processes with exec, or forks ranks from a server that has only imported modules."""
 from __future__ import annotations
 
 import ctypes
