@@ -50,26 +50,25 @@ FUSED_MIN_ENTRIES = 1 << 19
 _P, _I = ctypes.c_void_p, ctypes.c_int64
 
 
-@functools.lru_cache(maxsize=1)
-def _kernel():
+def _bind(name: str, argtypes: list, restype=None):
+    """The function ``name`` of the choco_sign library with its C signature, or None where there is no library."""
     lib = kernels.load("choco_sign")
     if lib is None:
         return None
-    fn = lib.choco_sign_columns_parallel
-    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _I, ctypes.c_float, _P, _I, _I]
-    fn.restype = None
+    fn = getattr(lib, name)
+    fn.argtypes, fn.restype = argtypes, restype
     return fn
+
+
+@functools.lru_cache(maxsize=1)
+def _kernel():
+    return _bind("choco_sign_columns_parallel",
+                 [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, _I, ctypes.c_float, _P, _I, _I])
 
 
 @functools.lru_cache(maxsize=1)
 def _ring_kernel():
-    lib = kernels.load("choco_sign")
-    if lib is None:
-        return None
-    fn = lib.choco_sign_ring
-    fn.argtypes = [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, ctypes.c_float, _I, _P, _P, _I, _I]
-    fn.restype = None
-    return fn
+    return _bind("choco_sign_ring", [_P, _P, _P, _P, _I, _P, _I, _I, _P, _P, ctypes.c_float, _I, _P, _P, _I, _I])
 
 
 @functools.lru_cache(maxsize=1)
@@ -78,12 +77,9 @@ def norm_lanes() -> int:
     kernel's ``choco_abs_sum`` with ``_difference_l1`` on rows of 1 to 16,384 entries (its scalar path, its vector
     path with partial vectors, a tail and every level of its cascade); 0 where no width gives torch's bits, and the
     ring's kernel then takes torch's norms."""
-    lib = kernels.load("choco_sign")
-    if lib is None:
+    fn = _bind("choco_abs_sum", [_P, _P, _I, _I], ctypes.c_float)
+    if fn is None:
         return 0
-    fn = lib.choco_abs_sum
-    fn.argtypes = [_P, _P, _I, _I]
-    fn.restype = ctypes.c_float
     gen = torch.Generator().manual_seed(3)
     rows = []
     for width in (1, 3, 5, 7, 15, 16, 17, 33, 63, 64, 65, 100, 257, 1000, 1023, 4096, 5000, 15210, BLOCK_COLUMNS):

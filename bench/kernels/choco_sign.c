@@ -25,6 +25,23 @@
 #include <omp.h>
 #endif
 
+/* the threads of the enclosing parallel region and this one's number (one thread, 0, without OpenMP) */
+static int64_t parties_here(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+static int64_t party_here(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 #define MAX_LANES 16
 
 static int64_t ceil_log2(int64_t x) {
@@ -137,11 +154,7 @@ void choco_sign_ring(float *x, float *xh, float *u, float *scale, int64_t nseg, 
                      float *edge, float *roll, int64_t lanes, int64_t block) {
     #pragma omp parallel num_threads(parties)
     {
-#ifdef _OPENMP
-        const int64_t P = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-        const int64_t P = 1, t = 0;
-#endif
+        const int64_t P = parties_here(), t = party_here();
         const int64_t lo = n * t / P, hi = n * (t + 1) / P;
         float *first = edge + 2 * t * d, *last = edge + (2 * t + 1) * d, *own = roll + 3 * t * d;
         if (lanes > 0) {  /* the scales here, a row at a time, each row's x and xh then read again from the cache */
@@ -221,11 +234,7 @@ void choco_sign_columns_parallel(float *x, float *xh, float *u, const float *sca
     const int64_t nblocks = (d + B - 1) / B;
     #pragma omp parallel num_threads(parties)
     {
-#ifdef _OPENMP
-        const int64_t P = omp_get_num_threads(), t = omp_get_thread_num();
-#else
-        const int64_t P = 1, t = 0;
-#endif
+        const int64_t P = parties_here(), t = party_here();
         const int64_t lo = nblocks * t / P, hi = nblocks * (t + 1) / P;
         if (lo < hi)
             choco_sign_columns(x, xh, u, scale, nseg, seg_end, n, d, offsets, weights, nshift, gamma, lo * B,
