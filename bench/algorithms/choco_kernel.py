@@ -132,18 +132,15 @@ def shifts_of(mixer, self_shift: float) -> list[tuple[int, float]]:
     return out
 
 
-class FusedSignRound:
-    """The kernel bound to one static graph, layer segments and operator; ``round`` takes the state."""
+class _KernelRound:
+    """A kernel bound to one static graph, layer segments and operator; ``round`` takes the state."""
 
-    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, block: int = BLOCK,
-                 split_min: int = SPLIT_MIN):
+    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip):
         self.fn, self.n, self.segments, self.record_gossip = fn, n, list(segments), record_gossip
-        self.block, self.split_min = block, split_min
         shifts = shifts_of(mixer, -1.0)
         self.offsets = np.array([o for o, _ in shifts], dtype=np.int64)
         self.weights = np.array([w for _, w in shifts], dtype=np.float32)  # torch's alpha, rounded to float32
         self.seg_end = np.cumsum(self.segments).astype(np.int64)
-        self.blocks = None  # each thread's q of a block [threads, n, block], made at the first round
         # what the gossip's traffic is counted from (the kernel never materialises the message's values)
         self.message = Message(values=None, wire_bits=compressor.wire_bits(self.segments),
                                paper_bits=compressor.paper_bits(self.segments), parts=None, codec=compressor,
@@ -153,6 +150,16 @@ class FusedSignRound:
         shape = (self.n, int(self.seg_end[-1]))
         return all(t.device.type == "cpu" and t.dtype == torch.float32 and tuple(t.shape) == shape
                    and t.is_contiguous() for t in (x, x_hat, u))
+
+
+class FusedSignRound(_KernelRound):
+    """The round on any circulant, a block of columns at a time (``choco_sign_columns_parallel``)."""
+
+    def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, block: int = BLOCK,
+                 split_min: int = SPLIT_MIN):
+        super().__init__(fn, n, segments, mixer, compressor, record_gossip)
+        self.block, self.split_min = block, split_min
+        self.blocks = None  # each thread's q of a block [threads, n, block], made at the first round
 
     def round(self, x: torch.Tensor, x_hat: torch.Tensor, u: torch.Tensor, gamma: float, scratch) -> None:
         """q = sign-compress(x − x̂), x̂ += q, u += (W − I) q, x += γ u, in place, and the gossip counted."""
@@ -169,16 +176,15 @@ class FusedSignRound:
                 len(self.offsets), step, self.blocks.data_ptr(), self.block, parties)
 
 
-class RingRound(FusedSignRound):
+class RingRound(_KernelRound):
     """The round on a ring, its rows in order (``choco_sign_ring``), split among up to ``parties`` threads."""
 
     def __init__(self, fn, n: int, segments: list[int], mixer, compressor, record_gossip, parties: int | None = None,
                  lanes: int | None = None):
-        super().__init__(fn, n, segments, mixer, compressor, record_gossip, block=1, split_min=0)
+        super().__init__(fn, n, segments, mixer, compressor, record_gossip)
         # the norms in the kernel, added as torch adds them (norm_lanes), else torch's pass before it
         self.lanes = norm_lanes() if lanes is None else lanes
         self.scale = torch.empty(n, len(self.segments), dtype=torch.float32)
-        self.blocks = None
         self.relative = ring_neighbours(self.offsets, n)
         if self.relative is None:
             raise ValueError(f"the ring kernel needs shifts 0, +1 and -1 of n >= 3 rows, got {list(self.offsets)}")
@@ -201,7 +207,7 @@ class RingRound(FusedSignRound):
                 BLOCK_COLUMNS)
 
 
-def fused_round(algo) -> FusedSignRound | None:
+def fused_round(algo) -> _KernelRound | None:
     """The fused round for this Choco instance, or None where it does not apply (see the module's docstring)."""
     from ..comm.simulated import SimulatedCommunicator
 

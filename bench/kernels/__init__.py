@@ -1,4 +1,5 @@
-"""Small C kernels for the passes torch's eager operations cannot fuse on a CPU, built on first use with the
+"""Small C kernels for passes that torch's eager operations take one at a time on a CPU (torch.compile did not
+fuse them profitably there: docs/performance.md, bench/perf/compile_probe.py), built on first use with the
 machine's C compiler and kept in a cache, loaded with ctypes (no torch headers, no build step at install).
 
 A kernel is optional: ``load`` answers None where there is no compiler, the build fails or the platform has no

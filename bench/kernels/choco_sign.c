@@ -11,9 +11,9 @@
  * its range's first and last rows for its neighbours. It can make the row scales too (lanes > 0), each row's just
  * before its q, adding |x - xh| in the order torch's CPU sum adds a contiguous row (choco_abs_sum).
  * choco_sign_columns takes any circulant a block of B columns at a time, keeping the block's q of every row in
- * qb [n, B]; choco_sign_columns_parallel splits the blocks among OpenMP threads. Either way x, xh and u are each read and
- * written once. Every entry gets the operations torch's eager kernels give it (one rounding for the difference,
- * the sum and each fused multiply-add), so the same bits; nothing here reorders a sum. Compiled without
+ * qb [n, B]; choco_sign_columns_parallel splits the blocks among OpenMP threads. Either way x, xh and u are each
+ * read and written once. Every entry gets the operations torch's eager kernels give it (one rounding for the
+ * difference, the sum and each fused multiply-add), so the same bits; nothing here reorders a sum. Compiled without
  * contraction (-ffp-contract=off): the only fused multiply-adds are the fmaf calls. Built with -fopenmp where the
  * compiler can: the library then needs libgomp.so.1, which is the runtime torch's CPU wheel has already loaded,
  * so these threads are torch's own (its workers wait spinning after each operation; threads of another pool
@@ -119,13 +119,15 @@ static void row_scales(const float *xi, const float *hi, int64_t nseg, const int
     }
 }
 
-/* q = copysign(scale, x - xh) of one whole row into qi, and xh += q */
-static void row_q(const float *restrict xi, float *restrict hi, float *restrict qi, const float *scale,
-                  int64_t nseg, const int64_t *seg_end) {
-    int64_t j = 0;
-    for (int64_t s = 0; s < nseg; s++) {
+/* q = copysign(scale, x - xh) into qi and xh += q over the columns [j0, j1) of one row (qi, xi and hi indexed by
+ * column), each column with its segment's scale */
+static void span_q(const float *restrict xi, float *restrict hi, float *restrict qi, const float *scale,
+                   const int64_t *seg_end, int64_t j0, int64_t j1) {
+    int64_t j = j0, s = 0;
+    while (seg_end[s] <= j) s++;
+    for (; j < j1; s++) {
         const float sc = scale[s];
-        for (const int64_t e = seg_end[s]; j < e; j++) {
+        for (const int64_t e = seg_end[s] < j1 ? seg_end[s] : j1; j < e; j++) {
             const float q = copysignf(sc, xi[j] - hi[j]);
             qi[j] = q;
             hi[j] = hi[j] + q;
@@ -133,18 +135,25 @@ static void row_q(const float *restrict xi, float *restrict hi, float *restrict 
     }
 }
 
-/* u += the ring's three shifts of q (rel[k]: the k-th shift reads the q of row i - 1, i or i + 1), x += gamma u */
-static void row_update(float *restrict xi, float *restrict ui, const float *before, const float *own,
-                       const float *after, const int64_t *rel, const float *weights, float gamma, int64_t d) {
-    const float *r[3];
-    for (int k = 0; k < 3; k++) r[k] = rel[k] < 0 ? before : (rel[k] > 0 ? after : own);
-    const float *restrict q0 = r[0], *restrict q1 = r[1], *restrict q2 = r[2];
+/* u = fma(w2, q2, fma(w1, q1, fma(w0, q0, u))) and x = fma(gamma, u, x) over w entries: three shifted adds in
+ * the simulator's order and the step, in one sweep */
+static void three_adds_and_step(float *restrict xi, float *restrict ui, const float *restrict q0,
+                                const float *restrict q1, const float *restrict q2, const float *weights, float gamma,
+                                int64_t w) {
     const float w0 = weights[0], w1 = weights[1], w2 = weights[2];
-    for (int64_t j = 0; j < d; j++) {
+    for (int64_t j = 0; j < w; j++) {
         const float acc = fmaf(w2, q2[j], fmaf(w1, q1[j], fmaf(w0, q0[j], ui[j])));
         ui[j] = acc;
         xi[j] = fmaf(gamma, acc, xi[j]);
     }
+}
+
+/* u += the ring's three shifts of q (rel[k]: the k-th shift reads the q of row i - 1, i or i + 1), x += gamma u */
+static void row_update(float *xi, float *ui, const float *before, const float *own, const float *after,
+                       const int64_t *rel, const float *weights, float gamma, int64_t d) {
+    const float *r[3];
+    for (int k = 0; k < 3; k++) r[k] = rel[k] < 0 ? before : (rel[k] > 0 ? after : own);
+    three_adds_and_step(xi, ui, r[0], r[1], r[2], weights, gamma, d);
 }
 
 /* The round on a ring of n >= 2 * parties rows: party t takes rows [n t / P, n (t + 1) / P). edge [2 P, d] holds
@@ -161,15 +170,15 @@ void choco_sign_ring(float *x, float *xh, float *u, float *scale, int64_t nseg, 
             row_scales(x + lo * d, xh + lo * d, nseg, seg_end, lanes, block, scale + lo * nseg);
             row_scales(x + (hi - 1) * d, xh + (hi - 1) * d, nseg, seg_end, lanes, block, scale + (hi - 1) * nseg);
         }
-        row_q(x + lo * d, xh + lo * d, first, scale + lo * nseg, nseg, seg_end);
-        row_q(x + (hi - 1) * d, xh + (hi - 1) * d, last, scale + (hi - 1) * nseg, nseg, seg_end);
+        span_q(x + lo * d, xh + lo * d, first, scale + lo * nseg, seg_end, 0, d);
+        span_q(x + (hi - 1) * d, xh + (hi - 1) * d, last, scale + (hi - 1) * nseg, seg_end, 0, d);
         #pragma omp barrier
         const float *before = edge + (2 * ((t + P - 1) % P) + 1) * d, *after = edge + 2 * ((t + 1) % P) * d;
         const float *q_prev = before, *q_row = first;  /* the q of rows i - 2 and i - 1 */
         for (int64_t i = lo + 1; i < hi - 1; i++) {
             float *q_next = own + (i % 3) * d;
             if (lanes > 0) row_scales(x + i * d, xh + i * d, nseg, seg_end, lanes, block, scale + i * nseg);
-            row_q(x + i * d, xh + i * d, q_next, scale + i * nseg, nseg, seg_end);
+            span_q(x + i * d, xh + i * d, q_next, scale + i * nseg, seg_end, 0, d);
             row_update(x + (i - 1) * d, u + (i - 1) * d, q_prev, q_row, q_next, rel, weights, gamma, d);
             q_prev = q_row;
             q_row = q_next;
@@ -179,40 +188,20 @@ void choco_sign_ring(float *x, float *xh, float *u, float *scale, int64_t nseg, 
     }
 }
 
-void choco_sign_columns(float *x, float *xh, float *u, const float *scale, int64_t nseg, const int64_t *seg_end,
-                        int64_t n, int64_t d, const int64_t *offsets, const float *weights, int64_t nshift,
-                        float gamma, int64_t c0, int64_t c1, float *qb, int64_t B) {
+static void choco_sign_columns(float *x, float *xh, float *u, const float *scale, int64_t nseg,
+                               const int64_t *seg_end, int64_t n, int64_t d, const int64_t *offsets,
+                               const float *weights, int64_t nshift, float gamma, int64_t c0, int64_t c1, float *qb,
+                               int64_t B) {
     for (int64_t b0 = c0; b0 < c1; b0 += B) {
         const int64_t b1 = b0 + B < c1 ? b0 + B : c1;
         const int64_t w = b1 - b0;
-        for (int64_t i = 0; i < n; i++) {
-            const float *restrict xi = x + i * d;
-            float *restrict hi = xh + i * d, *restrict qi = qb + i * B - b0;
-            int64_t j = b0, s = 0;
-            while (seg_end[s] <= j) s++;
-            while (j < b1) {
-                const int64_t e = seg_end[s] < b1 ? seg_end[s] : b1;
-                const float sc = scale[i * nseg + s];
-                for (; j < e; j++) {
-                    const float q = copysignf(sc, xi[j] - hi[j]);
-                    qi[j] = q;
-                    hi[j] = hi[j] + q;
-                }
-                s++;
-            }
-        }
+        for (int64_t i = 0; i < n; i++)
+            span_q(x + i * d, xh + i * d, qb + i * B - b0, scale + i * nseg, seg_end, b0, b1);
         for (int64_t i = 0; i < n; i++) {
             float *restrict xi = x + i * d + b0, *restrict ui = u + i * d + b0;
-            if (nshift == 3) {  /* a ring: the three adds and the step in one sweep of the row */
-                const float *restrict q0 = qb + ((i + offsets[0]) % n) * B;
-                const float *restrict q1 = qb + ((i + offsets[1]) % n) * B;
-                const float *restrict q2 = qb + ((i + offsets[2]) % n) * B;
-                const float w0 = weights[0], w1 = weights[1], w2 = weights[2];
-                for (int64_t j = 0; j < w; j++) {
-                    const float acc = fmaf(w2, q2[j], fmaf(w1, q1[j], fmaf(w0, q0[j], ui[j])));
-                    ui[j] = acc;
-                    xi[j] = fmaf(gamma, acc, xi[j]);
-                }
+            if (nshift == 3) {  /* three shifts: the adds and the step in one sweep of the row */
+                three_adds_and_step(xi, ui, qb + ((i + offsets[0]) % n) * B, qb + ((i + offsets[1]) % n) * B,
+                                    qb + ((i + offsets[2]) % n) * B, weights, gamma, w);
                 continue;
             }
             for (int64_t k = 0; k < nshift; k++) {
