@@ -81,13 +81,13 @@ def test_the_rule_environment_holds_what_rules_run_and_no_more():
                              if name != "snakemake"}
 
 
-PEER_SCRIPTS = ROOT / "bench" / "perf" / "peers"  # `bench perf --peer`: scripts for the peers' interpreters
+PEER_SCRIPTS = ROOT / "benchmarks" / "peers"  # `bench perf --peer`: scripts for the peers' interpreters
 
 
 def test_the_peer_scripts_import_neither_the_suite_nor_what_the_peer_lacks():
     """Each peer script runs under the interpreter that has the peer (decent-bench: Python 3.13, no torch):
     it reads the exported problem and imports nothing of the suite's; the suite imports no peer library."""
-    scripts = [p for p in PEER_SCRIPTS.glob("*.py") if p.name != "__init__.py"]
+    scripts = list(PEER_SCRIPTS.glob("*.py"))
     assert scripts
     for path in scripts:
         tops = set()
@@ -107,8 +107,6 @@ def _imported_distributions():
     """The third-party distributions that bench/ and analysis/ import (what a rule's command loads)."""
     modules = set()
     for path in [*ROOT.glob("bench/**/*.py"), *ROOT.glob("analysis/**/*.py")]:
-        if path.parent == PEER_SCRIPTS and path.name != "__init__.py":
-            continue  # run under a peer library's own interpreter, never imported by the suite
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.Import):
                 modules |= {alias.name.split(".")[0] for alias in node.names}

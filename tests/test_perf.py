@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,6 +13,8 @@ import torch
 
 from bench.perf import cpu_target, sizes_for, training
 from bench.perf.timing import figure, ratio_figure
+
+ROOT = Path(__file__).resolve().parents[1]
 
 pytestmark = pytest.mark.slow  # runs `bench perf` itself: `make test` runs it, `make test-fast` does not
 
@@ -140,12 +143,12 @@ def test_sizes_and_targets_by_device():
 
 
 def test_the_collectives_probe_times_each_collective_alone_and_together():
-    """bench.perf.gloo_costs under torchrun: rank 0 prints one line with the three timings, each positive."""
+    """benchmarks/probes/gloo_costs.py under torchrun: rank 0 prints one line with the three timings, each positive."""
     import re
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-                           "-m", "bench.perf.gloo_costs", "100", "5"], capture_output=True, text=True, env=env,
+                           str(ROOT / "benchmarks" / "probes" / "gloo_costs.py"), "100", "5"], capture_output=True, text=True, env=env,
                           timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     line = re.search(r"2 ranks, d = 100: exchange ([\d.]+) ms, allreduce ([\d.]+) ms, both ([\d.]+) ms a step",

@@ -1,8 +1,9 @@
-"""`bench perf` group h: the harness that sets the suite against a peer library (bench/perf/peers). The real peers
-are optional extras that this suite never installs, so a stand-in peer plays them here: a short numpy script that
-reads the exported problem and runs the textbook iteration. It checks what the harness promises: the problem it
-exports is the suite's run, a peer that computes something else is refused before it is timed, and each repeat
-gives one paired ratio."""
+"""`bench perf` group h: the harness that sets the suite against a peer library (bench/perf/peers.py; the peers'
+own scripts are in benchmarks/peers/). The real peers are optional extras that this suite never installs, so a
+stand-in peer plays them here: a short numpy script that reads the exported problem and runs the textbook
+iteration. It checks what the harness promises: the problem it exports is the suite's run, a peer that computes
+something else is refused before it is timed, each repeat gives one paired ratio, and a bench without the
+checkout's scripts refuses group h in one line."""
 import json
 import sys
 from dataclasses import replace
@@ -78,3 +79,16 @@ def test_bad_peer_arguments_are_one_line_and_exit_2(tmp_path, capsys, argv, mess
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
     assert not list(Path(tmp_path).iterdir())  # nothing written
+
+
+def test_without_the_checkouts_peer_scripts_group_h_is_one_line_and_exit_2(tmp_path, capsys, monkeypatch):
+    # a bench installed from a wheel has no benchmarks/ beside it: --peer says so before any benchmark runs
+    monkeypatch.setattr(peers, "SCRIPTS", tmp_path / "no-checkout" / "benchmarks" / "peers")
+    assert main(["perf", "--out-dir", str(tmp_path / "out"), "--peer", f"decent-bench={sys.executable}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "peers' scripts of a checkout" in err, err
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_peer_scripts_are_where_group_h_runs_them():
+    assert all((peers.SCRIPTS / name).is_file() for name in ("decent_bench_lsq.py", "decent_dp_mlp.py"))

@@ -20,7 +20,7 @@ def restore_threads():
 
 
 def lsq(tmp_path, name, **extra):
-    # full-batch least squares as `bench perf`'s group h runs it (bench/perf/peers), a few rounds: batches
+    # full-batch least squares as `bench perf`'s group h runs it (bench/perf/peers.py), a few rounds: batches
     # [16, 16, 200], just under the rule's bound, where torch splits some operations over its threads
     settings = {"task": "lsq", "algorithm": "dpsgd", "compressor": "none", "topology": "ring", "nodes": 16,
                 "data": "split", "batch_size": 16, "epochs": 13, "stop_at": 12, "lr": 0.01, "momentum": 0.0,

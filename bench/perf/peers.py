@@ -4,7 +4,7 @@ A peer is another library that runs the same decentralized method (decent-bench'
 processes). It is an optional extra, never installed with the suite: `bench perf --only h --peer NAME=PYTHON`
 names the interpreter that has it (decent-bench needs Python >= 3.13). For each comparison the suite exports
 one problem from its own task (data, initial models, the gossip matrices, the step size) to a file, runs the
-peer's script (next to this file) on it under that interpreter, and refuses to time a peer whose iterates
+peer's script (benchmarks/peers/ of the repository's checkout) on it under that interpreter, and refuses to time a peer whose iterates
 differ from the suite's. Then both sides run again, alternated, and each repeat gives one paired ratio.
 
 Ratios are speeds, the suite's over the peer's (higher is better: 2 means the suite took half the peer's time):
@@ -24,10 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ...errors import BenchError
-from ..timing import figure, ratio_figure
+from ..errors import BenchError
+from .timing import figure, ratio_figure
 
-HERE = Path(__file__).parent
+# The peers' scripts run under the peers' interpreters and import nothing of the suite's, so they live outside the
+# package, in the checkout: a `bench perf` installed without one has no group h (parse_peers says so).
+SCRIPTS = Path(__file__).resolve().parents[2] / "benchmarks" / "peers"
 
 
 @dataclass(frozen=True)
@@ -100,20 +102,20 @@ def _export_mlp(settings: dict, path: Path) -> None:
 
 
 def _build(settings: dict):
-    from ...run.config import resolve
-    from ...run.setup import build, device_of
+    from ..run.config import resolve
+    from ..run.setup import build, device_of
 
     return build(resolve({}, {}, settings), device_of("cpu"))
 
 
 def _decent_bench(python: str, problem: Path, out: Path) -> list[str]:
-    return [python, str(HERE / "decent_bench_lsq.py"), str(problem), str(out), "--repeats", "1"]
+    return [python, str(SCRIPTS / "decent_bench_lsq.py"), str(problem), str(out), "--repeats", "1"]
 
 
 def _decent_dp(python: str, problem: Path, out: Path) -> list[str]:
     # torchrun, as decent-dp's users launch it; --standalone takes a free rendezvous port
     return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "8",
-            str(HERE / "decent_dp_mlp.py"), str(problem), str(out)]
+            str(SCRIPTS / "decent_dp_mlp.py"), str(problem), str(out)]
 
 
 COMPARISONS = {
@@ -146,6 +148,9 @@ def parse_peers(specs: list[str] | None) -> dict[str, str]:
         if not (os.path.isfile(python) and os.access(python, os.X_OK)):
             raise BenchError(f"--peer {spec!r}: {python} is not an executable interpreter")
         peers[name] = python
+    if peers and not SCRIPTS.is_dir():
+        raise BenchError(f"--peer: group h runs the peers' scripts of a checkout of the repository, and {SCRIPTS} "
+                         "is not there (run bench perf from a checkout: git clone, then pip install -e .)")
     return peers
 
 

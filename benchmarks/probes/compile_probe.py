@@ -1,7 +1,7 @@
 """A probe, not part of the fixed set: how much of benchmark b (one Choco round against one copy of
 the [n, d] state) ``torch.compile`` of the whole round recovers by fusing its elementwise passes.
 
-    python -m bench.perf.compile_probe [--device cuda] [--n 64] [--d 1000000] [--out FILE.json]
+    python benchmarks/probes/compile_probe.py [--device cuda] [--n 64] [--d 1000000] [--out FILE.json]
 
 For each compressor: eager and compiled round times (median of paired repeats), each against the
 copy time, whether the compiled round gives the eager round's state, and dynamo's graph count
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import torch
 
-from ..algorithms import make_algorithm
-from ..comm import SimulatedCommunicator
-from ..compressors import make_compressor
-from ..files import atomic_write_text
-from ..topology import make_topology
-from .timing import repeat
+from bench.algorithms import make_algorithm
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.files import atomic_write_text
+from bench.perf.timing import repeat
+from bench.topology import make_topology
 
 
 def _choco(spec: str, x: torch.Tensor):
@@ -33,8 +33,6 @@ def _choco(spec: str, x: torch.Tensor):
 def _bookkeeping_left_eager() -> None:
     """The round's accounting is numpy on cached, read-only arrays; dynamo would trace it through torch._numpy, which
     has no ``setflags``. It is bookkeeping, not the round's arithmetic: it runs eager, outside the graphs."""
-    from ..comm import SimulatedCommunicator
-
     method = SimulatedCommunicator._account_gossip
     if not getattr(method, "_left_eager", False):
         SimulatedCommunicator._account_gossip = torch.compiler.disable(method)
@@ -66,7 +64,7 @@ def probe(spec: str, n: int, d: int, repeats: int, device: torch.device) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m bench.perf.compile_probe", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="compile_probe.py", description=__doc__.split("\n\n")[0])
     p.add_argument("--device", default="cpu")
     p.add_argument("--n", type=int, default=64)
     p.add_argument("--d", type=int, default=10**6)

@@ -1,6 +1,7 @@
 """What a `--backend dist` step's collectives cost on their own, with no training around them:
 
-    OMP_NUM_THREADS=1 python -m torch.distributed.run --standalone --nproc_per_node 8 -m bench.perf.gloo_costs [D [STEPS]]
+    OMP_NUM_THREADS=1 python -m torch.distributed.run --standalone --nproc_per_node 8 \
+        benchmarks/probes/gloo_costs.py [D [STEPS]]
 
 Every rank, STEPS times each (300 by default) after 20 untimed: the gossip of a one-peer ring (an isend of D floats to the right
 neighbour and an irecv from the left, D = 15,210 by default: the MNIST-1D MLP's size), the all-reduce of one

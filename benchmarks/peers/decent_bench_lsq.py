@@ -1,7 +1,7 @@
 """Run decent-bench's DGD on a least-squares problem exported by our suite.
 
-Peer script: it runs under decent-bench's own interpreter (e.g. /work/peers/db313/bin/python) and imports only
-decent_bench, numpy and the standard library -- never `bench` or torch.
+Peer script: it runs under decent-bench's own interpreter (`make peers` puts one in .peers/decent-bench/) and
+imports only decent_bench, numpy and the standard library -- never `bench` or torch.
 
     python decent_bench_lsq.py PROBLEM.npz OUT.json [--repeats R]
 
