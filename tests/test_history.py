@@ -15,8 +15,9 @@ import pytest
 
 from analysis import history
 from bench.cli import main as bench_main
-from bench.track.bisection import BisectError, bisect, metric_values, parse_metric
+from bench.track.bisection import BisectError, bisect, parse_metric
 from analysis.cli import main as analysis_main
+from analysis.history.metric import judge, metric_values
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
@@ -270,18 +271,20 @@ def test_order_by_git(tmp_path):
 
 
 # -- bisect -------------------------------------------------------------------------------------------------
-def fake_measure(values_of: dict[str, list[float] | None], calls: list[str]):
-    def measure(commit):
+def fake_judge(values_of: dict[str, list[float] | None], calls: list[str], higher_is_better: bool, tol: float,
+               mode: str = "rel"):
+    """A probe of bench bisect: the values planted at a commit, judged as analysis.history.metric judges them."""
+    def judged(commit, reference):
         calls.append(commit)
-        return values_of[commit]
-    return measure
+        return judge(values_of[commit] or [], reference, higher_is_better, mode, tol)
+    return judged
 
 
 def test_bisect_names_the_commit_that_introduced_a_step():
     commits = [f"c{i:02d}" + "0" * 37 for i in range(17)]
     values = {c: ([1.0, 1.01, 0.99] if i < 11 else [1.5, 1.51, 1.49]) for i, c in enumerate(commits)}
     calls: list[str] = []
-    result = bisect(commits, fake_measure(values, calls), higher_is_better=False, tol=0.15)
+    result = bisect(commits, fake_judge(values, calls, higher_is_better=False, tol=0.15))
     assert result["first_bad"] == commits[11]
     assert len(calls) <= 2 + math.ceil(math.log2(15)) + 1  # GOOD, BAD, then a binary search
 
@@ -290,15 +293,15 @@ def test_bisect_skips_commits_that_cannot_be_measured():
     commits = [f"c{i}" for i in range(9)]
     values = {c: ([0.6] * 3 if i < 5 else [0.5] * 3) for i, c in enumerate(commits)}
     values["c5"] = None  # the first bad commit does not build: it and c6 are the candidates
-    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    result = bisect(commits, fake_judge(values, [], higher_is_better=True, tol=0.02, mode="abs"))
     assert result["first_bad"] is None and result["candidates"] == ["c5", "c6"]
     values["c5"] = [0.5] * 3
     values["c4"] = None  # the last good commit cannot be measured: it may be the first bad one
-    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    result = bisect(commits, fake_judge(values, [], higher_is_better=True, tol=0.02, mode="abs"))
     assert result["first_bad"] is None and result["candidates"] == ["c4", "c5"]
     values["c4"] = [0.6] * 3
     values["c2"] = values["c6"] = None  # skipped commits away from the step: the search goes round them
-    result = bisect(commits, fake_measure(values, []), higher_is_better=True, tol=0.02, mode="abs")
+    result = bisect(commits, fake_judge(values, [], higher_is_better=True, tol=0.02, mode="abs"))
     assert result["first_bad"] == "c5"
 
 
@@ -306,7 +309,7 @@ def test_bisect_refuses_a_bad_that_is_not_worse():
     commits = ["g", "m", "b"]
     values = {"g": [1.0, 1.0], "m": [1.0, 1.0], "b": [1.05, 1.05]}  # 5 % < 15 %
     with pytest.raises(BisectError, match="not worse than GOOD"):
-        bisect(commits, fake_measure(values, []), higher_is_better=False, tol=0.15)
+        bisect(commits, fake_judge(values, [], higher_is_better=False, tol=0.15))
 
 
 def test_bisect_metric_names():
@@ -571,3 +574,20 @@ def test_compare_puts_two_commits_side_by_side(tmp_path, capsys):
         assert run_history(root, *out, *args) == 2, args
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, (args, err)
+
+
+def test_the_metric_judge_of_bench_bisect_reads_a_commits_clean_records(tmp_path, capsys):
+    from analysis.history import metric
+
+    root = tmp_path / "history"
+    folder = write(root, make_record(0, perf={"b.x_seconds": [1.0, 1.2]}, kinds={"b.x_seconds": "absolute"})).parent
+    write(root, make_record(0, perf={"b.x_seconds": [9.0]}, kinds={"b.x_seconds": "absolute"}, dirty=True))
+    assert metric.main([str(folder), "--metric", "perf.b.x_seconds", "--commit", sha(0), "--reference=0.5"]) == 0
+    judged = json.loads(capsys.readouterr().out)
+    assert judged["values"] == [1.0, 1.2] and judged["records"] == 1 and judged["kind"] == "absolute"
+    assert judged["mode"] == "rel" and judged["tolerance"] == 0.2 and judged["state"] == "bad"  # 2.2x slower
+    assert metric.main([str(folder), "--metric", "perf.b.other", "--commit", sha(0)]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "skip"
+    assert metric.main([str(tmp_path / "none"), "--metric", "perf.b.x_seconds"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "no such record or folder" in err

@@ -2,6 +2,7 @@
 (a compressor never imports an algorithm, the runner never the command line, nothing below the front door the
 front door). Read from the source: every import statement, those inside functions included; the walk itself is
 tested in tests/test_analysis_imports.py."""
+import ast
 from pathlib import Path
 
 from test_analysis_imports import cycles, imports
@@ -60,3 +61,15 @@ def test_the_layer_check_sees_an_upward_import(tmp_path):
     assert graph["bench.compressors.qsgd"] == {"bench.algorithms.choco"}
     assert [f"{m} -> {d}" for m, deps in graph.items() for d in deps
             if layer_of(d) > layer_of(m)] == ["bench.compressors.qsgd -> bench.algorithms.choco"]
+
+
+def test_bench_imports_neither_analysis_nor_the_checkouts_benchmarks():
+    """bench runs without analysis (analysis reads what bench writes, never the reverse; `bench bisect` asks it in
+    a process of its own) and without benchmarks/ (the peers' and probes' scripts, run as programs)."""
+    found = []
+    for path in sorted((ROOT / "bench").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names if n.split(".")[0] in {"analysis", "benchmarks"}]
+    assert found == []

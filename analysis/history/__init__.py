@@ -28,7 +28,8 @@ Exit 0, 1 when the newest commit starts a regression or failed, 2 on bad input (
 
 The package: records.py reads the records and builds the series, settings.py groups them by settings,
 order.py puts commits in order, changepoint.py holds the statistics, gate.py the refusals and failures,
-figures.py draws, cli.py parses the arguments and writes the outputs (main)."""
+figures.py draws, cli.py parses the arguments and writes the outputs (main); metric.py judges one
+quantity at one commit for `bench bisect` (`python -m analysis.history.metric`)."""
 from __future__ import annotations
 
 from analysis.history.changepoint import (ALPHA, MIN_SIDE, WINDOW, _median, _noise_row, analyse, change,

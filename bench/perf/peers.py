@@ -4,8 +4,8 @@ A peer is another library that runs the same decentralized method (decent-bench'
 processes). It is an optional extra, never installed with the suite: `bench perf --only h --peer NAME=PYTHON`
 names the interpreter that has it (decent-bench needs Python >= 3.13). For each comparison the suite exports
 one problem from its own task (data, initial models, the gossip matrices, the step size) to a file, runs the
-peer's script (benchmarks/peers/ of the repository's checkout) on it under that interpreter, and refuses to time a peer whose iterates
-differ from the suite's. Then both sides run again, alternated, and each repeat gives one paired ratio.
+peer's script (in benchmarks/peers/ of the repository's checkout) on it under that interpreter, and refuses to
+time a peer whose iterates differ from the suite's. Then both sides run again, alternated, and each repeat gives one paired ratio.
 
 Ratios are speeds, the suite's over the peer's (higher is better: 2 means the suite took half the peer's time):
 - ``h.<peer>_<problem>_loop_speed``: the training loop alone (run.json's ``wall_s`` against the peer's own

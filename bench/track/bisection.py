@@ -6,8 +6,8 @@ track --repo WORKTREE` of this checkout, which appends its record to --history l
 bad when NAME's median is worse than GOOD's by more than the tolerance of its kind (analysis.history). A
 commit whose probe fails (does not build, the run crashes, the figure is missing) is skipped, as `git bisect
 skip` does. Records already in --history for this machine are reused (--fresh measures again).
-It starts `bench track` across commits, so it lives beside it; the records are read with analysis.history
-(imported where they are read: bench itself does not need analysis). Not named bisect.py: benchfile.py
+It starts `bench track` across commits, so it lives beside it; each probe's records are judged by `python -m
+analysis.history.metric` in a process of its own (bench never imports analysis). Not named bisect.py: benchfile.py
 runs as a script with this folder first on sys.path, where a bisect.py would hide the standard library's.
 
 NAME is a quantity of `python -m analysis history`: perf.<figure> (e.g. perf.b.round_vs_copy_sign) or
@@ -35,37 +35,31 @@ class BisectError(BenchError):
     """A bisection that cannot proceed: one line, exit status 2."""
 
 
-def bisect(commits: list[str], measure: Callable[[str], "list[float] | None"], higher_is_better: bool,
-           tol: float, mode: str = "rel", say: Callable[[str], None] = lambda _: None) -> dict:
-    """The first bad commit of ``commits`` (GOOD first, BAD last, in order), ``measure(commit)`` giving the
-    values of the metric at a commit (None when it cannot be measured: the commit is skipped). A commit is
-    bad when the median of its values is worse than GOOD's by more than ``tol`` (``mode`` rel or abs).
-    Returns {"first_bad", "candidates" (more than one when skipped commits hide it), "probes", "reference"}."""
-    from analysis.history.changepoint import _median, change, verdict
-
+def bisect(commits: list[str], judge: Callable[[str, "float | None"], dict],
+           say: Callable[[str], None] = lambda _: None) -> dict:
+    """The first bad commit of ``commits`` (GOOD first, BAD last, in order). ``judge(commit, reference)`` measures
+    the metric at a commit and judges its median against the reference (GOOD's median; None for GOOD itself):
+    {values, median, change, state (good, bad, or skip when it cannot be measured), mode, tolerance}, as
+    analysis.history.metric gives it. Returns {"first_bad", "candidates" (more than one when skipped commits hide
+    it), "probes", "reference"}."""
     if len(commits) < 2:
         raise BisectError("GOOD and BAD are the same commit")
     probes: dict[str, dict] = {}
+    reference = None
 
-    def probe(commit: str) -> str:
-        values = measure(commit)
-        if values is None or not len(values) or math.isnan(_median(values)):
-            probes[commit] = {"values": [], "median": math.nan, "change": math.nan, "state": "skip"}
-        else:
-            m = _median(values)
-            size = change(reference, m, mode) if commit != commits[0] else 0.0
-            state = "bad" if verdict(size, higher_is_better, tol) == "regression" else "good"
-            probes[commit] = {"values": [float(v) for v in values], "median": m, "change": size, "state": state}
-        p = probes[commit]
-        say(f"bisect: {commit[:12]}: {p['state']}" + (f" (median {p['median']:.4g}, {_text(p['change'], mode)})"
-                                                         if p["state"] != "skip" else " (not measured)"))
-        return p["state"]
+    def probe(commit: str) -> dict:
+        judged = judge(commit, reference)
+        p = probes[commit] = {key: judged[key] for key in ("values", "median", "change", "state")}
+        said = f" (median {p['median']:.4g}, {_text(p['change'], judged['mode'])})" if p["state"] != "skip" else \
+            " (not measured)"
+        say(f"bisect: {commit[:12]}: {p['state']}{said}")
+        return judged
 
-    reference = math.nan
-    if probe(commits[0]) == "skip":
+    first = probe(commits[0])
+    if first["state"] == "skip":
         raise BisectError(f"GOOD {commits[0][:12]} could not be measured")
-    reference = probes[commits[0]]["median"]
-    state = probe(commits[-1])
+    reference, mode, tol = first["median"], first["mode"], first["tolerance"]
+    state = probe(commits[-1])["state"]
     if state == "skip":
         raise BisectError(f"BAD {commits[-1][:12]} could not be measured")
     if state != "bad":
@@ -81,7 +75,7 @@ def bisect(commits: list[str], measure: Callable[[str], "list[float] | None"], h
             break
         middle = (lo + hi) / 2
         i = min(untested, key=lambda j: (abs(j - middle), j))  # the middle, or the nearest untested commit
-        state = probe(commits[i])
+        state = probe(commits[i])["state"]
         if state == "skip":
             skipped.add(i)
         elif state == "bad":
@@ -142,68 +136,54 @@ def parse_metric(name: str) -> dict:
                       f"study.<cell>.<{'|'.join(STUDY_FIELDS)}>")
 
 
-def metric_values(records: list[dict], metric: str) -> tuple[list[float], dict | None]:
-    """The values of ``metric`` in ``records`` (perf repeats pooled, a seed's re-runs by their median) and
-    its meta (kind, direction), or ([], None)."""
-    from analysis.history.records import observations
-
-    table = observations(records)
-    name = metric.split("@")[0]
-    rows = table[table["quantity"].str.split("@").str[0] == name]
-    if rows.empty:
-        return [], None
-    first = rows.iloc[0]
-    if first["kind"] in ("accuracy", "to_target"):
-        values = rows.groupby("sample")["value"].median().to_numpy(float)
-    else:
-        values = rows["value"].to_numpy(float)
-    return [float(v) for v in values], {"kind": first["kind"], "higher_is_better": bool(first["higher_is_better"]),
-                                        "bound": first["bound"], "unit": first["unit"]}
-
-
 class TrackProbe:
-    """measure(commit): the metric at ``commit``, from --history when this machine has a clean record of it
-    (unless ``fresh``), else by `bench track` of this checkout on a temporary worktree of the commit."""
+    """measure(commit, reference): the metric at ``commit`` judged against ``reference`` (analysis.history.metric's
+    object), from --history when this machine has a clean record of it (unless ``fresh``), else by `bench track`
+    of this checkout on a temporary worktree of the commit."""
 
-    def __init__(self, repo: str, history: Path, metric: str, fresh: bool, keep: bool, say, device: str = "cpu"):
+    def __init__(self, repo: str, history: Path, metric: str, fresh: bool, keep: bool, say, device: str = "cpu",
+                 tol: float | None = None):
         self.repo, self.history, self.metric, self.fresh, self.keep, self.say = repo, history, metric, fresh, keep, say
+        self.tol = tol
         self.flags = [*parse_metric(metric)["parts"], "--device", device]
-        self.meta: dict | None = None
         self.machine = self._track("--print-machine", "--device", device).splitlines()[0].strip()
 
-    def _track(self, *args: str, cwd: Path = TRACKER) -> str:
+    @staticmethod
+    def _env() -> dict:
+        # this checkout's bench and analysis first, whatever is installed
         path = [str(TRACKER), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
-        proc = subprocess.run([sys.executable, "-m", "bench", "track", *args], cwd=cwd, env=env,
+        return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
+
+    def _track(self, *args: str, cwd: Path = TRACKER) -> str:
+        proc = subprocess.run([sys.executable, "-m", "bench", "track", *args], cwd=cwd, env=self._env(),
                               capture_output=True, text=True)
         if proc.returncode not in (0, 1) or ("--print-machine" not in args and "wrote " not in proc.stdout):
             line = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1][:300]
             raise RuntimeError(line if line.startswith("bench") else f"bench track: {line}")
         return proc.stdout
 
-    def _stored(self, commit: str) -> list[dict]:
-        from analysis.history.records import load_records, point_key
+    def _judge(self, path: Path, reference: float | None, commit: str | None = None) -> dict:
+        """analysis.history.metric on the records at ``path`` (those of ``commit`` only, when given)."""
+        argv = [sys.executable, "-m", "analysis.history.metric", str(path), "--metric", self.metric]
+        for flag, value in (("--commit", commit), ("--reference", reference), ("--tol", self.tol)):
+            if value is not None:
+                argv.append(f"{flag}={value!r}" if isinstance(value, float) else f"{flag}={value}")
+        proc = subprocess.run(argv, cwd=TRACKER, env=self._env(), capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise BisectError((proc.stderr.strip() or "analysis.history.metric failed").splitlines()[-1][:300])
+        return json.loads(proc.stdout)
 
+    def __call__(self, commit: str, reference: float | None = None) -> dict:
         folder = self.history / self.machine / commit
-        if not folder.is_dir():
-            return []
-        records, _ = load_records([folder])
-        return [r for r in records if not r.get("dirty") and point_key(r) == commit[:12]]
+        if not self.fresh and folder.is_dir():
+            judged = self._judge(folder, reference, commit)
+            if judged["values"]:
+                self.say(f"bisect: {commit[:12]}: {len(judged['values'])} values from {judged['records']} "
+                         "stored records")
+                return judged
+        return self._measure(commit, reference)
 
-    def __call__(self, commit: str):
-        records = [] if self.fresh else self._stored(commit)
-        values, meta = metric_values(records, self.metric) if records else ([], None)
-        if values:
-            self.say(f"bisect: {commit[:12]}: {len(values)} values from {len(records)} stored records")
-        else:
-            values, meta = self._measure(commit)
-        if meta is not None and self.meta is None:
-            self.meta = meta
-        return values or None
-
-    def _measure(self, commit: str):
-        from analysis.history.records import load_records
-
+    def _measure(self, commit: str, reference: float | None) -> dict:
         scratch = Path(tempfile.mkdtemp(prefix="choco-bisect-"))
         tree = scratch / commit[:12]
         self.say(f"bisect: {commit[:12]}: bench track in a worktree ({' '.join(self.flags)})")
@@ -213,11 +193,10 @@ class TrackProbe:
                 out = self._track("--repo", str(tree), "--out", str(self.history), "--quiet", *self.flags)
             except RuntimeError as err:
                 self.say(f"bisect: {commit[:12]}: bench track failed: {err}")
-                return [], None
+                return {"values": [], "median": math.nan, "change": math.nan, "state": "skip", "mode": None,
+                        "tolerance": None}
             path = next(line.split()[1] for line in out.splitlines() if line.startswith("wrote "))
-            records, _ = load_records([Path(path).parent])
-            records = [r for r in records if r["_path"] == str(Path(path))]
-            return metric_values(records, self.metric)
+            return self._judge(Path(path), reference)
         finally:
             if not self.keep:
                 subprocess.run(["git", "-C", self.repo, "worktree", "remove", "--force", "--end-of-options", str(tree)],
@@ -242,8 +221,6 @@ def add_arguments(p) -> None:
 
 
 def cmd_bisect(args) -> int:
-    from analysis.history.records import TOLERANCES
-
     if not Path(args.repo).is_dir():
         raise BisectError(f"--repo {args.repo}: not a directory")
     if args.tol is not None and not (math.isfinite(args.tol) and args.tol > 0):
@@ -253,23 +230,18 @@ def cmd_bisect(args) -> int:
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     try:
         probe = TrackProbe(args.repo, Path(args.history).resolve(), args.metric, args.fresh, args.keep_worktrees,
-                           say, args.device)
+                           say, args.device, args.tol)
     except RuntimeError as err:  # bench track itself failed (not a probe: those are skipped)
         raise BisectError(str(err)) from None
     say(f"bisect: {args.metric} over {len(commits)} commits ({commits[0][:12]}..{commits[-1][:12]}), "
         f"about {math.ceil(math.log2(max(2, len(commits) - 1)))} probes after GOOD and BAD, on {probe.machine}")
     # the metric's kind decides the tolerance and the direction: known once GOOD is measured
     first = probe(commits[0])
-    if first is None or probe.meta is None:
+    if first["state"] == "skip":
         raise BisectError(f"GOOD {commits[0][:12]}: {args.metric} could not be measured there (is the name right? "
                           "python -m analysis history lists the quantities in history.csv)")
-    mode, tol = TOLERANCES[probe.meta["kind"]]
-    if probe.meta["kind"] == "agreement" and isinstance(probe.meta.get("bound"), (int, float)):
-        tol = float(probe.meta["bound"])
-    tol = args.tol if args.tol is not None else tol
-    cache = {commits[0]: first}
-    result = bisect(commits, lambda c: cache[c] if c in cache else probe(c), probe.meta["higher_is_better"], tol,
-                    mode, say)
+    mode, tol = first["mode"], first["tolerance"]
+    result = bisect(commits, lambda c, reference: first if c == commits[0] else probe(c, reference), say)
     subjects = {c: _git(args.repo, "show", "-s", "--format=%h %s", "--end-of-options", c) for c in result["candidates"]}
     if args.json:
         print(json.dumps({"metric": args.metric, "mode": mode, "tolerance": tol, **result,
