@@ -8,7 +8,7 @@ neighbour and an irecv from the left, D = 15,210 by default: the MNIST-1D MLP's 
 row of two floats (the runner's per-step loss and signal flag), and both as a step runs them (the all-reduce
 started first and waited for after the exchange). Rank 0 prints milliseconds per step of each. On a machine with
 fewer cores than ranks, each message is a context switch, so a collective of a few bytes costs about as much as
-the exchange of the model (docs/performance.md, "Starting distributed ranks" and h)."""
+the exchange of the model (docs/performance.md, "h: the peers")."""
 from __future__ import annotations
 
 import sys
