@@ -11,7 +11,6 @@ the tolerance, else good; without, good (the reference itself); skip when nothin
 input (one line)."""
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys

@@ -1,5 +1,5 @@
 """`bench perf`: the fixed benchmark set (a-e: suite.py; f, the training step: training.py; g, the CPU
-target: cpu_target.py; h, the peers side by side: peers/), a table, and results/perf/<name>.json."""
+target: cpu_target.py; h, the peers side by side: peers.py), a table, and results/perf/<name>.json."""
 from __future__ import annotations
 
 import json
