@@ -74,6 +74,20 @@ def records_at(paths: list[Path], commit: str | None) -> list[dict]:
     return records
 
 
+def judged(paths: list[Path], metric: str, commit: str | None = None, reference: float | None = None,
+           tol: float | None = None) -> dict:
+    """What main prints: the judgement of ``metric`` in the records at ``paths``, with how many records were read
+    and the quantity's kind, direction and unit (None where nothing was measured)."""
+    records = records_at(paths, commit)
+    values, meta = metric_values(records, metric) if records else ([], None)
+    if meta is None:
+        out = {**judge([], None, True, "rel", math.nan), "mode": None, "tolerance": None}
+    else:
+        out = judge(values, reference, meta["higher_is_better"], *tolerance_of(meta, tol))
+    return {**out, "records": len(records), **{key: (meta or {}).get(key) for key in ("kind", "higher_is_better",
+                                                                                      "unit")}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m analysis.history.metric", description=__doc__.split("\n\n")[0])
     p.add_argument("paths", nargs="+", type=Path, metavar="PATH")
@@ -83,17 +97,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tol", type=float, default=None, help="the tolerance in place of the kind's")
     try:
         args = p.parse_args(argv)
-        records = records_at(args.paths, args.commit)
+        out = judged(args.paths, args.metric, args.commit, args.reference, args.tol)
     except UsageError as err:
         print(f"analysis history metric: error: {err}", file=sys.stderr)
         return 2
-    values, meta = metric_values(records, args.metric) if records else ([], None)
-    if meta is None:
-        judged = {**judge([], None, True, "rel", math.nan), "mode": None, "tolerance": None}
-    else:
-        judged = judge(values, args.reference, meta["higher_is_better"], *tolerance_of(meta, args.tol))
-    print(json.dumps({**judged, "records": len(records), "kind": (meta or {}).get("kind"),
-                      "higher_is_better": (meta or {}).get("higher_is_better"), "unit": (meta or {}).get("unit")}))
+    print(json.dumps(out))
     return 0
 
 
