@@ -1,8 +1,8 @@
 """DeepSqueeze and BEER on a network that loses messages. DeepSqueeze's gossip of c is reweighted (D-PSGD's rule):
 in float64 its update is the authors' with the round's reweighted W. BEER keeps h and g per link with Choco's
 acknowledgement rule: a schedule that loses nothing is BEER without faults, and its gossip still reaches consensus
-keeping the average. What each method declares lets it through as far as its rule goes; both run alike in the simulator and
-under torch.distributed processes. (Where the average goes under losses and with workers away, for every method
+keeping the average. What each method declares lets it through as far as its rule goes; both run alike in the
+simulator and under torch.distributed processes. (Where the average goes under losses and with workers away, for every method
 with a rule: tests/test_keeping_the_average.py.)"""
 from __future__ import annotations
 
@@ -42,7 +42,8 @@ def test_deepsqueeze_under_losses_is_the_authors_update_with_the_reweighted_matr
     n, gamma = 8, 0.3
     topo, problem = make_topology("ring", n), Quadratic(n, D)
     algo = build("deepsqueeze", topo, faults, compressor, gamma)
-    twin, schedule = make_compressor(compressor, contraction=ALGORITHMS.get("deepsqueeze").contraction), algo.comm.faults
+    contraction = ALGORITHMS.get("deepsqueeze").contraction
+    twin, schedule = make_compressor(compressor, contraction=contraction), algo.comm.faults
     x, e, lost = algo.x.clone(), torch.zeros_like(algo.x), 0
     for t in range(30):
         links = topo.links_at(t)

@@ -36,7 +36,8 @@ under ``constant``, with the decayed α_k under ``decaying``.
 Compressors: the paper's analysis takes unbiased ones (E Q(x) = x, E‖Q(x) − x‖² ≤ C‖x‖²), so QSGD takes its
 unbiased form; a biased operator runs, without that guarantee. ``grad=None`` runs the round with d = 0.
 W h is kept up to date round by round, which holds for a fixed graph only (a time-varying one is refused), and
-there is no rule for lost messages yet (a lossy network is refused), both by what it declares (``fixed_graph``, no ``fault_rule``).
+there is no rule for lost messages yet (a lossy network is refused), both by what its class declares
+(``fixed_graph``, no ``fault_rule``).
 """
 from __future__ import annotations
 

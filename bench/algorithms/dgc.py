@@ -30,7 +30,8 @@ from .local import LocalStep, LocalStepConfig
 
 @dataclass(frozen=True)
 class DGCOptions(KnobOptions):
-    factor_masking: bool = knob(True, flag)  # zero the momentum u where v was sent (the paper's momentum factor masking)
+    # zero the momentum u where v was sent (the paper's momentum factor masking)
+    factor_masking: bool = knob(True, flag)
 
 
 @register
