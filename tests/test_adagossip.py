@@ -9,7 +9,6 @@ import torch
 
 from bench.algorithms import ALGORITHMS, LocalStepConfig
 from bench.algorithms.choco import ADAGOSSIP_GAMMA
-from bench.catalog.algorithms import METHODS
 from bench.cli import main
 from bench.errors import BenchError
 from bench.topology import make_topology
@@ -108,7 +107,7 @@ def test_auto_gamma_is_its_base_step_and_no_grid_searches_it():
     assert algo.options.gamma == ADAGOSSIP_GAMMA
     assert algo.resolved["gamma"] == {"value": ADAGOSSIP_GAMMA,
                                       "source": "AdaGossip's base step (adapted per coordinate, not tuned)"}
-    choco = METHODS.get("choco")
+    choco = ALGORITHMS.get("choco")
     assert choco.tunable("sign") == ("gamma",)
     assert choco.tunable("sign", {"adagossip": True}) == ()
     assert choco.tunable("sign", {"adagossip": False}) == ("gamma",)

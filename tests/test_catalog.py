@@ -10,8 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from bench.algorithms import ALGORITHMS
-from bench.catalog.algorithms import METHODS
 from bench.catalog.compressors import SPECS, parse_compressor
 from bench.catalog import tasks as catalog_tasks
 from bench.compressors import COMPRESSORS, make_compressor
@@ -19,13 +17,6 @@ from bench.errors import BenchError
 from bench import tasks
 from bench.tasks.base import Task, register
 
-
-
-def test_algorithms_are_their_catalog_entries_plus_the_maths():
-    assert ALGORITHMS.names() == METHODS.names()
-    for name in METHODS.names():
-        assert issubclass(ALGORITHMS.get(name), METHODS.get(name))
-        assert ALGORITHMS.get(name).describe() == METHODS.get(name).describe()
 
 
 def test_operators_are_their_spec_classes_plus_the_encoding():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from analysis.figures.requirements import Grid, cells_frame, unmet
-from bench.catalog.algorithms import METHODS
+from bench.algorithms import ALGORITHMS
 from bench.cli import build_parser, main
 from bench.errors import BenchError
 from bench.pipeline import Study, compare
@@ -161,7 +161,7 @@ def test_a_tiny_comparison_runs_end_to_end_to_a_report_naming_each_method(tmp_pa
     report = (out / "report.md").read_text()
     assert (out / "report.html").is_file() and (out / "figures" / "methods.png").is_file()
     for algorithm in ("deepsqueeze", "allreduce"):
-        assert METHODS.get(algorithm).label in report, algorithm
+        assert ALGORITHMS.get(algorithm).label in report, algorithm
     assert sorted(p.name for p in (out / "runs").iterdir() if not p.name.startswith(".")) == [
         "allreduce-none_ring4_s0", "deepsqueeze-sign_ring4_s0"]
     print(f"compare end to end: {time.monotonic() - start:.1f} s")

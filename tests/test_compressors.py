@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from bench.catalog.algorithms import METHODS
+from bench.algorithms import ALGORITHMS
 from bench.compressors import COMPRESSORS, Message, make_compressor, measure_delta
 from bench.compressors.sparsify import kept_count
 from bench.errors import BenchError
@@ -597,7 +597,7 @@ def test_qsgd_form_follows_what_the_caller_needs(contraction):
 @pytest.mark.parametrize("algorithm, biased", [("choco", True), ("dcd", False), ("ecd", False), ("dpsgd", False)])
 def test_qsgd_takes_the_form_it_always_took_for_the_papers_methods(algorithm, biased):
     """Their classes say whether they need a contraction; the run ids of their QSGD runs hang on it."""
-    assert make_compressor("qsgd:4", contraction=METHODS.get(algorithm).contraction).biased is biased
+    assert make_compressor("qsgd:4", contraction=ALGORITHMS.get(algorithm).contraction).biased is biased
 
 
 def test_canonical_specs():

@@ -1,16 +1,15 @@
 """DeepSqueeze and BEER on a network that loses messages. DeepSqueeze's gossip of c is reweighted (D-PSGD's rule):
 in float64 its update is the authors' with the round's reweighted W. BEER keeps h and g per link with Choco's
 acknowledgement rule: a schedule that loses nothing is BEER without faults, and its gossip still reaches consensus
-keeping the average. The catalog lets each through as far as its rule goes; both run alike in the simulator and
-under torch.distributed processes. (Where the average goes under losses and with workers away, for every method
+keeping the average. What each method declares lets it through as far as its rule goes; both run alike in the
+simulator and under torch.distributed processes. (Where the average goes under losses and with workers away, for every method
 with a rule: tests/test_keeping_the_average.py.)"""
 from __future__ import annotations
 
 import pytest
 import torch
 
-from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
-from bench.catalog.algorithms import METHODS
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
@@ -29,7 +28,7 @@ def build(name, topo, faults, compressor="sign", gamma=0.4, x0=None, local=None)
     schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults is not None else None
     comm = SimulatedCommunicator(topo, faults=schedule)
     return make_algorithm(name, start(topo.n, identical=False) if x0 is None else x0, comm,
-                          compressor=make_compressor(compressor, contraction=METHODS.get(name).contraction),
+                          compressor=make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction),
                           local=LocalStep(local or LocalStepConfig()), options={"gamma": gamma},
                           generator=torch.Generator().manual_seed(3))
 
@@ -43,7 +42,8 @@ def test_deepsqueeze_under_losses_is_the_authors_update_with_the_reweighted_matr
     n, gamma = 8, 0.3
     topo, problem = make_topology("ring", n), Quadratic(n, D)
     algo = build("deepsqueeze", topo, faults, compressor, gamma)
-    twin, schedule = make_compressor(compressor, contraction=METHODS.get("deepsqueeze").contraction), algo.comm.faults
+    contraction = ALGORITHMS.get("deepsqueeze").contraction
+    twin, schedule = make_compressor(compressor, contraction=contraction), algo.comm.faults
     x, e, lost = algo.x.clone(), torch.zeros_like(algo.x), 0
     for t in range(30):
         links = topo.links_at(t)
@@ -99,18 +99,18 @@ def test_beer_gossip_keeps_the_average_whatever_is_lost_and_reaches_consensus(fa
     assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * start_spread
 
 
-# -- what the catalog lets through ---------------------------------------------------------------------------
+# -- what the declared rules let through ----------------------------------------------------------------------
 def test_deepsqueeze_takes_workers_away_and_beer_is_refused_with_them():
     losses, away = parse_faults({"drop": 0.1}, 8), parse_faults({"active": 0.5}, 8)
     for name in ("beer", "deepsqueeze"):
-        METHODS.get(name).check_faults(losses)
-    METHODS.get("deepsqueeze").check_faults(away)
+        ALGORITHMS.get(name).check_faults(losses)
+    ALGORITHMS.get("deepsqueeze").check_faults(away)
     with pytest.raises(BenchError) as err:
-        METHODS.get("beer").check_faults(away)
+        ALGORITHMS.get("beer").check_faults(away)
     text = str(err.value)
     assert "algorithm 'beer' cannot sit a worker out yet" in text and "deepsqueeze" in text.split("away: ")[1]
     with pytest.raises(BenchError) as err:
-        METHODS.get("dcd").check_faults(losses)
+        ALGORITHMS.get("dcd").check_faults(losses)
     takes = str(err.value).split("take faults: ")[1].split(", ")
     assert {"beer", "deepsqueeze", "choco", "dpsgd"} <= set(takes) and "dcd" not in takes
 
@@ -132,4 +132,4 @@ def test_under_faults_torch_distributed_processes_are_the_simulation(tmp_path, w
     cases = {k: v for k, v in DIST_CASES.items() if world == 2 or not k.endswith("pairwise")}
     infos = assert_dist_cases_lose_as_the_simulation(tmp_path, world, cases)
     for name, (algorithm, _, _) in cases.items():
-        assert infos[name]["faults"]["rule"] == METHODS.get(algorithm).fault_rule, name
+        assert infos[name]["faults"]["rule"] == ALGORITHMS.get(algorithm).fault_rule, name

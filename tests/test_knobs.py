@@ -5,11 +5,10 @@ import dataclasses
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, make_algorithm
+from bench.algorithms import AUTO, ALGORITHMS, make_algorithm, parse_options, shortcuts
 from bench.algorithms.gossip import best_of, tune_gamma
 from bench.algorithms.step_tuning import read_gamma_cache
 from bench.cache import cache_path
-from bench.catalog.algorithms import AUTO, METHODS, parse_options, shortcuts
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
@@ -45,24 +44,24 @@ def test_a_run_whose_auto_step_is_now_found_otherwise_gets_a_new_id(settings, be
     cfg = resolve({}, {}, settings)
     assert cfg.fingerprint() != before
     given = resolve({}, {}, {**settings, "gamma": 0.5})  # a given γ is found the same way as ever: no revision
-    assert "auto_revision" not in METHODS.get(cfg.algorithm).identity(given.algorithm_options, given.compressor)
+    assert "auto_revision" not in ALGORITHMS.get(cfg.algorithm).identity(given.algorithm_options, given.compressor)
 
 
 def test_no_knob_is_a_run_setting_and_each_shortcut_is_one_field():
     named = shortcuts()
     assert set(named) == {"gamma", "gamma_tune_steps", "order"}
     assert not set(named) & set(KEYS)
-    for name in METHODS.names():  # every method that has a shortcut's knob has that very knob: default, reader
-        for f in dataclasses.fields(METHODS.get(name).Options):
+    for name in ALGORITHMS.names():  # every method that has a shortcut's knob has that very knob: default, reader
+        for f in dataclasses.fields(ALGORITHMS.get(name).Options):
             if f.name in named:
                 assert (f.default, f.metadata["read"]) == (named[f.name].default, named[f.name].metadata["read"])
 
 
-@pytest.mark.parametrize("name", [n for n in METHODS.names() if METHODS.get(n).consensus_step])
+@pytest.mark.parametrize("name", [n for n in ALGORITHMS.names() if ALGORITHMS.get(n).consensus_step])
 @pytest.mark.parametrize("value", [0, 1.5, -0.1, "AUTO", True, "x\ny", float("nan")])
 def test_one_range_check_per_knob_names_the_method(name, value):
     with pytest.raises(BenchError) as err:
-        parse_options(METHODS.get(name), {"gamma": value})
+        parse_options(ALGORITHMS.get(name), {"gamma": value})
     assert str(err.value).startswith(f"{name} gamma=") and "must be 'auto' or in (0, 1]" in str(err.value)
     assert "\n" not in str(err.value)
 
@@ -79,12 +78,12 @@ def test_the_shortcut_is_read_once_whatever_the_method():
 
 
 def test_what_a_method_tunes_and_what_a_plan_fixes():
-    assert METHODS.get("choco").tunable("sign") == ("gamma",) and METHODS.get("choco").tunable("none") == ()
-    assert METHODS.get("dpsgd").tunable("none") == METHODS.get("dcd").tunable("sign") == ()
-    assert METHODS.get("beer").planning_options({}) == {"gamma": 0.5}
-    assert METHODS.get("beer").planning_options({"gamma": 0.2}) == {"gamma": 0.2}
-    assert METHODS.get("dpsgd").planning_options({"gamma": AUTO}) == {"gamma": AUTO}  # not its knob
-    knobs = METHODS.get("choco").describe()["knobs"]  # what run.json tells the analysis
+    assert ALGORITHMS.get("choco").tunable("sign") == ("gamma",) and ALGORITHMS.get("choco").tunable("none") == ()
+    assert ALGORITHMS.get("dpsgd").tunable("none") == ALGORITHMS.get("dcd").tunable("sign") == ()
+    assert ALGORITHMS.get("beer").planning_options({}) == {"gamma": 0.5}
+    assert ALGORITHMS.get("beer").planning_options({"gamma": 0.2}) == {"gamma": 0.2}
+    assert ALGORITHMS.get("dpsgd").planning_options({"gamma": AUTO}) == {"gamma": AUTO}  # not its knob
+    knobs = ALGORITHMS.get("choco").describe()["knobs"]  # what run.json tells the analysis
     assert knobs["gamma"] == {"default": "auto", "low": 0.0, "high": 1.0, "tune": True}
     assert knobs["order"] == {"default": "paper"}
 
@@ -134,7 +133,8 @@ def test_an_algorithm_built_directly_finds_its_own_auto_step():
 
 def test_an_options_class_serves_any_method_and_its_errors_name_that_method():
     """A new method may take Choco's options class as it is (README "Extending it"): what it refuses names it."""
-    from bench.catalog.algorithms import ChocoOptions, Method
+    from bench.algorithms import Method
+    from bench.algorithms.choco import ChocoOptions
 
     class Mine(Method):
         name, label, Options = "mine", "Mine", ChocoOptions
@@ -142,21 +142,21 @@ def test_an_options_class_serves_any_method_and_its_errors_name_that_method():
     with pytest.raises(BenchError, match=r"^mine gamma=2\.0 must be 'auto' or in \(0, 1\]$"):
         parse_options(Mine, {"gamma": 2})
     with pytest.raises(BenchError, match=r"^choco order='x'; allowed: paper, code$"):
-        parse_options(METHODS.get("choco"), {"order": "x"})
+        parse_options(ALGORITHMS.get("choco"), {"order": "x"})
 
 
 def test_the_shortcut_words_follow_the_registered_methods(monkeypatch):
     """shortcuts() is read once per state of the registry (every resolved setting asks): a method registered
     later, or another registry, is seen at once."""
-    from bench.catalog import algorithms as catalog
+    from bench.algorithms import method
     from bench.registry import Registry
 
     fresh = Registry("algorithm")
-    monkeypatch.setattr(catalog, "METHODS", fresh)
+    monkeypatch.setattr(method, "ALGORITHMS", fresh)
     assert shortcuts() == {}
-    fresh.register("dpsgd-like")(METHODS.get("dpsgd"))  # D-PSGD's options: `order`, no consensus step
+    fresh.register("dpsgd-like")(ALGORITHMS.get("dpsgd"))  # D-PSGD's options: `order`, no consensus step
     assert set(shortcuts()) == {"order"}
-    fresh.register("choco-like")(METHODS.get("choco"))
+    fresh.register("choco-like")(ALGORITHMS.get("choco"))
     assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}
     shortcuts().clear()  # a caller's copy: the next caller still gets every word
     assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}

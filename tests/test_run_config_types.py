@@ -5,7 +5,7 @@ import dataclasses
 import pytest
 
 from bench.cli import main
-from bench.catalog.algorithms import METHODS, parse_options
+from bench.algorithms import ALGORITHMS, parse_options
 from bench.errors import BenchError
 from bench.run.config import KEYS, RunConfig, _coerce, check_keys, parse_sets, resolve
 
@@ -157,7 +157,7 @@ def test_an_algorithm_checks_its_own_options_before_anything_is_written(tmp_path
     assert resolve({}, {}, {}).fingerprint() == resolve({"algorithm_options": {}}, {}, {}).fingerprint()
     dpsgd = resolve({}, {}, {"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5})
     assert dpsgd.algorithm_options == {"gamma": 0.5}
-    assert dataclasses.asdict(parse_options(METHODS.get("dpsgd"), dpsgd.algorithm_options)) == {"order": "paper"}
+    assert dataclasses.asdict(parse_options(ALGORITHMS.get("dpsgd"), dpsgd.algorithm_options)) == {"order": "paper"}
     out = tmp_path / "run"
     status = main(["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--quiet", "--algorithm", "choco",
                    "--set", "algorithm_options.gama=0.3", "--out", str(out)])

@@ -222,10 +222,3 @@ def test_an_unknown_figure_stops_the_dag_with_one_line(tmp_path):
     assert proc.returncode != 0 and "Traceback" not in proc.stderr
     (line,) = [line for line in proc.stderr.splitlines() if "unknown figure" in line]
     assert "'acuracy_curves'" in line and "accuracy_curves" in line.split("known:")[1]
-
-
-def test_the_config_layer_imports_without_torch():
-    """The pipeline resolves every cell's settings when it builds a DAG: that layer needs no torch."""
-    code = "import sys, bench.run.config, bench.pipeline.scale; assert 'torch' not in sys.modules, 'torch imported'"
-    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr

@@ -365,19 +365,18 @@ def test_bench_run_dist_equals_the_simulation_on_the_one_peer_graph(tmp_path):
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
 
 
-def test_a_fixed_graph_method_would_be_refused_on_a_time_varying_graph_in_one_line():
-    """Choco, DCD, ECD and BEER keep their copies per link there now (tests/test_time_varying_methods.py), so no
-    registered method declares ``fixed_graph``; the refusal stays for one that would."""
+def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
+    """Choco, DCD, ECD and BEER keep their copies per link there (tests/test_time_varying_methods.py); a method
+    that declares ``fixed_graph`` (CEDAS, LEAD, AD-PSGD) is refused by the one check, naming the method, the graph
+    and what to use."""
     from bench.algorithms import ALGORITHMS
-    from bench.algorithms.choco import Choco
 
-    assert not any(ALGORITHMS.get(name).fixed_graph for name in ALGORITHMS.names())
-
-    class Fixed(Choco):
-        fixed_graph = True
-
-    with pytest.raises(BenchError) as refused:
-        Fixed.check_topology("one-peer-exp", True)
-    assert len(str(refused.value).splitlines()) == 1 and "fixed graph" in str(refused.value)
-    assert "choco" in str(refused.value) and "dpsgd" in str(refused.value)
-    Fixed.check_topology("exponential", False)  # a static graph is fine
+    fixed = [name for name in ALGORITHMS.names() if ALGORITHMS.get(name).fixed_graph]
+    assert {"cedas", "lead", "adpsgd"} <= set(fixed) and "choco" not in fixed
+    for name in fixed:
+        with pytest.raises(BenchError) as refused:
+            ALGORITHMS.get(name).check_topology("one-peer-exp", True)
+        said = str(refused.value)
+        assert len(said.splitlines()) == 1 and "fixed graph" in said and f"{name!r}" in said, said
+        assert "'one-peer-exp'" in said and "static graph" in said and "choco" in said and "dpsgd" in said
+        ALGORITHMS.get(name).check_topology("exponential", False)  # a static graph is fine

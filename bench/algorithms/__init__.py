@@ -1,18 +1,19 @@
-"""The algorithms, each a module of this package registered by name (``@ALGORITHMS.register``) and written
-once against a Communicator, on top of its entry in bench/catalog/algorithms.py (name, label, flags, options).
-Every module here is imported, so a new method is its catalog entry, its module and its tests."""
+"""The algorithms: each method is one module of this package, holding its options, what it declares of itself and
+its maths, filed in ``ALGORITHMS`` by ``@register`` on its class. Every module here is imported, so a new method is
+its module and its tests; a shared part (local, gossip, link_copies, ...) registers nothing."""
 import importlib
 import pkgutil
 
-from .base import ALGORITHMS, Algorithm, parse_options
+from .base import Algorithm
+from .knobs import AUTO
 from .local import LocalStep, LocalStepConfig
+from .method import ALGORITHMS, Method, parse_options, reference_method, register, shortcuts
 
-_SEAM = {"base", "local", "gossip", "step_tuning", "link_copies", "momentum_tracking"}  # the shared parts, not methods
 for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    if _module not in _SEAM:
-        importlib.import_module(f"{__name__}.{_module}")
+    importlib.import_module(f"{__name__}.{_module}")
 
-__all__ = ["ALGORITHMS", "Algorithm", "LocalStep", "LocalStepConfig", "make_algorithm", "parse_options"]
+__all__ = ["ALGORITHMS", "AUTO", "Algorithm", "LocalStep", "LocalStepConfig", "Method", "make_algorithm",
+           "parse_options", "reference_method", "register", "shortcuts"]
 
 
 def make_algorithm(name: str, x0, comm, compressor=None, local=None, options: dict | None = None,

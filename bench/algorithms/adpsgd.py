@@ -37,30 +37,61 @@ takes part, and a late model has no place in an atomic average.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import SimulatedCommunicator, Traffic
 from ..compressors import make_compressor
 from ..errors import BenchError
 from ..faults.away import kept_rows, restore_rows
 from ..faults.events import Waves
 from ..faults.spec import parse_faults
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
 
 
-@ALGORITHMS.register("adpsgd")
-class ADPSGD(catalog.ADPSGD, Algorithm):
+@dataclass(frozen=True)
+class ADPSGDOptions:
+    # the run's `faults` and `seed` settings, handed over by name (Method.settings): the stragglers pace its
+    # workers and the seed draws their neighbours (bench/faults/events.py); nothing else of faults is read
+    faults: dict | None = None
+    seed: int = 0
+
+    def __post_init__(self) -> None:  # the faults are read (and refused) with the run's settings, in validate
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise BenchError(f"adpsgd seed={self.seed!r} must be an integer >= 0")
+
+
+@register
+class ADPSGD(Algorithm):
+    name, label = "adpsgd", "AD-PSGD"
+    Options = ADPSGDOptions
+    settings = ("faults", "seed")
+    keeps_average = True
+    compresses = False
+    fixed_graph = True  # it averages with a neighbour drawn from one graph at each event
+    fault_rule = "ack"  # an averaging whose either message is lost is skipped at both ends: the average is kept
     buffers = ("snapshot", "waves")
+
+    @classmethod
+    def check_faults(cls, spec) -> None:
+        if spec.away:
+            raise BenchError("faults.active/absent/pairwise: algorithm 'adpsgd' has its own waves of who takes part "
+                             "(the straggler model's event times); use faults.straggler instead")
+        super().check_faults(spec)
+
+    @classmethod
+    def check_backend(cls, backend: str) -> None:
+        if backend != "sim":
+            raise BenchError("algorithm 'adpsgd' runs in the simulator only (--backend sim): its event order is "
+                             "the straggler model's, not that of real processes")
 
     def setup(self) -> None:
         if not isinstance(self.comm, SimulatedCommunicator):
             raise BenchError("algorithm 'adpsgd' runs in the simulator only (--backend sim): its workers finish "
                              "at event times, which torch.distributed's synchronous rounds do not have")
-        if self.comm.time_varying:
-            raise BenchError("algorithm 'adpsgd' draws neighbours from a fixed graph; this one changes every round")
+        self.check_topology(self.comm.topology.name, self.comm.time_varying, self.options)
         self.snapshot = self.x.clone()  # where each worker's gradient under way is taken
         self.waves = 0  # waves done: the index of the next one
         links = self.comm.links().links

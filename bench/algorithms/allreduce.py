@@ -1,13 +1,18 @@
 """Centralized (all-reduce) SGD: every worker applies the exact mean gradient."""
 from __future__ import annotations
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
 
 
-@ALGORITHMS.register("allreduce")
-class AllReduce(catalog.AllReduce, Algorithm):
+@register
+class AllReduce(Algorithm):
+    name, label = "allreduce", "all-reduce"
+    reference = True  # the method every gap and target is measured against
+    keeps_average = True
+    compresses = False
+    centralized = True
+
     def step(self, grad, lr: float) -> Traffic:
         if grad is not None:
             mean_grad = self.comm.allreduce_mean(grad)

@@ -1,4 +1,5 @@
-"""What every algorithm is: pure tensor maths on stacked worker state through a communicator.
+"""What every algorithm is: pure tensor maths on stacked worker state through a communicator, on top of what the
+method declares of itself (bench/algorithms/method.py).
 
 An algorithm owns the workers' parameters ``x [w, d]`` and whatever buffers it needs; ``step``
 takes the gradients at ``x`` and returns the traffic it caused. It never logs, times or writes.
@@ -12,18 +13,18 @@ from typing import ClassVar, Sequence
 
 import torch
 
-from ..catalog.algorithms import AUTO, Method, NoOptions, parse_options  # noqa: F401  (their home)
 from ..comm import Communicator, Traffic
 from ..compressors import Compressor, make_compressor
 from ..compressors.scratch import Scratch
 from ..errors import BenchError
-from ..registry import Registry
+from .knobs import AUTO
 from .local import LocalStep
+from .method import ALGORITHMS, Method, parse_options, register  # noqa: F401  (a method's module imports them here)
 
 
 class Algorithm(Method, ABC):
-    """A method's maths on top of its catalog entry (bench/catalog/algorithms.py: name, label, flags, options
-    and the checks of a compressor, graph and network), which each algorithm class inherits first."""
+    """A method: its maths, on top of what it declares (``Method``: name, label, flags, options and the checks
+    of a compressor, graph and network). A module defines one with ``@register`` on its class."""
 
     examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
 
@@ -124,6 +125,3 @@ class Algorithm(Method, ABC):
         self.local.load_state_dict(state["local"])
         for name in self.buffers:
             setattr(self, name, state[name])
-
-
-ALGORITHMS: Registry[type[Algorithm]] = Registry("algorithm")

@@ -55,17 +55,32 @@ would leave the per-link copies of its links behind (tests/test_faults_methods.p
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
-from .step_tuning import TunesItsStep
+from .base import Algorithm, register
+from .step_tuning import ConsensusStepOptions, TunesItsStep
 from .link_copies import LinkCopies
 
 
-@ALGORITHMS.register("beer")
-class BEER(TunesItsStep, catalog.BEER, Algorithm):
+@dataclass(frozen=True)
+class BEEROptions(ConsensusStepOptions):
+    """γ: the mixing step of both gossips (the paper's γ)."""
+
+
+@register
+class BEER(TunesItsStep, Algorithm):
+    name, label = "beer", "BEER"
+    Options = BEEROptions
+    keeps_average = True
+    # the paper's compression operators are contractions (biased, E‖Q(x) − x‖² ≤ (1 − α)‖x‖²)
+    contraction = True
+    consensus_step = True
+    auto_revision = 1
+    fault_rule = "ack"  # h and g per link, a lost message added at neither end: mean(v) tracks mean(d)
+    late_rule = "ack"  # a late q of h or g added at both ends when it lands
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
 

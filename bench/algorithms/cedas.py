@@ -36,19 +36,50 @@ under ``constant``, with the decayed α_k under ``decaying``.
 Compressors: the paper's analysis takes unbiased ones (E Q(x) = x, E‖Q(x) − x‖² ≤ C‖x‖²), so QSGD takes its
 unbiased form; a biased operator runs, without that guarantee. ``grad=None`` runs the round with d = 0.
 W h is kept up to date round by round, which holds for a fixed graph only (a time-varying one is refused), and
-there is no rule for lost messages yet (a lossy network is refused), both by its catalog entry.
+there is no rule for lost messages yet (a lossy network is refused), both by what its class declares
+(``fixed_graph``, no ``fault_rule``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
+from ..errors import BenchError
+from .base import Algorithm, register
+from .knobs import KnobOptions, fraction, knob, read_rounds
 
 
-@ALGORITHMS.register("cedas")
-class CEDAS(catalog.CEDAS, Algorithm):
+def schedule(where: str, value: Any) -> str:
+    if value not in ("constant", "decaying"):
+        raise BenchError(f"{where}={value!r}; allowed: constant, decaying")
+    return value
+
+
+@dataclass(frozen=True)
+class CEDASOptions(KnobOptions):
+    """The steps of CEDAS's compressed exchange and its step-size rule. No ``auto``: its gossip alone is exact
+    diffusion's, not a consensus problem a γ is tuned on."""
+
+    # γ: x = φ − (γ/2)(φ̂ − φ̂_w); 1 is exact diffusion's W̄ = (I + W)/2 (γ ≤ 1 keeps I − γ(I − W)/2 ⪰ 0)
+    mix_step: float = knob(1.0, fraction, tune=True, low=0.0, high=1.0)
+    # α: the copies' step, h += α q; it shrinks as Q's variance C grows (about 1/(1 + C)): 0.1 suits 10× compression
+    copy_step: float = knob(0.1, fraction, tune=True, low=0.0, high=1.0)
+    # α_k: the run's lr (constant) or the paper's decaying rule lr·m/(k + m) (decaying, m = decay_shift)
+    stepsize: str = knob("constant", schedule)
+    decay_shift: int = knob(100, read_rounds)
+
+
+@register
+class CEDAS(Algorithm):
+    name, label = "cedas", "CEDAS"
+    Options = CEDASOptions
+    # mean(x) moves by −α_k mean(d) whatever is sent (α_k = lr unless stepsize=decaying): (W − I)·copies sums to 0
+    keeps_average = True
+    # contraction stays False: the paper's analysis takes unbiased operators (QSGD then takes its unbiased form)
+    fixed_graph = True  # W·h, the mix of its public copies, is kept up to date round by round
     examples = ({}, {"mix_step": 0.5, "copy_step": 0.5})
     buffers = ("psi", "h", "u", "t")
 

@@ -44,15 +44,17 @@ long step, one that swings gets a short one; γ is the base, an absolute step pe
 """
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
+from typing import Literal
+
 import torch
 
-import dataclasses
-
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import AUTO, ALGORITHMS, Algorithm
+from .base import AUTO, Algorithm, register
 from . import choco_kernel
-from .step_tuning import TunesItsStep
+from .knobs import decay, flag, knob, order_knob, positive
+from .step_tuning import ConsensusStepOptions, TunesItsStep
 from .link_copies import LinkCopies
 
 # AdaGossip's base step γ when left to auto: a step per coordinate of about γ where the consensus direction is
@@ -60,10 +62,45 @@ from .link_copies import LinkCopies
 ADAGOSSIP_GAMMA = 0.01
 
 
-@ALGORITHMS.register("choco")
-class Choco(TunesItsStep, catalog.Choco, Algorithm):
+@dataclass(frozen=True)
+class ChocoOptions(ConsensusStepOptions):
+    """γ, the order of step and gossip, and AdaGossip, which turns γ into the base of a step per coordinate,
+    γ/(√v + ε), v the running mean of the squared consensus direction; under it γ = auto is AdaGossip's base
+    step, not tuned."""
+
+    order: Literal["paper", "code"] = order_knob()
+    adagossip: bool = knob(False, flag)  # AdaGossip's adaptive consensus step (AdaG-SGD)
+    ada_beta: float = knob(0.999, decay)  # β of v ← βv + (1 − β) u², bias-corrected as in Adam
+    ada_eps: float = knob(1e-8, positive)  # ε of γ/(√v + ε)
+
+
+@register
+class Choco(TunesItsStep, Algorithm):
+    name, label = "choco", "Choco-SGD"
+    Options = ChocoOptions
+    keeps_average = True
+    consensus_slope, headline = -4.0, True
+    contraction = True
+    consensus_step = True
+    fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
+    late_rule = "ack"  # a late message added at both ends when it arrives
     examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"}, {"gamma": 0.05, "adagossip": True})
     buffers = ("x_hat", "u")
+
+    @classmethod
+    def tunable(cls, compressor: str, options: dict | None = None) -> tuple[str, ...]:
+        # AdaGossip adapts the consensus step per coordinate: γ is its base, not a knob a grid searches
+        knobs = super().tunable(compressor, options)
+        return tuple(k for k in knobs if k != "gamma") if (options or {}).get("adagossip") is True else knobs
+
+    @classmethod
+    def keeps_average_with(cls, options) -> bool:
+        # a step per worker and coordinate, γ_i ⊙ u_i, no longer sums to zero over the workers
+        return not options.adagossip
+
+    @classmethod
+    def variant(cls, options) -> tuple[str, str] | None:
+        return ("choco+adagossip", "Choco-SGD + AdaGossip") if options.adagossip else None
 
     @classmethod
     def resolve_options(cls, options, topology, compressor, seed: int = 0, quiet: bool = True):

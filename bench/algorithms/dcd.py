@@ -21,15 +21,15 @@ per active out-link (``Q``'s, exact float32 in the rounds that first use a link:
 """
 from __future__ import annotations
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors import make_compressor
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
 from .link_copies import LinkCopies
 
 
-@ALGORITHMS.register("dcd")
-class DCD(catalog.DCD, Algorithm):
+@register
+class DCD(Algorithm):
+    name, label = "dcd", "DCD-PSGD"
     buffers = ("s",)
 
     def setup(self) -> None:

@@ -27,16 +27,30 @@ alone (tests/test_faults_methods.py).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
-from .step_tuning import TunesItsStep
+from .base import Algorithm, register
+from .step_tuning import ConsensusStepOptions, TunesItsStep
 
 
-@ALGORITHMS.register("deepsqueeze")
-class DeepSqueeze(TunesItsStep, catalog.DeepSqueeze, Algorithm):
+@dataclass(frozen=True)
+class DeepSqueezeOptions(ConsensusStepOptions):
+    """γ: the authors' consensus_stepsize."""
+
+
+@register
+class DeepSqueeze(TunesItsStep, Algorithm):
+    name, label = "deepsqueeze", "DeepSqueeze"
+    Options = DeepSqueezeOptions
+    keeps_average = True
+    contraction = True  # the analysis bounds the compression error relative to its input
+    consensus_step = True
+    auto_revision = 1
+    # the gossip of c reweighted (D-PSGD's rule); no copies: the average is kept when losses are symmetric
+    fault_rule = "reweight"
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
     buffers = ("error",)
 

@@ -17,16 +17,35 @@ schedule and local gradient clipping.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
+from ..errors import BenchError
+from .base import Algorithm, register
+from .knobs import KnobOptions, flag, knob
 from .local import LocalStep, LocalStepConfig
 
 
-@ALGORITHMS.register("dgc")
-class DGC(catalog.DGC, Algorithm):
+@dataclass(frozen=True)
+class DGCOptions(KnobOptions):
+    # zero the momentum u where v was sent (the paper's momentum factor masking)
+    factor_masking: bool = knob(True, flag)
+
+
+@register
+class DGC(Algorithm):
+    name, label = "dgc", "DGC"
+    Options = DGCOptions
+    centralized = True
+
+    @classmethod
+    def check_compressor(cls, compressor) -> None:
+        # the accumulation v is zeroed where sent: the operator must send coordinates of v as they are
+        if not compressor.sparse or compressor.unbiased:
+            raise BenchError(f"algorithm 'dgc' sends the largest coordinates of its accumulated step; use a "
+                             f"biased sparsifier such as top:0.01 or rand:0.01 (got {compressor.spec!r})")
     examples = ({}, {"factor_masking": False})
     buffers = ("u", "v")
 

@@ -33,13 +33,30 @@ step by step. The module's names are BEER's and MoTEF's: ``m`` is DoCoM's v, ``v
 """
 from __future__ import annotations
 
-from ..catalog import algorithms as catalog
-from .base import ALGORITHMS
+from dataclasses import dataclass
+
+from .base import register
+from .knobs import fraction, knob
 from .momentum_tracking import MomentumTracking
+from .step_tuning import ConsensusStepOptions
 
 
-@ALGORITHMS.register("docom")
-class DoCoM(catalog.DoCoM, MomentumTracking):  # m is DoCoM's v, its weight of a new gradient β
+@dataclass(frozen=True)
+class DoCoMOptions(ConsensusStepOptions):
+    """γ: the consensus step of both gossips; β: the momentum weight."""
+
+    # v ← (1 − β) v + β g: the weight of a new gradient (1: the plain gradient); 0.3 as in the authors' scripts
+    beta: float = knob(0.3, fraction, low=0.0, high=1.0)
+
+
+@register
+class DoCoM(MomentumTracking):  # m is DoCoM's v, its weight of a new gradient β
+    """BEER's flags (contraction compressors, γ, copies per link, the "ack" rules, the average), tracking a
+    momentum estimate."""
+
+    name, label = "docom", "DoCoM"
+    Options = DoCoMOptions
+    auto_revision = 0  # a new method: no runs found γ otherwise
     examples = ({"gamma": 0.5, "beta": 0.3}, {"gamma": 1.0, "beta": 1.0})
 
     def new_gradient_weight(self) -> float:

@@ -12,17 +12,32 @@ models up to ``staleness`` rounds old); a neighbour never heard from yet keeps i
 """
 from __future__ import annotations
 
-from ..catalog import algorithms as catalog
-from ..comm import Traffic
+from dataclasses import dataclass
+from typing import Literal
+
 import torch
 
+from ..comm import Traffic
 from ..compressors import make_compressor
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
+from .knobs import KnobOptions, order_knob
 from .link_copies import LinkCopies
 
 
-@ALGORITHMS.register("dpsgd")
-class DPSGD(catalog.DPSGD, Algorithm):
+@dataclass(frozen=True)
+class DPSGDOptions(KnobOptions):
+    order: Literal["paper", "code"] = order_knob()  # gossip-then-step (paper) or step-then-gossip (code)
+
+
+@register
+class DPSGD(Algorithm):
+    name, label = "dpsgd", "D-PSGD"
+    Options = DPSGDOptions
+    keeps_average = True
+    compresses = False
+    fault_rule = "reweight"  # bench/faults/reweight.py: the average is kept when losses are symmetric
+    late_rule = "stale"  # the newest model heard per in-link (then a lost message leaves the older copy too)
+
     def setup(self) -> None:
         self._exact = make_compressor("none")
         self._posted = None  # this round's gossip of x, posted by start_round

@@ -35,15 +35,16 @@ from __future__ import annotations
 
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors import make_compressor
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
 from .link_copies import LinkCopies
 
 
-@ALGORITHMS.register("ecd")
-class ECD(catalog.ECD, Algorithm):
+@register
+class ECD(Algorithm):
+    name, label = "ecd", "ECD-PSGD"
+    revision = 1  # sparsifiers move only the coordinates they send (runs of the earlier update had none)
     buffers = ("s", "t", "y")
 
     def setup(self) -> None:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
 
 
-@ALGORITHMS.register("ef")
-class ErrorFeedback(catalog.ErrorFeedback, Algorithm):
+@register
+class ErrorFeedback(Algorithm):
+    name, label = "ef", "EF-SGD"
+    centralized = True
     buffers = ("error",)
 
     def setup(self) -> None:

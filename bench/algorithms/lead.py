@@ -29,20 +29,40 @@ point is consensual at the optimum of the mean objective, where D = −∇F(x*);
 Compressors: the paper's analysis takes unbiased ones (E Q(x) = x, E‖Q(x) − x‖² ≤ C‖x‖²), so QSGD takes its
 unbiased form; a biased operator runs, without that guarantee. ``grad=None`` runs the same round with d = 0.
 W H is kept up to date round by round, which holds for a fixed graph only (a time-varying one is refused), and
-there is no rule for lost messages yet (a lossy network is refused), both by its catalog entry.
+there is no rule for lost messages yet (a lossy network is refused), both by what its class declares
+(``fixed_graph``, no ``fault_rule``).
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..errors import BenchError
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
+from .knobs import KnobOptions, fraction, knob
 
 
-@ALGORITHMS.register("lead")
-class LEAD(catalog.LEAD, Algorithm):
+@dataclass(frozen=True)
+class LEADOptions(KnobOptions):
+    """γ and α of LEAD's Algorithm 1 (η is the run's lr). No ``auto``: its consensus is driven by the dual step,
+    so there is no gossip alone to tune γ on."""
+
+    # γ: D += γ/(2η)(Ŷ − Ŷ_w); 1 with the identity is NIDS (γ ≤ 1 keeps I − γ(I − W)/2 ⪰ 0)
+    dual_step: float = knob(1.0, fraction, tune=True, low=0.0, high=1.0)
+    # α: the copies' step, H += α Q; it shrinks as Q's variance C grows (about 1/(1 + C)): 0.1 suits 10× compression
+    copy_step: float = knob(0.1, fraction, tune=True, low=0.0, high=1.0)
+
+
+@register
+class LEAD(Algorithm):
+    name, label = "lead", "LEAD"
+    Options = LEADOptions
+    # mean(D) stays 0 (its increments are (I − W)·copies), so mean(x) moves by −η mean(d) whatever is sent
+    keeps_average = True
+    # contraction stays False: the paper's compressors are unbiased, E‖Q(x) − x‖² ≤ C‖x‖² (QSGD's unbiased form)
+    fixed_graph = True  # W·H, the mix of its public copies, is kept up to date round by round
     examples = ({}, {"dual_step": 0.5, "copy_step": 0.5})
     buffers = ("dual", "h", "u", "t")
 

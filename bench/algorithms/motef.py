@@ -31,13 +31,30 @@ tracker carries the mean gradient, which vanishes only at that optimum).
 """
 from __future__ import annotations
 
-from ..catalog import algorithms as catalog
-from .base import ALGORITHMS
+from dataclasses import dataclass
+
+from .base import register
+from .knobs import fraction, knob
 from .momentum_tracking import MomentumTracking
+from .step_tuning import ConsensusStepOptions
 
 
-@ALGORITHMS.register("motef")
-class MoTEF(catalog.MoTEF, MomentumTracking):
+@dataclass(frozen=True)
+class MoTEFOptions(ConsensusStepOptions):
+    """γ: the consensus step of both gossips; λ (``lam``): the momentum weight."""
+
+    # m ← (1 − λ) m + λ g: the weight of a new gradient (1: the plain gradient, BEER); 0.1 the suite's choice
+    lam: float = knob(0.1, fraction, low=0.0, high=1.0)
+
+
+@register
+class MoTEF(MomentumTracking):
+    """BEER's flags (contraction compressors, γ, copies per link, the "ack" rules, the average), tracking a
+    momentum estimate."""
+
+    name, label = "motef", "MoTEF"
+    Options = MoTEFOptions
+    auto_revision = 0  # a new method: no runs found γ otherwise
     examples = ({"gamma": 0.5, "lam": 0.3}, {"gamma": 1.0, "lam": 1.0})
 
     def new_gradient_weight(self) -> float:

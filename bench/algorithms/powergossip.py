@@ -48,19 +48,20 @@ whose rounds' groups change) it is refused in one line.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..comm.base import LocalLinks
 from ..compressors import make_compressor
 from ..compressors.rows import RowStream
 from ..errors import BenchError
-from .base import ALGORITHMS, Algorithm
-from .step_tuning import TunesItsStep
+from .base import Algorithm, register
+from .knobs import flag, knob, read_rank
+from .step_tuning import ConsensusStepOptions, TunesItsStep
 
 SEED_BOUND = 2**62
 
@@ -137,10 +138,32 @@ class EdgeSlots:
         return side_by_side.view(w, k, self.K, r).permute(0, 2, 1, 3)[self.rows, self.slot]
 
 
-@ALGORITHMS.register("powergossip")
-class PowerGossip(TunesItsStep, catalog.PowerGossip, Algorithm):
+@dataclass(frozen=True)
+class PowerGossipOptions(ConsensusStepOptions):  # γ: the authors' diffusion_rate
+    rank: int = knob(1, read_rank)  # r, the rank of each layer's approximation of the model differences (authors': 1)
+    # True: a basis per edge, warm-started from its last difference (published); False: one shared random basis
+    warm_start: bool = knob(True, flag)
+
+
+@register
+class PowerGossip(TunesItsStep, Algorithm):
+    name, label = "powergossip", "PowerGossip"
+    Options = PowerGossipOptions
+    keeps_average = True
+    own_compression = True  # low rank, by itself: the --compressor stays `none`
+    consensus_step = True
     examples = ({}, {"rank": 2, "gamma": 0.5}, {"warm_start": False}, {"rank": 2, "gamma": 0.5, "warm_start": False})
     buffers = ("t", "seed", "edge_bases")
+
+    @classmethod
+    def check_topology(cls, name: str, time_varying: bool, options=None) -> None:
+        # not fixed_graph: with warm_start=false (one shared basis a round) it runs on a time-varying graph too
+        super().check_topology(name, time_varying, options)
+        if time_varying and (options is None or options.warm_start):
+            raise BenchError(f"powergossip warm_start=true steps each edge's basis at both ends every round; "
+                             f"topology {name!r} changes its links from round to round, so an edge's basis has "
+                             f"no next round at both its ends: "
+                             f"use algorithm_options.warm_start=false (a shared basis per round) or a static graph")
 
     def setup(self) -> None:
         self.blocks, self.exact = plan(self.x.shape[1], self.options.rank, self.segments, self.shapes)

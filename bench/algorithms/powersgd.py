@@ -21,14 +21,15 @@ Not reproduced: the hook's ``start_powerSGD_iter`` (plain all-reduce for the fir
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import NamedTuple
 
 import torch
 
-from ..catalog import algorithms as catalog
 from ..comm import Traffic
 from ..compressors.rows import RowStream
-from .base import ALGORITHMS, Algorithm
+from .base import Algorithm, register
+from .knobs import KnobOptions, knob, read_rank
 
 
 class Block(NamedTuple):
@@ -76,8 +77,17 @@ def orthogonalise(p: torch.Tensor) -> torch.Tensor:
     return p
 
 
-@ALGORITHMS.register("powersgd")
-class PowerSGD(catalog.PowerSGD, Algorithm):
+@dataclass(frozen=True)
+class PowerSGDOptions(KnobOptions):
+    rank: int = knob(2, read_rank)  # R, the rank of each layer's approximation
+
+
+@register
+class PowerSGD(Algorithm):
+    name, label = "powersgd", "PowerSGD"
+    Options = PowerSGDOptions
+    own_compression = True  # low rank, by itself: the --compressor stays `none`
+    centralized = True
     examples = ({}, {"rank": 1})
     buffers = ("error", "q")
 

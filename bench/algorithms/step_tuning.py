@@ -1,6 +1,7 @@
 """A consensus step γ left to ``auto``, found by the method itself: its own gossip (its step with no gradient)
 over the authors' grid ``logspace(-3, 0, 20)``, once per (graph, n, weights, compressor, rounds), cached
-(bench/cache.py). Choco tunes on Choco-Gossip, as the paper's authors did; BEER and DeepSqueeze on theirs."""
+(bench/cache.py). Choco tunes on Choco-Gossip, as the paper's authors did; BEER and DeepSqueeze on theirs. The
+knobs of such a method (``ConsensusStepOptions``) and the mixin that finds its step (``TunesItsStep``)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,14 +9,25 @@ import json
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..cache import cache_path, update_json
-from ..catalog.algorithms import AUTO
 from ..errors import BenchError
 from .gossip import DEFAULT_GAMMA_GRID, best_of, tune_gamma
+from .knobs import AUTO, KnobOptions, knob, read_rounds, read_step
 
 GAMMA_TUNE_DIM = 2000  # the consensus problem's dimension (the paper's)
+
+
+@dataclass(frozen=True)
+class ConsensusStepOptions(KnobOptions):
+    """The knobs of a method with a consensus step γ."""
+
+    # γ in (0, 1], or auto: tuned by the method on its own gossip (grad = 0) over logspace(-3, 0, 20), as the
+    # paper's authors tuned Choco's, once per (graph, n, compressor), cached; 1 under exact messages
+    gamma: float | str = knob(AUTO, read_step, shortcut=True, tune=True, low=0.0, high=1.0, planned=0.5)
+    gamma_tune_steps: int = knob(1000, read_rounds, shortcut=True)  # gossip rounds per γ of the grid under auto
 
 
 class TunesItsStep:

@@ -2,7 +2,8 @@
 becomes a line on stderr and exit status 2.
 
 A command module declares ``NAME``, ``HELP``, ``add_arguments(parser)`` and ``run(args) -> int``, and
-imports what it runs (torch among it) inside ``run``: building the parser, and ``--help``, need no torch."""
+imports what it runs (torch among it) inside ``run``: building the parser needs no torch, nor does ``--help``
+but `bench run --help`, which lists the registered algorithms (each its module)."""
 from __future__ import annotations
 
 import sys

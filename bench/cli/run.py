@@ -13,11 +13,10 @@ RELEASES_COLLECTOR = True  # once the run is built (bench/run/launch.py), not be
 HELP = "one training run: writes run.json and metrics.parquet to --out"
 
 def algorithm_names() -> list[str]:
-    """The names of bench.algorithms.ALGORITHMS without importing it (and torch): the catalog's
-    (bench/catalog/algorithms.py), which every algorithm class builds on."""
-    from ..catalog.algorithms import METHODS
+    """The names of bench.algorithms.ALGORITHMS (every module of the package, a person's own too)."""
+    from ..algorithms import ALGORITHMS
 
-    return sorted(METHODS.names())
+    return sorted(ALGORITHMS.names())
 
 
 def task_names() -> list[str]:
@@ -115,8 +114,8 @@ def run(args) -> int:
 # -- the help -------------------------------------------------------------------------------------------
 def _settings() -> dict:
     """Every setting of a run by name: RunConfig's fields, and the knobs of the algorithms that a run-level
-    word names (gamma, order: bench.catalog.algorithms.shortcuts), each with its default."""
-    from ..catalog.algorithms import shortcuts
+    word names (gamma, order: bench.algorithms.shortcuts), each with its default."""
+    from ..algorithms import shortcuts
     from ..run.config import KEYS
 
     return {**KEYS, **{name: f for name, f in shortcuts().items() if name not in KEYS}}
@@ -147,7 +146,7 @@ def _settings_text() -> str:
                       break_on_hyphens=False, break_long_words=False),
         "  task_options.KEY=VALUE: the task's own (model and data sizes), e.g. task_options.n_train=800",
         "  algorithm_options.KEY=VALUE: the algorithm's own knobs, e.g. algorithm_options.rank=4 (powersgd); gamma,",
-        "    gamma_tune_steps and order are knobs of the methods that have them (bench/catalog/algorithms.py)",
+        "    gamma_tune_steps and order are knobs of the methods that have them (bench/algorithms/knobs.py)",
         "  recipe=tuned takes lr, momentum, weight decay, gamma and batch size from bench/run/recipes.yaml",
         "(null: unset; bench/run/config.py says what each one does)",
     ])

@@ -17,6 +17,7 @@ from typing import Callable
 
 import torch
 
+from ..algorithms import reference_method
 from ..data import load_dataset
 from ..data.fake import write_cifar, write_wikitext
 from ..models.lstm import WIKITEXT2_VOCAB
@@ -45,7 +46,7 @@ CIFAR_RUN = {"algorithm": "choco", "compressor": "sign", "topology": "ring", "ga
 LSTM_RUN = {"task": "wikitext2-lstm", "algorithm": "choco", "compressor": "sign", "topology": "ring",
             "gamma": 0.5, "lr": 1.0, "grad_clip": 0.4, "data": "split", "momentum": 0.0, "weight_decay": 0.0}
 # the reference: one model, nothing to send (an all-reduce over one worker is a copy of its row)
-ONE_MODEL = {"nodes": 1, "algorithm": "allreduce", "compressor": "none", "topology": "complete"}
+ONE_MODEL = {"nodes": 1, "algorithm": reference_method(), "compressor": "none", "topology": "complete"}
 WORDS_PER_LINE = 12  # and <eos>
 BPTT = 30  # the task's default window
 

@@ -1,10 +1,10 @@
 """What the pipeline checks of every cell before it submits anything, with bench's own parsers: so a torus
 at n = 37 or `top:2` stops the DAG build with one line instead of failing when its job runs, possibly hours
-into a GPU study. Only what is cheap is built: graphs, network models and parsed specs (bench/catalog), never
-data sets, models or operators; nothing here imports torch (tests/test_dag_without_torch.py)."""
+into a GPU study. Only what is cheap is built: graphs, network models, parsed specs and options, never data sets,
+models or operators."""
 from __future__ import annotations
 
-from ..catalog.algorithms import METHODS, parse_options
+from ..algorithms import ALGORITHMS, parse_options
 from ..catalog.compressors import parse_compressor
 from ..catalog.tasks import check_option_values
 from ..comm.netmodel import make_network
@@ -41,7 +41,7 @@ class Checks:
         """What `bench run` would refuse of ``cfg`` short of building its data and model: task option types,
         topology, compressor, the algorithm's use of it, network."""
         check_option_values(cfg.task, cfg.task_options)
-        algorithm = METHODS.get(cfg.algorithm)
+        algorithm = ALGORITHMS.get(cfg.algorithm)
         algorithm.check_compressor(parse_compressor(cfg.compressor, contraction=algorithm.contraction))
         options = parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
         algorithm.check_network(make_network(cfg.network))
@@ -56,6 +56,6 @@ class Checks:
         for spec in consensus.get("methods", []):
             if spec != "exact":
                 try:
-                    parse_compressor(spec, contraction=METHODS.get("choco").contraction)
+                    parse_compressor(spec, contraction=ALGORITHMS.get("choco").contraction)
                 except BenchError as err:
                     raise BenchError(f"consensus.methods: {err}") from None

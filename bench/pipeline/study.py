@@ -61,10 +61,10 @@ def set_value(value: Any) -> str:
 def _searched_by(algorithm: str, compressor: str, key: str, options: dict | None = None) -> bool:
     """Whether a tuning grid's ``key`` is searched for a cell of ``algorithm`` with ``compressor``: a run setting
     always; a knob of the algorithm's when its class says tuning it changes something (γ under compression)."""
-    from ..catalog.algorithms import METHODS
+    from ..algorithms import ALGORITHMS
     from ..run.config import KEYS
 
-    return key in KEYS or key in METHODS.get(algorithm).tunable(compressor, options)
+    return key in KEYS or key in ALGORITHMS.get(algorithm).tunable(compressor, options)
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: the runs hold dicts

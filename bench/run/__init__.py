@@ -1,8 +1,9 @@
 """One training run: resolved config, runner loop, run directory (Contract 2).
 
 ``start(settings, out)`` is the one way into a run, from `bench run`, the pipeline's tuning and the
-benchmarks alike. ``RunConfig`` and ``resolve`` need no torch (the pipeline builds its DAG with them);
-``start`` (and ``run``, its form for a resolved config, bench/run/launch.py) imports the training code."""
+benchmarks alike. ``RunConfig`` and ``resolve`` check a method's options with its class (bench/algorithms; the
+pipeline builds its DAG with them); ``start`` (and ``run``, its form for a resolved config, bench/run/launch.py)
+imports the rest of the training code."""
 from __future__ import annotations
 
 from pathlib import Path

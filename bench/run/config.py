@@ -4,7 +4,7 @@ Every key is a field of ``RunConfig`` (commented once, here); an unknown key is 
 known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes); ``algorithm_options.KEY=VALUE``
 (or a mapping ``algorithm_options: {KEY: VALUE}``) reaches the algorithm's options class, which owns and checks
 every knob of the method (γ, order, PowerSGD's rank, ...). A few knobs keep a run-level word as a shortcut
-(``gamma=0.3`` is ``algorithm_options.gamma=0.3``; the algorithm classes name them, ``catalog.algorithms.shortcuts``).
+(``gamma=0.3`` is ``algorithm_options.gamma=0.3``; the algorithm classes name them, ``bench.algorithms.shortcuts``).
 How text becomes values is bench/run/parsing.py; a run's identity is bench/run/identity.py.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..catalog.algorithms import METHODS, parse_options, shortcuts
+from ..algorithms import ALGORITHMS, parse_options, shortcuts
 from ..errors import BenchError
 from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 from . import identity, parsing
@@ -104,14 +104,14 @@ class RunConfig:
     def algorithm_settings(self) -> dict[str, Any]:
         """What the algorithm's options class is built from: the run settings it reads by name (its class's
         ``settings``, e.g. AD-PSGD's faults and seed), then its knobs."""
-        names = METHODS.get(self.algorithm).settings if self.algorithm in METHODS else ()
+        names = ALGORITHMS.get(self.algorithm).settings if self.algorithm in ALGORITHMS else ()
         return {**{key: getattr(self, key) for key in names}, **self.algorithm_options}
 
 
 KEYS = {f.name: f for f in fields(RunConfig)}
 KINDS = {name: parsing.kinds(hint) for name, hint in typing.get_type_hints(RunConfig).items() if name in KEYS}
 ALIAS = "algorithm_options"
-_LATER_KEYS, ALGORITHM_REVISIONS = identity.LATER_KEYS, identity.ALGORITHM_REVISIONS  # as before, for readers
+_LATER_KEYS = identity.LATER_KEYS  # as before, for readers
 RECIPES = Path(__file__).with_name("recipes.yaml")  # tuned settings per task and method (see its header)
 NONE_WORDS = parsing.NONE_WORDS
 
@@ -242,13 +242,13 @@ def validate(cfg: RunConfig) -> None:
         raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
     from ..faults import parse_faults
 
-    if cfg.algorithm in METHODS:  # before anything is written or launched
-        method = METHODS.get(cfg.algorithm)
+    if cfg.algorithm in ALGORITHMS:  # before anything is written or launched
+        method = ALGORITHMS.get(cfg.algorithm)
         parse_options(method, cfg.algorithm_settings())  # its knobs, by the class that owns them
         method.check_backend(cfg.backend)
     faults = parse_faults(cfg.faults, cfg.nodes)
     if faults.loses:  # before anything is written: a method without a rule for lost messages is refused
-        METHODS.get(cfg.algorithm).check_faults(faults)
+        ALGORITHMS.get(cfg.algorithm).check_faults(faults)
 
     if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):
         raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")

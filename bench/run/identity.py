@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..catalog.algorithms import METHODS, shortcuts
+from ..algorithms import ALGORITHMS, shortcuts
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -24,9 +24,6 @@ def finished(record, out) -> bool:
 
 # settings added after runs were first written, and the value that reproduces those runs
 LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
-# a method whose update changed after runs of it were written: its runs get new ids, so a finished
-# directory of the old maths is not taken for the new one (ecd 1: sparsifiers move only sent coordinates)
-ALGORITHM_REVISIONS = {"ecd": 1}
 UNTIMED = ("quiet", "stop_at")  # how far to train now, and how loudly, is not what the run is
 
 
@@ -45,10 +42,8 @@ def identity_dict(cfg: "RunConfig") -> dict[str, Any]:
             d.pop(key)
     if cfg.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
         d["graph_digest"] = cfg.graph_digest
-    if ALGORITHM_REVISIONS.get(cfg.algorithm):  # the method's maths changed: earlier runs are not this one
-        d["algorithm_revision"] = ALGORITHM_REVISIONS[cfg.algorithm]
-    if cfg.algorithm in METHODS:
-        d.update(METHODS.get(cfg.algorithm).identity(cfg.algorithm_options, cfg.compressor))
+    if cfg.algorithm in ALGORITHMS:  # its revisions (Method.revision, auto_revision): earlier runs are not this one
+        d.update(ALGORITHMS.get(cfg.algorithm).identity(cfg.algorithm_options, cfg.compressor))
     return d
 
 

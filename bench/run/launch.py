@@ -60,7 +60,8 @@ def _differences(previous: dict, cfg: RunConfig, most: int = 5) -> str:
     """What sets the run recorded in ``previous`` (a run.json) apart from ``cfg``: ``key: old -> new``
     for up to ``most`` settings (task_options.KEY for the task's own), else the other inputs of a run's
     identity (a graph file's edges, the method's revision)."""
-    from .config import _LATER_KEYS, ALGORITHM_REVISIONS
+    from ..algorithms import ALGORITHMS
+    from .config import _LATER_KEYS
 
     old = previous.get("config") if isinstance(previous.get("config"), dict) else {}
     new = cfg.to_dict()
@@ -86,8 +87,8 @@ def _differences(previous: dict, cfg: RunConfig, most: int = 5) -> str:
         digest = topology.get("digest") if isinstance(topology, dict) else None
         if digest != cfg.graph_digest:
             changes.append(f"edges of {cfg.topology}: {digest} -> {cfg.graph_digest}")
-        elif ALGORITHM_REVISIONS.get(cfg.algorithm):
-            changes.append(f"{cfg.algorithm}'s update revised (revision {ALGORITHM_REVISIONS[cfg.algorithm]})")
+        elif cfg.algorithm in ALGORITHMS and ALGORITHMS.get(cfg.algorithm).revision:
+            changes.append(f"{cfg.algorithm}'s update revised (revision {ALGORITHMS.get(cfg.algorithm).revision})")
         else:
             changes.append(f"fingerprint {previous.get('fingerprint')} -> {cfg.fingerprint()}")
     more = f", and {len(changes) - most} more" if len(changes) > most else ""

@@ -1,7 +1,7 @@
 """A run's settings as one JSON mapping: what the pipeline hands a job (``bench run --settings JSON``) and
 what the launcher of ``--backend dist`` hands its ranks (a file), read back by one loader that checks it as
 ``resolve`` does. JSON rather than ``--set`` text: each value comes back as it was written (0.10 a number,
-'0.10' a string), with nothing to parse again. Needs no torch (the pipeline builds its DAG with it)."""
+'0.10' a string), with nothing to parse again. The pipeline builds its DAG with it."""
 from __future__ import annotations
 
 import json

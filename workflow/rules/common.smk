@@ -9,7 +9,7 @@ from snakemake.utils import validate
 
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from analysis.figures.requirements import Grid, cells_frame, unmet
-from bench.catalog.algorithms import shortcuts
+from bench.algorithms import shortcuts
 from bench.catalog.tasks import RESOURCES as TASK_DEFAULTS, TASKS
 from bench.errors import BenchError
 from bench.pipeline import Study
