@@ -53,6 +53,7 @@ from .base import ALGORITHMS, Algorithm
 
 @ALGORITHMS.register("adpsgd")
 class ADPSGD(catalog.ADPSGD, Algorithm):
+    messages_per_round = None  # its waves: two messages per averaging (tests/test_adpsgd.py)
     buffers = ("snapshot", "waves")
 
     def setup(self) -> None:

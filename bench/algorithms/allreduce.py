@@ -8,6 +8,7 @@ from .base import ALGORITHMS, Algorithm
 
 @ALGORITHMS.register("allreduce")
 class AllReduce(catalog.AllReduce, Algorithm):
+    exact_forms = (({}, "sgd-on-the-mean", {}),)
     def step(self, grad, lr: float) -> Traffic:
         if grad is not None:
             mean_grad = self.comm.allreduce_mean(grad)

@@ -67,6 +67,9 @@ from .link_copies import LinkCopies
 @ALGORITHMS.register("beer")
 class BEER(TunesItsStep, catalog.BEER, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    exact_forms = (({"gamma": 1.0}, "gradient-tracking", {}),)
+    messages_per_round, first_round_messages = 2, 1  # q of h and of g; g first moves in step 2
+    tracker = "v"
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
 
     def setup(self) -> None:

@@ -50,6 +50,8 @@ from .base import ALGORITHMS, Algorithm
 @ALGORITHMS.register("cedas")
 class CEDAS(catalog.CEDAS, Algorithm):
     examples = ({}, {"mix_step": 0.5, "copy_step": 0.5})
+    exact_forms = (({"mix_step": 1.0, "copy_step": 0.3}, "exact-diffusion", {}),
+                   ({"mix_step": 1.0, "stepsize": "decaying", "decay_shift": 5}, "exact-diffusion", {"decay_shift": 5}))
     buffers = ("psi", "h", "u", "t")
 
     def setup(self) -> None:

@@ -63,6 +63,7 @@ ADAGOSSIP_GAMMA = 0.01
 @ALGORITHMS.register("choco")
 class Choco(TunesItsStep, catalog.Choco, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"}, {"gamma": 0.05, "adagossip": True})
+    exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}), ({"gamma": 1.0, "order": "code"}, "dpsgd", {}))
     buffers = ("x_hat", "u")
 
     @classmethod

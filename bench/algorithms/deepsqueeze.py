@@ -38,6 +38,7 @@ from .step_tuning import TunesItsStep
 @ALGORITHMS.register("deepsqueeze")
 class DeepSqueeze(TunesItsStep, catalog.DeepSqueeze, Algorithm):
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}),)
     buffers = ("error",)
 
     def setup(self) -> None:

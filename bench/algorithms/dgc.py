@@ -28,6 +28,7 @@ from .local import LocalStep, LocalStepConfig
 @ALGORITHMS.register("dgc")
 class DGC(catalog.DGC, Algorithm):
     examples = ({}, {"factor_masking": False})
+    exact_forms = (({"factor_masking": False}, "allreduce", {}),)  # momentum correction: the run's momentum
     buffers = ("u", "v")
 
     def setup(self) -> None:

@@ -23,6 +23,7 @@ from .link_copies import LinkCopies
 
 @ALGORITHMS.register("dpsgd")
 class DPSGD(catalog.DPSGD, Algorithm):
+    exact_forms = (({}, "gossip-then-step", {}), ({"order": "code"}, "step-then-gossip", {}))
     def setup(self) -> None:
         self._exact = make_compressor("none")
         self._posted = None  # this round's gossip of x, posted by start_round

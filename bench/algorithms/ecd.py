@@ -44,6 +44,8 @@ from .link_copies import LinkCopies
 
 @ALGORITHMS.register("ecd")
 class ECD(catalog.ECD, Algorithm):
+    exact_forms = (({}, "dpsgd", {}),)
+    first_round_messages = 2  # and the exact exchange that sets up the neighbours' replicas
     buffers = ("s", "t", "y")
 
     def setup(self) -> None:

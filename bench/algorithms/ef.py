@@ -17,6 +17,7 @@ from .base import ALGORITHMS, Algorithm
 
 @ALGORITHMS.register("ef")
 class ErrorFeedback(catalog.ErrorFeedback, Algorithm):
+    exact_forms = (({}, "allreduce", {}),)
     buffers = ("error",)
 
     def setup(self) -> None:

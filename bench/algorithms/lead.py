@@ -44,6 +44,8 @@ from .base import ALGORITHMS, Algorithm
 @ALGORITHMS.register("lead")
 class LEAD(catalog.LEAD, Algorithm):
     examples = ({}, {"dual_step": 0.5, "copy_step": 0.5})
+    exact_forms = (({"dual_step": 1.0, "copy_step": 0.3}, "nids", {}),)
+    first_round_messages = 0  # its first step is a local one
     buffers = ("dual", "h", "u", "t")
 
     def setup(self) -> None:

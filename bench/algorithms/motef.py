@@ -39,6 +39,8 @@ from .momentum_tracking import MomentumTracking
 @ALGORITHMS.register("motef")
 class MoTEF(catalog.MoTEF, MomentumTracking):
     examples = ({"gamma": 0.5, "lam": 0.3}, {"gamma": 1.0, "lam": 1.0})
+    exact_forms = (({"gamma": 1.0, "lam": 1.0}, "gradient-tracking", {}),)
+    same_run_as = (({"gamma": 0.4, "lam": 1.0}, "beer", {"gamma": 0.4}),)
 
     def new_gradient_weight(self) -> float:
         return float(self.options.lam)

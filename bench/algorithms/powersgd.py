@@ -79,6 +79,8 @@ def orthogonalise(p: torch.Tensor) -> torch.Tensor:
 @ALGORITHMS.register("powersgd")
 class PowerSGD(catalog.PowerSGD, Algorithm):
     examples = ({}, {"rank": 1})
+    exact_forms = (({"rank": 64}, "allreduce", {}),)  # low rank saves nothing: every layer in one exact all-reduce
+    messages_per_round = 2  # the all-reduces of P (with the exact layers) and of Q
     buffers = ("error", "q")
 
     def setup(self) -> None:
