@@ -141,7 +141,8 @@ class EdgeSlots:
 class PowerGossip(TunesItsStep, catalog.PowerGossip, Algorithm):
     examples = ({}, {"rank": 2, "gamma": 0.5}, {"warm_start": False}, {"rank": 2, "gamma": 0.5, "warm_start": False})
     # rank ≥ every side: square orthogonal bases, each edge applies its whole difference
-    exact_forms = (({"rank": 64, "gamma": 1.0}, "dpsgd", {}), ({"rank": 64, "gamma": 1.0, "warm_start": False}, "dpsgd", {}))
+    exact_forms = (({"rank": 64, "gamma": 1.0}, "dpsgd", {}),
+                   ({"rank": 64, "gamma": 1.0, "warm_start": False}, "dpsgd", {}))
     buffers = ("t", "seed", "edge_bases")
 
     def setup(self) -> None:
