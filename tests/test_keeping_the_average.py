@@ -1,6 +1,7 @@
 """Where the average of the models goes, for every registered method that keeps it, in float64 on the simulated
-communicator: a round moves it exactly as SGD on the average direction, mean(x_{t+1}) = mean(x_t) − η mean(d_t),
-and gossip alone (no gradient) leaves it where it is. On a regular and an irregular static graph and on a
+communicator: a round moves it exactly as SGD on the average direction, mean(x_{t+1}) = mean(x_t) − η_t mean(d_t),
+with a step η_t that changes every round, and gossip alone (no gradient) leaves it where it is; a tracker keeps the
+average direction. On a regular and an irregular static graph and on a
 time-varying one, per layer and flat, with each of the method's examples of options and every compressor example it
 takes; and on a network that loses messages, delivers them late or sits workers out, as far as the method's fault
 rule promises it (and a one-way loss moves the average of a method that reweights).
@@ -9,6 +10,7 @@ Which methods keep it is read from what their classes declare (bench/algorithms/
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 
 import pytest
@@ -121,7 +123,7 @@ def _scale(algo) -> float:
 
 
 def _misses(algo, problem, steps, gradient=True, away_at=None) -> tuple[float, int]:
-    """(the largest miss of mean(x) after a step from mean(x) − (η/n) Σ_{i present} d_i, relative to the state's
+    """(the largest miss of mean(x) after a step from mean(x) − (η_t/n) Σ_{i present} d_i, relative to the state's
     scale; the rounds with a worker away). Workers away are sat out as the runner does it (bench/faults/away.py):
     their rows of x and of the per-worker state are put back after the step."""
     directions, n, worst, sat_out = recording(algo), algo.x.shape[0], 0.0, 0
@@ -131,10 +133,11 @@ def _misses(algo, problem, steps, gradient=True, away_at=None) -> tuple[float, i
         present[away] = False
         before, x_away = algo.x.mean(0).clone(), algo.x[away].clone()
         kept = kept_rows(algo.worker_state(), away, n)
-        algo.step(problem.grad(algo.gradient_point()) if gradient else None, LR)
+        lr = LR * (1 + 0.5 * math.sin(t))  # a schedule's step
+        algo.step(problem.grad(algo.gradient_point()) if gradient else None, lr)
         restore_rows(algo.worker_state(), away, kept, n)
         assert torch.equal(algo.x[away], x_away)
-        expected = before - LR * directions[-1][present].sum(0) / n if gradient else before
+        expected = before - lr * directions[-1][present].sum(0) / n if gradient else before
         worst = max(worst, float((algo.x.mean(0) - expected).abs().max()) / _scale(algo))
         sat_out += len(away)
     return worst, sat_out
@@ -219,3 +222,28 @@ def test_what_a_fault_rule_keeps_of_the_average(name, faults, keeps):
                 assert worst < 1e-13, (example, compressor, worst)
             else:  # directed losses leave W'_t's columns summing to other than 1
                 assert worst > 1e-3, (example, compressor, worst)
+
+
+TRACKER_CASES = [pytest.param(name, spec, n, faults, id=f"{name}-{label}") for name in ALGORITHMS.names()
+                 if ALGORITHMS.get(name).tracker for label, (spec, n, faults) in {
+                     "torus": ("torus", 9, None), "one-peer-exp": ("one-peer-exp", 16, None),
+                     **{label: ("ring", 8, f) for label, f in {**ONE_WAY, "both ways": SYMMETRIC["both ways"],
+                                                               **LATE}.items()}}.items()]
+
+
+@pytest.mark.parametrize("name, spec, n, faults", TRACKER_CASES)
+def test_the_tracker_keeps_the_average_direction(name, spec, n, faults):
+    """mean((W − I) g) = 0 for a doubly stochastic W, the round's W_t, or copies per link that add a message at both
+    ends, at neither (lost) or when it lands (late): the tracker starts at d⁰ and gains d_t − d_{t−1}, so
+    mean(v_t) = mean(d_t), for every compressor the method takes."""
+    cls = ALGORITHMS.get(name)
+    topo, problem = make_topology(spec, n), Quadratic(n, 40)
+    for compressor in _compressors(cls):
+        algo = build_method(name, topo, start(n, identical=False), compressor, cls.examples[0], faults)
+        directions, lost = recording(algo), 0
+        for _ in range(25):
+            lost += algo.step(problem.grad(algo.x), LR).link_lost
+            tracker = getattr(algo, cls.tracker)  # sums a difference of directions a step: rounding grows with them
+            tol = 1e-13 * max(1.0, float(tracker.abs().max())) * len(directions)
+            torch.testing.assert_close(tracker.mean(0), directions[-1].mean(0), rtol=0, atol=tol)
+        assert lost > 0 or faults is None

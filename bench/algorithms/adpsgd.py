@@ -66,6 +66,7 @@ class ADPSGDOptions:
 @register
 class ADPSGD(Algorithm):
     name, label = "adpsgd", "AD-PSGD"
+    messages_per_round = None  # its waves: two messages per averaging (tests/test_adpsgd.py)
     Options = ADPSGDOptions
     settings = ("faults", "seed")
     keeps_average = True

@@ -8,6 +8,7 @@ from .base import Algorithm, register
 @register
 class AllReduce(Algorithm):
     name, label = "allreduce", "all-reduce"
+    exact_forms = (({}, "sgd-on-the-mean", {}),)
     reference = True  # the method every gap and target is measured against
     keeps_average = True
     compresses = False

@@ -27,6 +27,18 @@ class Algorithm(Method, ABC):
     of a compressor, graph and network). A module defines one with ``@register`` on its class."""
 
     examples: ClassVar[tuple[dict, ...]] = ({},)  # options the generic tests run every algorithm with
+    # Its laws, each held over every algorithm by one test in tests/test_laws.py. exact_forms: (its options, the
+    # method it then is with exact messages, that method's options); the method is a registered one or a reference
+    # the test writes out (gradient-tracking, nids, exact-diffusion, gossip-then-step, step-then-gossip,
+    # sgd-on-the-mean). same_run_as: likewise, but the same run message for message whatever is sent.
+    exact_forms: ClassVar[tuple[tuple[dict, str, dict], ...]] = ()
+    same_run_as: ClassVar[tuple[tuple[dict, str, dict], ...]] = ()
+    # the messages a round sends on each of its links (each of the compressor's bits; None: its own count, e.g.
+    # AD-PSGD's waves), and in its first round where that differs (copies that start at 0, a set-up exchange)
+    messages_per_round: ClassVar[int | None] = 1
+    first_round_messages: ClassVar[int | None] = None
+    # the buffer that tracks the average direction, mean(v) = mean(d), whatever is sent (gradient tracking)
+    tracker: ClassVar[str | None] = None
 
     def __init__(
         self,

@@ -82,6 +82,9 @@ class BEER(TunesItsStep, Algorithm):
     fault_rule = "ack"  # h and g per link, a lost message added at neither end: mean(v) tracks mean(d)
     late_rule = "ack"  # a late q of h or g added at both ends when it lands
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    exact_forms = (({"gamma": 1.0}, "gradient-tracking", {}),)
+    messages_per_round, first_round_messages = 2, 1  # q of h and of g; g first moves in step 2
+    tracker = "v"
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")
 
     def setup(self) -> None:

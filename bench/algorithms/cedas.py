@@ -81,6 +81,8 @@ class CEDAS(Algorithm):
     # contraction stays False: the paper's analysis takes unbiased operators (QSGD then takes its unbiased form)
     fixed_graph = True  # W·h, the mix of its public copies, is kept up to date round by round
     examples = ({}, {"mix_step": 0.5, "copy_step": 0.5})
+    exact_forms = (({"mix_step": 1.0, "copy_step": 0.3}, "exact-diffusion", {}),
+                   ({"mix_step": 1.0, "stepsize": "decaying", "decay_shift": 5}, "exact-diffusion", {"decay_shift": 5}))
     buffers = ("psi", "h", "u", "t")
 
     def setup(self) -> None:

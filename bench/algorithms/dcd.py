@@ -30,6 +30,8 @@ from .link_copies import LinkCopies
 @register
 class DCD(Algorithm):
     name, label = "dcd", "DCD-PSGD"
+    exact_forms = (({}, "dpsgd", {}),)
+    first_round_messages = 2  # and the exact exchange that sets up the neighbours' replicas
     buffers = ("s",)
 
     def setup(self) -> None:

@@ -52,6 +52,7 @@ class DeepSqueeze(TunesItsStep, Algorithm):
     # the gossip of c reweighted (D-PSGD's rule); no copies: the average is kept when losses are symmetric
     fault_rule = "reweight"
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
+    exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}),)
     buffers = ("error",)
 
     def setup(self) -> None:

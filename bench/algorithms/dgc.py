@@ -47,6 +47,7 @@ class DGC(Algorithm):
             raise BenchError(f"algorithm 'dgc' sends the largest coordinates of its accumulated step; use a "
                              f"biased sparsifier such as top:0.01 or rand:0.01 (got {compressor.spec!r})")
     examples = ({}, {"factor_masking": False})
+    exact_forms = (({"factor_masking": False}, "allreduce", {}),)  # momentum correction: the run's momentum
     buffers = ("u", "v")
 
     def setup(self) -> None:

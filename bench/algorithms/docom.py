@@ -58,6 +58,9 @@ class DoCoM(MomentumTracking):  # m is DoCoM's v, its weight of a new gradient Î
     Options = DoCoMOptions
     auto_revision = 0  # a new method: no runs found Î³ otherwise
     examples = ({"gamma": 0.5, "beta": 0.3}, {"gamma": 1.0, "beta": 1.0})
+    exact_forms = (({"gamma": 1.0, "beta": 1.0}, "gradient-tracking", {}),)
+    same_run_as = (({"gamma": 0.4, "beta": 1.0}, "beer", {"gamma": 0.4}),
+                   ({"gamma": 0.4, "beta": 0.3}, "motef", {"gamma": 0.4, "lam": 0.3}))  # without STORM's correction
 
     def new_gradient_weight(self) -> float:
         return float(self.options.beta)

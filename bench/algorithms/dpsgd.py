@@ -32,6 +32,7 @@ class DPSGDOptions(KnobOptions):
 @register
 class DPSGD(Algorithm):
     name, label = "dpsgd", "D-PSGD"
+    exact_forms = (({}, "gossip-then-step", {}), ({"order": "code"}, "step-then-gossip", {}))
     Options = DPSGDOptions
     keeps_average = True
     compresses = False

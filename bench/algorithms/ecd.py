@@ -44,6 +44,8 @@ from .link_copies import LinkCopies
 @register
 class ECD(Algorithm):
     name, label = "ecd", "ECD-PSGD"
+    exact_forms = (({}, "dpsgd", {}),)
+    first_round_messages = 2  # and the exact exchange that sets up the neighbours' replicas
     revision = 1  # sparsifiers move only the coordinates they send (runs of the earlier update had none)
     buffers = ("s", "t", "y")
 

@@ -17,6 +17,7 @@ from .base import Algorithm, register
 @register
 class ErrorFeedback(Algorithm):
     name, label = "ef", "EF-SGD"
+    exact_forms = (({}, "allreduce", {}),)
     centralized = True
     buffers = ("error",)
 

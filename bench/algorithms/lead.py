@@ -64,6 +64,8 @@ class LEAD(Algorithm):
     # contraction stays False: the paper's compressors are unbiased, E‖Q(x) − x‖² ≤ C‖x‖² (QSGD's unbiased form)
     fixed_graph = True  # W·H, the mix of its public copies, is kept up to date round by round
     examples = ({}, {"dual_step": 0.5, "copy_step": 0.5})
+    exact_forms = (({"dual_step": 1.0, "copy_step": 0.3}, "nids", {}),)
+    first_round_messages = 0  # its first step is a local one
     buffers = ("dual", "h", "u", "t")
 
     def setup(self) -> None:

@@ -56,6 +56,8 @@ class MoTEF(MomentumTracking):
     Options = MoTEFOptions
     auto_revision = 0  # a new method: no runs found γ otherwise
     examples = ({"gamma": 0.5, "lam": 0.3}, {"gamma": 1.0, "lam": 1.0})
+    exact_forms = (({"gamma": 1.0, "lam": 1.0}, "gradient-tracking", {}),)
+    same_run_as = (({"gamma": 0.4, "lam": 1.0}, "beer", {"gamma": 0.4}),)
 
     def new_gradient_weight(self) -> float:
         return float(self.options.lam)

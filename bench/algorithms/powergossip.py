@@ -153,6 +153,9 @@ class PowerGossip(TunesItsStep, Algorithm):
     own_compression = True  # low rank, by itself: the --compressor stays `none`
     consensus_step = True
     examples = ({}, {"rank": 2, "gamma": 0.5}, {"warm_start": False}, {"rank": 2, "gamma": 0.5, "warm_start": False})
+    # rank ≥ every side: square orthogonal bases, each edge applies its whole difference
+    exact_forms = (({"rank": 64, "gamma": 1.0}, "dpsgd", {}),
+                   ({"rank": 64, "gamma": 1.0, "warm_start": False}, "dpsgd", {}))
     buffers = ("t", "seed", "edge_bases")
 
     @classmethod

@@ -89,6 +89,8 @@ class PowerSGD(Algorithm):
     own_compression = True  # low rank, by itself: the --compressor stays `none`
     centralized = True
     examples = ({}, {"rank": 1})
+    exact_forms = (({"rank": 64}, "allreduce", {}),)  # low rank saves nothing: every layer in one exact all-reduce
+    messages_per_round = 2  # the all-reduces of P (with the exact layers) and of Q
     buffers = ("error", "q")
 
     def setup(self) -> None:

@@ -1,0 +1,245 @@
+"""The laws each algorithm declares on its class (bench/algorithms/base.py), one test per law over every registered
+algorithm, in float64 on the simulated communicator: with exact messages and given options it is another method or a
+reference written out here in numpy (exact_forms), under given options it is another method's run message for
+message (same_run_as), a round sends its declared messages with the compressor's bits on each link, and every knob
+runs anywhere inside its declared range. A new method is in by declaring; no list of names here."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
+from bench.catalog.compressors import SPECS
+from bench.comm import SimulatedCommunicator
+from bench.compressors import make_compressor
+from bench.errors import BenchError
+from bench.faults import FaultSchedule, parse_faults
+from bench.topology import make_topology
+from test_algorithms import Quadratic, start
+
+D, STEPS, LR = 40, 25, 0.05
+LOCAL = LocalStepConfig(momentum=0.5, nesterov=True, weight_decay=1e-2)
+NAMES = ALGORITHMS.names()
+
+
+def takes(cls, spec: str) -> bool:
+    try:
+        cls.check_compressor(make_compressor(spec, contraction=cls.contraction))
+    except BenchError:
+        return False
+    return True
+
+
+def runs_on(cls, spec: str, n: int, options: dict) -> bool:
+    try:
+        cls.check_topology(spec, make_topology(spec, n).time_varying, cls.Options(**options))
+    except BenchError:
+        return False
+    return True
+
+
+def build(name, topo, x0, compressor, options, faults=None, segments=None):
+    cls = ALGORITHMS.get(name)
+    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
+    return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
+                          compressor=make_compressor(compressor, contraction=cls.contraction), local=LocalStep(LOCAL),
+                          options={"faults": faults, "seed": 1, **options} if cls.settings else options,
+                          generator=torch.Generator().manual_seed(3), segments=segments)
+
+
+# ---- the references a method may reduce to, in numpy: each yields x after every step --------------------------
+class Local:
+    """The local step: d = g + wd·x, m ← μm + d, and Nesterov's d + μm (bench/algorithms/local.py)."""
+
+    def __init__(self):
+        self.m = None
+
+    def __call__(self, x, g):
+        d = g + LOCAL.weight_decay * x
+        self.m = d if self.m is None else LOCAL.momentum * self.m + d
+        return d + LOCAL.momentum * self.m
+
+
+def gossip_then_step(W, x, grad, d):  # D-PSGD, Lian et al. 2017
+    while True:
+        x = W @ x - LR * d(x, grad(x))
+        yield x
+
+
+def step_then_gossip(W, x, grad, d):
+    while True:
+        x = W @ (x - LR * d(x, grad(x)))
+        yield x
+
+
+def gradient_tracking(W, x, grad, d):
+    """x ← Wx − ηv, v ← Wv + d_new − d_old, after a first local step (copies start at 0), from v¹ = d¹."""
+    v = previous = None
+    for k in range(STEPS):
+        direction = d(x, grad(x))
+        if k == 0:
+            x = x - LR * direction
+        else:
+            v = direction if k == 1 else W @ v + direction - previous
+            x = W @ x - LR * v
+        previous = direction
+        yield x
+
+
+def exact_diffusion(W, x, grad, d, decay_shift=None, first_local=False):
+    """x^{k+1} = W̄(2x^k − x^{k−1} − α_k d_k + α_{k−1} d_{k−1}), W̄ = (I + W)/2, α_k = lr or lr·m/(k + m); the first
+    step W̄(x⁰ − α₀d₀), or x⁰ − α₀d₀ (NIDS, Li et al. 2019, the same recursion after a local first step)."""
+    W_bar = (np.eye(len(W)) + W) / 2
+    previous = step_previous = None
+    for k in range(STEPS):
+        step = (LR * decay_shift / (k + decay_shift) if decay_shift else LR) * d(x, grad(x))
+        if k == 0:
+            x_next = x - step if first_local else W_bar @ (x - step)
+        else:
+            x_next = W_bar @ (2 * x - previous - step + step_previous)
+        previous, x, step_previous = x, x_next, step
+        yield x
+
+
+def sgd_on_the_mean(W, x, grad, d):
+    while True:
+        x = x - LR * d(x, grad(x).mean(0, keepdims=True).repeat(len(x), 0))
+        yield x
+
+
+REFERENCES = {"gossip-then-step": gossip_then_step, "step-then-gossip": step_then_gossip,
+              "gradient-tracking": gradient_tracking, "exact-diffusion": exact_diffusion,
+              "nids": lambda *args: exact_diffusion(*args, first_local=True), "sgd-on-the-mean": sgd_on_the_mean}
+
+
+def trajectory(algo, problem, steps=STEPS):
+    out = []
+    for _ in range(steps):
+        algo.step(problem.grad(algo.x), LR)
+        out.append(algo.x.numpy().copy())
+    return np.stack(out)
+
+
+FORMS = [pytest.param(name, k, id=f"{name}-{k}") for name in NAMES
+         for k in range(len(ALGORITHMS.get(name).exact_forms))]
+
+
+@pytest.mark.parametrize("spec, n", [("ring", 8), ("torus", 9), ("erdos-renyi:0.4", 10), ("star", 6)])
+@pytest.mark.parametrize("name, form", FORMS)
+def test_with_exact_messages_a_method_is_the_form_it_declares(name, form, spec, n):
+    """From a common start (as runs start), worker-specific gradients; exact messages are the `none` operator, or
+    a sparsifier that keeps every coordinate for a method that takes only sparsifiers (DGC)."""
+    cls = ALGORITHMS.get(name)
+    options, target, target_options = cls.exact_forms[form]
+    topo, problem, x0 = make_topology(spec, n), Quadratic(n, D), start(n)
+    ours = trajectory(build(name, topo, x0, "none" if takes(cls, "none") else "top:1.0", options), problem)
+    if target in NAMES:
+        theirs = trajectory(build(target, topo, x0, "none", target_options), problem)
+    else:
+        a, c = problem.a.numpy(), problem.c.numpy()
+        steps = REFERENCES[target](topo.W, x0.numpy(), lambda x: a * (x - c), Local(), **target_options)
+        theirs = np.stack([next(steps) for _ in range(STEPS)])
+    np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-10)
+
+
+NETWORKS = {"ring": ("ring", None), "one-peer-exp": ("one-peer-exp", None), "lossy": ("ring", {"drop": 0.3}),
+            "late": ("ring", {"late": 0.3, "staleness": 2})}
+TWINS = [pytest.param(name, k, net, id=f"{name}-{k}-{net}") for name in NAMES
+         for k in range(len(ALGORITHMS.get(name).same_run_as)) for net in NETWORKS]
+
+
+@pytest.mark.parametrize("name, twin, network", TWINS)
+def test_a_method_is_the_run_it_declares_message_for_message(name, twin, network):
+    """The iterates and every buffer the two share bit for bit, and the same traffic, random draws included, with
+    each operator family the method takes, on a static and a time-varying graph and networks that lose or delay
+    messages (where both methods take them)."""
+    cls = ALGORITHMS.get(name)
+    options, target, target_options = cls.same_run_as[twin]
+    spec, faults = NETWORKS[network]
+    for other, opts in ((cls, options), (ALGORITHMS.get(target), target_options)):
+        if faults and other.fault_rule is None or not runs_on(other, spec, 8, opts):
+            pytest.skip(f"{other.name} does not run on {network}")
+    topo, problem, x0 = make_topology(spec, 8), Quadratic(8, D), start(8, identical=False)
+    for compressor in (SPECS.get(f).examples[0] for f in SPECS.names() if SPECS.get(f).examples):
+        if not takes(cls, compressor):
+            continue
+        a, b = build(name, topo, x0, compressor, options, faults), build(target, topo, x0, compressor, target_options,
+                                                                        faults)
+        for _ in range(STEPS):
+            ours, theirs = a.step(problem.grad(a.x), LR), b.step(problem.grad(b.x), LR)
+            assert (ours.wire_bits, ours.paper_bits, ours.messages, ours.link_lost) == (
+                theirs.wire_bits, theirs.paper_bits, theirs.messages, theirs.link_lost), compressor
+            ours, theirs = a.state_dict(), b.state_dict()
+            assert all(same(ours[k], theirs[k]) for k in set(ours) & set(theirs) - {"local"}), compressor
+
+
+def same(u, v) -> bool:
+    if torch.is_tensor(u):
+        return torch.equal(u, v)
+    return all(same(u[k], v[k]) for k in u) if isinstance(u, dict) else u == v
+
+
+def compressor_of(cls) -> str:
+    """The first operator the method takes of sign and top-k; `none` for one that sends exact or its own messages."""
+    if not cls.compresses or cls.own_compression:
+        return "none"
+    return next(c for c in ("sign", "top:0.1") if takes(cls, c))
+
+
+SEGMENTS, LINKS = [10, 30], {"ring": 2, "one-peer-exp": 1}  # per-layer messages; links out of a worker a round
+TRAFFIC = [pytest.param(name, spec, n, id=f"{name}-{spec}") for name in NAMES for spec, n in (("ring", 8), (
+    "one-peer-exp", 16)) if ALGORITHMS.get(name).messages_per_round is not None
+           and runs_on(ALGORITHMS.get(name), spec, n, ALGORITHMS.get(name).examples[0])]
+
+
+@pytest.mark.parametrize("name, spec, n", TRAFFIC)
+def test_a_round_sends_its_messages_each_with_the_compressors_bits_on_each_link(name, spec, n):
+    """Gossip: each message once in the paper's count and a copy (in whole bytes) on each active link; a collective:
+    an all-reduce's 2(n − 1)/n of the message, or an all-gather's n − 1 compressed ones. Checked once every link
+    has been used (a link's first message may set up its copies); the first round's count on a static graph."""
+    cls = ALGORITHMS.get(name)
+    topo, problem, comp = make_topology(spec, n), Quadratic(n, D), make_compressor(compressor_of(cls),
+                                                                                   contraction=cls.contraction)
+    algo = build(name, topo, start(n), comp.spec, cls.examples[0], segments=SEGMENTS)
+    on_link, paper, period = 8 * math.ceil(comp.wire_bits(SEGMENTS) / 8), comp.paper_bits(SEGMENTS), topo.period
+    for t in range(period + 2):
+        traffic = algo.step(problem.grad(algo.x), LR)
+        m = traffic.messages
+        if t == 0 and not topo.time_varying:
+            assert m == (cls.messages_per_round if cls.first_round_messages is None else cls.first_round_messages)
+        if t < period:
+            continue
+        assert m == cls.messages_per_round and traffic.comm_time_s > 0
+        if cls.own_compression:  # its own messages: tests/test_powergossip.py and tests/test_powersgd.py count them
+            if cls.centralized:  # all-reduces of float32 vectors
+                assert traffic.paper_bits > 0
+                assert traffic.wire_bits == pytest.approx(2 * (n - 1) / n * traffic.paper_bits)
+            else:  # a message on each link, or one broadcast
+                assert traffic.wire_bits >= traffic.paper_bits > 0 and traffic.wire_bits_max == traffic.wire_bits
+        elif cls.centralized:
+            per = (n - 1) if comp.name != "none" else 2 * (n - 1) / n
+            assert traffic.wire_bits == pytest.approx(m * per * on_link) and traffic.paper_bits == m * paper
+        else:
+            assert traffic.wire_bits == m * LINKS[spec] * on_link and traffic.paper_bits == m * paper
+
+
+KNOBS = [pytest.param(name, knob, id=f"{name}-{knob}") for name in NAMES
+         for knob, info in ALGORITHMS.get(name).knobs().items() if "low" in info]
+
+
+@pytest.mark.parametrize("name, knob", KNOBS)
+def test_a_knob_anywhere_inside_its_declared_range_runs(name, knob):
+    """Near its low end, in the middle and at its high end (the ranges are (low, high]): the value is taken as
+    given, a few rounds of the method stay finite, and each value leads elsewhere (the knob is used)."""
+    cls = ALGORITHMS.get(name)
+    low, high = cls.knobs()[knob]["low"], cls.knobs()[knob]["high"]
+    topo, problem, ends = make_topology("ring", 8), Quadratic(8, D), []
+    for value in (low + 1e-3 * (high - low), (low + high) / 2, high):
+        algo = build(name, topo, start(8, identical=False), compressor_of(cls), {**cls.examples[0], knob: value})
+        assert getattr(algo.options, knob) == value
+        for _ in range(5):
+            algo.step(problem.grad(algo.x), LR)
+        assert torch.isfinite(algo.x).all()
+        assert not any(torch.equal(algo.x, x) for x in ends), value
+        ends.append(algo.x)
