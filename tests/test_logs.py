@@ -142,10 +142,10 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
     from bench.algorithms import ALGORITHMS
     from bench.tasks import TASKS
 
-    from bench.catalog.compressors import SPECS
+    from bench.compressors import COMPRESSORS
     from bench.topology.kinds import TOPOLOGIES
 
-    for name in [*ALGORITHMS.names(), *TASKS.names(), *SPECS.names(), *TOPOLOGIES.names()]:
+    for name in [*ALGORITHMS.names(), *TASKS.names(), *COMPRESSORS.names(), *TOPOLOGIES.names()]:
         assert name in text, name  # every registered name, and the registries' own examples of specs
     for phrase in ["--lr LR learning rate", "(default: 0.1)", "(default: choco)", "(default: mnist1d-mlp)",
                    "(default: ring)", "(default: 8)", "(default: auto)", "(default: sim)", "(default: cpu)",

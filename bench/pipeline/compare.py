@@ -106,7 +106,7 @@ def split_list(text: str) -> list[str]:
 def check_method(method: str) -> tuple[str, str]:
     """(algorithm, compressor) of ``method``, each looked up in the catalog (bench/catalog/), or one line."""
     from ..catalog.algorithms import METHODS
-    from ..catalog.compressors import parse_compressor
+    from ..compressors import parse_compressor
 
     algorithm, _, compressor = method.partition("/")
     try:
@@ -121,7 +121,7 @@ def baselines(methods: list[str]) -> list[str]:
     """The default --against: EXACT_BASELINES, then Choco-SGD with each compressor of ``methods`` that it
     takes; none of ``methods`` themselves."""
     from ..catalog.algorithms import METHODS
-    from ..catalog.compressors import parse_compressor
+    from ..compressors import parse_compressor
 
     out = list(EXACT_BASELINES)
     for method in methods:
@@ -144,7 +144,7 @@ def default_name(methods: list[str]) -> str:
 
 def _check_names(args) -> None:
     """Each name the study uses, from the registry or parser `bench run` uses, in one line when unknown."""
-    from ..catalog.tasks import TASKS
+    from ..tasks import TASKS
     from ..topology import make_topology
 
     try:
