@@ -25,9 +25,10 @@ def test_every_registered_command_has_help_and_a_run_and_the_help_lists_exactly_
 
 
 def test_the_help_of_every_command_needs_neither_torch_nor_analysis():
-    # a command module imports what it runs inside run(): the parser is built for every command at once
+    # a command module imports what it runs inside run(): the parser is built for every command at once; `bench
+    # run --help` lists the registered operators and tasks, which are their torch modules (its own test, test_logs)
     code = ("import contextlib, io, sys\nfrom bench.cli import COMMANDS, main\n"
-            "for name in COMMANDS:\n"
+            "for name in [c for c in COMMANDS if c != 'run']:\n"
             "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
             "        try:\n            main([name, '--help'])\n"
             "        except SystemExit as stop:\n            assert stop.code == 0, name\n"
