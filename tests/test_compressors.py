@@ -608,6 +608,24 @@ def test_canonical_specs():
     assert make_compressor("sign", contraction=True).spec == "sign"
 
 
+@pytest.mark.parametrize("contraction", ["choco", None, 1])
+def test_contraction_is_a_flag_not_an_algorithm_name(contraction):
+    with pytest.raises(TypeError, match="contraction must be True or False"):
+        make_compressor("qsgd:4", contraction=contraction)
+
+
+def test_the_help_lists_every_operator_as_it_declares_itself():
+    from bench.compressors import help_text
+
+    text = help_text()
+    for name in COMPRESSORS.names():
+        cls = COMPRESSORS.get(name)
+        assert f"{cls.usage} ({cls.summary}" in text
+        for option in cls.options:
+            assert option in text
+    assert "\n" not in text
+
+
 def test_compress_rejects_bad_shapes_and_segments():
     comp = make_compressor("sign")
     with pytest.raises(BenchError, match="workers, d"):

@@ -63,7 +63,7 @@ def _cases(time_varying: bool) -> list[tuple[str, str]]:
     difference past the 3 % the comparison allows; QSGD's encoding is checked on the ring). No list of names: a
     new method or operator is in."""
     from bench.algorithms import ALGORITHMS
-    from bench.catalog.compressors import SPECS, parse_compressor
+    from bench.compressors import COMPRESSORS, parse_compressor
 
     cases = []
     for name in ALGORITHMS.names():
@@ -75,10 +75,10 @@ def _cases(time_varying: bool) -> list[tuple[str, str]]:
             continue
         if time_varying and (cls.centralized or not cls.compresses or not _per_link(cls)):
             continue
-        for family in SPECS.names():
+        for family in COMPRESSORS.names():
             if time_varying and family in ("none", "qsgd"):
                 continue
-            spec = SPECS.get(family).examples[0].split(",")[0]
+            spec = COMPRESSORS.get(family).examples[0].split(",")[0]
             try:
                 cls.check_compressor(parse_compressor(spec, contraction=cls.contraction))
             except BenchError:

@@ -17,9 +17,8 @@ import pytest
 import torch
 
 from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm, parse_options
-from bench.catalog.compressors import SPECS
 from bench.comm import SimulatedCommunicator
-from bench.compressors import make_compressor
+from bench.compressors import COMPRESSORS as OPERATORS, make_compressor
 from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults
 from bench.faults.away import kept_rows, restore_rows
@@ -31,7 +30,7 @@ LR = 0.05
 SEGMENTS, SHAPES = [12, 5, 20, 3], [(3, 4), (5,), (4, 5), (1, 3)]
 # the first example of every operator: the identity holds whatever a message holds, as long as both ends of a link
 # take the same one, so one form of each operator (deterministic, random, sparse, quantised) is enough
-COMPRESSORS = [SPECS.get(name).examples[0] for name in SPECS.names() if SPECS.get(name).examples]
+COMPRESSORS = [OPERATORS.get(name).examples[0] for name in OPERATORS.names() if OPERATORS.get(name).examples]
 
 
 def keeps_the_average(cls) -> bool:

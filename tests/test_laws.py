@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
-from bench.catalog.compressors import SPECS
+from bench.compressors import COMPRESSORS as SPECS
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError

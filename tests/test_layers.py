@@ -12,7 +12,6 @@ ROOT = Path(__file__).resolve().parents[1]
 LAYERS = [
     ("bench", "bench.errors", "bench.registry", "bench.limits", "bench.files", "bench.yamlio", "bench.specs",
      "bench.cache", "bench.quick_exit", "bench.startup", "bench.kernels"),  # plumbing every layer uses
-    ("bench.catalog",),  # what plugins are before any tensor exists: names, knobs, checks
     ("bench.topology", "bench.compressors", "bench.data", "bench.models"),
     ("bench.comm", "bench.faults"),
     ("bench.algorithms", "bench.tasks"),

@@ -142,10 +142,10 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
     from bench.algorithms import ALGORITHMS
     from bench.tasks import TASKS
 
-    from bench.catalog.compressors import SPECS
+    from bench.compressors import COMPRESSORS
     from bench.topology.kinds import TOPOLOGIES
 
-    for name in [*ALGORITHMS.names(), *TASKS.names(), *SPECS.names(), *TOPOLOGIES.names()]:
+    for name in [*ALGORITHMS.names(), *TASKS.names(), *COMPRESSORS.names(), *TOPOLOGIES.names()]:
         assert name in text, name  # every registered name, and the registries' own examples of specs
     for phrase in ["--lr LR learning rate", "(default: 0.1)", "(default: choco)", "(default: mnist1d-mlp)",
                    "(default: ring)", "(default: 8)", "(default: auto)", "(default: sim)", "(default: cpu)",
@@ -158,7 +158,7 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
     assert not re.search(r"^  --[a-z-]+( [A-Z=_]+)?\s*$", out, flags=re.M)  # no flag without a text beside or below
 
 
-def test_the_names_in_the_help_are_the_registries_and_the_help_needs_no_torch():
+def test_the_names_in_the_help_are_the_registries_and_the_help_needs_no_analysis():
     from bench.algorithms import ALGORITHMS
     from bench.cli.run import algorithm_names, task_names
     from bench.tasks import TASKS
@@ -168,7 +168,7 @@ def test_the_names_in_the_help_are_the_registries_and_the_help_needs_no_torch():
     code = ("import contextlib, io, sys\nfrom bench.cli import main\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        main(['run', '--help'])\n    except SystemExit:\n        pass\n"
-            "print('torch' in sys.modules)")
+            "print('analysis' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert proc.stdout.strip() == "False", proc.stderr
 

@@ -10,10 +10,9 @@ import pytest
 import yaml
 
 import bench.data.mnist1d as mnist1d
-from bench.catalog.tasks import TASKS as CATALOG, check_option_values, task_option_names
 from bench.pipeline import Study
 from bench.run import run
-from bench.tasks import TaskSetup, make_task
+from bench.tasks import TASKS, TaskSetup, check_option_values, make_task, task_option_names
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = yaml.safe_load((ROOT / "config" / "table1-cnn.yaml").read_text())
@@ -45,15 +44,15 @@ def test_the_study_runs_mnist1d_cnn_at_the_promised_size_in_every_cell():
 
 def test_the_borrowed_tasks_keep_their_defaults_and_the_standin_changes_only_the_data_size():
     # the defaults the existing runs were made with (their run ids depend on them)
-    assert CATALOG.get("mnist1d-cnn").options == {"eval_batch": 1000, "vectorize": "auto", "n_train": 4000,
+    assert TASKS.get("mnist1d-cnn").options == {"eval_batch": 1000, "vectorize": "auto", "n_train": 4000,
                                                   "n_test": 1000, "channels": 25}
-    assert CATALOG.get("mnist1d-mlp").options == {"eval_batch": 1000, "vectorize": "auto", "n_train": 4000,
+    assert TASKS.get("mnist1d-mlp").options == {"eval_batch": 1000, "vectorize": "auto", "n_train": 4000,
                                                   "n_test": 1000, "hidden": (100, 100)}
-    assert CATALOG.get("digits-mlp").options == {"eval_batch": 1000, "vectorize": "auto", "hidden": (64,)}
-    standin = {**CATALOG.get("mnist1d-cnn").options, **CONFIG["defaults"]["task_options"]}
-    changed = {k for k, v in standin.items() if CATALOG.get("mnist1d-cnn").options[k] != v}
+    assert TASKS.get("digits-mlp").options == {"eval_batch": 1000, "vectorize": "auto", "hidden": (64,)}
+    standin = {**TASKS.get("mnist1d-cnn").options, **CONFIG["defaults"]["task_options"]}
+    changed = {k for k, v in standin.items() if TASKS.get("mnist1d-cnn").options[k] != v}
     assert changed == {"n_train", "n_test"}  # same model (channels) and evaluation, more data
-    assert CATALOG.get("mnist1d-cnn").examples[0]["task_options"] == {"n_train": 200, "n_test": 100}
+    assert TASKS.get("mnist1d-cnn").examples[0]["task_options"] == {"n_train": 200, "n_test": 100}
 
 
 def test_the_standin_task_builds_at_its_size_with_the_default_model(monkeypatch, tmp_path):

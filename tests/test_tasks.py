@@ -4,9 +4,8 @@ import math
 import pytest
 import torch
 
-from bench.catalog import tasks as catalog_tasks
 from bench.errors import BenchError
-from bench.tasks import TASKS, TaskSetup, make_task
+from bench.tasks import TASKS, TaskSetup, check_option_values, make_task, task_option_names
 
 from datafiles import write_cifar, write_imagefolder, write_wikitext
 
@@ -22,9 +21,9 @@ DATA_FILES = {"cifar10": _cifar, "wikitext2": lambda root: write_wikitext(root /
 
 
 def setup_for(name, tmp_path, n=None, batch=None, example=0, **options):
-    """The task's declared example (bench/catalog/tasks.py) as a TaskSetup, its data written under ``tmp_path``;
+    """The task's declared example (its class's ``examples``) as a TaskSetup, its data written under ``tmp_path``;
     ``n``, ``batch`` and ``options`` override the example's."""
-    settings = catalog_tasks.TASKS.get(name).examples[example]
+    settings = TASKS.get(name).examples[example]
     dataset = getattr(TASKS.get(name), "dataset", None)
     root = DATA_FILES[dataset](tmp_path) if dataset in DATA_FILES else None
     return TaskSetup(n_workers=n or settings.get("nodes", 3), batch_size=batch or settings.get("batch_size", 4),
@@ -34,7 +33,7 @@ def setup_for(name, tmp_path, n=None, batch=None, example=0, **options):
 
 # every registered task and each of its declared examples, so a new task is exercised automatically
 NAMES = sorted(TASKS.names())
-EXAMPLES = [(name, k) for name in NAMES for k in range(len(catalog_tasks.TASKS.get(name).examples))]
+EXAMPLES = [(name, k) for name in NAMES for k in range(len(TASKS.get(name).examples))]
 
 
 def _resnet50_slow(names):
@@ -55,7 +54,7 @@ def test_every_task_example_builds_and_steps(name, example, tmp_path):
     assert grads.shape == x.shape and torch.isfinite(grads).all() and grads.abs().sum() > 0
     assert losses.shape == (task.setup.n_workers,) and torch.isfinite(losses).all()
     metrics = task.evaluate(x[0], task.averaged_buffers())
-    assert set(task.metric_names) <= set(metrics)
+    assert set(task.metrics) <= set(metrics)
     assert math.isnan(metrics["test_acc"]) or 0.0 <= metrics["test_acc"] <= 1.0
     # a plain gradient step on worker 0's own batch lowers worker 0's loss on that batch
     stepped = x - 0.05 * grads
@@ -346,3 +345,59 @@ def test_a_fixed_full_batch_is_fetched_once_and_kept(rows):
                                       options={"dim": 5, "n_train": 200}))
     a, b = (mini.fetch(next(iter(mini.batches(e)))) for e in (0, 1))
     assert a[0] is not b[0] and not torch.equal(a[0], b[0])
+
+
+# -- what each task declares -------------------------------------------------------------------------------------
+def test_every_task_declares_examples_of_settings_a_run_takes():
+    for name in TASKS.names():
+        task = TASKS.get(name)
+        assert task.examples and "vectorize" in task_option_names(name), name  # every task takes the common ones
+        for example in task.examples:
+            assert set(example) <= {"nodes", "batch_size", "data", "task_options"}, name
+            options = example.get("task_options", {})
+            assert set(options) <= set(task_option_names(name)), name
+            check_option_values(name, options)
+
+
+def test_every_task_declares_what_a_cluster_job_of_it_asks():
+    """The pipeline's job resources are the task's own (workflow/rules/common.smk reads them): memory, the
+    runtime of one run, GPUs and CPUs, positive whole numbers; the image and language tasks ask a GPU."""
+    for name in TASKS.names():
+        res = TASKS.get(name).resources
+        assert set(res) == {"mem_mb", "runtime", "gpus", "cpus"}, name
+        assert all(isinstance(v, int) and v >= 0 for v in res.values()) and res["mem_mb"] > 0 and res["cpus"] >= 1
+    assert TASKS.get("cifar10-resnet20").resources["gpus"] == 1 and TASKS.get("lsq").resources["gpus"] == 0
+
+
+@pytest.mark.parametrize("name, line", [
+    ("consensus", "task 'consensus' is not a training task: the consensus problem runs with `bench consensus` "
+                  "(and Choco's γ is tuned on it with `bench tune-gamma`)"),
+    ("nope", "unknown task 'nope'; known: ")])
+def test_an_unknown_or_retired_task_is_one_line(name, line):
+    with pytest.raises(BenchError) as info:
+        make_task(name, TaskSetup(n_workers=2, batch_size=4))
+    assert str(info.value).startswith(line) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("task, options, line", [
+    ("mnist1d-mlp", {"n_train": 0}, "task_options.n_train=0 must be a whole number >= 1"),
+    ("mnist1d-mlp", {"hidden": [64, 0]}, "task_options.hidden=[64, 0] must be a list of whole numbers >= 1, "
+                                         "e.g. [100, 100]"),
+    ("mnist1d-mlp", {"hidden": 64}, "task_options.hidden=64 must be a list of whole numbers >= 1, e.g. [100, 100]"),
+    ("mnist1d-mlp", {"eval_batch": True}, "task_options.eval_batch=True must be a whole number >= 1"),
+    ("wikitext2-lstm", {"tie_weights": 1}, "task_options.tie_weights=1 must be true or false"),
+    ("wikitext2-lstm", {"dropout": math.inf}, "task_options.dropout=inf must be a finite number"),
+    ("wikitext2-lstm", {"dropout": "x"}, "task_options.dropout='x' must be a finite number"),
+    ("lsq", {"dim": 2.5}, "task_options.dim=2.5 must be a whole number >= 1")])
+def test_a_bad_task_option_value_is_one_line_at_the_dag_and_at_run(task, options, line):
+    with pytest.raises(BenchError) as parsed:
+        check_option_values(task, options)
+    with pytest.raises(BenchError) as built:
+        make_task(task, TaskSetup(n_workers=2, batch_size=4, data="split", options=options))
+    assert str(parsed.value) == str(built.value) == line
+
+
+@pytest.mark.parametrize("task", ["mnist1d-mlp", "lsq"])
+def test_a_bad_vectorize_is_refused_as_the_task_is_built(task):
+    with pytest.raises(BenchError, match=r"^task_options.vectorize='maybe' must be true, false or auto$"):
+        make_task(task, TaskSetup(n_workers=2, batch_size=4, options={"vectorize": "maybe"}))

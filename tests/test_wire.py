@@ -113,7 +113,6 @@ def test_a_gossip_receives_none_s_words_straight_into_float32_rows_and_decodes_e
     """The dist gossip's shortcut (``DistributedCommunicator._values_on_wire``): a float32 ``none`` message's bytes,
     taken into a float32 row's own bytes, are that row's decoding; a float64 message (sent as float32 words) and
     every other operator's message go through ``decode``."""
-    from bench.catalog.compressors import SPECS
     from bench.comm.distributed import DistributedCommunicator
 
     layout = [5, 1, 17, 40]
@@ -125,7 +124,7 @@ def test_a_gossip_receives_none_s_words_straight_into_float32_rows_and_decodes_e
         row.view(torch.uint8).copy_(payload)
     assert torch.equal(rows, decode(message.codec, torch.stack(encode(message.codec, message, layout)), layout))
     assert not DistributedCommunicator._values_on_wire(make_compressor("none").compress(x.double(), None, layout))
-    others = [SPECS.get(family).examples[0] for family in SPECS.names() if family != "none"]
+    others = [COMPRESSORS.get(family).examples[0] for family in COMPRESSORS.names() if family != "none"]
     assert len(others) == len(COMPRESSORS.names()) - 1
     for spec in others:
         comp = make_compressor(spec)

@@ -20,14 +20,14 @@ def algorithm_names() -> list[str]:
 
 
 def task_names() -> list[str]:
-    """The training tasks, from the catalog (bench/catalog/tasks.py), which needs no torch."""
-    from ..catalog.tasks import TASKS
+    """The training tasks, as bench/tasks registers them."""
+    from ..tasks import TASKS
 
     return list(TASKS.names())
 
 
 def _compressors() -> str:
-    from ..catalog.compressors import help_text  # each operator's own usage, summary and examples
+    from ..compressors import help_text  # each operator's own usage, summary and examples
 
     return help_text()
 

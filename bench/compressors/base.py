@@ -1,5 +1,5 @@
-"""The compressor contract (Message, Compressor, registry) and the per-segment plumbing: each layer
-segment of each row of ``[workers, d]`` is compressed on its own; wire layouts live in the operator modules."""
+"""The compressor contract (Message, Compressor) and the per-segment plumbing: each layer segment of each row of
+``[workers, d]`` is compressed on its own; what a spec says of an operator is spec.py's, its wire layout its module's."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,14 +9,9 @@ from typing import Any, ClassVar, NamedTuple, Sequence
 
 import torch
 
-from ..catalog.compressors import SPECS, OperatorSpec, check_contraction
 from ..errors import BenchError
-from ..registry import Registry
-from ..specs import parse_spec
 from .rows import RandomSource
-
-# Holds the operator classes; each offers ``from_spec(spec, contraction)``.
-COMPRESSORS: Registry[type["Compressor"]] = Registry("compressor")
+from .spec import OperatorSpec
 
 
 @dataclass(frozen=True)
@@ -44,10 +39,10 @@ class WireField(NamedTuple):
 
 
 class Compressor(OperatorSpec):
-    """Base of every operator, on top of its spec class (bench/catalog/compressors.py: its knobs,
-    ``from_spec``, ``spec``, ``unbiased``, ``sparse``, ``examples``, its looks in figures), which each
-    operator inherits first. Operators define ``_compress_segment`` (segment → parts), ``_decode_segment``
-    (parts → values), ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
+    """Base of every operator: what its spec fixes (spec.py's ``OperatorSpec``: its knobs as dataclass fields,
+    ``from_spec``, ``spec``, ``unbiased``, ``sparse``, ``examples``, its looks in figures), and the encoding.
+    Operators define ``_compress_segment`` (segment → parts), ``_decode_segment`` (parts → values),
+    ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
     # whether a row's encoding is its values as float32 words, in order (``none``): wire.encode and decode then
@@ -154,22 +149,6 @@ class Compressor(OperatorSpec):
         # looks(): how figures show it (label, family, legend order, marker), which analysis learns from run.json
         return {"spec": self.spec, "name": self.name, "unbiased": bool(self.unbiased), "form": self.form, **knobs,
                 **self.looks()}
-
-
-def register(cls: type[Compressor]) -> type[Compressor]:
-    """Class decorator: file the operator under its ``name``, which its spec class holds."""
-    if SPECS.get(cls.name) not in cls.__mro__:
-        raise RuntimeError(f"compressor {cls.name!r} does not build on its spec class in bench/catalog/compressors.py")
-    COMPRESSORS.register(cls.name)(cls)
-    return cls
-
-
-def make_compressor(spec: str, *, contraction: bool = False) -> Compressor:
-    """Build the operator a spec such as ``qsgd:4`` names; ``contraction`` (the algorithm class's
-    ``contraction``: its analysis needs a δ-contraction) settles QSGD's form when the spec leaves it open."""
-    parsed = parse_spec(spec)
-    SPECS.get(parsed.name)  # an unknown name: the catalog's line, as parse_compressor says it
-    return COMPRESSORS.get(parsed.name).from_spec(parsed, check_contraction(contraction))
 
 
 def measure_delta(

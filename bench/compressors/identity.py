@@ -5,19 +5,45 @@ values themselves, so the message holds them once.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar, Sequence
+
 import torch
 
-from typing import Sequence
-
-from ..catalog import compressors as catalog
-from .base import Compressor, Message, WireField, _check_input, register
+from ..specs import Spec
+from .base import Compressor, Message, WireField, _check_input
 from .rows import RandomSource
+from .spec import reject_arg, register
 
 
 @register
-class Identity(catalog.Identity, Compressor):
+@dataclass(frozen=True)
+class Identity(Compressor):
+    """``none``: exact communication (δ = 1)."""
+
+    name: ClassVar[str] = "none"
+    unbiased: ClassVar[bool] = True
+    usage: ClassVar[str] = "none"
+    summary: ClassVar[str] = "exact communication"
+    examples: ClassVar[tuple[str, ...]] = ("none",)
+    order: ClassVar[int] = 0
+    marker: ClassVar[str] = "o"
     wire_is_values = True  # the encoding is the values' float32 words in order (bench/compressors/wire.py)
     compresses_in_place = True  # the values are x; copying x onto itself is no copy
+
+    @classmethod
+    def from_spec(cls, spec: Spec, contraction: bool) -> "Identity":
+        reject_arg(spec)
+        spec.check_options(set(cls.options))
+        return cls()
+
+    @property
+    def spec(self) -> str:
+        return "none"
+
+    @property
+    def form(self) -> str:
+        return "exact"
 
     def compress(self, x: torch.Tensor, generator: RandomSource = None, segments: Sequence[int] | None = None,
                  out: torch.Tensor | None = None) -> Message:

@@ -11,14 +11,16 @@ which rounds the same on every device: decoded values equal the sender's bit for
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
 
-from ..catalog import compressors as catalog
-from .base import Compressor, WireField, register
+from ..specs import Spec
+from .base import Compressor, WireField
 from .rows import RandomSource, draw_rounding, rounding_ticks
 from .scratch import BLOCK_COLUMNS, column_blocks, temporary
+from .spec import parse_bits, register
 
 
 def _level_dtype(levels: int) -> torch.dtype:
@@ -28,8 +30,44 @@ def _level_dtype(levels: int) -> torch.dtype:
 
 
 @register
-class QSGD(catalog.QSGD, Compressor):
+@dataclass(frozen=True)
+class QSGD(Compressor):
+    """``qsgd:B``: B bits per level index; ``biased=true`` the rescaled contraction (the default of an
+    algorithm that needs a contraction, as Choco does)."""
+
+    bits: int  # B: the level index ξ ∈ {0..2^B − 1} fits B bits
+    biased: bool  # True: divide by τ, a δ = 1/τ contraction; False: the unbiased original
+
+    name: ClassVar[str] = "qsgd"
+    options: ClassVar[tuple[str, ...]] = ("biased",)
+    usage: ClassVar[str] = "qsgd:B"
+    summary: ClassVar[str] = "B bits, s = 2^B − 1 levels; a contraction where the algorithm needs one"
+    examples: ClassVar[tuple[str, ...]] = ("qsgd:2,biased=true", "qsgd:2,biased=false", "qsgd:8,biased=true")
+    order: ClassVar[int] = 1
+    marker: ClassVar[str] = "v"
     stochastic: ClassVar[bool] = True
+
+    @classmethod
+    def from_spec(cls, spec: Spec, contraction: bool) -> "QSGD":
+        spec.check_options(set(cls.options))
+        bits = parse_bits(spec)
+        return cls(bits=bits, biased=spec.option_bool("biased", contraction))
+
+    @property
+    def unbiased(self) -> bool:
+        return not self.biased
+
+    @property
+    def spec(self) -> str:
+        return f"qsgd:{self.bits},biased={'true' if self.biased else 'false'}"
+
+    @property
+    def label(self) -> str:
+        return f"QSGD {self.bits}-bit"
+
+    @property
+    def size(self) -> float:
+        return float(self.bits)
 
     @property
     def levels(self) -> int:

@@ -5,12 +5,16 @@ Bits per segment of d entries: paper d + 32, wire d + 32 (one fp32 scale + packe
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
 
-from ..catalog import compressors as catalog
-from .base import Compressor, WireField, register
+from ..specs import Spec
+from .base import Compressor, WireField
 from .rows import RandomSource
 from .scratch import BLOCK_COLUMNS, column_blocks, temporary
+from .spec import reject_arg, register
 
 
 def l1_norm(seg: torch.Tensor) -> torch.Tensor:
@@ -34,8 +38,29 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
 
 
 @register
-class Sign(catalog.Sign, Compressor):
+@dataclass(frozen=True)
+class Sign(Compressor):
+    """``sign``: scaled sign, one bit per entry (biased)."""
+
+    name: ClassVar[str] = "sign"
+    unbiased: ClassVar[bool] = False
+    usage: ClassVar[str] = "sign"
+    summary: ClassVar[str] = "scaled sign, one bit an entry"
+    examples: ClassVar[tuple[str, ...]] = ("sign",)
+    order: ClassVar[int] = 4
+    marker: ClassVar[str] = "D"
     compresses_in_place = True  # copysign(scale, x) keeps x's sign bits, which are all "sign_of" is read for
+
+    @classmethod
+    def from_spec(cls, spec: Spec, contraction: bool) -> "Sign":
+        reject_arg(spec)
+        spec.check_options(set(cls.options))
+        return cls()
+
+    @property
+    def spec(self) -> str:
+        return "sign"
+
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         # The scale ‖x‖₁/d minimises ‖c·sign(x) − x‖² over c; a zero row gets scale 0, so zeros.
         # Mapping sign(0) to +1 leaves the error at ‖x‖² − ‖x‖₁²/d because 0·(+1) adds nothing to

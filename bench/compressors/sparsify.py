@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
 import numpy as np
 import torch
 
-from ..catalog import compressors as catalog
-from .base import Compressor, Message, WireField, register
+from ..specs import Spec
+from .base import Compressor, Message, WireField
 from .rows import RandomSource, draw_seeds
 from .halves import in_halves
 from .scratch import temporary
 from .seeded import seeded_indices
+from .spec import kept_fraction, percent, register
 
 @functools.lru_cache(maxsize=1024)  # three calls a compression, each parsing the fraction's decimal
 def kept_count(fraction: float, d: int) -> int:
@@ -135,7 +137,37 @@ class _Sparse:
 
 
 @register
-class TopK(catalog.TopK, _Sparse, Compressor):
+@dataclass(frozen=True)
+class TopK(_Sparse, Compressor):
+    """``top:F``: the largest fraction F of the coordinates (biased)."""
+
+    fraction: float  # kept fraction F in (0, 1]
+
+    name: ClassVar[str] = "top"
+    unbiased: ClassVar[bool] = False
+    sparse: ClassVar[bool] = True
+    usage: ClassVar[str] = "top:F"
+    summary: ClassVar[str] = "the largest fraction F of the coordinates"
+    examples: ClassVar[tuple[str, ...]] = ("top:0.1", "top:0.5", "top:1.0")
+    order: ClassVar[int] = 3
+    marker: ClassVar[str] = "s"
+
+    @classmethod
+    def from_spec(cls, spec: Spec, contraction: bool) -> "TopK":
+        spec.check_options(set(cls.options))
+        return cls(fraction=kept_fraction(spec))
+
+    @property
+    def spec(self) -> str:
+        return f"top:{self.fraction!r}"
+
+    @property
+    def label(self) -> str:
+        return f"top {percent(self.fraction)}"
+
+    @property
+    def size(self) -> float:
+        return self.fraction
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
@@ -162,8 +194,39 @@ class TopK(catalog.TopK, _Sparse, Compressor):
 
 
 @register
-class RandK(catalog.RandK, _Sparse, Compressor):
+@dataclass(frozen=True)
+class RandK(_Sparse, Compressor):
+    """``rand:F``: a random fraction F of the coordinates; ``unbiased=true`` scales them by d/k."""
+
+    fraction: float  # kept fraction F in (0, 1]
+    unbiased: bool = False  # scale kept entries by d/k; the authors' code never does
+
+    name: ClassVar[str] = "rand"
+    sparse: ClassVar[bool] = True
+    options: ClassVar[tuple[str, ...]] = ("unbiased",)
+    usage: ClassVar[str] = "rand:F"
+    summary: ClassVar[str] = "a random fraction F of the coordinates"
+    examples: ClassVar[tuple[str, ...]] = ("rand:0.1", "rand:0.3,unbiased=true")
+    order: ClassVar[int] = 2
+    marker: ClassVar[str] = "^"
     stochastic: ClassVar[bool] = True
+
+    @classmethod
+    def from_spec(cls, spec: Spec, contraction: bool) -> "RandK":
+        spec.check_options(set(cls.options))
+        return cls(fraction=kept_fraction(spec), unbiased=spec.option_bool("unbiased", False))
+
+    @property
+    def spec(self) -> str:
+        return f"rand:{self.fraction!r},unbiased={'true' if self.unbiased else 'false'}"
+
+    @property
+    def label(self) -> str:
+        return f"random {percent(self.fraction)}"
+
+    @property
+    def size(self) -> float:
+        return self.fraction
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         w, d = seg.shape

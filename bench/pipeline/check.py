@@ -5,11 +5,11 @@ models or operators."""
 from __future__ import annotations
 
 from ..algorithms import ALGORITHMS, parse_options
-from ..catalog.compressors import parse_compressor
-from ..catalog.tasks import check_option_values
 from ..comm.netmodel import make_network
+from ..compressors import parse_compressor
 from ..errors import BenchError
 from ..run.config import RunConfig
+from ..tasks import check_option_values
 from ..topology import make_topology
 
 

@@ -107,7 +107,7 @@ def split_list(text: str) -> list[str]:
 def check_method(method: str) -> tuple[str, str]:
     """(algorithm, compressor) of ``method``, each looked up in its registry, or one line."""
     from ..algorithms import ALGORITHMS
-    from ..catalog.compressors import parse_compressor
+    from ..compressors import parse_compressor
 
     algorithm, _, compressor = method.partition("/")
     try:
@@ -122,7 +122,7 @@ def baselines(methods: list[str]) -> list[str]:
     """The default --against: the reference method and exact gossip, uncompressed, then Choco-SGD with each
     compressor of ``methods`` that it takes; none of ``methods`` themselves."""
     from ..algorithms import ALGORITHMS, reference_method
-    from ..catalog.compressors import parse_compressor
+    from ..compressors import parse_compressor
 
     out = [f"{reference_method()}/none", f"{EXACT_GOSSIP}/none"]
     for method in methods:
@@ -145,7 +145,7 @@ def default_name(methods: list[str]) -> str:
 
 def _check_names(args) -> None:
     """Each name the study uses, from the registry or parser `bench run` uses, in one line when unknown."""
-    from ..catalog.tasks import TASKS
+    from ..tasks import TASKS
     from ..topology import make_topology
 
     try:

@@ -61,7 +61,7 @@ def _drop(tree: dict, path: tuple[str, ...]) -> None:
 
 def check_task_options(task: str, options: dict[str, Any], where: str) -> None:
     """One line naming ``where`` (e.g. ``gpu.defaults.task_options``) and the key the task does not accept."""
-    from ..catalog.tasks import TASKS, task_option_names
+    from ..tasks import TASKS, task_option_names
 
     TASKS.get(task)  # an unknown task name is one line listing the known ones
     if not isinstance(options, dict):

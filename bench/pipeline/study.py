@@ -162,7 +162,7 @@ class Study:
     @property
     def metrics(self) -> tuple[str, ...]:
         """What each evaluation of the study's task records (none without a task)."""
-        from ..catalog.tasks import TASKS
+        from ..tasks import TASKS
 
         return TASKS.get(self.task).metrics if self.task is not None else ()
 

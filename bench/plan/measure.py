@@ -104,7 +104,7 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
         changes["task_options"] = {**cfg.task_options, "vectorize": vectorize}
         notes.append(f"gradient path imposed (vectorize={str(vectorize).lower()})")
     dataset = dataset_of(cfg.task)
-    bptt = int({**TASKS.get(cfg.task).default_options, **cfg.task_options}.get("bptt", 1))
+    bptt = int({**TASKS.get(cfg.task).options, **cfg.task_options}.get("bptt", 1))
     root = write_synthetic(dataset, workdir / "data", nodes, cfg.batch_size, bptt)
     if root is not None:
         changes["data_root"] = str(root)

@@ -1,4 +1,5 @@
-"""What a task is: data + model + loss, seen by the runner as stacked flat parameters.
+"""What a task is: data + model + loss, seen by the runner as stacked flat parameters, and what it declares
+of itself (options with their defaults, metrics, examples, a cluster job's resources) for the registry.
 
 A task deals per-worker batches, returns the gradients of all n workers at once (vectorised
 with torch.func where the model allows it, a loop over workers otherwise) and evaluates a
@@ -6,14 +7,19 @@ parameter vector. It knows nothing of algorithms or communication.
 """
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, ClassVar, Iterator
 
 import torch
 
-from ..catalog import tasks as catalog
+from ..errors import BenchError
 from ..registry import Registry
+
+COMMON_OPTIONS = {"vectorize"}  # options every task understands: true | false | auto (see tasks/gradients.py)
+VECTORIZE = (True, False, "auto")  # the values of `vectorize`
+RESOURCES = dict(mem_mb=4000, runtime=60, gpus=0, cpus=1)  # a small task's: a CPU core, an hour at most
 
 
 @dataclass(frozen=True)
@@ -44,11 +50,19 @@ class TaskSetup:
 
 
 class Task(ABC):
-    name: str
-    # set by ``register`` from the task's entry in bench/catalog/tasks.py: its options and their defaults
-    # (make_task rejects any other) and what each evaluation records of the averaged model
-    default_options: dict[str, Any] = {}
-    metric_names: tuple[str, ...] = ("test_loss", "test_acc")
+    """A task declares, as class attributes: its ``name``, its ``options`` with their defaults (whose types a
+    value is checked against; make_task rejects any other, bar COMMON_OPTIONS), ``metrics``, ``examples``
+    and ``resources``. A task built from a setup holds in ``options`` those defaults under the setup's values."""
+
+    name: ClassVar[str]
+    options: dict[str, Any] = {}  # option -> default on the class; on a built task, the values it runs with
+    metrics: ClassVar[tuple[str, ...]] = ("test_loss", "test_acc")  # what each evaluation records of the average
+    # small builds the generic tests run on every task (tests/test_tasks.py): `bench run` settings, each of
+    # nodes, batch_size, data and task_options optional (3 workers, batch 4, data shuffle, the defaults)
+    examples: ClassVar[tuple[dict[str, Any], ...]] = ({},)
+    # what a cluster job of one run asks (workflow/rules/common.smk): memory (MB), runtime of ONE run (minutes)
+    # when no plan says better, GPUs, and CPUs of a job of one process
+    resources: ClassVar[dict[str, int]] = RESOURCES
     # whether the task has a vectorised gradient path next to the per-worker loop
     vectorizable: bool = False
     # whether that path pays for a single worker too (a closed form); else a process holding one worker (a dist
@@ -58,8 +72,8 @@ class Task(ABC):
     def __init__(self, setup: TaskSetup):
         self.setup = setup
         self.device = torch.device(setup.device)
-        self.options = {**self.default_options, **setup.options}
-        catalog.check_vectorize(self.options)
+        self.options = {**type(self).options, **setup.options}
+        check_vectorize(self.options)
         # "vmap" | "loop" once settled by prepare() (or restored from a checkpoint)
         self.gradient_path: str | None = None
         self.gradient_path_info: dict[str, Any] | None = None
@@ -167,20 +181,47 @@ class Task(ABC):
         self.gradient_path_info = state.get("gradient_path_info")
 
 
+# Filled by importing every module of bench/tasks (its __init__): a module that defines a task files it with
+# ``register``; the helper modules file nothing.
 TASKS: Registry[type[Task]] = Registry("task")
-for _name, _where in catalog.TASKS.retired().items():
-    TASKS.retire(_name, _where)
+TASKS.retire("consensus", "is not a training task: the consensus problem runs with `bench consensus` "
+             "(and Choco's γ is tuned on it with `bench tune-gamma`)")
 
 
 def register(cls: type[Task]) -> type[Task]:
-    """Class decorator: file the task under its ``name`` with its catalog entry's options and metrics,
-    which are written there alone."""
-    if cls.name not in catalog.TASKS:
-        raise RuntimeError(f"task {cls.name!r} has no entry in bench/catalog/tasks.py")
-    if {"default_options", "metric_names"} & set(vars(cls)):
-        raise RuntimeError(f"task {cls.name!r} sets its own options or metrics; they are its entry in "
-                           "bench/catalog/tasks.py")
-    info = catalog.TASKS.get(cls.name)
-    cls.default_options, cls.metric_names = info.options, info.metrics
+    """Class decorator: file the task under its ``name``."""
     TASKS.register(cls.name)(cls)
     return cls
+
+
+def task_option_names(name: str) -> list[str]:
+    return sorted(set(TASKS.get(name).options) | COMMON_OPTIONS)
+
+
+def check_option_values(name: str, options: dict) -> None:
+    """Each option of the type of its default: sizes are whole numbers >= 1 (a list of them for layer widths),
+    flags true or false, rates finite numbers; one line naming the option otherwise (the tasks would fail
+    deep inside, e.g. ``range(0, n, 0)`` for ``eval_batch=0``). Ranges beyond these the tasks check."""
+    defaults = TASKS.get(name).options
+    for key, value in options.items():
+        default, where = defaults.get(key), f"task_options.{key}={value!r}"
+        whole = lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1  # noqa: E731
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise BenchError(f"{where} must be true or false")
+        elif isinstance(default, int):
+            if not whole(value):
+                raise BenchError(f"{where} must be a whole number >= 1")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise BenchError(f"{where} must be a finite number")
+        elif isinstance(default, (tuple, list)):
+            if not isinstance(value, (tuple, list)) or not all(whole(v) for v in value):
+                raise BenchError(f"{where} must be a list of whole numbers >= 1, e.g. {list(default)}")
+
+
+def check_vectorize(options: dict) -> None:
+    """``vectorize`` (absent: auto) one of true, false or auto; a task checks it as it is built."""
+    vectorize = options.get("vectorize", "auto")
+    if vectorize not in VECTORIZE:
+        raise BenchError(f"task_options.vectorize={vectorize!r} must be true, false or auto")

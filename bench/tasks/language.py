@@ -30,9 +30,14 @@ def batchify(stream: torch.Tensor, batch: int) -> torch.Tensor:
     return stream[: length * batch].view(batch, length)
 
 
-@register  # options (emb, hidden, num_layers, dropout, tie_weights, bptt, ...) and metrics: bench/catalog/tasks.py
+@register
 class LanguageTask(Task):
     name = "wikitext2-lstm"
+    options = {"emb": 650, "hidden": 650, "num_layers": 3, "dropout": 0.4, "tie_weights": True, "bptt": 30,
+               "eval_batch": 10, "train_eval_tokens": 20000, "vectorize": "auto"}
+    metrics = ("test_loss", "test_acc", "test_ppl")
+    examples = ({"data": "split", "task_options": {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5}},)
+    resources = dict(mem_mb=32000, runtime=24 * 60, gpus=1, cpus=8)
     dataset = "wikitext2"  # what it reads (as a supervised task's ``dataset``)
     vectorizable = True
 

@@ -1,5 +1,5 @@
-"""Supervised tasks on in-memory or folder data sets: MNIST-1D, digits, CIFAR-10, ImageNet,
-and the synthetic convex problems (least squares, logistic regression)."""
+"""Supervised tasks on in-memory or folder data sets: MNIST-1D, digits, CIFAR-10, ImageNet (the synthetic convex
+problems build on them: synthetic.py)."""
 from __future__ import annotations
 
 import math
@@ -7,7 +7,7 @@ from typing import Any, Iterator
 
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call, vmap
+from torch.func import vmap
 
 from ..data import load_dataset
 from ..errors import BenchError
@@ -19,6 +19,8 @@ from .batchnorm import check_batchnorm_batch
 from .flat import FlatModel
 from .gradients import cross_entropy, loop_gradients, vmap_gradients, vmap_outputs
 
+SUPERVISED = {"eval_batch": 1000, "vectorize": "auto"}  # the options of every image/vector classifier
+SMALL_MNIST1D = ({"task_options": {"n_train": 200, "n_test": 100}},)  # a small build for the generic tests
 TRAIN_EVAL_SAMPLES = 5000  # training loss of a model is measured on this many fixed samples
 VALIDATION_SEED = 0x7A11D  # the validation split is the same for every run seed, method and trial
 
@@ -45,7 +47,7 @@ class SupervisedTask(Task):
     loss_kind: str = "ce"  # ce | mse | bce
     augment: bool = False  # CIFAR-style random crop and flip on training batches
     vectorizable = True
-    # which options (of the task's catalog entry) go to the data set's loader and to the model
+    # which of its options go to the data set's loader and to the model
     dataset_options: tuple[str, ...] = ()
     model_options: tuple[str, ...] = ()
 
@@ -268,7 +270,8 @@ def random_crop_flip(images: torch.Tensor, keys: torch.Tensor, pad: int = 4) -> 
 
 
 def _register(name: str, dataset: str, model: str, model_kwargs: dict[str, Any], **attrs) -> None:
-    """A supervised task of ``dataset`` and ``model``; its options and their defaults: bench/catalog/tasks.py."""
+    """A supervised task of ``dataset`` and ``model``; ``attrs`` its options with their defaults, examples and
+    resources (Task's class attributes) and how it feeds them to the data set and the model."""
     fixed = model_kwargs
 
     def model_kwargs_fn(self) -> dict[str, Any]:
@@ -278,85 +281,20 @@ def _register(name: str, dataset: str, model: str, model_kwargs: dict[str, Any],
                                             "model_kwargs": model_kwargs_fn, **attrs}))
 
 
+# in the order `known: ...` lists them, after the language task
 _register("mnist1d-mlp", "mnist1d", "mlp", {"in_features": 40, "num_classes": 10},
+          options={**SUPERVISED, "n_train": 4000, "n_test": 1000, "hidden": (100, 100)}, examples=SMALL_MNIST1D,
           dataset_options=("n_train", "n_test"), model_options=("hidden",))
 _register("mnist1d-cnn", "mnist1d", "cnn1d", {"in_length": 40, "num_classes": 10},
+          options={**SUPERVISED, "n_train": 4000, "n_test": 1000, "channels": 25}, examples=SMALL_MNIST1D,
           dataset_options=("n_train", "n_test"), model_options=("channels",))
-_register("digits-mlp", "digits", "mlp", {"in_features": 64, "num_classes": 10}, model_options=("hidden",))
-_register("cifar10-resnet20", "cifar10", "resnet20", {"num_classes": 10}, augment=True)
-_register("cifar10-resnet8", "cifar10", "resnet8", {"num_classes": 10}, augment=True)
-_register("imagenet-resnet50", "imagenet", "resnet50", {}, dataset_options=("size",))
-
-
-class SyntheticTask(SupervisedTask):
-    """Convex problems with a known optimum: metrics add ``train_subopt`` = f(x̄) − f*."""
-
-    model_name = "linear"
-    dataset_options = ("n_train", "n_test", "dim")
-    vectorized_for_one = True  # two batched products (gradients below), cheaper than one autograd pass
-
-    def model_kwargs(self) -> dict[str, Any]:
-        return {"in_features": int(self.data.train_x.shape[1]), "bias": False}
-
-    def largest_tensor(self) -> int | None:
-        # a step's batch [workers, B, features]; an evaluation's data (the training set, the test set)
-        features = int(self.data.train_x[0].numel())
-        return max(self.setup.local_workers * self.setup.batch_size, self.train_size, self.test_size) * features
-
-    def penalty(self, row: torch.Tensor) -> torch.Tensor | None:
-        """0.5·l2·‖w‖² of a row ``[d]``, or of each row of ``[n, d]``; None without an L2 term."""
-        l2 = getattr(self.data, "l2", 0.0)
-        return 0.5 * l2 * row.pow(2).sum(-1) if l2 else None
-
-    def gradients(self, x: torch.Tensor, batch) -> tuple[torch.Tensor, torch.Tensor]:
-        """The vectorised path of a linear model is its gradient in closed form, for all n workers at once: with
-        outputs o_i = X_i·w_i over worker i's batch of B rows, both losses have ∂loss_i/∂o_i = (p_i − y_i)/B,
-        p = o for least squares (0.5·mean of squares) and p = sigmoid(o) for the logistic loss, so the gradient
-        is X_iᵀ(p_i − y_i)/B (+ l2·w_i with the L2 term): two batched products and no autograd, whose per-call
-        machinery costs several times this arithmetic on a small problem (docs/performance.md, "Per-step
-        cost"). tests/test_tasks.py checks it against autograd and the per-worker loop. The loop is unchanged."""
-        if self.gradient_path is None:
-            self.prepare(x)
-        if self.gradient_path != "vmap":
-            return super().gradients(x, batch)
-        inputs, targets = self.fetch(batch)
-        with torch.no_grad():
-            w = x.detach()  # [n, d]: w of each worker (no bias)
-            out = torch.bmm(inputs, w.unsqueeze(2)).squeeze(2)  # [n, B]
-            if self.loss_kind == "mse":  # the loss's o − y is the residual: taken once for both
-                residual = out - targets.to(out.dtype)
-                losses = half_mean_square(residual, per_row=True)
-            else:
-                losses = self.loss(out, targets, per_row=True)
-                residual = torch.sigmoid(out).sub_(targets.to(out.dtype))
-            residual.div_(out.shape[1])
-            grads = torch.bmm(residual.unsqueeze(1), inputs).squeeze(1)  # [n, d]
-            pen = self.penalty(w)
-            if pen is not None:
-                losses = losses + pen
-                grads.add_(w, alpha=self.data.l2)
-        return grads, losses
-
-    @torch.no_grad()
-    def objective(self, flat: torch.Tensor) -> float:
-        """f(``flat``) in float64, as f* is: the loss on the whole training set plus the L2 penalty, from
-        float64 casts of the parameters and of the data (which hold f*'s float64 values exactly)."""
-        w, total = flat.detach().to(torch.float64), 0.0
-        for xb, yb in self._chunks(self.train_x, self.train_y):
-            out = functional_call(self.model, self.flat.views(w), (xb.to(torch.float64),))
-            total = total + self.loss(out, yb.to(torch.float64) if yb.is_floating_point() else yb) * len(yb)
-        pen = self.penalty(w)
-        return float(total / self.train_size + (0.0 if pen is None else pen))
-
-    def evaluate(self, flat: torch.Tensor, buffers: torch.Tensor | None = None) -> dict[str, float]:
-        out = super().evaluate(flat, buffers)
-        if self.has_validation:  # f* is the optimum of the full training set, not of what is left of it
-            return out
-        # both sides in float64: a float32 f(x̄) is off by ~1e-7 relative, below zero near the optimum
-        out["train_subopt"] = self.objective(flat) - self.data.optimum_loss
-        return out
-
-
-for _name, _loss in (("lsq", "mse"), ("logreg", "bce")):
-    register(type(_name, (SyntheticTask,), {"name": _name, "dataset": _name, "loss_kind": _loss}))
-
+_register("digits-mlp", "digits", "mlp", {"in_features": 64, "num_classes": 10},
+          options={**SUPERVISED, "hidden": (64,)}, model_options=("hidden",))
+_register("cifar10-resnet20", "cifar10", "resnet20", {"num_classes": 10}, augment=True,
+          options=dict(SUPERVISED), resources=dict(mem_mb=16000, runtime=24 * 60, gpus=1, cpus=8))
+_register("cifar10-resnet8", "cifar10", "resnet8", {"num_classes": 10}, augment=True,
+          options=dict(SUPERVISED), resources=dict(mem_mb=16000, runtime=12 * 60, gpus=1, cpus=8))
+_register("imagenet-resnet50", "imagenet", "resnet50", {}, dataset_options=("size",),
+          options={**SUPERVISED, "size": 224, "eval_batch": 64},
+          examples=({"nodes": 2, "batch_size": 2, "task_options": {"size": 32}},),
+          resources=dict(mem_mb=64000, runtime=72 * 60, gpus=1, cpus=16))

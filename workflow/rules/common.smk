@@ -10,7 +10,7 @@ from snakemake.utils import validate
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
 from analysis.figures.requirements import Grid, cells_frame, unmet
 from bench.algorithms import shortcuts
-from bench.catalog.tasks import RESOURCES as TASK_DEFAULTS, TASKS
+from bench.tasks import RESOURCES as TASK_DEFAULTS, TASKS
 from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline.names import keyed
@@ -58,7 +58,7 @@ if not S.has_scale_block:
     logger.info(f"study {STUDY!r} has no {SCALE}: block; scale={SCALE} runs its CPU settings")
 
 # -- resources for cluster profiles -------------------------------------------------------------------
-# The task declares them (bench/catalog/tasks.py: memory, runtime of ONE run when no plan says better, GPUs,
+# The task declares them (its class in bench/tasks: memory, runtime of ONE run when no plan says better, GPUs,
 # CPUs of a job of one process). The runtime is a generous bound on one training run; a job is asked that many
 # times the runs' worth of work it holds (below), until `--config plan=true` has timed it.
 TASK = TASKS.get(S.task).resources if S.task else dict(TASK_DEFAULTS)  # a study of no task: consensus
