@@ -13,8 +13,8 @@ from analysis.display import as_percent
 from analysis.files import write_atomically
 from analysis.labels import method_label
 from analysis.report_html import md_text, names_as_text
-from analysis.selection import one_cell_per, usable
-from analysis.summary import REFERENCE, spectral_fit
+from analysis.selection import REFERENCE, one_cell_per, usable
+from analysis.summary import spectral_fit
 
 SETTING = ["task", "data", "algorithm", "compressor", "topology", "nodes"]
 LAG_COLUMNS = SETTING + ["method", "spectral_gap", "seeds", "diverged", "consensus", "allreduce_acc", "acc",

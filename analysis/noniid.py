@@ -13,8 +13,7 @@ from analysis.display import as_percent
 from analysis.files import write_atomically
 from analysis.labels import method_label, method_sort_key
 from analysis.report_html import md_text
-from analysis.selection import IID_SCHEMES, one_cell_per, usable
-from analysis.summary import REFERENCE
+from analysis.selection import IID_SCHEMES, REFERENCE, one_cell_per, usable
 
 SETTING = ["task", "topology", "nodes", "algorithm", "compressor"]
 COLUMNS = ["task", "topology", "nodes", "method", "algorithm", "compressor", "data", "seeds", "diverged",

@@ -22,7 +22,7 @@ from analysis.load import load_runs
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
 from analysis.report_html import inside, md_code, md_text, warn
-from analysis.selection import usable
+from analysis.selection import REFERENCE, usable
 from analysis.speedup import speedup_section, write_speedup_csv
 from analysis.summary import load_tables
 from analysis.tuning import tuning_markdown
@@ -81,7 +81,7 @@ def table1_selection(summary: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
                      & (compressed["data"] == scheme)]
     if sel["compressor"].nunique() < 2 and sel["algorithm"].nunique() < 2:
         return None
-    refs = data[data["algorithm"].isin(["allreduce", "dpsgd"]) & (data["task"] == task) & (data["nodes"] == nodes)
+    refs = data[data["algorithm"].isin([REFERENCE, "dpsgd"]) & (data["task"] == task) & (data["nodes"] == nodes)
                 & (data["network"] == network) & (data["data"] == scheme)]
     return pd.concat([sel, refs]), (
         f"on {md_text(task)}, {md_text(topology)}, n = {nodes} ({md_text(scheme)} data, {md_text(network)}): "
@@ -148,7 +148,7 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
     from analysis.summary import spectral_fit
 
     data = usable(summary)
-    data = data[(data["algorithm"] != "allreduce") & (data["status"] != "diverged")]
+    data = data[(data["algorithm"] != REFERENCE) & (data["status"] != "diverged")]
     rows = []
     # one fit per data partition: a non-i.i.d. variant is a different problem, not more points
     for (task, scheme, algorithm, compressor), g in data.groupby(["task", "data", "algorithm", "compressor"],

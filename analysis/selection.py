@@ -1,12 +1,13 @@
 """Which runs a figure or a table compares: the finished ones, one data partition, one setting, one cell
-per point. Shared by the figures (analysis/figures/) and the analyses behind them (lag, speedup, noniid,
-tables); it imports none of them."""
+per point, and the reference method every gap is measured against (REFERENCE). Shared by the figures
+(analysis/figures/) and the analyses behind them (lag, speedup, noniid, tables); it imports none of them."""
 from __future__ import annotations
 
 import pandas as pd
 
 from analysis.labels import with_methods
 
+REFERENCE = "allreduce"  # the centralized method every gap is measured against: bench's name for it
 # statuses without a final value to report; "diverged" is not among them: divergence is a result
 FAILED = frozenset({"failed", "running", "interrupted", "unknown"})
 IID_SCHEMES = ("shuffle", "split")  # the i.i.d. partitions, in order of preference
@@ -36,11 +37,11 @@ def select_setting(runs: pd.DataFrame, min_methods: int = 1):
     and its runs. All-reduce does not use the topology, so its runs at the same task and n join
     every topology's group unless some were recorded under that topology. None if nothing fits."""
     runs = with_methods(runs.drop_duplicates("run_id"))
-    allreduce = runs["algorithm"] == "allreduce"
+    allreduce = runs["algorithm"] == REFERENCE
     best = None
     for key, group in runs.groupby(["task", "topology", "nodes"], sort=True):
         task, topology, nodes = key
-        if not group["algorithm"].eq("allreduce").any():
+        if not group["algorithm"].eq(REFERENCE).any():
             group = pd.concat([group, runs[allreduce & (runs["task"] == task) & (runs["nodes"] == nodes)]])
         if group["method"].nunique() >= min_methods and (best is None or len(group) > len(best[1])):
             best = (key, group)

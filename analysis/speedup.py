@@ -19,7 +19,7 @@ import pandas as pd
 from analysis.files import write_atomically
 from analysis.labels import method_label, method_sort_key
 from analysis.report_html import md_text
-from analysis.selection import usable
+from analysis.selection import REFERENCE, usable
 from analysis.tta import CENSORED, DIVERGED, REACHED, first_crossing, summarize_seeds
 
 METRIC = "train_subopt"
@@ -117,8 +117,8 @@ def default_target(points: pd.DataFrame, task: str, factor: float = TARGET_FACTO
     if "lr_regime" in one:
         one = one[one["lr_regime"] == SHARED]
     source = "n = 1 all-reduce"
-    if (one["algorithm"] == "allreduce").any():
-        one = one[one["algorithm"] == "allreduce"]
+    if (one["algorithm"] == REFERENCE).any():
+        one = one[one["algorithm"] == REFERENCE]
     else:
         source = "n = 1"
     if one.empty:
@@ -194,7 +194,7 @@ def speedup_table(points: pd.DataFrame, target: float | None = None, n_boot: int
                 ones = runs[(runs["task"] == task) & (runs["nodes"] == 1)]
                 base = ones[ones["method"] == method]
                 if base.empty:
-                    base = ones[ones["algorithm"] == "allreduce"]
+                    base = ones[ones["algorithm"] == REFERENCE]
                 steps, steps_lo, steps_hi = summarize_seeds(g["steps_to_target"], n_boot=n_boot)
                 status = _status(base, g, steps)
                 speedup = lo = hi = math.nan

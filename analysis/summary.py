@@ -11,9 +11,9 @@ import pandas as pd
 
 from analysis.checks import read_table
 from analysis.load import RUN_COLUMNS, Runs, load_runs
+from analysis.selection import REFERENCE
 from analysis.tta import AXES, CENSORED, DIVERGED, REACHED, increasing_metric, summarize_seeds, time_to_target
 
-REFERENCE = "allreduce"
 DEFAULT_TARGET_REL = 0.95  # the pipeline's target: 0.95 × the best all-reduce accuracy (load_tables)
 METRIC_HINTS = {"test_acc", "test_loss", "train_loss", "train_loss_workers", "local_test_acc_mean",
                 "consensus_distance", "test_ppl", "train_subopt"}

@@ -1,14 +1,14 @@
-"""Every figure found by its module, and every one drawn: the catalog read from the modules keeps the pipeline's
-names, order and report questions; `python -m analysis figures` on two tiny studies (run directories from
-tests/analysis_fixtures.py, a tuned.csv and a consensus trace) draws each figure or says why not, and every
-figure is drawn from at least one of them; a new figure module is found without editing any list."""
+"""Every figure registered by its module, and every one drawn: the catalog filled by importing the figure modules
+keeps the pipeline's names, order and report questions; each figure declares a numbered question and an order,
+and gives a reason, not a traceback, for tables and cells it cannot use; `python -m analysis figures` on two tiny
+studies (run directories from tests/analysis_fixtures.py, a tuned.csv and a consensus trace) draws each figure or
+says why not, and every figure is drawn from at least one of them; a new figure module registers itself."""
 import contextlib
+import importlib.util
 import io
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,13 +16,12 @@ import pandas as pd
 import pytest
 
 from analysis import figures
-from analysis.figures import command
+from analysis.figures import base, command
 from analysis.figures import requirements as req
 from analysis.summary import load_tables
 from analysis.tuning import select
 from analysis_fixtures import TWO, make_run, two_method_runs
 
-ROOT = Path(__file__).resolve().parents[1]
 FAULTS = [("allreduce", "none", {}), ("allreduce", "none", {"straggler": {"model": "exponential", "mean": 1.0}}),
           ("choco", "sign", {"drop": 0.0}), ("choco", "sign", {"drop": 0.05}),
           ("choco", "sign", {"straggler": {"model": "exponential", "mean": 1.0}})]
@@ -108,11 +107,11 @@ def test_every_figure_draws_on_a_tiny_study_or_says_why(drawn, name):
 @pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
 def test_a_figure_the_study_cannot_give_gives_the_reason_its_requirement_gives(drawn):
     """The faults study has one partition and one n: the figures about n, ρ and partitions name what they need,
-    in the words the DAG build uses to refuse a study (analysis/figures/requirements.py)."""
+    in the words the DAG build uses to refuse a study (each figure module's needs)."""
     root, skipped = drawn["faults"]
     summary = load_tables(root)[1]
     for name in ("gap_vs_nodes", "accuracy_vs_spectral_gap", "noniid_effect"):
-        assert skipped[name] == req.REQUIRES[name](req.Grid(summary)), name
+        assert skipped[name] == figures.CATALOG[name].needs(req.Grid(summary)), name
 
 
 # -- the catalog -------------------------------------------------------------------------------------------------
@@ -127,37 +126,51 @@ def test_the_catalog_keeps_the_pipelines_names_and_order():
 
 
 def test_the_report_questions_are_numbered_once_each():
-    """One text per number and numbers 1..k without a gap: a figure with a typo in its QUESTION would
+    """One text per number and numbers 1..k without a gap: a figure with a typo in its question would
     open a group of its own in `snakemake --report`."""
     texts = set(figures.QUESTIONS.values())
     numbers = sorted(int(t.split(".")[0]) for t in texts)
     assert numbers == list(range(1, len(texts) + 1)), sorted(texts)
 
 
-def test_every_figure_module_draws_and_every_requirement_names_a_figure():
-    for figure in figures.CATALOG.values():
-        module = __import__(f"analysis.figures.{figure.name}", fromlist=["draw"])
-        assert callable(module.draw) and module.QUESTION == figure.question and module.ORDER == figure.order
-    assert set(req._NEEDS) <= set(figures.FIGURES)  # a renamed figure leaves no requirement behind
+@pytest.mark.parametrize("name", figures.FIGURES)
+def test_every_figure_declares_its_place_and_gives_a_reason_for_what_it_cannot_use(name, tmp_path):
+    """The question that groups it in the report ("N. ...?") and its order; on a study without cells and on
+    empty tables (no runs, no tuned.csv, no trace) it names what it needs, draws nothing and raises nothing."""
+    figure = figures.CATALOG[name]
+    assert re.fullmatch(r"\d+\. .+\?", figure.question) and isinstance(figure.order, int), figure
+    assert figure.draw_function is getattr(importlib.import_module(f"analysis.figures.{name}"), "draw")
+    why = figure.needs(req.Grid(req.cells_frame([])))
+    assert isinstance(why, str) and why.strip()
+    for tables in [(pd.DataFrame(), pd.DataFrame()), (None, None)]:
+        result = figure.draw(tmp_path, *tables, tmp_path / name)
+        assert isinstance(result, str) and result.strip(), result
+    assert list(tmp_path.iterdir()) == []
 
 
-def test_a_new_figure_module_is_found_by_its_declarations_alone(tmp_path):
-    (tmp_path / "late.py").write_text('"""A figure."""\nQUESTION = "9. Late?"\nORDER = 5\n\ndef draw(*a):\n    pass\n')
-    (tmp_path / "helper.py").write_text("ORDER = 1\n")  # no QUESTION: not a figure
-    (tmp_path / "early.py").write_text('QUESTION: str = "9. Late?"\nORDER = 5\nREADS_RUNS = False\n')
-    found = figures.discover(tmp_path)
-    assert [(f.name, f.order, f.reads_runs) for f in found] == [("early", 5, False), ("late", 5, True)]
-    (tmp_path / "bad.py").write_text('QUESTION = "9. Late?"\n')  # no ORDER: said, naming the module
-    with pytest.raises(TypeError, match="bad.py"):
-        figures.discover(tmp_path)
-    (tmp_path / "bad.py").write_text('QUESTION = "9. " + "Late?"\nORDER = 5\n')  # read, never run: literals only
-    with pytest.raises(TypeError, match="bad.py: QUESTION must be a plain literal"):
-        figures.discover(tmp_path)
+def test_a_new_figure_module_registers_itself_when_imported(tmp_path, monkeypatch):
+    """Its name is its module's, its place its order (then its name); a second figure in one module, or a
+    question that is not text, is refused naming the module."""
+    monkeypatch.setattr(base, "_REGISTERED", {})  # the committed figures stay as they are
+    for name, order in [("late", 5), ("early", 5), ("first", 1)]:
+        path = tmp_path / f"{name}.py"
+        path.write_text("from analysis.figures.base import figure\n\n\n"
+                        f"@figure('9. Late?', order={order}, reads_runs=False)\n"
+                        "def draw(run_dir, points, summary, out_stem):\n    return 'nothing to draw'\n")
+        spec = importlib.util.spec_from_file_location(f"figures_{name}", path)
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+    assert [(f.name, f.order, f.reads_runs) for f in base.catalog().values()] == [
+        ("figures_first", 1, False), ("figures_early", 5, False), ("figures_late", 5, False)]
+    assert base.catalog()["figures_late"].draw(tmp_path, None, None, tmp_path / "late") == "nothing to draw"
+    assert base.catalog()["figures_first"].needs(req.Grid(req.cells_frame([]))) == base.trains(req.Grid(
+        req.cells_frame([]))) == "needs training runs (a block of cells)"
 
+    def draw(run_dir, points, summary, out_stem):
+        pass
 
-def test_the_catalog_loads_no_plotting_library():
-    """The pipeline reads FIGURES, QUESTIONS and the requirements whenever it builds a study's DAG."""
-    code = ("import sys; import analysis.figures, analysis.figures.requirements; "
-            "print(sorted(m for m in ('seaborn', 'matplotlib.pyplot') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0 and out.stdout.strip() == "[]", out.stderr[-2000:]
+    draw.__module__ = "figures_late"
+    with pytest.raises(TypeError, match="figures_late: a second figure named 'figures_late'"):
+        base.figure("9. Again?", order=1)(draw)
+    draw.__module__ = "figures_odd"
+    with pytest.raises(TypeError, match="figures_odd: .* order as a whole number"):
+        base.figure("9. Odd?", order=True)(draw)

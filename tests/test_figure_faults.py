@@ -8,7 +8,8 @@ from matplotlib.colors import to_rgba
 
 from analysis import figures
 from analysis.figures import faults_effect
-from analysis.figures.requirements import Grid, faults_effect as requirement
+from analysis.figures.faults_effect import needs as requirement
+from analysis.figures.requirements import Grid
 from analysis.labels import method_label
 from analysis.load import load_runs
 from analysis.summary import load_tables

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from analysis import figures
-from analysis.figures.requirements import NO_FAULTS, REQUIRES, Grid, cells_frame, unmet
+from analysis.figures.faults_effect import NO_FAULTS
+from analysis.figures.requirements import Grid, cells_frame, unmet
 from analysis.summary import load_tables
 from analysis.tuning import select
 from analysis_fixtures import TWO, make_run, two_method_runs
@@ -58,7 +59,7 @@ def assert_drawn(result, out_stem):
 def test_each_figure_of_the_runs_draws_from_one_method_or_says_what_it_needs(runs, name, methods, tmp_path):
     root, points, summary = runs
     result = draw(name)(root, of(points, methods), of(summary, methods), tmp_path / name)
-    why = REQUIRES[name](Grid(of(summary, methods)))
+    why = figures.CATALOG[name].needs(Grid(of(summary, methods)))
     if len(methods) == 1 and name in NEEDS_ALLREDUCE:  # one decentralized method: no gap to draw
         assert result == why and "all-reduce" in why
     else:
@@ -138,12 +139,12 @@ def fault_runs(tmp_path_factory):
 @pytest.mark.parametrize("methods", [ONE, TWO, [("allreduce", "none")]], ids=["choco", "two methods", "allreduce"])
 def test_the_faults_figure_draws_from_one_method_and_is_refused_without_faults(fault_runs, runs, methods, tmp_path):
     root, points, summary = fault_runs
-    assert REQUIRES["faults_effect"](Grid(of(summary, methods))) is None
+    assert figures.CATALOG["faults_effect"].needs(Grid(of(summary, methods))) is None
     assert_drawn(draw("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "f"),
                  tmp_path / "f")
     root, points, summary = runs  # a perfect network throughout
     why = draw("faults_effect")(root, of(points, methods), of(summary, methods), tmp_path / "g")
-    assert why == REQUIRES["faults_effect"](Grid(of(summary, methods))) and "unreliable network" in why
+    assert why == figures.CATALOG["faults_effect"].needs(Grid(of(summary, methods))) and "unreliable network" in why
 
 
 # -- the study's cells, as the DAG build reads them (workflow/rules/common.smk) ---------------------------------

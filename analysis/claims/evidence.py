@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.claims.base import LEVEL, MIN_SEEDS
+from analysis.selection import REFERENCE
 
 USABLE = ("completed", "diverged")
 SETTING = ["task", "topology", "nodes", "data", "network"]
@@ -65,7 +66,7 @@ class Evidence:
         return self._select(self.summary, algorithm, compressor, where)
 
     def reference(self, setting: dict) -> pd.DataFrame:
-        return self.runs("allreduce", **{k: setting[k] for k in REFERENCE_KEYS if k in setting})
+        return self.runs(REFERENCE, **{k: setting[k] for k in REFERENCE_KEYS if k in setting})
 
     def table1_setting(self) -> dict | None:
         """The (task, topology, nodes, data, network) with the most compressed DCD/ECD/Choco runs where
@@ -74,7 +75,7 @@ class Evidence:
         if s.empty or not set(SETTING) <= set(s):
             return None
         compressed = s[s["algorithm"].isin(["choco", "dcd", "ecd"]) & (s["comp"] != "none")]
-        reference = s[s["algorithm"] == "allreduce"][REFERENCE_KEYS].drop_duplicates()
+        reference = s[s["algorithm"] == REFERENCE][REFERENCE_KEYS].drop_duplicates()
         joined = compressed.merge(reference, on=REFERENCE_KEYS) if len(compressed) and len(reference) else compressed
         if joined.empty:
             return None

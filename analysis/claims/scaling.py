@@ -9,6 +9,7 @@ import numpy as np
 from analysis.claims.base import Verdict, claim, combine, decide, incomplete, rank_trend
 from analysis.claims.evidence import METRIC_WORDS, Evidence
 from analysis.claims.stats import bootstrap_mean, interval_text
+from analysis.selection import REFERENCE
 
 IID = ("shuffle", "split")
 MIN_CELLS = 4  # (topology, n) cells: a one-sided permutation test of 4 points can reach p = 1/24
@@ -55,9 +56,9 @@ def gap_and_graph(ev: Evidence) -> Verdict:
     missing, cells, refs = [], {}, {}
     for n in sorted(set(choco["nodes"])):
         ref_where = {k: where[k] for k in ("task", "data", "network") if k in where}
-        ref = ev.runs("allreduce", nodes=n, **ref_where)
+        ref = ev.runs(REFERENCE, nodes=n, **ref_where)
         refs[n] = ref
-        line = ev.shortfall(f"all-reduce at n = {n}", ref, algorithm="allreduce", where={"nodes": n, **ref_where})
+        line = ev.shortfall(f"all-reduce at n = {n}", ref, algorithm=REFERENCE, where={"nodes": n, **ref_where})
         if line:
             missing.append(line)
         for topology in sorted(set(choco.loc[choco["nodes"] == n, "topology"])):

@@ -10,6 +10,7 @@ import numpy as np
 from analysis.claims.base import FAILS, HOLDS, claim, combine, decide, incomplete, Verdict
 from analysis.claims.evidence import METRIC_WORDS, Evidence, seed_list
 from analysis.claims.stats import bootstrap_mean, interval_text
+from analysis.selection import REFERENCE
 
 # Table 1's eleven compression schemes (docs/paper.md)
 TABLE1 = ("qsgd:16", "qsgd:8", "qsgd:4", "qsgd:2", "rand:0.5", "rand:0.1", "rand:0.01",
@@ -31,7 +32,7 @@ def _gather(ev: Evidence, algorithm: str, compressors: tuple[str, ...]):
     if setting is None:
         return None, None, {}, [f"all-reduce and {label} runs at one setting"]
     ref = ev.reference(setting)
-    missing = [m for m in [ev.shortfall("all-reduce", ref, algorithm="allreduce",
+    missing = [m for m in [ev.shortfall("all-reduce", ref, algorithm=REFERENCE,
                                         where={k: setting[k] for k in ("task", "nodes", "data", "network")})] if m]
     ref_seeds = ev.seeds(ref)
     cells = {}

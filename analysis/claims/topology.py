@@ -20,6 +20,7 @@ from analysis.claims.base import Verdict, claim, combine, decide, incomplete, ra
 from analysis.claims.evidence import METRIC_WORDS, Evidence
 from analysis.claims.stats import bootstrap_correlation_difference, spearman
 from analysis.load import N_EFF_DECAY
+from analysis.selection import REFERENCE
 
 IID = ("shuffle", "split")
 MIN_GRAPHS = 5
@@ -33,7 +34,7 @@ def _slice(ev: Evidence):
     runs = ev.runs()
     if runs.empty or "n_eff" not in runs:
         return runs.iloc[0:0], {}
-    runs = runs[(runs["algorithm"] != "allreduce") & runs["spectral_gap"].notna() & runs["n_eff"].notna()]
+    runs = runs[(runs["algorithm"] != REFERENCE) & runs["spectral_gap"].notna() & runs["n_eff"].notna()]
     if runs.empty:
         return runs, {}
     if "data" in runs and runs["data"].nunique() > 1:
@@ -70,9 +71,9 @@ def gap_follows_effective_neighbours(ev: Evidence) -> Verdict:
     if runs.empty:
         return incomplete(["decentralized runs on graphs that report ρ and n_W (run.json topology n_eff; "
                            "summarize again if the summary predates it)", "all-reduce at their n"])
-    ref = ev.runs("allreduce", **where)
+    ref = ev.runs(REFERENCE, **where)
     missing = []
-    line = ev.shortfall(f"all-reduce at n = {where.get('nodes')}", ref, algorithm="allreduce", where=where)
+    line = ev.shortfall(f"all-reduce at n = {where.get('nodes')}", ref, algorithm=REFERENCE, where=where)
     if line:
         missing.append(line)
     methods = sorted({(a, c) for a, c in zip(runs["algorithm"], runs["comp"])})

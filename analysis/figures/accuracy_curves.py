@@ -10,17 +10,14 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis import labels  # noqa: E402
 from analysis.labels import bits_counts, bits_label, method_sort_key, style, with_methods  # noqa: E402
-from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
-
-QUESTION = "2. How fast does each method learn: epochs, bits, time?"  # the report groups the figures by it
-ORDER = 10  # its place among the figures (analysis/figures/__init__.py)
+from analysis.selection import REFERENCE, iid_only, one_cell_per, select_setting, usable  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
                  "train_subopt": "training sub-optimality"}
@@ -48,7 +45,7 @@ def plot_accuracy_curves(points: pd.DataFrame, out_stem: Path, *, metric: str = 
     (labels.style). With up to MAX_SEEDS_DRAWN finished seeds each seed is a thin line and the
     median over seeds a thick one; with more, the median and its interquartile band. Each diverged
     run thin, in its method's look, × where it stopped (a line style always names a method)."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     data = with_methods(points)
     data["y"] = as_percent(data[metric]) if metric == "test_acc" else data[metric].astype(float)
     data["mbit"] = data[bits] / 1e6
@@ -118,6 +115,7 @@ def pick_metric(points: pd.DataFrame) -> str | None:
     return None
 
 
+@figure("2. How fast does each method learn: epochs, bits, time?", order=10)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The setting shown: the (task, topology, n) with the most runs among those with the most methods
     (algorithm + compressor), up to COMPARED (a single method is drawn too); at its most common network
@@ -144,7 +142,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     metric = pick_metric(sel)
     if metric is None:
         return f"no test metric recorded for {task}"
-    rho = runs.loc[runs["algorithm"] != "allreduce", "spectral_gap"]
+    rho = runs.loc[runs["algorithm"] != REFERENCE, "spectral_gap"]
     rho_text = f" (spectral gap ρ = {rho.iloc[0]:.3g})" if len(rho) and pd.notna(rho.iloc[0]) else ""
     what = METRIC_LABELS[metric].replace(" (%)", "")
     if metric in ("test_ppl", "train_subopt", "test_loss"):

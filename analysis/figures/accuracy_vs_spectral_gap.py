@@ -9,21 +9,28 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
 from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
-from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
-
-QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
-ORDER = 30  # its place among the figures (analysis/figures/__init__.py)
+from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
 
 MIN_SPAN = 10.0  # percentage points: the least height of the accuracy axis
 LABEL_GAP = 4.0  # points: the least room between two tick labels of one row, and between two rows
 
+
+def needs(grid: Grid) -> str | None:
+    """Decentralized runs on >= 2 topologies at one (task, n)."""
+    runs = iid_runs(grid)
+    dec = runs[runs["algorithm"] != REFERENCE]
+    if "spectral_gap" in dec:
+        dec = dec[dec["spectral_gap"].notna()]
+    if dec.groupby(["task", "nodes"])["topology"].nunique().ge(2).any():
+        return None
+    return "needs decentralized runs on >= 2 topologies at one number of workers"
 
 
 def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -32,7 +39,7 @@ def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
     data = with_methods(usable(summary))
     data["acc"] = as_percent(data["final_test_acc"])
     rows = []
-    for (method, topology), g in data[data["algorithm"] != "allreduce"].groupby(["method", "topology"]):
+    for (method, topology), g in data[data["algorithm"] != REFERENCE].groupby(["method", "topology"]):
         alive = g[g["status"] != "diverged"]
         rows.append({"method": method, "topology": topology, "spectral_gap": g["spectral_gap"].mean(),
                      "n_eff": g["n_eff"].median() if "n_eff" in g else float("nan"),
@@ -115,7 +122,7 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     """``summary``: one row per run at one n (algorithm, compressor, topology, status, spectral_gap,
     final_test_acc, final_consensus_distance); all-reduce runs, if any, give a reference line. Each
     method in its look (labels.style); the x ticks name each topology at its ρ."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     table = spectral_table(summary)
     methods = sorted(table["method"].unique(), key=method_sort_key)
     looks = {m: style(m) for m in methods}
@@ -140,10 +147,10 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
                     ax.annotate(f"{r['diverged']}/{r['seeds']} diverged", (r["spectral_gap"], y),
                                 textcoords="offset points", xytext=(4, 4), fontsize=8, color=look["color"])
     ref = usable(summary)
-    ref = ref[(ref["algorithm"] == "allreduce") & (ref["status"] != "diverged")]
+    ref = ref[(ref["algorithm"] == REFERENCE) & (ref["status"] != "diverged")]
     if len(ref):
         acc = as_percent(summary["final_test_acc"])[ref.index].mean()
-        name = method_label("allreduce", "none")
+        name = method_label(REFERENCE, "none")
         look = style(name)
         axes[0].axhline(acc, color=look["color"], linestyle=look["linestyle"], linewidth=1.2, alpha=0.8,
                         label=f"{name} ({acc:.2f}%)")
@@ -182,16 +189,17 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     return save_figure(fig, out_stem)
 
 
+@figure("3. How do the graph and n set the gap to all-reduce?", order=30, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The (task, n) with the most runs among those with decentralized runs on >= 2 topologies."""
     if summary is None or summary.empty or "spectral_gap" not in summary:
         return "no summary with spectral gaps"
     data = iid_only(usable(summary))
     # the check a study's cells pass when its DAG is built, here on the runs
-    why = requirements.accuracy_vs_spectral_gap(requirements.Grid(data))
+    why = needs(Grid(data))
     if why:
         return why
-    dec = data[(data["algorithm"] != "allreduce") & data["spectral_gap"].notna()]
+    dec = data[(data["algorithm"] != REFERENCE) & data["spectral_gap"].notna()]
     counts = dec.groupby(["task", "nodes"]).agg(topologies=("topology", "nunique"), runs=("run_id", "size"))
     counts = counts[counts["topologies"] >= 2]
     task, nodes = counts.sort_values("runs", ascending=False).index[0]

@@ -8,15 +8,16 @@ import os
 import sys
 from pathlib import Path
 
-from analysis.figures import CATALOG, FIGURES
+from analysis.figures.base import catalog
 from analysis.figures.index import open_index_lock, read_index, update_index
 from analysis.summary import load_tables
 
 
 def main(argv: list[str] | None = None) -> int:
+    names = list(catalog())  # complete: importing this module imported its package, and so every figure
     p = argparse.ArgumentParser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
     p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
-    p.add_argument("--only", nargs="+", choices=FIGURES, metavar="NAME", help=f"draw only these: {', '.join(FIGURES)}")
+    p.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"draw only these: {', '.join(names)}")
     args = p.parse_args(argv)
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
@@ -34,13 +35,14 @@ def main(argv: list[str] | None = None) -> int:
 
 def _draw(args, fig_dir: Path, lock: int) -> int:
     points, summary, note = load_tables(args.dir)
-    wanted = args.only or FIGURES
+    figures = catalog()
+    wanted = args.only or list(figures)
     drawn: dict[str, str] = {}
     missed = []
     for name in wanted:
-        result = CATALOG[name].draw(args.dir, points, summary, fig_dir / name)
+        result = figures[name].draw(args.dir, points, summary, fig_dir / name)
         if isinstance(result, str):
-            why = result + (f" ({note})" if note and CATALOG[name].reads_runs else "")
+            why = result + (f" ({note})" if note and figures[name].reads_runs else "")
             print(f"skipped {name}: {why}")
             missed.append(f"{name}: {why}")
             continue

@@ -9,20 +9,22 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.consensus import read_trace  # noqa: E402
 from analysis.display import save_figure  # noqa: E402
 from analysis.errors import DamagedFile  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import bits_label, compressor_label, compressor_order, styles_with  # noqa: E402
-
-QUESTION = "1. Does compressed gossip reach consensus?"  # the report groups the figures by it
-ORDER = 50  # its place among the figures (analysis/figures/__init__.py)
-READS_RUNS = False  # drawn from consensus/traces.csv, not from the runs
 
 EXACT = "exact"
 MARK_EVERY = 0.1
+
+
+def needs(grid: Grid) -> str | None:
+    """A consensus: block with methods to run."""
+    return None if grid.consensus.get("methods") else "needs a consensus: block with its methods"
 
 
 def consensus_looks(methods) -> dict:
@@ -37,7 +39,7 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     """``traces``: columns method, gamma, step, rel_error, bits_per_worker (tidy, one row per point; a
     point recorded by several seeds is drawn at their median). On the bits axis (log) the start is
     left out: at round 0 nothing has been sent, and 0 has no place on a log axis."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     data = traces.copy()
     data["mbit_per_worker"] = data["bits_per_worker"] / 1e6
     methods = sorted(data["method"].astype(str).unique(), key=lambda m: (m != EXACT, compressor_order(m)))
@@ -73,6 +75,8 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     return save_figure(fig, out_stem)
 
 
+# drawn from consensus/traces.csv, not from the runs: a note about the runs is no reason it was not drawn
+@figure("1. Does compressed gossip reach consensus?", order=50, needs=needs, reads_runs=False)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The consensus figure from every ``traces.csv`` under the results directory."""
     files = sorted(Path(run_dir).rglob("traces.csv"))

@@ -14,25 +14,31 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.transforms import ScaledTranslation  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures import requirements as req  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.figures.time_to_accuracy import BEYOND, bar_table, log_axis, run_ends  # noqa: E402
 from analysis.labels import centralized, method_label, method_sort_key, style, with_methods  # noqa: E402
-from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
+from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
 
-QUESTION = "8. What do lost messages and slow workers cost?"  # the report groups the figures by it
-ORDER = 110  # its place among the figures (analysis/figures/__init__.py)
-
+NO_FAULTS = ("needs runs on an unreliable network: a faults: setting with drop > 0 (losses at a rate) or an "
+             "exponential straggler")
 MAX_TOPOLOGIES = 4
 DODGE = 5.0  # points between the series drawn at one x, so that their bars do not hide each other
 BURST_DASHES = ["--", "-.", ":"]  # one per burst length; independent losses are solid
 KEYS = ["topology", "method", "drop", "drop_model", "burst", "straggler_mean", "late", "staleness", "active",
         "absences", "pairwise"]
 REFERENCE_LABEL = "all-reduce, perfect network"
+
+
+def needs(grid: req.Grid) -> str | None:
+    """A decentralized run that lost messages at a rate, or any run with an exponential straggler."""
+    runs = req.iid_runs(grid)
+    losses = req.lossy(runs) & (runs["algorithm"] != REFERENCE)
+    return None if (losses | req.straggled(runs)).any() else NO_FAULTS
 
 
 def _on(data: pd.DataFrame, topology) -> pd.DataFrame:
@@ -111,7 +117,7 @@ def plot_losses(ax, table: pd.DataFrame, reference: float | None, ylabel: str) -
         _series(ax, g["drop"] * 100, g["median"], g["low"], g["high"], style(method), linestyle=dashes,
                 filled=model == "independent", offset=offset, gid=f"loss:{method}:{model}")
     if reference is not None:
-        ax.axhline(reference, color=style(method_label("allreduce", "none"))["color"], linestyle=":",
+        ax.axhline(reference, color=style(method_label(REFERENCE, "none"))["color"], linestyle=":",
                    linewidth=1.6, zorder=1, gid="reference")
     _x_axis(ax, table["drop"] * 100, "messages lost per link and round (%)")
     ax.set_ylabel(ylabel)
@@ -155,7 +161,7 @@ def _legend_handles(methods, bursts, reference: bool, unreached: set) -> tuple[l
                            linestyle=BURST_DASHES[k % len(BURST_DASHES)],
                            label=f"lost in bursts of {burst:g} rounds (Gilbert-Elliott)"))
     if reference:
-        ways.append(Line2D([], [], color=style(method_label("allreduce", "none"))["color"], linestyle=":",
+        ways.append(Line2D([], [], color=style(method_label(REFERENCE, "none"))["color"], linestyle=":",
                            linewidth=1.6, label=REFERENCE_LABEL))
     if "censored" in unreached:
         ways.append(Line2D([], [], color="0.3", marker=BEYOND, markersize=13, linestyle="none",
@@ -194,7 +200,7 @@ def plot_faults_effect(losses: dict, stragglers: dict, out_stem: Path, *, refere
                        title: str, logs: dict) -> list[Path]:
     """``losses``: topology -> loss_table; ``stragglers``: topology -> bar_table over straggler means;
     ``logs``: topology -> whether that straggler panel has a log time axis."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     rows = [r for r in (losses, stragglers) if r]
     cols = max(len(r) for r in rows)
     fig = plt.figure(figsize=(5.0 * cols + (2.6 if cols == 1 else 0), 4.1 * len(rows) + 0.6))
@@ -226,12 +232,13 @@ def _percent(values) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
+@figure("8. What do lost messages and slow workers cost?", order=110, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The (task, n) with the most runs on an unreliable network; each topology with losses (top) or
     stragglers (bottom), up to MAX_TOPOLOGIES; one cell per method and fault setting."""
     if summary is None or summary.empty:
         return "no summary of the runs"
-    why = req.faults_effect(req.Grid(summary))  # what a study's cells are checked for when its DAG is built
+    why = needs(req.Grid(summary))  # what a study's cells are checked for when its DAG is built
     if why:
         return why
     data = with_methods(iid_only(usable(req.with_faults(summary))))
@@ -251,7 +258,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         here = decentral[decentral["topology"] == topology]
         shown = here[here["method"].isin(set(here.loc[req.lossy(here), "method"]))]
         losses[topology] = loss_table(shown[req.lossy(shown) | req.perfect(shown)], "acc")
-    ref = data[(data["algorithm"] == "allreduce") & req.perfect(data)]
+    ref = data[(data["algorithm"] == REFERENCE) & req.perfect(data)]
     ref_acc = ref["acc"] if ref["acc"].notna().any() else as_percent(ref["final_test_acc"])
     reference = float(ref_acc.median()) if ref_acc.notna().any() else None
     stragglers, logs, times = {}, {}, {"time_to_target_s", "tta_status"} <= set(data.columns)

@@ -11,18 +11,30 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from analysis.display import save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.noniid import gap_table, heterogeneity  # noqa: E402
-from analysis.selection import IID_SCHEMES  # noqa: E402
-
-QUESTION = "5. What does non-i.i.d. data cost?"  # the report groups the figures by it
-ORDER = 72  # its place among the figures (analysis/figures/__init__.py), after noniid_effect
+from analysis.selection import IID_SCHEMES, REFERENCE, usable  # noqa: E402
 
 MAX_PANELS = 4
+
+
+def needs(grid: Grid) -> str | None:
+    """A method and all-reduce run on the same task, n and >= 2 data partitions."""
+    runs = usable(grid.cells)
+    runs = runs.assign(data=runs["data"].astype(str))
+    ref = set(map(tuple, runs.loc[runs["algorithm"] == REFERENCE, ["task", "nodes", "data"]].drop_duplicates()
+                  .itertuples(index=False)))
+    others = runs[runs["algorithm"] != REFERENCE]
+    # a boolean array, not a list: an empty list would select no columns rather than no rows
+    shared = others[np.array([key in ref for key in zip(others["task"], others["nodes"], others["data"])], bool)]
+    if shared.groupby(["task", "topology", "nodes", "algorithm", "compressor"])["data"].nunique().ge(2).any():
+        return None
+    return ("needs a method and all-reduce run on the same task, n and two or more data partitions "
+            "(e.g. dirichlet:0.1 and shuffle)")
 
 
 def partition_label(scheme: str) -> str:
@@ -35,7 +47,7 @@ def partition_label(scheme: str) -> str:
 def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``table``: noniid.gap_table rows of one task. The partitions on a shared categorical axis, most
     heterogeneous on the left; a dashed line at no gap."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     panels = list(table.groupby(["topology", "nodes"], sort=True))[:MAX_PANELS]
     schemes = sorted(table["data"].unique(), key=heterogeneity)
     fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5, 1.1 * len(schemes) + 2.5) * len(panels), 4.4),
@@ -73,11 +85,12 @@ def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None 
     return save_figure(fig, out_stem)
 
 
+@figure("5. What does non-i.i.d. data cost?", order=72, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most (method, partition) gaps."""
     if summary is None or summary.empty or "data" not in summary:
         return "no summary with a data partition column"
-    why = requirements.gap_vs_alpha(requirements.Grid(summary))
+    why = needs(Grid(summary))
     if why:
         return why
     table = gap_table(summary)

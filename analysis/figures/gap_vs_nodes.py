@@ -9,17 +9,29 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
 from analysis.labels import method_sort_key, style, topology_style, with_methods  # noqa: E402
-from analysis.selection import iid_only, one_cell_per, usable  # noqa: E402
+from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
 
-QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
-ORDER = 20  # its place among the figures (analysis/figures/__init__.py)
+
+def needs(grid: Grid) -> str | None:
+    """All-reduce and a decentralized method at >= 2 shared node counts of one task, and one decentralized
+    (topology, method) at >= 2 node counts: a gap against n is a line."""
+    why = "needs all-reduce and decentralized runs at >= 2 node counts of one task"
+    for _, g in iid_runs(grid).groupby("task"):  # any task will do: a study of several is drawn on its best
+        ref = g["algorithm"] == REFERENCE
+        if len(set(g.loc[ref, "nodes"]) & set(g.loc[~ref, "nodes"])) < 2:
+            continue
+        spread = g[~ref].groupby(["topology", "algorithm", "compressor"])["nodes"].nunique()
+        if (spread >= 2).any():
+            return None
+        why = "no decentralized (topology, method) run at >= 2 node counts"
+    return why
 
 
 def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
@@ -28,8 +40,8 @@ def gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     data = with_methods(usable(summary))
     data["acc"] = as_percent(data["final_test_acc"])
     ok = data["status"] != "diverged"
-    ref = data[ok & (data["algorithm"] == "allreduce")].groupby("nodes")["acc"].mean()
-    dec = data[(data["algorithm"] != "allreduce") & data["nodes"].isin(ref.index)]
+    ref = data[ok & (data["algorithm"] == REFERENCE)].groupby("nodes")["acc"].mean()
+    dec = data[(data["algorithm"] != REFERENCE) & data["nodes"].isin(ref.index)]
     rows = []
     for (topology, method, nodes), g in dec.groupby(["topology", "method", "nodes"]):
         alive = g[g["status"] != "diverged"]
@@ -46,7 +58,7 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     final_test_acc, spectral_gap), all-reduce runs included as the reference. One panel per method,
     in the method's colour (labels.style), one line per topology in its marker and line style
     (labels.topology_style); the panels share their y-axis."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     table = gap_table(summary)
     topologies = sorted(table["topology"].unique())
     methods = sorted(table["method"].unique(), key=method_sort_key)
@@ -97,6 +109,7 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     return save_figure(fig, out_stem)
 
 
+@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with all-reduce at the most node counts that decentralized runs share (>= 2 needed)."""
     if summary is None or summary.empty or "final_test_acc" not in summary:
@@ -104,15 +117,15 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     data = iid_only(usable(summary))
     data = data[pd.to_numeric(data["final_test_acc"], errors="coerce").notna()]
     # the check a study's cells pass when its DAG is built, here on the runs
-    why = requirements.gap_vs_nodes(requirements.Grid(data))
+    why = needs(Grid(data))
     if why:
         return why
     best = None
     for task, g in data.groupby("task"):
-        if requirements.gap_vs_nodes(requirements.Grid(g)):
+        if needs(Grid(g)):
             continue  # e.g. n = 1 and 4 of lsq beside a scaling study of another task: no line against n
-        ref_n = set(g.loc[g["algorithm"] == "allreduce", "nodes"])
-        shared = ref_n & set(g.loc[g["algorithm"] != "allreduce", "nodes"])
+        ref_n = set(g.loc[g["algorithm"] == REFERENCE, "nodes"])
+        shared = ref_n & set(g.loc[g["algorithm"] != REFERENCE, "nodes"])
         if len(shared) >= 2 and (best is None or len(shared) > best[1]):
             best = (task, len(shared))
     task = best[0]
@@ -122,7 +135,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         sel = sel[sel["network"] == sel["network"].mode().iloc[0]]
     sel = one_cell_per(sel, ["topology", "method", "nodes"])
     # a line against n needs two n: pairs run at one n only (e.g. a spectral block) are left out
-    dec = sel["algorithm"] != "allreduce"
+    dec = sel["algorithm"] != REFERENCE
     spread = sel[dec].groupby(["topology", "method"])["nodes"].transform("nunique")
     sel = pd.concat([sel[~dec], sel[dec][spread >= 2]])
     if not dec.any() or (spread < 2).all():

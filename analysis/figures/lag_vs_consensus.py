@@ -10,24 +10,33 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter  # noqa: E402
 
 from analysis.display import save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, palette, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style, topology_style  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
-from analysis.selection import IID_SCHEMES  # noqa: E402
-
-QUESTION = "3. How do the graph and n set the gap to all-reduce?"  # the report groups the figures by it
-ORDER = 60  # its place among the figures (analysis/figures/__init__.py)
+from analysis.selection import IID_SCHEMES, REFERENCE, usable  # noqa: E402
 
 MAX_PANELS = 4
-
-
 MIN_FIT = 3  # settings with a positive gap a power law needs: through one or two points any line "fits"
 COLUMNS = 2  # panels per row: four partitions side by side made a figure of 3,000 px and tiny text
+
+
+def needs(grid: Grid) -> str | None:
+    """>= 2 decentralized settings (method, topology, n) with an all-reduce run at the same task, data and
+    n, in one data partition: a fit of the gap against the consensus distance needs two points."""
+    runs = usable(grid.cells)
+    keys = ["task", "data", "nodes"]
+    ref = runs.loc[runs["algorithm"] == REFERENCE, keys].drop_duplicates()
+    dec = runs[runs["algorithm"] != REFERENCE].merge(ref, on=keys)
+    settings = dec.drop_duplicates(["task", "data", "algorithm", "compressor", "topology", "nodes"])
+    if settings.groupby(["task", "data"]).size().ge(2).any():
+        return None
+    return ("needs >= 2 settings (method, topology, n) of decentralized runs with an all-reduce run at the "
+            "same task, data and n")
 
 
 def _fit_or_none(table: pd.DataFrame):
@@ -53,10 +62,10 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     topology (labels.topology_style), filled where the point enters the log fit, hollow (in the
     shaded band under 0) where its gap is ≤ 0; each point labelled with its method, framed in the
     method's colour (labels.style), when several methods are present."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     schemes = sorted(table["data"].astype(str).unique(), key=lambda s: (s not in IID_SCHEMES, s))[:MAX_PANELS]
     nodes = sorted(table["nodes"].unique())
-    colours = dict(zip(nodes, sns.color_palette("viridis", len(nodes))))
+    colours = dict(zip(nodes, palette("viridis", len(nodes))))
     topologies = sorted(table["topology"].astype(str).unique())
     markers = {t: topology_style(t, topologies)["marker"] for t in topologies}
     # the most common method goes unlabelled (the caption names it); the others carry a short label
@@ -123,12 +132,13 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     return save_figure(fig, out_stem)
 
 
+@figure("3. How do the graph and n set the gap to all-reduce?", order=60, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most decentralized settings; one panel per data partition."""
     if points is None or summary is None or summary.empty or "consensus_distance" not in points:
         return "no runs with a recorded consensus distance"
     # the check a study's cells pass when its DAG is built, here on the runs
-    why = requirements.lag_vs_consensus(requirements.Grid(summary))
+    why = needs(Grid(summary))
     if why:
         return why
     table = lag_table(points, summary)

@@ -10,16 +10,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.labels import (bits_counts, bits_label, centralized, method_sort_key, style, topology_style,  # noqa: E402
                              with_methods)
 from analysis.selection import IID_SCHEMES, usable  # noqa: E402
-
-QUESTION = "7. Which method wins at matched bits and matched time?"  # the report groups the figures by it
-ORDER = 100  # its place among the figures (analysis/figures/__init__.py)
 
 
 def _partition_order(schemes) -> list[str]:
@@ -44,7 +41,7 @@ def curves(points: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str | None = None) -> list[Path]:
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     schemes = _partition_order(table["data"].dropna().unique())
     methods = sorted(table["method"].unique(), key=method_sort_key)
     topologies = sorted(table["topology"].astype(str).unique())
@@ -75,6 +72,7 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
     return save_figure(fig, out_stem)
 
 
+@figure("7. Which method wins at matched bits and matched time?", order=100)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task, n and network with the most methods (one is enough)."""
     if points is None or points.empty:

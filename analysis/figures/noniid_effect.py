@@ -10,18 +10,24 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 
 from analysis.display import save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.noniid import noniid_table  # noqa: E402
-from analysis.selection import IID_SCHEMES  # noqa: E402
-
-QUESTION = "5. What does non-i.i.d. data cost?"  # the report groups the figures by it
-ORDER = 70  # its place among the figures (analysis/figures/__init__.py)
+from analysis.selection import IID_SCHEMES, usable  # noqa: E402
 
 MAX_PANELS = 4
+
+
+def needs(grid: Grid) -> str | None:
+    """One setting (task, topology, n, method) run on >= 2 data partitions."""
+    runs = usable(grid.cells)
+    partitions = runs.groupby(["task", "topology", "nodes", "algorithm", "compressor"])["data"].nunique()
+    if partitions.ge(2).any():
+        return None
+    return "no setting (task, topology, n, method) was run on two or more data partitions"
 
 
 def _schemes(table: pd.DataFrame) -> list[str]:
@@ -48,7 +54,7 @@ def plot_noniid_effect(table: pd.DataFrame, out_stem: Path, *, title: str | None
     """``table``: noniid.noniid_table rows of one task. One group per method, in the method's
     colour (labels.style); one glyph per partition (filled: i.i.d., hollow: the others); one panel
     per (topology, n), sharing the accuracy axis."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     panels = list(table.groupby(["topology", "nodes"], sort=True))[:MAX_PANELS]
     schemes = _schemes(table)
     glyphs = partition_looks(schemes)
@@ -90,12 +96,13 @@ def plot_noniid_effect(table: pd.DataFrame, out_stem: Path, *, title: str | None
     return save_figure(fig, out_stem)
 
 
+@figure("5. What does non-i.i.d. data cost?", order=70, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most settings run on >= 2 data partitions."""
     if summary is None or summary.empty or "data" not in summary:
         return "no summary with a data partition column"
     # the check a study's cells pass when its DAG is built, here on the runs
-    why = requirements.noniid_effect(requirements.Grid(summary))
+    why = needs(Grid(summary))
     if why:
         return why
     table = noniid_table(summary)

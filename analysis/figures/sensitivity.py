@@ -11,20 +11,27 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import save_figure  # noqa: E402
 from analysis.errors import DamagedFile  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.tuning import read_tuned  # noqa: E402
 
-QUESTION = "6. How sensitive is each method to its knobs?"  # the report groups the figures by it
-ORDER = 80  # its place among the figures (analysis/figures/__init__.py)
-
 KNOBS = ("lr", "weight_decay", "gamma", "momentum")
+SWEPT_KNOBS = ("lr", "gamma")  # what a curve is drawn against, one panel each
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
+
+
+def needs(grid: Grid) -> str | None:
+    """A tuning grid of >= 2 learning rates or γ values that some cell searches."""
+    for knob in SWEPT_KNOBS:
+        if len(grid.tune_grid.get(knob, ())) >= 2 and any(knob in knobs for knobs in grid.tuned.values()):
+            return None
+    return "needs a tune: grid of >= 2 values of lr or gamma that some cell searches"
 
 
 def _close(a, b) -> bool:
@@ -99,9 +106,9 @@ def _panel(ax, table: pd.DataFrame, knob: str) -> None:
 def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``trials``: tuned.csv rows (cell, algorithm, compressor, status, the knobs, criterion columns,
     criterion, selected)."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     trials = with_methods(trials)
-    panels = [(k, sensitivity_slice(trials, k)) for k in ("lr", "gamma")]
+    panels = [(k, sensitivity_slice(trials, k)) for k in SWEPT_KNOBS]
     panels = [(k, t) for k, t in panels if len(t)]
     fig, axes = plt.subplots(1, len(panels), figsize=(5.6 * len(panels), 4.6), squeeze=False)
     for ax, (knob, table) in zip(axes.flat, panels):
@@ -130,6 +137,7 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
     return save_figure(fig, out_stem)
 
 
+@figure("6. How sensitive is each method to its knobs?", order=80, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     path = Path(run_dir) / "tuned.csv"
     try:
@@ -140,7 +148,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return f"no {path} (a study with a `tune:` grid writes it)"
     if trials.empty or not trials["selected"].astype(bool).any():
         return f"{path} has no selected trial"
-    varied = [k for k in ("lr", "gamma") if not sensitivity_slice(with_methods(trials), k).empty]
+    varied = [k for k in SWEPT_KNOBS if not sensitivity_slice(with_methods(trials), k).empty]
     if not varied:
         return "the tuning grid varies neither the learning rate nor γ"
     task = ", ".join(sorted(trials["task"].astype(str).unique()))

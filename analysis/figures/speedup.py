@@ -12,21 +12,31 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import save_figure  # noqa: E402
-from analysis.figures import requirements  # noqa: E402
+from analysis.figures.base import figure, palette, paper_theme  # noqa: E402
+from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style  # noqa: E402
+from analysis.selection import usable  # noqa: E402
 from analysis.speedup import (CONSTANT, SQRT_N, curves, fit_theory_constant, in_regime, regime_title,  # noqa: E402
                               regimes, speedup_points, speedup_table)
 
-QUESTION = "4. Does training speed up linearly with n?"  # the report groups the figures by it
-ORDER = 90  # its place among the figures (analysis/figures/__init__.py)
-
+NO_SUBOPTIMALITY = "needs runs with train_subopt (the lsq and logreg tasks record it)"
 REGIME_STYLES = ["-", "--", ":", "-."]  # line style of each LR regime in the curve panels, in regimes() order
 TARGET_GREYS = ["0.45", "0.7"]  # first and second target sub-optimality
+
+
+def needs(grid: Grid) -> str | None:
+    """A task that records the sub-optimality (lsq, logreg), run at n = 1 (the baseline) and at another n."""
+    if grid.metrics is not None and "train_subopt" not in grid.metrics:
+        return NO_SUBOPTIMALITY
+    runs = usable(grid.cells)
+    for _, g in runs.groupby("task"):
+        if (g["nodes"] == 1).any() and g["nodes"].nunique() >= 2:
+            return None
+    return "needs runs at n = 1 (the baseline) and at another n of one task"
 
 
 def regime_name(regime: str) -> str:
@@ -120,11 +130,11 @@ def plot_speedup(points: pd.DataFrame, table: pd.DataFrame, out_stem: Path, *, t
     ``table``: its ``speedup_table``. Top row: one panel per method, the curves of every n (colour) and
     LR regime (line style). Bottom row: per regime, the speed-up to each target and the noise-floor
     ratio against n, each method in its look (labels.style). Returns the paths and the fitted constant c."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     regimes_of = regimes(points)
     methods = sorted(points["method"].unique(), key=method_sort_key)
     nodes = sorted(points["nodes"].unique())
-    colors = dict(zip(nodes, sns.color_palette("viridis_r", len(nodes))))
+    colors = dict(zip(nodes, palette("viridis_r", len(nodes))))
     looks = {m: style(m) for m in methods}
     shared = curves(in_regime(points, regimes_of[0]))
     c = theory_constant(shared[shared["step"] > 0])  # the n = 1 runs are the same in every regime
@@ -205,13 +215,14 @@ def _lr_text(table: pd.DataFrame, regimes_of) -> str:
     return ("Learning rates: " + "; ".join(parts) + ".") if parts else ""
 
 
+@figure("4. Does training speed up linearly with n?", order=90, needs=needs)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with sub-optimality curves at n = 1 and the most other node counts."""
     data = speedup_points(points)
     if data is None:
-        return requirements.NO_SUBOPTIMALITY
+        return NO_SUBOPTIMALITY
     # the check a study's cells pass when its DAG is built, here on the runs
-    why = requirements.speedup(requirements.Grid(data))
+    why = needs(Grid(data))
     if why:
         return why
     tasks = [(task, g["nodes"].nunique()) for task, g in data.groupby("task") if (g["nodes"] == 1).any()]

@@ -12,16 +12,13 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import seaborn as sns  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
+from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
-
-QUESTION = "2. How fast does each method learn: epochs, bits, time?"  # the report groups the figures by it
-ORDER = 40  # its place among the figures (analysis/figures/__init__.py)
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
                "bits_to_target": "bits a worker put on its links to target"}
@@ -195,7 +192,7 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     on the bars, ↑ on the dots (censored: the run ended first; the bars also have a hatched outline up
     to the ▲, the target not reached by then), or × (diverged) where its runs ended, labelled "not
     reached". Without ``points`` (no end known) only the mark, at the top of the axes."""
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+    paper_theme()
     table = bar_table(summary, value, run_ends(points, value))
     log = log_axis(table)
     order = network_order(summary)
@@ -240,6 +237,7 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     return save_figure(fig, out_stem)
 
 
+@figure("2. How fast does each method learn: epochs, bits, time?", order=40)
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The most-run (task, topology, n) setting, every network preset, one cell per method and preset."""
     needed = {"time_to_target_s", "tta_status", "network"}

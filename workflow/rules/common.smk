@@ -174,7 +174,7 @@ _unknown = [name for name in FIGURES if name not in KNOWN_FIGURES]
 if _unknown:
     sys.exit(f"error: study {STUDY!r}: unknown figure {_unknown[0]!r}; known: {', '.join(KNOWN_FIGURES)}")
 # a figure the study's cells cannot give is refused now, not found missing after the runs (what each figure
-# needs: analysis/figures/requirements.py)
+# needs: the `needs` of its module in analysis/figures/)
 _FIGURE_GRID = Grid(cells_frame([S.configs[cell].to_dict() for cell in CELLS]), tune_grid=S.tune_grid,
                     tuned=TUNED_CELLS, consensus=CONSENSUS, metrics=S.metrics)
 for _figure, _why in unmet(FIGURES, _FIGURE_GRID)[:1]:

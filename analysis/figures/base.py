@@ -1,0 +1,71 @@
+"""What a figure is: a draw function marked ``@figure(question, order=...)``, registered under its module's name,
+and the look every figure shares. Figure modules import this; it imports none of them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from analysis.selection import usable
+
+if TYPE_CHECKING:
+    from analysis.figures.requirements import Grid
+
+
+def trains(grid: Grid) -> str | None:
+    """What a figure needs when it declares nothing more: training runs (a block of cells)."""
+    return None if len(usable(grid.cells)) else "needs training runs (a block of cells)"
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # its module's name, of figures/NAME.png and of `--only NAME`
+    question: str  # the report groups figures by it: "3. How do ...?"
+    order: int  # its place among the figures: drawn, listed and offered in this order
+    draw_function: Callable  # the module's draw(run_dir, points, summary, out_stem)
+    # what it needs of a study's cells, checked when the DAG is built and again on the runs: None or the reason
+    needs: Callable[[Grid], str | None] = trains
+    reads_runs: bool = True  # False: drawn from other files, so a note about the runs is no reason
+
+    def draw(self, run_dir: Path, points, summary, out_stem: Path):
+        """(paths, caption) of the figure drawn from these tables, or the reason it cannot be."""
+        return self.draw_function(run_dir, points, summary, out_stem)
+
+
+_REGISTERED: dict[str, Figure] = {}
+
+
+def figure(question: str, *, order: int, needs: Callable[[Grid], str | None] = trains, reads_runs: bool = True):
+    """Registers the draw function it marks as the figure of its module's name (one figure per module)."""
+    def register(draw: Callable) -> Callable:
+        module = draw.__module__
+        name = module.rpartition(".")[2]
+        if not isinstance(question, str) or not isinstance(order, int) or isinstance(order, bool):
+            raise TypeError(f"{module}: a figure declares its question as a string and its order as a whole "
+                            f"number (found {question!r}, {order!r})")
+        if name in _REGISTERED:
+            raise TypeError(f"{module}: a second figure named {name!r} (one figure per module)")
+        _REGISTERED[name] = Figure(name, question, order, draw, needs, reads_runs)
+        return draw
+    return register
+
+
+def catalog() -> dict[str, Figure]:
+    """Every registered figure by name, in their order (then by name); complete once analysis.figures is
+    imported, which imports every module of the package."""
+    return {f.name: f for f in sorted(_REGISTERED.values(), key=lambda f: (f.order, f.name))}
+
+
+def paper_theme() -> None:
+    """Seaborn's paper look on a white grid, set before a figure is drawn. Seaborn (and the SciPy it loads)
+    is imported here, when drawing, not with the modules: the DAG build imports every figure for its catalog."""
+    import seaborn as sns
+
+    sns.set_theme(style="whitegrid", context="paper", font_scale=1.1)
+
+
+def palette(name: str, count: int) -> list:
+    """``count`` colours of the colour map ``name`` as seaborn spaces them (imported when drawing, as above)."""
+    import seaborn as sns
+
+    return sns.color_palette(name, count)
