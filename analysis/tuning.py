@@ -30,7 +30,8 @@ from analysis.files import write_text_atomically
 from analysis.checks import DamagedFile, read_table, record_problem
 from analysis.report_html import md_text
 
-# the knobs a tuning grid may search (run settings, and γ, the knob of the methods with a consensus step)
+# the knobs every trial table has: the tunable run settings and γ (the knob of the methods with a consensus step);
+# a trial of a method with other tunable knobs (CEDAS's copy_step, ...) adds a column for each, named by its run.json
 TUNABLE = ("lr", "weight_decay", "gamma", "momentum")
 # the bounds of the algorithms' knobs, for runs written before run.json carried them (algorithm.knobs)
 KNOB_HIGHS_BEFORE = {"gamma": 1.0}
@@ -64,7 +65,7 @@ def read_trial(path: Path) -> dict | None:
     cfg = record.get("config", {})
     last = metrics.iloc[-1] if len(metrics) else pd.Series(dtype=float)
     gamma = (record.get("gamma") or {}).get("value")
-    return {
+    return {**method_knobs(record),
         "cell": path.parent.name, "trial": path.name, "status": record.get("status", "unknown"),
         **{k: cfg.get(k) for k in ("task", "algorithm", "compressor", "topology", "nodes", "data")},
         "lr": _num(cfg.get("lr")), "weight_decay": _num(cfg.get("weight_decay")),
@@ -74,12 +75,31 @@ def read_trial(path: Path) -> dict | None:
     }
 
 
+def method_knobs(record: dict) -> dict[str, float]:
+    """The values of the knobs the trial's method declares tunable (run.json: algorithm.knobs, algorithm.options),
+    beyond γ, which has its own column; none for a record that does not say."""
+    algorithm = record.get("algorithm")
+    if not isinstance(algorithm, dict) or not isinstance(algorithm.get("knobs"), dict):
+        return {}
+    options = algorithm.get("options") if isinstance(algorithm.get("options"), dict) else {}
+    return {name: _num(options.get(name, info.get("default"))) for name, info in algorithm["knobs"].items()
+            if isinstance(info, dict) and info.get("tune") and name not in TUNABLE}
+
+
+def knob_columns(trials: pd.DataFrame) -> list[str]:
+    """The knob columns of a trial table: TUNABLE's, then each method knob a trial carries (a numeric column beyond
+    COLUMNS; what the analysis adds, such as the method's label, is text)."""
+    return [k for k in TUNABLE if k in trials] + sorted(
+        c for c in trials.columns if c not in COLUMNS and pd.api.types.is_numeric_dtype(trials[c]))
+
+
 def read_trials(cell_dir: Path) -> pd.DataFrame:
     """The trials of a cell; ``attrs["knob_highs"]``: the largest value each algorithm knob takes, as the runs'
     records say (a grid is never extended past it)."""
     paths = [p for p in sorted(Path(cell_dir).iterdir()) if p.is_dir()]
     rows = [row for p in paths if (row := read_trial(p))]
-    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("criterion", "selected")])
+    extra = sorted({k for row in rows for k in row} - set(COLUMNS))
+    frame = pd.DataFrame(rows, columns=[c for c in COLUMNS if c not in ("criterion", "selected")] + extra)
     frame.attrs["knob_highs"] = _knob_highs(paths)
     return frame
 
@@ -107,7 +127,7 @@ def criterion(trials: pd.DataFrame) -> tuple[str, bool]:
 def grid_points(trials: pd.DataFrame) -> pd.Series:
     """A label per trial naming its grid point (the tuned knobs' values); the tuning seeds of one
     point share it."""
-    knobs = [k for k in TUNABLE if k in trials]
+    knobs = knob_columns(trials)
     return trials[knobs].apply(lambda row: "|".join(f"{k}={float(row[k])!r}" for k in knobs), axis=1)
 
 
@@ -178,7 +198,7 @@ def rank(trials: pd.DataFrame, at: float) -> dict:
     column, _ = criterion(trials)
     ok = trials["status"].isin(SOUND) & (trials["epochs_done"] >= at - 1e-9) & trials[column].notna()
     ranked, point = _scores(trials, ok)
-    knobs = [k for k in TUNABLE if trials[k].nunique(dropna=True) > 1]
+    knobs = [k for k in knob_columns(trials) if trials[k].nunique(dropna=True) > 1]
     out = {"criterion": column, "at": at, "ranking": [], "edges": []}
     for r in ranked.to_dict("records"):
         members = trials[point == r["_point"]]
@@ -213,7 +233,11 @@ def cmd_select(args) -> int:
     if not cell_dir.is_dir():
         raise SelectionError(f"tuning directory not found: {cell_dir}")
     trials = select(read_trials(cell_dir))
-    keys = args.keys or [k for k in TUNABLE if trials[k].nunique(dropna=True) > 1]
+    knobs = knob_columns(trials)
+    unknown = [k for k in args.keys or () if k not in knobs]
+    if unknown:
+        raise SelectionError(f"--keys: {unknown[0]!r} is not a knob of these trials; their knobs: {', '.join(knobs)}")
+    keys = args.keys or [k for k in knobs if trials[k].nunique(dropna=True) > 1]
     values = chosen_values(trials, keys)
     chosen = trials[trials["selected"]]
     column = chosen["criterion"].iloc[0]
@@ -244,7 +268,8 @@ def study_table(study_dir: Path) -> pd.DataFrame:
                 frames.append(trials.assign(criterion=None, selected=False))
     if not frames:
         raise SelectionError(f"no finished trials under {tune}")
-    return pd.concat(frames, ignore_index=True)[COLUMNS]
+    table = pd.concat(frames, ignore_index=True)
+    return table[COLUMNS + sorted(c for c in table.columns if c not in COLUMNS)]  # a method's own knobs last
 
 
 def _at_edge(values: pd.Series, chosen: float, high: float | None = None) -> bool:
@@ -329,7 +354,7 @@ def tuning_markdown(study_dir: Path) -> str | None:
     rows = []
     for cell, g in table.groupby("cell", sort=True):
         best = g[g["selected"].astype(bool)]
-        knobs = [k for k in TUNABLE if g[k].nunique(dropna=True) > 1]
+        knobs = [k for k in knob_columns(g) if g[k].nunique(dropna=True) > 1]
         if len(best) and (best["status"] == "diverged").all():
             chosen = ", ".join(f"{k} = {best[k].iloc[0]:g}" for k in knobs) + " (every point diverged; the longest-lived)"
             score, near = "diverged", "all diverged"
@@ -370,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("select", help="the chosen values of one cell's trials, as YAML")
     p.add_argument("cell_dir")
     p.add_argument("--out", required=True)
-    p.add_argument("--keys", nargs="+", choices=TUNABLE, help="knobs to write (default: those that vary)")
+    p.add_argument("--keys", nargs="+", help="knobs to write (default: those that vary); the trials' knobs: "
+                   f"{', '.join(TUNABLE)} and any knob the trials' method declares tunable")
     p.set_defaults(run=cmd_select)
     p = sub.add_parser("rank", help="the grid points that reached --at epochs, best first (JSON)")
     p.add_argument("cell_dir")

@@ -49,7 +49,8 @@ def test_a_run_whose_auto_step_is_now_found_otherwise_gets_a_new_id(settings, be
 
 def test_no_knob_is_a_run_setting_and_each_shortcut_is_one_field():
     named = shortcuts()
-    assert set(named) == {"gamma", "gamma_tune_steps", "order"}
+    tunable = {f for n in ALGORITHMS.names() for f, info in ALGORITHMS.get(n).knobs().items() if info.get("tune")}
+    assert set(named) == {"gamma", "gamma_tune_steps", "order"} | tunable  # a grid names a tunable knob by its word
     assert not set(named) & set(KEYS)
     for name in ALGORITHMS.names():  # every method that has a shortcut's knob has that very knob: default, reader
         for f in dataclasses.fields(ALGORITHMS.get(name).Options):

@@ -208,14 +208,16 @@ def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(t
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     study = tmp_path / "results" / "test-tune"
     table = pd.read_csv(study / "tuned.csv")
-    assert sorted(table["cell"].unique()) == ["allreduce-none_ring4", "choco-sign_ring4"]  # dpsgd: lr by hand
-    assert len(table) == 2 + 4  # allreduce: 2 learning rates; choco: 2 learning rates x 2 γ
+    cells = ["allreduce-none_ring4", "cedas-qsgd16_ring4", "choco-sign_ring4"]
+    assert sorted(table["cell"].unique()) == cells  # dpsgd: lr by hand
+    assert len(table) == 2 + 4 + 4  # allreduce: 2 learning rates; choco: 2 learning rates x 2 γ; cedas: x 2 copy steps
     assert (table["val_fraction"] == 0.2).all()
     diverged = table[table["lr"] == 500]
     assert (diverged["status"] == "diverged").all() and not diverged["selected"].any()
-    assert table.groupby("cell")["selected"].sum().tolist() == [1, 1]
+    assert table.groupby("cell")["selected"].sum().tolist() == [1, 1, 1]
     assert table.equals(study_table(study))
-    for cell in ("allreduce-none_ring4", "choco-sign_ring4"):
+    assert table.loc[table["cell"] != "cedas-qsgd16_ring4", "copy_step"].isna().all()  # only CEDAS has the knob
+    for cell in cells:
         chosen = yaml.safe_load((study / "tuned" / f"{cell}.yaml").read_text())
         best = table[(table["cell"] == cell) & table["selected"]].iloc[0]
         assert chosen["lr"] == best["lr"]
@@ -225,6 +227,9 @@ def test_a_tuned_study_selects_on_validation_and_its_final_runs_use_the_winner(t
             assert config["epochs"] == 2  # trials ran 0.5 x the epochs
             if cell.startswith("choco"):
                 assert config["algorithm_options"]["gamma"] == chosen["gamma"] == best["gamma"]  # the method's knob
+            if cell.startswith("cedas"):  # a knob the method declares tunable, searched and used like γ
+                assert config["algorithm_options"] == {"copy_step": chosen["copy_step"]} and "gamma" not in chosen
+                assert chosen["copy_step"] == best["copy_step"]
     by_hand = json.loads((study / "runs" / "dpsgd-none_ring4_lr=0.2_s0" / "run.json").read_text())["config"]
     assert by_hand["lr"] == 0.2 and not (study / "tuned" / "dpsgd-none_ring4_lr=0.2.yaml").exists()
     assert (study / "figures" / "sensitivity.png").stat().st_size > 0

@@ -19,9 +19,8 @@ from analysis.errors import DamagedFile  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
-from analysis.tuning import read_tuned  # noqa: E402
+from analysis.tuning import knob_columns, read_tuned  # noqa: E402
 
-KNOBS = ("lr", "weight_decay", "gamma", "momentum")
 SWEPT_KNOBS = ("lr", "gamma")  # what a curve is drawn against, one panel each
 AXIS_LABELS = {"lr": "learning rate η (log scale)", "gamma": "consensus step γ (log scale)"}
 
@@ -49,7 +48,7 @@ def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
             continue
         best = chosen.iloc[0]
         column = best["criterion"]
-        others = [k for k in KNOBS if k != knob and k in g]
+        others = [k for k in knob_columns(g) if k != knob]
         along = g[[all(_close(r[k], best[k]) for k in others) for _, r in g.iterrows()]]
         full = g["epochs"].max()
         done = g["epochs_done"] if "epochs_done" in g else g["epochs"]  # tables from before halving: all full
@@ -154,7 +153,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     task = ", ".join(sorted(trials["task"].astype(str).unique()))
     paths = plot_sensitivity(trials, out_stem, title=f"Sensitivity to the tuned hyper-parameters ({task})")
     budget = trials["epochs"].median()
-    seeds = trials.groupby(["cell"] + [k for k in KNOBS if k in trials]).size().max()
+    seeds = trials.groupby(["cell"] + knob_columns(trials), dropna=False).size().max()
     caption = (f"Tuning trials of {task} ({len(trials)} trials, {trials['cell'].nunique()} cells, "
                f"successive halving to {budget:g} epochs, {seeds} seed(s) per grid point): last validation "
                f"{'accuracy' if trials['criterion'].dropna().eq('val_acc').all() else 'metric'} on a split held "

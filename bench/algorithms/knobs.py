@@ -9,7 +9,8 @@ from ..errors import BenchError
 
 # A knob's metadata says how a value from YAML or --set is read and checked (``read``: one function, the knob's
 # only range check), whether a run-level word names it (``shortcut``: `--set gamma=0.3` is
-# ``algorithm_options.gamma``), whether a tuning grid may search it (``tune``), its bounds for the analysis
+# ``algorithm_options.gamma``), whether a tuning grid may search it (``tune``: such a knob always has its run-level
+# word, by which the grid names it), its bounds for the analysis
 # (``low``/``high``), and the value a plan times it at when it is left to tuning (``planned``).
 AUTO = "auto"
 

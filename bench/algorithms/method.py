@@ -219,15 +219,16 @@ _SHORTCUTS: list = [None, {}]  # ((the registry, its changes) when read, the wor
 
 
 def shortcuts() -> dict:
-    """The run-level words that name a knob (``gamma``, ``gamma_tune_steps``, ``order``) -> the option field;
-    one field per word, which every method that has the knob shares (tests/test_knobs.py). Read again only when
-    the registered methods change: every setting a study resolves asks (a DAG of thousands of jobs, each checked)."""
+    """The run-level words that name a knob (``gamma``, ``order``, and every knob a tuning grid may search, such as
+    ``copy_step``) -> the option field; one field per word, which every method that has the knob shares
+    (tests/test_knobs.py). Read again only when the registered methods change: every setting a study resolves
+    asks (a DAG of thousands of jobs, each checked)."""
     key = (id(ALGORITHMS), ALGORITHMS.changes)
     if _SHORTCUTS[0] != key:
         out = {}
         for name in ALGORITHMS.names():
             for f in fields(ALGORITHMS.get(name).Options):
-                if f.metadata.get("shortcut"):
+                if f.metadata.get("shortcut") or f.metadata.get("tune"):  # a grid names a tunable knob by its word
                     out.setdefault(f.name, f)
         _SHORTCUTS[:] = [key, out]
     return dict(_SHORTCUTS[1])

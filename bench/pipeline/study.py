@@ -108,6 +108,9 @@ class Study:
         self.group_seeds = bool(sized.get("group_seeds", False))
         self.tune = dict(sized.get("tune") or {})
         self.tune_grid = {key: list(values) for key, values in self.tune.get("grid", {}).items()}
+        from ..run.config import check_tune_grid
+
+        check_tune_grid(self.tune_grid)
         if self.task is not None:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))

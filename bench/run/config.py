@@ -36,7 +36,7 @@ class RunConfig:
     weights: str | None = None  # mixing weights: uniform | metropolis | maxdeg (None: the paper's default)
     epochs: int | float = 10  # passes over the training data (fractions allowed; whole numbers stay ints)
     seed: int = 0  # seeds data order, initial model, compression randomness
-    lr: float = 0.1  # learning rate η (peak value under warm-up)
+    lr: float = field(default=0.1, metadata={"tune": True})  # learning rate η (peak value under warm-up)
     lr_schedule: str = "constant"  # constant | warmup-multistep | exp
     warmup_epochs: float = 0.0  # linear warm-up from lr/10 (warmup-multistep)
     milestones: tuple[float, ...] = field(  # epochs at which lr is multiplied by lr_decay (warmup-multistep)
@@ -47,9 +47,10 @@ class RunConfig:
     val_fraction: float = 0.0  # share of the training set held out as a validation set (tuning); 0: none
     # momentum 0.9 as in the paper; Nesterov and weight decay 1e-4 as in the authors' CIFAR-10 scripts (the paper tunes
     # weight decay), never on BatchNorm parameters
-    momentum: float = 0.9  # μ of the shared local step; 0: plain SGD (and nesterov off unless set)
+    # μ of the shared local step; 0: plain SGD (and nesterov off unless set)
+    momentum: float = field(default=0.9, metadata={"tune": True})
     nesterov: bool = True
-    weight_decay: float = 1e-4  # not applied to BatchNorm parameters
+    weight_decay: float = field(default=1e-4, metadata={"tune": True})  # not applied to BatchNorm parameters
     grad_clip: float | None = None  # clip each worker's gradient to this norm (the LSTM's 0.4)
     per_layer: bool = True  # compress each parameter tensor separately (as the paper)
     network: str = "datacenter-10g"  # α–β preset (+ overrides) for the modelled communication time
@@ -145,6 +146,30 @@ def _check_keys(values: dict[str, Any], where: str) -> None:
     unknown = sorted((k for k in values if k not in known), key=str)
     if unknown:
         raise BenchError(f"unknown setting {unknown[0]!r} in {where}; known: {', '.join(known)}")
+
+
+def tunable_words() -> list[str]:
+    """What a study's ``tune.grid`` may search: the run settings declared tunable (lr, momentum, weight decay) and
+    every knob a registered method declares tunable, by its run-level word."""
+    knobs = [name for name, f in shortcuts().items() if f.metadata.get("tune")]
+    return [name for name, f in KEYS.items() if f.metadata.get("tune")] + sorted(knobs)
+
+
+def check_tune_grid(grid: dict[str, Any]) -> None:
+    """One line for a grid key that names nothing tunable or a value outside its knob's range."""
+    words = tunable_words()
+    named = shortcuts()
+    for key, values in grid.items():
+        if key not in words:
+            raise BenchError(f"tune.grid: {key!r} is not a tunable knob; tunable: {', '.join(words)}")
+        for value in values:
+            try:
+                if key in named:
+                    named[key].metadata["read"](key, value)
+                else:
+                    resolve({}, {}, {key: value})
+            except BenchError as err:
+                raise BenchError(f"tune.grid: {err}") from None
 
 
 def _knobs_inside(values: dict[str, Any]) -> dict[str, Any]:

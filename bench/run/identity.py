@@ -24,16 +24,20 @@ def finished(record, out) -> bool:
 
 # settings added after runs were first written, and the value that reproduces those runs
 LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "faults": {}}
+# the knobs that were run settings when run ids were first taken: at the top level of the fingerprint with their
+# defaults, for every run; a word given to a knob later (a tunable step such as copy_step) stays in its options
+TOP_LEVEL_KNOBS = ("gamma", "gamma_tune_steps", "order")
 UNTIMED = ("quiet", "stop_at")  # how far to train now, and how loudly, is not what the run is
 
 
 def identity_dict(cfg: "RunConfig") -> dict[str, Any]:
-    """The settings as run ids were first taken: the knobs a run-level word names (gamma, gamma_tune_steps,
-    order) at the top level with their defaults, as when they were settings of the run."""
+    """The settings as run ids were first taken: the knobs that were once run settings (TOP_LEVEL_KNOBS) at the
+    top level with their defaults, as when they were settings of the run."""
     d = cfg.to_dict()
     options = dict(d["algorithm_options"])
-    for name, field in shortcuts().items():
-        d[name] = options.pop(name, field.default)
+    named = shortcuts()
+    for name in TOP_LEVEL_KNOBS:
+        d[name] = options.pop(name, named[name].default)
     d["algorithm_options"] = options
     for key in UNTIMED:
         d.pop(key)
