@@ -146,9 +146,3 @@ def test_two_compressed_messages_a_round_one_in_the_first(compressor):
         assert traffic.messages == messages
         assert traffic.wire_bits == messages * wire and traffic.paper_bits == messages * paper
         assert traffic.comm_time_s > 0
-
-
-@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"gama": 0.1}])
-def test_bad_options_are_one_line_errors(bad):
-    with pytest.raises(BenchError, match="gamma|gama"):
-        build("beer", make_topology("ring", 4), start(4), "sign", bad)

@@ -77,9 +77,3 @@ def test_one_compressed_message_a_round_in_wire_and_paper_bits(compressor):
         assert traffic.wire_bits == 2 * 8 * math.ceil(comp.wire_bits(segments) / 8)
         assert traffic.paper_bits == comp.paper_bits(segments)
         assert traffic.comm_time_s > 0
-
-
-@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"gama": 0.1}])
-def test_bad_options_are_one_line_errors(bad):
-    with pytest.raises(BenchError, match="gamma|gama"):
-        build("deepsqueeze", make_topology("ring", 4), start(4), "sign", bad)
