@@ -265,6 +265,19 @@ def test_what_a_block_may_set_makes_cells_and_a_file_topology_is_read_from_the_w
     assert list(Study(study({"topology": ["file:edges.txt"]})).cells) == ["choco-sign_fileedges.txt4"]
 
 
+def test_each_topology_is_built_once_per_shape(monkeypatch):
+    from bench.pipeline import check
+
+    calls = []
+    real = check.make_topology
+    monkeypatch.setattr(check, "make_topology", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    config = study({"method": ["choco/sign", "dpsgd/none", "dcd/qsgd:4"], "nodes": [4, 8], "lr": [0.1, 0.2]},
+                   tune={"grid": {"momentum": [0.0, 0.9]}, "seeds": [0, 5]})
+    config["blocks"]["again"] = {**BLOCK, "nodes": [8, 16]}
+    Study(config)
+    assert sorted(calls) == [("ring", 4), ("ring", 8), ("ring", 16)]
+
+
 NASTY = ["/data/it's", "$(touch PWNED)", "x; touch PWNED", "a`touch PWNED`b", 'say "hi" \\ $HOME', "it's; rm -rf $(pwd) #",
          "0.10", "[1, 2]", "key: value"]  # the last three: what `--set` would read as YAML
 
