@@ -20,6 +20,7 @@ from hostile import assert_refused, bomb, run_cli
 ROOT = Path(__file__).resolve().parents[1]
 RUN = ["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]  # a run of a second
 CHILD = "child"  # a row that once hung or ran out of memory: `python -m bench` in a child, under a timeout
+TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 
 
@@ -90,6 +91,19 @@ REFUSED = [
      ["medium=broadcast", "'ef'"]),
     ([*RUN, "--set", "network=edge-10m,medium=wifi"], ["medium='wifi'", "links, broadcast"]),
     ([*RUN, "--set", "network=edge-10m,sends=burst"], ["sends='burst'", "serial, parallel"]),
+    # found by tests/test_entry_properties.py: each was a traceback (or a MemoryError, or run.json left running)
+    ([*TINY, "--set", "task_options.eval_batch=0"], ["task_options.eval_batch=0", ">= 1"]),  # range(0, n, 0)
+    ([*TINY, "--set", "task_options.eval_batch=.inf"], ["task_options.eval_batch=inf", ">= 1"]),
+    ([*TINY, "--set", "task_options.dim=x"], ["task_options.dim='x'"]),
+    ([*RUN, "--task", "consensus"], ["consensus", "bench consensus"]),  # retired from `bench run`
+    ([*TINY, "--set", "task_options=0", "--set", "task_options.bptt=4"], ["task_options=0", "mapping"]),
+    ([*TINY, "--set", "lerning_rate=!!float ;"], ["lerning_rate", "YAML"]),  # PyYAML's ValueError
+    ([*TINY, "--set", "lr=!!float"], ["'lr=!!float'", "YAML"]),  # an IndexError
+    ([*TINY, "--set", "lr=" + "[" * 3000 + "]" * 3000], ["64 levels"]),  # a RecursionError
+    ([*TINY, "--lr", "1e300"], ["lr=1e+300", "float32"]),  # torch could not convert it; run.json left running
+    ([*TINY, "--set", "lr_schedule=exp", "--set", "lr_decay=1e300"], ["lr_decay=1e+300", "float32"]),
+    ([*TINY, "--set", f"task_options.n_train={10**15}"], ["n_train", "2 GiB"]),  # numpy's MemoryError
+    ([*TINY, "--set", f"task_options.dim={10**15}"], ["dim", "2 GiB"]),
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
