@@ -104,6 +104,14 @@ REFUSED = [
     ([*TINY, "--set", "lr_schedule=exp", "--set", "lr_decay=1e300"], ["lr_decay=1e+300", "float32"]),
     ([*TINY, "--set", f"task_options.n_train={10**15}"], ["n_train", "2 GiB"]),  # numpy's MemoryError
     ([*TINY, "--set", f"task_options.dim={10**15}"], ["dim", "2 GiB"]),
+    ([*TINY, "--out", ""], ["--out", "empty path"]),  # wrote into the working folder
+    (["consensus", "--nodes", "4", "--dim", "1", "--steps", "1", "--methods", "exact", "--out", ""], ["empty path"]),
+    (["consensus", "--nodes", "1", "--topology", "complete", "--dim", "2", "--steps", "2", "--methods", "exact"],
+     ["n >= 2", "n=1"]),  # a ZeroDivisionError: a single worker's error is 0/0
+    (["tune-gamma", "--nodes", "1", "--topology", "complete", "--dim", "1", "--steps", "1", "--compressor", "none"],
+     ["n >= 2", "n=1"]),
+    (["tune-gamma", "--nodes", "4", "--dim", "1", "--steps", "1", "--compressor", "sign", "--grid=--"],
+     ["--grid", "'--'"]),  # argparse made it an empty grid: min() of nothing
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),

@@ -24,7 +24,7 @@ from unittest import mock
 
 import pandas as pd
 import pytest
-from hypothesis import HealthCheck, event, given, note, settings
+from hypothesis import HealthCheck, event, example, given, note, settings
 from hypothesis import strategies as st
 
 import bench.run
@@ -298,6 +298,9 @@ def _schema_refuses(config) -> bool:
 
 @_profile(examples=50)
 @given(case=study_case())
+@example(case=({"study": "p", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1}, "scale": "gpu",
+                "blocks": {"b": {"method": ["allreduce/none"], "topology": ["ring"], "nodes": [3]}},
+                "gpu": {"defaults": {"task_options": 0}}}, {}))  # 'int' object is not iterable
 def test_a_study_builds_and_bench_runs_its_commands_or_one_line(case, base):
     """As workflow/rules/common.smk: the schema, then the cells; every command line of a study accepted at DAG
     build is accepted by `bench run` as it is, with the settings the study asked for."""
@@ -374,6 +377,12 @@ def _damage(run: Path, how) -> None:
        command=st.sampled_from(["summarize", "baseline", "regress"]),
        args=st.lists(st.tuples(st.sampled_from(["--target-acc", "--target-rel", "--metric", "--acc-tol"]),
                                st.sampled_from(["0.5", "0.9", "0", "-1", "nan", "x", "test_loss", "--"])), max_size=2))
+@example(accs=[0.0], damages=[("run.json", "run_id", None), ("run.json", "config.task", None)], command="summarize",
+         args=[])  # a KeyError
+@example(accs=[0.0], damages=[("metrics.parquet", "step", ["a", "b", "c"]), ("metrics.parquet", "epoch", None)],
+         command="summarize", args=[("--target-rel", "0.5")])  # KeyError: 'epoch'
+@example(accs=[0.5], damages=[("bytes", "run.json", b"{")] * 2, command="summarize", args=[])  # notes and error
+@example(accs=[0.5], damages=[], command="summarize", args=[("--target-acc", "--")])  # argparse: an empty list
 def test_analysis_summarizes_compares_or_says_why_not(accs, damages, command, args, base):
     box = Sandbox(base)
     make_cell(box.out, "choco", accs)
