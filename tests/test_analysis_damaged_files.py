@@ -1,7 +1,7 @@
-"""Damaged files under a results directory, tried as a user would (issue 26). A run whose metrics.parquet or
+"""Damaged files under a results directory, tried as a user would (issues 13, 26). A run whose metrics.parquet or
 run.json cannot be read as a run is skipped, with its reason, by every command that reads runs (on stderr,
-and in report.md); a table a command reads back (summary.csv, tuned.csv) that lacks what its readers need is
-ONE line naming the file and what it lacks, exit status 2. Never a traceback."""
+and in report.md); a table a command reads back (summary.csv, tuned.csv, traces.csv) or a file `regress`
+compares that lacks what its readers need is ONE line naming the file, exit status 2. Never a traceback."""
 import json
 import shutil
 
@@ -65,6 +65,21 @@ DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is s
     "lr-word": (_record(lambda r: r["config"].update(lr="fast")), "config.lr is 'fast', not a number"),
     "no-algorithm": (_record(_without("algorithm")), "names no algorithm"),
     "no-nodes": (_record(_without("nodes", "topology.n")), "names no nodes"),
+    # wrong types: each was a traceback in some command once (issue 13)
+    "config-list": (_record(lambda r: r.update(config=[1, 2])), "no 'config' object in run.json"),
+    "nodes-word": (_record(lambda r: r["config"].update(nodes="eight")), "config.nodes is 'eight', not an integer"),
+    "seed-list": (_record(lambda r: r["config"].update(seed=[1])), "config.seed is [1], not an integer"),
+    "topology-string": (_record(lambda r: r.update(topology="ring")), "topology is 'ring', not an object"),
+    "gamma-number": (_record(lambda r: r.update(gamma=0.5)), "gamma is 0.5, not an object"),
+    "run-id-list": (_record(lambda r: r.update(run_id=["x"])), "run_id is ['x'], not a string"),
+    "accuracy-words": (_metrics(lambda m: m.assign(test_acc=["a", "b", "c"])), "column 'test_acc' holds str values"),
+    "step-words": (_metrics(lambda m: m.assign(step=["0", "x", "20"])), "column 'step' holds str values"),
+    "epoch-bools": (_metrics(lambda m: m.assign(epoch=[True, False, True])), "column 'epoch' holds bool values"),
+    # whole numbers out of range: an int64-overflowing nodes crashed summarize writing the parquet
+    "nodes-overflow": (_record(lambda r: r["config"].update(nodes=-2**63 - 1)),
+                       f"config.nodes is {-2**63 - 1}, outside 1..4096"),
+    "nodes-zero": (_record(lambda r: r["config"].update(nodes=0)), "config.nodes is 0, outside"),
+    "seed-huge": (_record(lambda r: r["config"].update(seed=2**40)), f"config.seed is {2**40}, outside"),
 }
 COMMANDS = {  # name -> argv after the results directory's path is put in for DIR
     "summarize": ["summarize", "DIR"], "claims": ["claims", "DIR"], "baseline": ["baseline", "DIR", "--out", "BASE"],
@@ -201,19 +216,13 @@ def test_what_the_refusal_says_to_do_mends_the_summary(command, summarized, caps
     assert (summarized / READS_SUMMARY[command]).is_file()
 
 
+@pytest.mark.parametrize("command", ["claims", "report"])
 @pytest.mark.parametrize("content", [b"", b"\x00\xff\xfe" * 50], ids=["empty", "binary"])
-def test_a_summary_csv_that_is_not_csv_is_computed_again(content, summarized, capsys):
+def test_a_summary_csv_that_is_not_csv_is_computed_again(content, command, summarized, capsys):
     (summarized / "summary.csv").write_bytes(content)
-    status, out, err = _run(["claims", "DIR"], summarized, None, capsys)
-    assert status == 0 and not err.strip() and (summarized / "claims.csv").is_file()
-
-
-@pytest.mark.parametrize("damage", ["other columns", "seed NaN"])
-def test_summarize_replaces_a_damaged_summary_csv(damage, summarized, capsys):
-    path = summarized / "summary.csv"
-    SUMMARY_DAMAGE[damage][0](pd.read_csv(path)).to_csv(path, index=False)
-    assert _run(["summarize", "DIR"], summarized, None, capsys)[0] == 0
-    assert len(read_summary(path)) == 6
+    status, out, err = _run([command, "DIR"], summarized, None, capsys)
+    assert status == 0 and not err.strip() and (summarized / READS_SUMMARY[command]).is_file()
+    assert command == "claims" or "Choco-SGD (sign)" in (summarized / "report.md").read_text()
 
 
 def test_the_columns_required_of_a_summary_are_those_summarize_writes(tmp_path):
@@ -356,3 +365,94 @@ def test_a_damaged_consensus_trace_leaves_its_figure_out_and_draws_the_others(da
     status, out, err = _run(["figures", "DIR"], study, None, capsys)
     assert status == 0 and "a consensus trace cannot be read" in out + err
     assert not (study / "figures" / "consensus.png").exists() and (study / "figures" / "accuracy_curves.png").exists()
+
+
+def test_a_tuning_trial_with_wrong_types_is_left_out(tmp_path):
+    cell = tmp_path / "tune" / "cell"
+    for seed, lr in enumerate((0.1, 0.05)):
+        make_run(cell / f"t{seed}", seed=seed, lr=lr, val_fraction=0.1,
+                 epochs_points=[{"epoch": 0, "test_acc": 0.1, "val_acc": 0.1},
+                                {"epoch": 1, "test_acc": 0.5, "val_acc": 0.5 + seed / 10}])
+    for k, name in enumerate(["config-list", "gamma-number", "run-id-list"]):
+        DAMAGED_RUNS[name][0](make_run(cell / name, seed=9 + k, lr=0.2, val_fraction=0.1))
+    assert tuning.main(["table", str(tmp_path)]) == 0
+    assert sorted(pd.read_csv(tmp_path / "tuned.csv")["trial"]) == ["t0", "t1"]
+
+
+# ---- files `regress` compares: a baseline of a study, or two perf records -----------------------------------
+def _cell_with(**changes):
+    def change(baseline):
+        next(iter(baseline["cells"].values())).update(changes)
+        return baseline
+    return change
+
+
+def _repeat_seeds(baseline):
+    cell = next(iter(baseline["cells"].values()))
+    cell.update({key: values * 2 for key, values in cell.items() if isinstance(values, list)})
+    return baseline
+
+
+def _perf(median=2.0, **figure):
+    return {"figures": {"speedup": {"median": median, "unit": "x", "higher_is_better": True, "kind": "ratio",
+                                    **figure}}}
+
+
+BAD_BASELINES = {  # name -> a good baseline of the study changed (returns the new document), a fragment of the line
+    "list": (lambda b: [1, 2], ""), "cells-list": (lambda b: {**b, "cells": [1]}, ""),
+    "cell-string": (lambda b: {**b, "cells": {"c": "x"}}, ""), "seeds-string": (_cell_with(seeds="0,1,2"), ""),
+    "seeds-words": (_cell_with(seeds=["a", "b", "c"]), ""), "status-numbers": (_cell_with(status=[1, 2, 3]), ""),
+    "status-short": (_cell_with(status=["completed"]), ""),
+    "acc-words": (_cell_with(final_test_acc=["high", "low", "mid"]), ""),
+    "bits-dict": (_cell_with(bits_per_step={"a": 1}), ""),
+    "tolerance-word": (lambda b: {**b, "tolerances": {"acc_tol": "loose"}}, ""),
+    "tolerances-list": (lambda b: {**b, "tolerances": [0.1]}, ""), "targets-list": (lambda b: {**b, "targets": [0.5]}, ""),
+    "metric-number": (lambda b: {**b, "metric": 3}, ""), "repeated-seed": (_repeat_seeds, "repeat a seed"),
+}
+BAD_PERF = {
+    "figures-list": {"figures": [1, 2]}, "figure-string": {"figures": {"speedup": "fast"}},
+    "median-missing": {"figures": {"speedup": {"kind": "ratio"}}}, "median-word": _perf(median="fast"),
+    "median-nan-string": _perf(median="NaN-ish"), "higher-word": _perf(higher_is_better="yes"), "list": [1],
+}
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory):
+    """(a study of one cell, its baseline's document)."""
+    root = tmp_path_factory.mktemp("compared")
+    make_cell(root / "base", "choco", (0.80, 0.81, 0.79))
+    assert cli.main(["baseline", str(root / "base"), "--out", str(root / "good.json"), "--target-acc", "0.5"]) == 0
+    return root / "base", json.loads((root / "good.json").read_text())
+
+
+@pytest.mark.parametrize("name,side", [*[(n, "baseline") for n in BAD_BASELINES],
+                                       *[(f"perf {n}", side) for n in BAD_PERF for side in ("baseline", "current")]])
+def test_a_malformed_file_to_compare_is_one_line_naming_it(name, side, baseline, tmp_path, capsys):
+    study, document = baseline
+    good, bad = tmp_path / "good.json", tmp_path / "bad.json"
+    good.write_text(json.dumps(_perf()))
+    if name.startswith("perf "):
+        bad.write_text(json.dumps(BAD_PERF[name[5:]]))
+        files = {"baseline": good, "current": good, side: bad}
+    else:
+        change, fragment = BAD_BASELINES[name]
+        bad.write_text(json.dumps(change(json.loads(json.dumps(document)))))
+        files = {"baseline": bad, "current": study}
+    status, _, err = _run(["regress", "--baseline", str(files["baseline"]), "--current", str(files["current"])],
+                          None, None, capsys)
+    assert_refused(status, err, str(bad), "" if name.startswith("perf ") else fragment)
+
+
+def test_well_formed_files_still_compare_and_a_baseline_out_under_a_file_is_one_line(baseline, tmp_path, capsys):
+    study, document = baseline
+    (tmp_path / "good.json").write_text(json.dumps(document))
+    assert cli.main(["regress", "--baseline", str(tmp_path / "good.json"), "--current", str(study)]) == 0
+    p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
+    p1.write_text(json.dumps(_perf(2.0)))
+    p2.write_text(json.dumps(_perf(1.0)))
+    assert cli.main(["regress", "--baseline", str(p1), "--current", str(p2)]) == 1
+    afile = tmp_path / "notes.txt"
+    afile.write_text("keep me\n")
+    status, _, err = _run(["baseline", str(study), "--out", str(afile / "b.json")], None, None, capsys)
+    assert_refused(status, err, str(afile))
+    assert afile.read_text() == "keep me\n"

@@ -2,11 +2,9 @@
 D-PSGD keeps on heterogeneous data, and gossip alone brings the models together. What it declares (plain gradient
 tracking with exact messages, two messages a round, its tracker, its average): tests/test_laws.py and
 tests/test_keeping_the_average.py."""
-import pytest
 import torch
 
 from bench.algorithms import LocalStepConfig
-from bench.errors import BenchError
 from bench.topology import make_topology
 from test_algorithms import LR, build, start
 
@@ -70,7 +68,3 @@ def test_gossip_alone_brings_the_models_together():
     assert float((algo.x - mean).norm()) < 1e-3 * spread
 
 
-@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"gama": 0.1}])
-def test_bad_options_are_one_line_errors(bad):
-    with pytest.raises(BenchError, match="gamma|gama"):
-        build("beer", make_topology("ring", 4), start(4), "sign", bad)

@@ -78,17 +78,6 @@ def test_the_average_moves_as_sgd_with_the_decayed_step():
             torch.testing.assert_close(algo.x.mean(0), expected, rtol=0, atol=1e-13 * scale, msg=compressor)
 
 
-@pytest.mark.parametrize("bad,word", [({"mix_step": 0.0}, "mix_step"), ({"mix_step": 1.5}, "mix_step"),
-                                      ({"copy_step": "auto"}, "copy_step"), ({"stepsize": "linear"}, "stepsize"),
-                                      ({"decay_shift": 0}, "decay_shift"), ({"decay_shift": 2.5}, "decay_shift"),
-                                      ({"step": "decaying"}, "step")])
-def test_an_out_of_range_option_is_one_line_naming_it(bad, word):
-    with pytest.raises(BenchError) as err:
-        build("cedas", make_topology("ring", 4), start(4), "sign", bad)
-    assert word in str(err.value) and "\n" not in str(err.value)
-    assert str(err.value).startswith(f"cedas {word}=") or str(err.value).startswith(f"unknown option '{word}'")
-
-
 def test_what_it_cannot_run_is_refused_in_one_line(tmp_path, capsys):
     """A bad knob through the command line (exit 2, one line), a changing graph and a lossy network (its copies' mix
     W·h holds for a fixed W, and it has no rule for a lost message)."""

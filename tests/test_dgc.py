@@ -137,10 +137,3 @@ def test_it_refuses_operators_that_do_not_send_coordinates_of_v(compressor):
     with pytest.raises(BenchError, match="top:0.01") as info:
         dgc(compressor)
     assert "\n" not in str(info.value)
-
-
-def test_bad_option_is_a_one_line_error():
-    with pytest.raises(BenchError, match="factor_masking"):
-        dgc("top:0.1", {"factor_masking": "yes"})
-    with pytest.raises(BenchError, match="masking"):
-        dgc("top:0.1", {"masking": True})

@@ -6,9 +6,7 @@ import pytest
 import torch
 
 from bench.algorithms import LocalStepConfig
-from bench.cli import main
 from bench.compressors import make_compressor
-from bench.errors import BenchError
 from bench.topology import make_topology
 from test_algorithms import STEPS, Quadratic, build, start
 from test_beer import LeastSquares, relative_error
@@ -67,23 +65,3 @@ def test_on_non_iid_least_squares_docom_reaches_the_optimum_dpsgd_misses(compres
         algo.step(problem.grad(algo.x), lr)
     assert relative_error(algo.x, problem.optimum) < tol
     assert _dpsgd_error(steps, lr) > 0.1  # D-PSGD's bias, orders of magnitude above
-
-
-@pytest.mark.parametrize("bad,word", [({"beta": 0.0}, "beta"), ({"beta": 1.5}, "beta"), ({"beta": -0.1}, "beta"),
-                                      ({"beta": "auto"}, "beta"), ({"beta": True}, "beta"),
-                                      ({"beta": float("nan")}, "beta"), ({"gamma": 1.5}, "gamma"),
-                                      ({"momentum_beta": 0.3}, "momentum_beta")])
-def test_an_out_of_range_option_is_one_line_naming_it(bad, word):
-    with pytest.raises(BenchError) as err:
-        build("docom", make_topology("ring", 4), start(4), "sign", bad)
-    text = str(err.value)
-    assert "\n" not in text
-    assert text.startswith(f"docom {word}=") or text.startswith(f"unknown option '{word}' for algorithm 'docom'")
-
-
-def test_a_bad_option_on_the_command_line_exits_2_in_one_line(tmp_path, capsys):
-    status = main(["run", "--task", "lsq", "--algorithm", "docom", "--nodes", "4", "--epochs", "1", "--quiet",
-                   "--set", "algorithm_options.beta=0", "--out", str(tmp_path / "run")])
-    err = capsys.readouterr().err.strip()
-    assert status == 2 and "\n" not in err and "beta=0" in err and "(0, 1]" in err
-    assert not (tmp_path / "run").exists()

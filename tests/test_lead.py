@@ -41,16 +41,6 @@ def test_on_non_iid_least_squares_dpsgd_keeps_a_bias_that_lead_removes():
         assert float((lead.dual + problem.grad(optimum)).norm()) < 1e-4 * scale, compressor
 
 
-@pytest.mark.parametrize("bad,word", [({"dual_step": 0.0}, "dual_step"), ({"dual_step": 1.5}, "dual_step"),
-                                      ({"copy_step": "auto"}, "copy_step"), ({"copy_step": True}, "copy_step"),
-                                      ({"dual_step": float("nan")}, "dual_step"), ({"dual": 0.5}, "dual")])
-def test_an_out_of_range_option_is_one_line_naming_it(bad, word):
-    with pytest.raises(BenchError) as err:
-        build("lead", make_topology("ring", 4), start(4), "sign", bad)
-    assert word in str(err.value) and "\n" not in str(err.value)
-    assert str(err.value).startswith(f"lead {word}=") or str(err.value).startswith(f"unknown option '{word}'")
-
-
 def test_what_it_cannot_run_is_refused_in_one_line(tmp_path, capsys):
     """A bad knob through the command line (exit 2, one line), a changing graph and a lossy network (its copies' mix
     W·H holds for a fixed W, and it has no rule for a lost message), and no step (the dual step divides by η)."""

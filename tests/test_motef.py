@@ -8,9 +8,7 @@ import pytest
 import torch
 
 from bench.algorithms import LocalStepConfig
-from bench.cli import main
 from bench.compressors import make_compressor
-from bench.errors import BenchError
 from bench.topology import make_topology
 from test_algorithms import STEPS, Quadratic, build, start
 from test_beer import LeastSquares, relative_error
@@ -83,22 +81,3 @@ def test_on_non_iid_least_squares_motef_reaches_the_optimum_dpsgd_misses(compres
         algo.step(problem.grad(algo.x), lr)
     assert relative_error(algo.x, problem.optimum) < tol
     assert _dpsgd_error(steps, lr) > 0.1  # D-PSGD's bias, orders of magnitude above
-
-
-@pytest.mark.parametrize("bad,word", [({"lam": 0.0}, "lam"), ({"lam": 1.5}, "lam"), ({"lam": -0.1}, "lam"),
-                                      ({"lam": "auto"}, "lam"), ({"lam": True}, "lam"), ({"lam": float("nan")}, "lam"),
-                                      ({"gamma": 0.0}, "gamma"), ({"lambda": 0.5}, "lambda")])
-def test_an_out_of_range_option_is_one_line_naming_it(bad, word):
-    with pytest.raises(BenchError) as err:
-        build("motef", make_topology("ring", 4), start(4), "sign", bad)
-    text = str(err.value)
-    assert "\n" not in text
-    assert text.startswith(f"motef {word}=") or text.startswith(f"unknown option '{word}' for algorithm 'motef'")
-
-
-def test_a_bad_option_on_the_command_line_exits_2_in_one_line(tmp_path, capsys):
-    status = main(["run", "--task", "lsq", "--algorithm", "motef", "--nodes", "4", "--epochs", "1", "--quiet",
-                   "--set", "algorithm_options.lam=2", "--out", str(tmp_path / "run")])
-    err = capsys.readouterr().err.strip()
-    assert status == 2 and "\n" not in err and "lam=2" in err and "(0, 1]" in err
-    assert not (tmp_path / "run").exists()

@@ -314,13 +314,3 @@ def test_the_refusal_on_a_time_varying_graph_says_what_the_graph_does(spec):
     line = str(refused.value)
     assert "\n" not in line and "changes its links from round to round" in line and "one way" not in line
     assert f"topology {spec!r}" in line and "warm_start=false" in line
-
-
-def test_it_compresses_by_itself_and_checks_its_options():
-    topo = make_topology("ring", 4)
-    with pytest.raises(BenchError, match="own scheme"):
-        build("powergossip", topo, start(4), "sign", {})
-    for bad in ({"rank": 0}, {"rank": 1.5}, {"rank": True}, {"gamma": 0.0}, {"gamma": 2.0}, {"rnak": 2},
-                {"warm_start": "yes"}, {"warm_start": 1}):
-        with pytest.raises(BenchError, match="rank|gamma|rnak|warm_start"):
-            build("powergossip", topo, start(4), "none", bad)

@@ -9,9 +9,8 @@ from bench.algorithms import LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors import make_compressor
 from bench.compressors.rows import RowStream
-from bench.errors import BenchError
 from bench.topology import make_topology
-from test_algorithms import LR, Quadratic, build, start, trajectory
+from test_algorithms import LR, Quadratic, start, trajectory
 
 N = 8
 # a conv kernel (6 × 12: compressed for R ≤ 3), its bias, a linear layer (5 × 4: compressed for R = 1, 2)
@@ -178,16 +177,3 @@ def test_every_worker_and_every_process_draws_the_same_first_q():
                           generator=RowStream(torch.Generator().manual_seed(7), N, 4, N),
                           segments=SEGMENTS, shapes=SHAPES)
     assert torch.equal(part.q, full.q[4:]) and torch.equal(full.q, full.q[:1].expand_as(full.q))
-
-
-@pytest.mark.parametrize("bad", [{"rank": 0}, {"rank": 1.5}, {"rank": "two"}, {"rank": True}, {"rnk": 2}])
-def test_bad_options_are_one_line_errors(bad):
-    with pytest.raises(BenchError, match="rank|rnk") as info:
-        powersgd(start(N, D), bad)
-    assert "\n" not in str(info.value)
-
-
-@pytest.mark.parametrize("compressor", ["top:0.1", "sign", "qsgd:4"])
-def test_it_compresses_by_itself_and_refuses_a_compressor(compressor):
-    with pytest.raises(BenchError, match="--compressor none"):
-        build("powersgd", make_topology("ring", 4), start(4), compressor)

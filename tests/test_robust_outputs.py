@@ -1,9 +1,12 @@
 """Silent wrong results and lost data (issue 13): a graph read from a file is identified by its
-contents, a run directory has one writer at a time, and a full disk fails a run cleanly."""
+contents, a run directory has one writer at a time, a damaged checkpoint is kept and named, and a full disk
+fails a run cleanly."""
 import errno
+import io
 import json
 import os
 import re
+import shutil
 import signal
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from bench.compressors import make_compressor
 from bench.run import resolve
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
-from hostile import run_cli
+from hostile import assert_refused, run_cli
 from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
 
 RING4 = "0 1\n1 2\n2 3\n3 0\n"
@@ -116,25 +119,6 @@ def test_runs_differing_only_in_bookkeeping_are_one_seed_not_two(tmp_path):
     assert analysis_cli.main(["regress", "--baseline", str(base), "--current", str(tmp_path / "r")]) == 0
 
 
-def test_a_baseline_repeating_a_seed_is_refused(tmp_path, capsys):
-    from analysis import cli as analysis_cli
-    from analysis_fixtures import make_run
-
-    make_run(tmp_path / "r" / "a", seed=1)
-    base = tmp_path / "base.json"
-    assert analysis_cli.main(["baseline", str(tmp_path / "r"), "--out", str(base), "--target-acc", "0.3"]) == 0
-    data = json.loads(base.read_text())
-    cell = data["cells"][next(iter(data["cells"]))]
-    for key, values in list(cell.items()):
-        if isinstance(values, list):
-            cell[key] = values * 2
-    base.write_text(json.dumps(data))
-    capsys.readouterr()
-    status, _, err = run_cli(analysis_cli.main, ["regress", "--baseline", str(base), "--current", str(tmp_path / "r")],
-                             capsys)
-    assert status == 2 and "repeat a seed" in err and len(err.strip().splitlines()) == 1, err
-
-
 def test_gamma_is_tuned_again_for_an_edited_edge_list(tmp_path, monkeypatch):
     import bench.algorithms.step_tuning as step_tuning
 
@@ -185,20 +169,21 @@ def test_a_held_lock_refuses_a_dist_run_too(tmp_path, capsys):
     assert not (out / "run.json").exists()
 
 
-@pytest.mark.parametrize("damage", ["missing", "unreadable"])
+@pytest.mark.parametrize("damage", ["missing", "unreadable", "checkpoint only"])
 def test_metrics_without_a_readable_run_json_are_refused_not_overwritten(tmp_path, capsys, damage):
     out = tmp_path / "run"
-    assert main(["run", *SMALL, "--out", str(out)]) == 0
-    if damage == "missing":
-        (out / "run.json").unlink()
+    if damage == "checkpoint only":  # another run's state, nothing else
+        out.mkdir()
+        (out / "checkpoint.pt").write_bytes(b"another run's state")
+        kept, words = out / "checkpoint.pt", ["checkpoint.pt"]
     else:
-        (out / "run.json").write_text('{"run_id": "trunc')
-    before = (out / "metrics.parquet").read_bytes()
+        assert main(["run", *SMALL, "--out", str(out)]) == 0
+        (out / "run.json").unlink() if damage == "missing" else (out / "run.json").write_text('{"run_id": "trunc')
+        kept, words = out / "metrics.parquet", ["run.json", "metrics.parquet", "--out"]
+    before = kept.read_bytes()
     capsys.readouterr()
-    assert main(["run", *SMALL, "--out", str(out)]) == 2
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "run.json" in err[0] and "metrics.parquet" in err[0] and "--out" in err[0]
-    assert (out / "metrics.parquet").read_bytes() == before
+    assert_refused(*run_cli(main, ["run", *SMALL, "--out", str(out)], capsys)[::2], *words)
+    assert kept.read_bytes() == before and (damage == "unreadable" or not (out / "run.json").exists())
 
 
 def test_replace_stale_sets_results_without_run_json_aside(tmp_path, capsys):
@@ -211,14 +196,42 @@ def test_replace_stale_sets_results_without_run_json_aside(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["status"] == "completed"
 
 
-def test_a_checkpoint_without_run_json_is_refused(tmp_path, capsys):
-    out = tmp_path / "run"
-    out.mkdir()
-    (out / "checkpoint.pt").write_bytes(b"another run's state")
-    assert main(["run", *SMALL, "--out", str(out)]) == 2
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "checkpoint.pt" in err[0]
-    assert (out / "checkpoint.pt").read_bytes() == b"another run's state" and not (out / "run.json").exists()
+FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory):
+    """A finished FAST run, copied by the tests that damage it."""
+    out = tmp_path_factory.mktemp("finished") / "run"
+    assert main(["run", *FAST, "--out", str(out)]) == 0
+    return out
+
+
+def _checkpoint(kind: str, path: Path) -> None:
+    """A damaged checkpoint at ``path`` (of a run whose run.json says running, so it is loaded)."""
+    if kind in ("not a dict", "missing keys"):
+        torch.save([1, 2] if kind == "not a dict" else {"fingerprint": json.loads(
+            (path.parent / "run.json").read_text())["fingerprint"]}, path)
+        return
+    whole = io.BytesIO()
+    torch.save({"fingerprint": "x", "algo": {"x": torch.zeros(4, 50)}, "counters": {"global_step": 3}}, whole)
+    path.write_bytes({"empty": b"", "truncated": whole.getvalue()[:700],
+                      "garbage": b"\x00\x01 not a checkpoint \xff" * 40}[kind])
+
+
+@pytest.mark.parametrize("kind", ["empty", "truncated", "garbage", "not a dict", "missing keys"])
+def test_a_damaged_checkpoint_names_the_file_and_how_to_restart(kind, finished_run, tmp_path, capsys):
+    out = shutil.copytree(finished_run, tmp_path / "run")
+    record = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**record, "status": "running"}))  # interrupted: resumed from it
+    _checkpoint(kind, out / "checkpoint.pt")
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert_refused(*run_cli(main, ["run", *FAST, "--out", str(out)], capsys)[::2], str(out / "checkpoint.pt"),
+                   "remove")
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the damaged checkpoint is kept too
+    (out / "checkpoint.pt").unlink()  # and, as the line says, without it the same command starts again
+    assert main(["run", *FAST, "--out", str(out)]) == 0
+    assert json.loads((out / "run.json").read_text())["status"] == "completed"
 
 
 # ---- 3. a full disk -------------------------------------------------------------------------
