@@ -1,7 +1,10 @@
-"""A tiny name -> factory registry shared by topologies, compressors and algorithms."""
+"""A tiny name -> factory registry shared by topologies, compressors, algorithms and tasks, and the one way their
+plugins are found: every module of the plugin's package is imported, and a module that defines one registers it."""
 from __future__ import annotations
 
-from typing import Callable, Generic, TypeVar
+import importlib
+import pkgutil
+from typing import Callable, Generic, Iterable, TypeVar
 
 from .errors import BenchError
 
@@ -46,3 +49,10 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: str) -> bool:
         return name in self._entries
+
+
+def import_modules(package: str, path: Iterable[str]) -> None:
+    """Import every module of ``package`` (its ``__path__``), in name order: a plugin registers itself on import
+    (``@register``), a shared module of the package registers nothing, and no list of names is kept anywhere."""
+    for name in sorted(m.name for m in pkgutil.iter_modules(path)):
+        importlib.import_module(f"{package}.{name}")

@@ -5,15 +5,12 @@ the real wire encoding (``wire.encode`` / ``wire.decode``); ``make_compressor`` 
 Every module of this package is imported here, so an operator registers by being a module of it: a new one is
 one module that defines its class with ``@register`` (its knobs, how a spec names it, its encoding), and no list
 to extend; the helper modules register nothing."""
-import importlib
-import pkgutil
-
 from .base import Compressor, Message, WireField, measure_delta
 from .rows import RowStream
 from .spec import COMPRESSORS, help_text, make_compressor, parse_compressor
+from ..registry import import_modules
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")  # importing registers the operators it defines
+import_modules(__name__, __path__)  # each module that defines a plugin registers it
 
 __all__ = ["COMPRESSORS", "Compressor", "Message", "RowStream", "WireField", "help_text", "make_compressor",
            "measure_delta", "parse_compressor"]

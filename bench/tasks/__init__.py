@@ -3,15 +3,12 @@
 Every module of this package is imported here, so a task registers by being a module of it: a new one is one
 module that defines its class with ``@register`` (its options and their defaults, metrics, examples and a
 cluster job's resources beside its data and model), and no list to extend; the helper modules register nothing."""
-import importlib
-import pkgutil
-
 from ..errors import BenchError
 from .base import (COMMON_OPTIONS, RESOURCES, TASKS, Task, TaskSetup, check_option_values, check_vectorize,
                    task_option_names)
+from ..registry import import_modules
 
-for _module in sorted(m.name for m in pkgutil.iter_modules(__path__)):
-    importlib.import_module(f"{__name__}.{_module}")  # importing registers the tasks it defines
+import_modules(__name__, __path__)  # each module that defines a plugin registers it
 
 __all__ = ["COMMON_OPTIONS", "RESOURCES", "TASKS", "Task", "TaskSetup", "check_option_values", "check_vectorize",
            "make_task", "task_option_names"]
