@@ -12,7 +12,7 @@ import yaml
 
 from bench.errors import BenchError
 from bench.pipeline import Study
-from bench.pipeline import check
+from bench.run import resolved
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
@@ -163,6 +163,29 @@ def test_an_invalid_cell_is_refused_naming_study_block_cell_and_value(block, cel
     assert "block 'bad'" in message and f"cell {cell}" in message and bad in message
 
 
+@pytest.mark.parametrize("block, cell", [
+    ({"method": ["dcd/sign"], "faults": {"drop": 0.1}}, "dcd-sign_ring4_faults=drop0.1~"),
+    ({"method": ["adpsgd/none"], "backend": "dist"}, "adpsgd-none_ring4_backend=dist"),
+], ids=["faults-without-a-rule", "backend-refused"])
+def test_a_cell_bench_run_would_refuse_is_refused_at_the_dag_build_with_its_line(block, cell, tmp_path, capsys):
+    """The DAG build checks a cell as `bench run` does before it writes anything (bench/run/resolved.py): faults
+    the method has no rule for, a backend it refuses; the same line, after the cell's name."""
+    from bench.cli import main
+
+    config = study()
+    config["blocks"]["bad"] = {**BLOCK, **block}
+    message = refusal(config)
+    settings = {**config["defaults"], **{k: v for k, v in block.items() if k != "method"}, "task": "lsq",
+                "topology": "ring", "nodes": 4, "algorithm": block["method"][0].split("/")[0],
+                "compressor": block["method"][0].split("/")[1]}
+    out = tmp_path / "run"
+    assert main(["run", "--settings", json.dumps(settings), "--out", str(out)]) == 2 and not out.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("bench: error: ")
+    assert message.startswith(f"study 'v' at scale=cpu: block 'bad', cell {cell}")
+    assert message.endswith(f": {line.removeprefix('bench: error: ')}")
+
+
 def test_a_bad_value_in_the_defaults_is_refused_at_the_first_cell():
     message = refusal(study(defaults={"epochs": 1, "network": "lan-1g"}))
     assert "block 'b'" in message and "'lan-1g'" in message
@@ -192,8 +215,8 @@ def test_the_consensus_study_is_checked_too(consensus, bad):
 
 def test_each_topology_is_built_once_per_shape(monkeypatch):
     calls = []
-    real = check.make_topology
-    monkeypatch.setattr(check, "make_topology", lambda *a, **kw: calls.append((a, kw)) or real(*a, **kw))
+    real = resolved.make_topology
+    monkeypatch.setattr(resolved, "make_topology", lambda *a, **kw: calls.append((a, kw)) or real(*a, **kw))
     config = study({"method": ["choco/sign", "dpsgd/none", "dcd/qsgd:4"], "nodes": [4, 8], "lr": [0.1, 0.2]},
                    tune={"grid": {"momentum": [0.0, 0.9]}, "seeds": [0, 5]})
     config["blocks"]["again"] = {**BLOCK, "nodes": [8, 16]}
