@@ -33,7 +33,7 @@ def waves(faults, n=8, seed=5, topology="ring"):
 def build(x0, faults=None, seed=5, local=None, topology="ring"):
     topo = make_topology(topology, x0.shape[0])
     return make_algorithm("adpsgd", x0, SimulatedCommunicator(topo), local=local or LocalStep(),
-                          options={"faults": faults, "seed": seed})
+                          options={"faults": parse_faults(faults, x0.shape[0]), "seed": seed})
 
 
 def start(n=8, d=12, seed=0):
@@ -161,7 +161,7 @@ def test_a_wave_counts_two_messages_per_averaging_and_one_message_time_on_a_link
     n, d = 8, 12
     net = make_network("p2p-100m")
     algo = make_algorithm("adpsgd", start(n, d), SimulatedCommunicator(make_topology("ring", n), net),
-                          options={"faults": SLOW3, "seed": 5})
+                          options={"faults": parse_faults(SLOW3, n), "seed": 5})
     traffic = algo.step(None, 0.0)  # wave 0: the 7 workers but 3
     wave = algo.events.wave(0)
     sent = np.bincount(np.r_[wave.workers, wave.peers], minlength=n) * 32 * d
@@ -197,7 +197,7 @@ def test_under_losses_an_averaging_missing_a_message_is_skipped_at_both_ends_and
     topo = make_topology("ring", n)
     schedule = FaultSchedule(parse_faults(faults, n), topo.link_union(), 5)
     algo = make_algorithm("adpsgd", start(n), SimulatedCommunicator(topo, faults=schedule),
-                          options={"faults": faults, "seed": 5})
+                          options={"faults": parse_faults(faults, n), "seed": 5})
     union = topo.link_union()
     link = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(union.src, union.dst))}
     mean0, spread0 = algo.x.mean(0).clone(), float(((algo.x - algo.x.mean(0)) ** 2).sum())

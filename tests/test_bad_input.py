@@ -13,6 +13,7 @@ import pytest
 
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.cli import main
+from bench.compressors import parse_compressor
 from bench.errors import BenchError
 from bench.pipeline import Study
 from hostile import assert_refused, bomb, run_cli
@@ -206,6 +207,14 @@ EDGES = {"beer": {"gamma": 0.0}, "cedas": {"mix_step": 0.0, "decay_shift": 0}, "
          "choco": {"ada_beta": 1.0, "ada_eps": 0, "gamma_tune_steps": 0}}
 
 
+def _takes(cls, compressor: str) -> bool:
+    try:
+        cls.check_compressor(parse_compressor(compressor, contraction=cls.contraction))
+    except BenchError:
+        return False
+    return True
+
+
 @pytest.mark.parametrize("name", ALGORITHMS.names())
 def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming_it(name, tmp_path, capsys):
     cls = ALGORITHMS.get(name)
@@ -216,9 +225,11 @@ def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming
         line = str(err.value)
         assert "\n" not in line and line.startswith((f"{name} {key}=", f"unknown option '{key}' for algorithm")), line
     parse_options(cls, {f.name: f.default for f in _knobs(cls)})  # the defaults are values it takes
+    compressor = next(c for c in ("none", "top:0.1") if _takes(cls, c))  # refused only for the knob
     for f in _knobs(cls):  # through `bench run`: the line names the knob, and the run is not started
         value = json.dumps(f.metadata["high"] + 1) if "high" in f.metadata else "x"
-        argv = [*RUN, "--algorithm", name, "--set", f"algorithm_options.{f.name}={value}", "--out", str(tmp_path / "r")]
+        argv = [*RUN, "--algorithm", name, "--compressor", compressor, "--set", f"algorithm_options.{f.name}={value}",
+                "--out", str(tmp_path / "r")]
         assert_refused(*_bench(argv, capsys), f"{f.name}=")
         assert not (tmp_path / "r").exists()
 
@@ -288,16 +299,39 @@ def test_what_a_block_may_set_makes_cells_and_a_file_topology_is_read_from_the_w
 
 
 def test_each_topology_is_built_once_per_shape(monkeypatch):
-    from bench.pipeline import check
+    from bench.run import resolved
 
     calls = []
-    real = check.make_topology
-    monkeypatch.setattr(check, "make_topology", lambda *a, **kw: calls.append(a) or real(*a, **kw))
+    real = resolved.make_topology
+    monkeypatch.setattr(resolved, "make_topology", lambda *a, **kw: calls.append(a) or real(*a, **kw))
     config = study({"method": ["choco/sign", "dpsgd/none", "dcd/qsgd:4"], "nodes": [4, 8], "lr": [0.1, 0.2]},
                    tune={"grid": {"momentum": [0.0, 0.9]}, "seeds": [0, 5]})
     config["blocks"]["again"] = {**BLOCK, "nodes": [8, 16]}
     Study(config)
     assert sorted(calls) == [("ring", 4), ("ring", 8), ("ring", 16)]
+
+
+@pytest.mark.parametrize("block, cell", [
+    ({"method": ["dcd/sign"], "faults": {"drop": 0.1}}, "dcd-sign_ring4_faults=drop0.1~"),
+    ({"method": ["adpsgd/none"], "backend": "dist"}, "adpsgd-none_ring4_backend=dist"),
+], ids=["faults-without-a-rule", "backend-refused"])
+def test_a_cell_bench_run_would_refuse_is_refused_at_the_dag_build_with_its_line(block, cell, tmp_path, capsys):
+    """The DAG build checks a cell as `bench run` does before it writes anything (bench/run/resolved.py): faults
+    the method has no rule for, a backend it refuses; the same line, after the cell's name."""
+    config = study()
+    config["blocks"]["bad"] = {**BLOCK, **block}
+    with pytest.raises(BenchError) as err:
+        Study(config)
+    message = str(err.value)
+    settings = {**config["defaults"], **{k: v for k, v in block.items() if k != "method"}, "task": "lsq",
+                "topology": "ring", "nodes": 4, "algorithm": block["method"][0].split("/")[0],
+                "compressor": block["method"][0].split("/")[1]}
+    out = tmp_path / "run"
+    assert main(["run", "--settings", json.dumps(settings), "--out", str(out)]) == 2 and not out.exists()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("bench: error: ")
+    assert message.startswith(f"study 'v' at scale=cpu: block 'bad', cell {cell}")
+    assert message.endswith(f": {line.removeprefix('bench: error: ')}")
 
 
 NASTY = ["/data/it's", "$(touch PWNED)", "x; touch PWNED", "a`touch PWNED`b", 'say "hi" \\ $HOME', "it's; rm -rf $(pwd) #",

@@ -228,7 +228,7 @@ def test_processes_holding_some_workers_augment_and_normalise_as_the_simulation(
 
 
 def test_a_graph_that_cannot_be_built_is_one_line_before_any_rank_starts(tmp_path, capsys):
-    """Found by the launcher (bench.run.setup.preflight), not by every rank after the launch: one line, status
+    """Found by the launcher (bench.run.resolved.resolve_run), not by every rank after the launch: one line, status
     2, nothing written; not a failed launch that says the same command resumes."""
     argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--backend", "dist", "--set", "nodes=2"]
     assert main([*argv, "--out", str(tmp_path / "run")]) == 2

@@ -41,10 +41,11 @@ def runs_on(cls, spec: str, n: int, options: dict) -> bool:
 
 def build(name, topo, x0, compressor, options, faults=None, segments=None):
     cls = ALGORITHMS.get(name)
-    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
+    spec = parse_faults(faults, topo.n)
+    schedule = FaultSchedule(spec, topo.link_union(), 1) if faults else None
     return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
                           compressor=make_compressor(compressor, contraction=cls.contraction), local=LocalStep(LOCAL),
-                          options={"faults": faults, "seed": 1, **options} if cls.settings else options,
+                          options={"faults": spec, "seed": 1, **options} if cls.settings else options,
                           generator=torch.Generator().manual_seed(3), segments=segments)
 
 

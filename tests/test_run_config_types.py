@@ -149,11 +149,13 @@ def test_a_bad_algorithm_options_is_one_line(call, words):
 
 
 def test_an_algorithm_checks_its_own_options_before_anything_is_written(tmp_path, capsys):
-    """A name the algorithm's class does not know is refused by that class, in one line, when the settings are
-    resolved (before anything is written); a shortcut knob a method does not have stays in the run's settings
-    (its id is what it was) but is not the method's option."""
+    """A name the algorithm's class does not know is refused by that class, in one line, when the run is
+    resolved into its parts (before anything is written); a shortcut knob a method does not have stays in the
+    run's settings (its id is what it was) but is not the method's option."""
+    from bench.run.resolved import resolve_run
+
     with pytest.raises(BenchError, match="^unknown option 'gama' for algorithm 'choco'; allowed: gamma, "):
-        resolve({}, {}, parse_sets(["algorithm_options.gama=0.3", "algorithm_options.gamma=0.2"]))
+        resolve_run(resolve({}, {}, parse_sets(["algorithm_options.gama=0.3", "algorithm_options.gamma=0.2"])))
     assert resolve({}, {}, {}).fingerprint() == resolve({"algorithm_options": {}}, {}, {}).fingerprint()
     dpsgd = resolve({}, {}, {"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5})
     assert dpsgd.algorithm_options == {"gamma": 0.5}

@@ -47,18 +47,21 @@ from ..compressors import make_compressor
 from ..errors import BenchError
 from ..faults.away import kept_rows, restore_rows
 from ..faults.events import Waves
-from ..faults.spec import parse_faults
+from ..faults.spec import FaultSpec
 from .base import Algorithm, register
 
 
 @dataclass(frozen=True)
 class ADPSGDOptions:
-    # the run's `faults` and `seed` settings, handed over by name (Method.settings): the stragglers pace its
-    # workers and the seed draws their neighbours (bench/faults/events.py); nothing else of faults is read
-    faults: dict | None = None
+    # the run's `faults` and `seed` settings, handed over by name (Method.settings), faults as parsed with the
+    # run's settings (bench/run/resolved.py): the stragglers pace its workers and the seed draws their neighbours
+    # (bench/faults/events.py); nothing else of faults is read
+    faults: FaultSpec | None = None
     seed: int = 0
 
-    def __post_init__(self) -> None:  # the faults are read (and refused) with the run's settings, in validate
+    def __post_init__(self) -> None:
+        if self.faults is not None and not isinstance(self.faults, FaultSpec):
+            raise BenchError("adpsgd faults is the run's faults setting (--set faults.KEY=VALUE), not an option")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
             raise BenchError(f"adpsgd seed={self.seed!r} must be an integer >= 0")
 
@@ -83,6 +86,14 @@ class ADPSGD(Algorithm):
         super().check_faults(spec)
 
     @classmethod
+    def describe_with(cls, options) -> dict:
+        """run.json's "algorithm", its faults as run.json's "faults" writes them ({} for a perfect network)."""
+        out = super().describe_with(options)
+        faults = options.faults
+        out["options"]["faults"] = faults.to_dict() if faults is not None and faults.present else {}
+        return out
+
+    @classmethod
     def check_backend(cls, backend: str) -> None:
         if backend != "sim":
             raise BenchError("algorithm 'adpsgd' runs in the simulator only (--backend sim): its event order is "
@@ -97,7 +108,8 @@ class ADPSGD(Algorithm):
         self.waves = 0  # waves done: the index of the next one
         links = self.comm.links().links
         neighbours = [links.dst[links.src == i] for i in range(links.n)]
-        self.events = Waves(parse_faults(self.options.faults).straggler, neighbours, self.options.seed)
+        straggler = self.options.faults.straggler if self.options.faults is not None else None
+        self.events = Waves(straggler, neighbours, self.options.seed)
         exact = make_compressor("none")
         d = self.x.shape[1]
         self._bits = 8.0 * math.ceil(exact.wire_bits([d]) / 8)  # one float32 model on a link, whole bytes

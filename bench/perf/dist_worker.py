@@ -12,14 +12,15 @@ from bench.files import atomic_write_text
 from bench.perf.suite import TASK_SETTINGS
 from bench.perf.timing import repeat
 from bench.run.config import resolve
-from bench.run.setup import build, device_of
+from bench.run.resolved import resolve_run
+from bench.run.setup import build
 
 
 def main() -> int:
     out, n, steps, repeats = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
     dist.init_process_group("gloo", timeout=timedelta(seconds=120))
     cfg = resolve({}, {}, {**TASK_SETTINGS, "nodes": n, "backend": "dist"})
-    parts = build(cfg, device_of("cpu"), dist.get_rank(), dist.get_world_size())
+    parts = build(resolve_run(cfg), dist.get_rank(), dist.get_world_size())
     from bench.perf.suite import _train_steps
 
     times = repeat(lambda: (_train_steps(parts, steps), dist.barrier()), repeats, torch.device("cpu"))

@@ -103,9 +103,10 @@ def _export_mlp(settings: dict, path: Path) -> None:
 
 def _build(settings: dict):
     from ..run.config import resolve
-    from ..run.setup import build, device_of
+    from ..run.resolved import resolve_run
+    from ..run.setup import build
 
-    return build(resolve({}, {}, settings), device_of("cpu"))
+    return build(resolve_run(resolve({}, {}, settings)))
 
 
 def _decent_bench(python: str, problem: Path, out: Path) -> list[str]:

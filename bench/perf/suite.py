@@ -19,6 +19,7 @@ import tempfile
 import torch
 
 from ..run.config import resolve
+from ..run.resolved import resolve_run
 from ..run.setup import build, device_of
 from .timing import figure, ratio_figure, repeat
 
@@ -28,7 +29,8 @@ TASK_SETTINGS = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sig
 
 def _parts(n: int, device: str, **overrides):
     cfg = resolve({}, {}, {**TASK_SETTINGS, "nodes": n, "device": device, **overrides})
-    return build(cfg, device_of(device))
+    device_of(device)  # one line where this machine has no such device
+    return build(resolve_run(cfg))
 
 
 def _train_steps(parts, steps: int, communicate: bool = True, local_step: bool = False) -> None:

@@ -23,6 +23,7 @@ from ..data.fake import write_cifar, write_wikitext
 from ..models.lstm import WIKITEXT2_VOCAB
 from ..run.config import resolve
 from ..run.runner import Loop
+from ..run.resolved import resolve_run
 from ..run.setup import build, device_of
 from .timing import figure, ratio_figure, repeat
 
@@ -72,7 +73,7 @@ class Stepper:
     def __init__(self, settings: dict, out: Path, device: str):
         cfg = resolve({}, {}, {**settings, "device": device, "quiet": True, "seed": 0})
         dev = device_of(device)
-        self.loop = Loop(cfg, out, build(cfg, dev), dev, None)
+        self.loop = Loop(cfg, out, build(resolve_run(cfg)), dev, None)
         self.task = self.loop.p.task
         self._batches = iter(())
 

@@ -1,16 +1,16 @@
-"""What the pipeline checks of every cell before it submits anything, with bench's own parsers: so a torus
-at n = 37 or `top:2` stops the DAG build with one line instead of failing when its job runs, possibly hours
-into a GPU study. Only what is cheap is built: graphs, network models, parsed specs and options, never data sets,
-models or operators."""
+"""What the pipeline checks of every cell before it submits anything: what `bench run` checks before it writes
+anything (bench/run/resolved.py), so a torus at n = 37, `top:2` or faults a method has no rule for stop the DAG
+build with one line instead of failing when its job runs, possibly hours into a GPU study. Graphs, network
+models, operators, parsed specs and options are built; never data sets or models."""
 from __future__ import annotations
 
-from ..algorithms import ALGORITHMS, parse_options
-from ..comm.netmodel import make_network
+import dataclasses
+
+from ..algorithms import ALGORITHMS
 from ..compressors import parse_compressor
 from ..errors import BenchError
 from ..run.config import RunConfig
-from ..tasks import check_option_values
-from ..topology import make_topology
+from ..run.resolved import Graphs, graph, resolve_run
 
 
 class Checks:
@@ -20,37 +20,17 @@ class Checks:
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed
-        self._topologies: dict[tuple, str | None] = {}  # -> the error, None when it builds
-        self._varying: dict[tuple, bool] = {}  # -> whether the graph changes every round
-
-    def topology(self, spec: str, nodes: int, weights: str | None = None) -> bool:
-        """Refuse a graph that cannot be built; whether it is time-varying."""
-        key = (spec, nodes, weights)
-        if key not in self._topologies:
-            try:
-                built = make_topology(spec, nodes, weights=weights, seed=self.seed)
-                self._topologies[key] = None
-                self._varying[key] = bool(getattr(built, "time_varying", False))
-            except BenchError as err:
-                self._topologies[key] = str(err)
-        if self._topologies[key] is not None:
-            raise BenchError(self._topologies[key])
-        return self._varying[key]
+        self.graphs: Graphs = {}
 
     def run(self, cfg: RunConfig) -> None:
-        """What `bench run` would refuse of ``cfg`` short of building its data and model: task option types,
-        topology, compressor, the algorithm's use of it, network."""
-        check_option_values(cfg.task, cfg.task_options)
-        algorithm = ALGORITHMS.get(cfg.algorithm)
-        algorithm.check_compressor(parse_compressor(cfg.compressor, contraction=algorithm.contraction))
-        options = parse_options(algorithm, cfg.algorithm_options)  # its own knobs: known names and values
-        algorithm.check_network(make_network(cfg.network))
-        algorithm.check_topology(cfg.topology, self.topology(cfg.topology, cfg.nodes, cfg.weights), options)
+        """What `bench run` would refuse of ``cfg`` before it writes anything (its settings against each other),
+        its graph drawn at the study's first seed."""
+        resolve_run(cfg if cfg.seed == self.seed else dataclasses.replace(cfg, seed=self.seed), self.graphs)
 
     def consensus(self, consensus: dict) -> None:
         """The consensus study's graph and the compressors of its Choco-Gossip methods (`bench consensus`)."""
         try:
-            self.topology(consensus["topology"], consensus["nodes"])
+            graph(consensus["topology"], consensus["nodes"], None, self.seed, self.graphs)
         except BenchError as err:
             raise BenchError(f"consensus.topology: {err}") from None
         for spec in consensus.get("methods", []):

@@ -115,7 +115,7 @@ class Study:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))
         from ..run.config import check_keys
-        from .check import Checks  # bench's own parsers, none of which imports torch
+        from .check import Checks  # what `bench run` checks before it writes anything
 
         check_keys({k: v for k, v in self.defaults.items() if k != "task_options"}, "the study's defaults")
         checks = Checks(seed=self.seeds[0])

@@ -86,6 +86,7 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
     """Time ``warmup + steps`` training steps (the median of the last ``steps``) and one evaluation of the
     averaged model for a run shaped like ``cfg``, on synthetic data written under ``workdir``."""
     from ..run.runner import Loop
+    from ..run.resolved import resolve_run
     from ..run.setup import build, device_of
     from ..tasks import TASKS
 
@@ -113,7 +114,7 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
     dev = device_of(device)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
-    parts = build(mcfg, dev)
+    parts = build(resolve_run(mcfg))
     loop = Loop(mcfg, workdir / "run", parts, dev, None)  # settles the gradient path as a run does
     task = parts.task
     times, epoch = [], 0

@@ -1,9 +1,10 @@
 """One training run: resolved config, runner loop, run directory (Contract 2).
 
 ``start(settings, out)`` is the one way into a run, from `bench run`, the pipeline's tuning and the
-benchmarks alike. ``RunConfig`` and ``resolve`` check a method's options with its class (bench/algorithms; the
-pipeline builds its DAG with them); ``start`` (and ``run``, its form for a resolved config, bench/run/launch.py)
-imports the rest of the training code."""
+benchmarks alike. ``RunConfig`` and ``resolve`` read and range-check the settings; ``resolve_run``
+(bench/run/resolved.py) parses them into a run's parts and checks them against each other (the pipeline builds
+its DAG with it); ``start`` (and ``run``, its form for a resolved config, bench/run/launch.py) imports the rest
+of the training code."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,16 +28,18 @@ def start(settings: RunConfig | Mapping[str, Any], out: str | Path, *, replace_s
     A ``--backend dist`` launch starts the fork server its ranks come from first, before this process
     imports torch: the server's imports and this process's own then run side by side
     (bench/run/dist.py ``start_fork_server``)."""
+    from .resolved import resolve_run
     from .settings_file import config_of
 
     cfg = settings if isinstance(settings, RunConfig) else config_of(settings)
+    resolved = resolve_run(cfg)  # its parts, every combination checked: before anything is written or launched
     if cfg.backend == "dist":
         from .dist import start_fork_server
 
         start_fork_server(cfg, Path(out))
     from .launch import run
 
-    return run(cfg, out, replace_stale=replace_stale)
+    return run(cfg, out, replace_stale=replace_stale, resolved=resolved)
 
 
 def __getattr__(name: str):

@@ -5,7 +5,8 @@ known ones. ``task_options.KEY=VALUE`` reaches the task (model and data sizes); 
 (or a mapping ``algorithm_options: {KEY: VALUE}``) reaches the algorithm's options class, which owns and checks
 every knob of the method (γ, order, PowerSGD's rank, ...). A few knobs keep a run-level word as a shortcut
 (``gamma=0.3`` is ``algorithm_options.gamma=0.3``; the algorithm classes name them, ``bench.algorithms.shortcuts``).
-How text becomes values is bench/run/parsing.py; a run's identity is bench/run/identity.py.
+How text becomes values is bench/run/parsing.py; a run's identity is bench/run/identity.py; the settings checked
+against each other (and parsed into a run's parts) is bench/run/resolved.py.
 """
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..algorithms import ALGORITHMS, parse_options, shortcuts
+from ..algorithms import shortcuts
 from ..errors import BenchError
 from ..limits import DEVICES, MAX_NODES, MAX_SEED, is_device
 from . import identity, parsing
@@ -101,12 +102,6 @@ class RunConfig:
 
     def run_id(self) -> str:
         return identity.run_id(self)
-
-    def algorithm_settings(self) -> dict[str, Any]:
-        """What the algorithm's options class is built from: the run settings it reads by name (its class's
-        ``settings``, e.g. AD-PSGD's faults and seed), then its knobs."""
-        names = ALGORITHMS.get(self.algorithm).settings if self.algorithm in ALGORITHMS else ()
-        return {**{key: getattr(self, key) for key in names}, **self.algorithm_options}
 
 
 KEYS = {f.name: f for f in fields(RunConfig)}
@@ -227,8 +222,8 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
 
 
 def validate(cfg: RunConfig) -> None:
-    """Range checks of the settings; the algorithm's knobs by its options class; names are checked where
-    they are looked up."""
+    """Range checks of single settings; names are checked where they are looked up, and the settings against
+    each other (the method's options, faults, graph, backend, ...) by bench/run/resolved.py."""
     for f in fields(cfg):  # NaN passes every `not (x < 0)` and inf overflows step counts: refuse both first
         value = getattr(cfg, f.name)
         if any(isinstance(v, float) and not math.isfinite(v) for v in (value if f.name == "milestones" else [value])):
@@ -265,18 +260,6 @@ def validate(cfg: RunConfig) -> None:
             raise BenchError(message)
     if cfg.backend not in ("sim", "dist"):
         raise BenchError(f"backend={cfg.backend!r}; allowed: sim, dist")
-    from ..faults import parse_faults
-
-    if cfg.algorithm in ALGORITHMS:  # before anything is written or launched
-        method = ALGORITHMS.get(cfg.algorithm)
-        parse_options(method, cfg.algorithm_settings())  # its knobs, by the class that owns them
-        method.check_backend(cfg.backend)
-    faults = parse_faults(cfg.faults, cfg.nodes)
-    if faults.loses:  # before anything is written: a method without a rule for lost messages is refused
-        ALGORITHMS.get(cfg.algorithm).check_faults(faults)
-
-    if cfg.procs is not None and (cfg.procs < 1 or cfg.nodes % cfg.procs):
-        raise BenchError(f"procs={cfg.procs} must divide nodes={cfg.nodes}")
     if cfg.dist_timeout <= 0:
         raise BenchError(f"dist_timeout={cfg.dist_timeout} must be > 0")
     if _peak_lr_log10(cfg) > math.log10(FLOAT32_MAX):  # torch refused such a step with a traceback mid-run

@@ -20,7 +20,8 @@ from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
 from .identity import finished
 from .runner import OUT_OF_SPACE, Loop
-from .setup import build, device_of, preflight
+from .resolved import Resolved, available, resolve_run
+from .setup import build
 from .threads import settle as settle_threads
 
 
@@ -113,17 +114,21 @@ def _takes_lock(cfg: RunConfig) -> bool:
     return os.environ.get(CHILD_FLAG) is None and os.environ.get("RANK") == "0"
 
 
-def run(cfg: RunConfig, out: str | Path, replace_stale: bool = False) -> int:
-    """``start`` of a resolved config. One process writes ``out`` at a time; a second one is refused."""
+def run(cfg: RunConfig, out: str | Path, replace_stale: bool = False, resolved: Resolved | None = None) -> int:
+    """``start`` of a config, with its parts when they were resolved already (else resolved here, once for this
+    process: a rank rebuilds them from the settings). One process writes ``out`` at a time; a second one is
+    refused."""
     out = Path(out)
+    resolved = resolved if resolved is not None else resolve_run(cfg)  # before anything is written
     if not _takes_lock(cfg):
-        return _run(cfg, out, replace_stale)
+        return _run(resolved, out, replace_stale)
     with run_directory_lock(out):
         remove_temporaries(out)  # of writers killed mid-write; no one else writes here now
-        return _run(cfg, out, replace_stale)
+        return _run(resolved, out, replace_stale)
 
 
-def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
+def _run(resolved: Resolved, out: Path, replace_stale: bool) -> int:
+    cfg = resolved.cfg
     previous = read_json(out / "run.json")
     if not isinstance(previous, dict):
         previous = None
@@ -145,16 +150,15 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         if not cfg.quiet and os.environ.get("RANK", "0") == "0":
             print(f"{out}: already {previous['status']}, nothing to do", file=sys.stderr)
         return 0
-    device = device_of(cfg.device)
+    device = available(resolved.device)
     if cfg.backend != "dist":
-        return _train(cfg, out, device, previous)
+        return _train(resolved, out, previous)
     from .dist import CHILD_FLAG, init_group, spawn, under_launcher
 
     if not under_launcher():
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        preflight(cfg)
         release()  # this process only waits on its ranks now (bench/startup.py)
         # the ranks come from the fork server bench.run.start started before this process imported torch
         outcome = spawn(cfg, out, procs, forked_rank)
@@ -168,7 +172,7 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
     if os.environ.get(CHILD_FLAG) is None and cfg.procs and cfg.procs != world:
         raise BenchError(f"procs={cfg.procs} but torchrun started {world} processes")
     try:
-        return _train(cfg, out, device, previous, rank, world)
+        return _train(resolved, out, previous, rank, world)
     finally:
         if created and dist.is_initialized():
             dist.destroy_process_group()
@@ -186,11 +190,11 @@ def _record_launch_failure(out: Path, failure: str) -> None:
     print(f"bench: error: {out}: {failure}; the same command resumes from the last checkpoint", file=sys.stderr)
 
 
-def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | None, rank: int = 0,
-           world: int = 1) -> int:
+def _train(resolved: Resolved, out: Path, previous: dict | None, rank: int = 0, world: int = 1) -> int:
+    cfg, device = resolved.cfg, resolved.device
     try:
         with data_notes(not cfg.quiet and rank == 0):  # preparing data says what it does (a log is read live)
-            parts = build(cfg, device, rank, world)
+            parts = build(resolved, rank, world)
         threads = settle_threads(parts.task.largest_tensor())
         loop = Loop(cfg, out, parts, device, previous, threads=threads)
         release()  # what a process held while it imported and built the run (bench/startup.py)

@@ -16,7 +16,6 @@ import numpy as np
 import torch
 
 from ..compressors import measure_delta
-from ..faults import parse_faults
 from ..faults.away import kept_rows, restore_rows
 from ..faults.straggler import round_factor
 from ..errors import BenchError
@@ -63,7 +62,7 @@ class Loop:
         self.stop = self.total if cfg.stop_at is None else min(self.total, max(1, round(cfg.stop_at * self.spe)))
         self.ckpt_every = max(1, round(cfg.checkpoint_every * self.spe))
         self.local_workers = local_sample(cfg.nodes, cfg.eval_local_workers)
-        self.straggler = parse_faults(cfg.faults, cfg.nodes).straggler  # slow workers stretch a round's compute
+        self.straggler = parts.faults.straggler  # slow workers stretch a round's compute
         suffix = f"-rank{parts.rank}" if cfg.backend == "dist" else ""
         self.checkpoint = out / f"checkpoint{suffix}.pt"
         self.counters = Counters()
@@ -133,7 +132,7 @@ class Loop:
             # and the method's rule for a lost message; the totals are final.messages_sent/_dropped
             **({"faults": {**faults.to_dict(), "seed": cfg.seed, "rule": type(p.algo).fault_rule,
                             **({"late_rule": type(p.algo).late_rule} if faults.delays else {})}}
-               if (faults := parse_faults(cfg.faults, cfg.nodes)).present else {}),
+               if (faults := p.faults).present else {}),
             "runtime": {"backend": cfg.backend, "processes": p.world, "workers_per_process": p.task.setup.local_workers},
             "provenance": {**provenance(self.device), **({"torch_threads_reason": self.threads} if self.threads else {})},
             "start_time": (previous or {}).get("start_time") or now(),

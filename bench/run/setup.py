@@ -1,19 +1,18 @@
-"""Building a run's parts from its config: topology, compressor, task, communicator, algorithm."""
+"""Building a run's parts from its resolved settings (bench/run/resolved.py): task, communicator, algorithm."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import torch
 
-from ..algorithms import ALGORITHMS, Algorithm, LocalStep, LocalStepConfig, parse_options
-from ..comm import Communicator, SimulatedCommunicator, make_network
-from ..compressors import Compressor, make_compressor
+from ..algorithms import Algorithm, LocalStep, LocalStepConfig
+from ..comm import Communicator, SimulatedCommunicator
+from ..compressors import Compressor
 from ..compressors.rows import RowStream
-from ..errors import BenchError
-from ..faults import FaultSchedule, parse_faults
+from ..faults import FaultSchedule, FaultSpec
 from ..tasks import Task, TaskSetup, make_task
-from ..topology import Topology, make_topology
-from .config import RunConfig
+from ..topology import Topology
+from .resolved import Resolved, available
 
 
 @dataclass
@@ -26,38 +25,19 @@ class Parts:
     generator: torch.Generator  # compression randomness (checkpointed)
     x0: torch.Tensor
     resolved: dict  # how the algorithm found the knobs left to auto (run.json)
+    faults: FaultSpec  # the run's unreliable network (FaultSpec() for a perfect one)
     rank: int = 0
     world: int = 1
 
 
 def device_of(name: str) -> torch.device:
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise BenchError(f"device={name!r} but no CUDA GPU is available here; use --device cpu")
-    return device
+    """The device ``name`` when this machine has it (commands other than `bench run`: plan, perf)."""
+    return available(torch.device(name))
 
 
-def _graph_and_method(cfg: RunConfig):
-    """The run's topology, algorithm class, compressor and options, each checked against the others."""
-    topology = make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
-    if topology.digest != cfg.graph_digest:  # the run's identity was taken from the file as it was before
-        raise BenchError(f"edge list of {cfg.topology!r} changed while the run started; start it again")
-    algorithm = ALGORITHMS.get(cfg.algorithm)
-    compressor = make_compressor(cfg.compressor, contraction=algorithm.contraction)
-    options = parse_options(algorithm, cfg.algorithm_settings())  # its knobs, read by the class that owns them
-    algorithm.check_topology(cfg.topology, bool(getattr(topology, "time_varying", False)), options)
-    return topology, algorithm, compressor, options
-
-
-def preflight(cfg: RunConfig) -> None:
-    """What ``build`` refuses before any data is read (a graph that cannot be built, a method that cannot run
-    on it), checked by a launcher before it starts ranks: bad input is then its one line and status 2, not
-    the same line from every rank and a launch that failed."""
-    _graph_and_method(cfg)
-
-
-def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -> Parts:
-    topology, algorithm, compressor, options = _graph_and_method(cfg)
+def build(run: Resolved, rank: int = 0, world: int = 1) -> Parts:
+    """The run's data, model, communicator and algorithm from its resolved parts (nothing parsed again)."""
+    cfg, topology, compressor, device = run.cfg, run.topology, run.compressor, run.device
     rows = None
     if cfg.backend == "dist":
         from ..comm.distributed import block_of
@@ -68,12 +48,10 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
                                          seed=cfg.seed, device=cfg.device, data_root=cfg.data_root,
                                          options=cfg.task_options, rows=rows))
     # a knob left to auto (γ) is found by the algorithm on its own gossip, said unless quiet
-    options, resolved = algorithm.resolve_options(options, topology, compressor, seed=cfg.seed, quiet=cfg.quiet)
+    options, resolved = run.method.resolve_options(run.options, topology, compressor, seed=cfg.seed,
+                                                   quiet=cfg.quiet)
     segments = task.segments if cfg.per_layer else None
-    network = make_network(cfg.network)
-    ALGORITHMS.get(cfg.algorithm).check_network(network)
-    faults = parse_faults(cfg.faults, cfg.nodes)
-    ALGORITHMS.get(cfg.algorithm).check_faults(faults)
+    network, faults = run.network, run.faults
     # the same losses in every process and runtime: a pure function of (seed, round, link)
     schedule = FaultSchedule(faults, topology.link_union(), cfg.seed) if faults.loses else None
     if cfg.backend == "dist":
@@ -91,6 +69,6 @@ def build(cfg: RunConfig, device: torch.device, rank: int = 0, world: int = 1) -
     # every process draws the simulation's random numbers and keeps its own rows
     stream = RowStream(generator, cfg.nodes, task.setup.lo, task.setup.hi)
     x0 = task.init_params()
-    algo = algorithm(x0, comm, compressor=compressor, local=local, options=options, generator=stream,
-                     segments=segments, shapes=task.shapes if cfg.per_layer else None)
-    return Parts(topology, compressor, task, comm, algo, generator, x0, resolved, rank, world)
+    algo = run.method(x0, comm, compressor=compressor, local=local, options=options, generator=stream,
+                      segments=segments, shapes=task.shapes if cfg.per_layer else None)
+    return Parts(topology, compressor, task, comm, algo, generator, x0, resolved, faults, rank, world)
