@@ -1,7 +1,4 @@
-from .startup import hold
-
-hold()  # no cyclic collection while the command's modules import (bench/startup.py); released before its work
-from .cli import main  # noqa: E402
+from .cli import main
 
 if __name__ == "__main__":
     from .quick_exit import finish

@@ -13,7 +13,6 @@ import torch
 from ..data.base import notes as data_notes
 from ..errors import BenchError
 from ..files import remove_temporaries
-from ..startup import release
 from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
@@ -153,7 +152,6 @@ def _run(cfg: RunConfig, out: Path, replace_stale: bool) -> int:
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
         preflight(cfg)
-        release()  # this process only waits on its ranks now (bench/startup.py)
         outcome = spawn(cfg, out, procs)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
@@ -190,7 +188,6 @@ def _train(cfg: RunConfig, out: Path, device: torch.device, previous: dict | Non
             parts = build(cfg, device, rank, world)
         threads = settle_threads(parts.task.largest_tensor())
         loop = Loop(cfg, out, parts, device, previous, threads=threads)
-        release()  # what a process held while it imported and built the run (bench/startup.py)
     except OSError as err:
         if err.errno not in OUT_OF_SPACE:
             raise  # a path the system refused (permissions...): the command line's bad input

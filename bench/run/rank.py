@@ -17,9 +17,6 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 2:
         print("usage: python -m bench.run.rank SETTINGS_FILE OUT", file=sys.stderr)
         return 2
-    from ..startup import hold
-
-    hold()  # while the training code imports; the run releases it as it starts (bench/startup.py)
     from .dist import CHILD_FLAG, prctl, stop_with_parent
     from .launch import run_rank
 
