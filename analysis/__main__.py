@@ -2,7 +2,7 @@
 import gc
 import sys
 
-gc.disable()  # no cyclic collection while pandas and the analysis import, as bench/startup.py does for bench
+gc.disable()  # no cyclic collection while pandas and the analysis import
 from analysis.cli import main  # noqa: E402
 
 gc.freeze()  # what the imports left alive is never scanned again

@@ -1,12 +1,10 @@
 """Ending a process without the interpreter's teardown.
 
 A process that has imported torch spends 0.3-0.7 s on 2 cores, after its last line, tearing its modules down;
-a caller waiting on its pipes (a pipeline's job, a test, the fork server of a dist launch) waits that long
-for nothing. ``finish`` ends a command-line program once it has returned its status: the exit handlers run
+a caller waiting on its pipes (a pipeline's job, a test, the launcher of dist ranks) waits that long for
+nothing. ``finish`` ends a command-line program once it has returned its status: the exit handlers run
 (logging, multiprocessing, temporary folders), the standard streams are flushed, then the process ends at
 ``os._exit``. Every file bench writes is closed (and renamed into place) before its command returns.
-``end_at_exit`` makes a process that stops by ``SystemExit`` (the fork server, when its launcher exits) end
-the same way, skipping the handlers registered before it.
 """
 from __future__ import annotations
 
@@ -32,14 +30,3 @@ def finish(status: int | None) -> NoReturn:
     atexit._run_exitfuncs()
     _flush()
     os._exit(status or 0)
-
-
-def _now() -> None:
-    _flush()
-    os._exit(0)
-
-
-def end_at_exit() -> None:
-    """From now on, this process's normal exit ends it at once (status 0), before the exit handlers registered
-    earlier."""
-    atexit.register(_now)

@@ -74,7 +74,7 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
         q = comp.compress(x - x_hat, gen, segments).values
         x_hat += q
         mixer.accumulate(u, q, self_shift=-1.0)
-        x.add_(u, alpha=0.4)  # as the method always stepped (one rounding where the kernel fuses it)
+        x.add_(u, alpha=0.4)
         expected.append((x.clone(), x_hat.clone()))
     # blocks of 7 columns (the message's and u's rows of them)
     monkeypatch.setattr(mixing, "BLOCK_BYTES", 2 * n * 4 * 7)

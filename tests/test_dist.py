@@ -236,20 +236,6 @@ def test_a_graph_that_cannot_be_built_is_one_line_before_any_rank_starts(tmp_pat
     assert not (tmp_path / "run").exists()
 
 
-def test_ranks_start_as_fresh_interpreters_where_the_fork_server_cannot(tmp_path):
-    """The fork server's socket lives under TMPDIR, and a Unix socket path is at most 108 bytes: under a
-    longer TMPDIR the launcher falls back to `python -m bench.run.rank` processes, and the run is the same."""
-    deep = tmp_path / ("t" * 60) / ("m" * 60)
-    deep.mkdir(parents=True)
-    argv = ["run", *BASE, "--algorithm", "choco", "--compressor", "sign", "--backend", "dist", "--set", "procs=2"]
-    bench(*argv, "--out", str(tmp_path / "dist"), env={**ENV, "TMPDIR": str(deep)})
-    assert main([*argv[:-4], "--out", str(tmp_path / "sim")]) == 0  # the same run, simulated
-    sim, dist = metrics(tmp_path / "sim").drop(columns=TIMING), metrics(tmp_path / "dist").drop(columns=TIMING)
-    pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
-    assert json.loads((tmp_path / "dist" / "run.json").read_text())["runtime"]["processes"] == 2
-    assert not list(deep.iterdir())  # the settings file is removed there too
-
-
 def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp_path, monkeypatch):
     """`bench.run.start` with backend dist and no argv: the ranks read its settings from a file (none is left
     behind) and train what one process simulates."""
@@ -273,49 +259,6 @@ def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp
     assert info["config"] == {**json.loads((tmp_path / "sim" / "run.json").read_text())["config"],
                               "backend": "dist", "procs": 2}
     assert set(private.glob("bench-ranks-*")) == before  # the settings file is removed
-
-
-PROBE_RANK = """
-import sys
-def entry(env, out):  # what a forked rank finds loaded before it imports anything itself
-    with open(f"{out}/rank{env['RANK']}", "w") as f:
-        f.write(" ".join(name for name in ("colorsys", "scipy.sparse.csgraph") if name in sys.modules))
-"""
-
-LAUNCH_PROBE = """
-import multiprocessing, sys
-from bench.cli import main
-asked = []
-context = multiprocessing.get_context("forkserver")
-plain = context.set_forkserver_preload
-def recorded(modules):  # what the server is asked to import, and whether this process had torch by then
-    asked.append((list(modules), "torch" in sys.modules))
-    plain(modules)
-context.set_forkserver_preload = recorded
-assert main(sys.argv[1:]) == 0
-modules, torch_then = asked[0]
-print("scipy.sparse.csgraph" in modules, torch_then, "torch" in sys.modules)
-"""
-
-
-def test_the_fork_server_starts_first_and_loads_once_what_the_graph_needs(tmp_path):
-    """A dist launch starts its fork server before it imports torch, so that the two import side by side, and
-    asks it for what building the run's graph imported (scipy's sparse graphs for a scheduled one, about a
-    second of CPU a process), which every rank forked from it then finds loaded. Each half in a fresh
-    interpreter (a fork server starts once per process, with what the first launch asked for)."""
-    (tmp_path / "rankprobe.py").write_text(PROBE_RANK)
-    script = ("import sys; from bench.run.dist import fork_server, launch_forked; from rankprobe import entry; "
-              "fork_server(['colorsys']); sys.exit(int(launch_forked(entry, [sys.argv[1]], 2)))")
-    env = {**ENV, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.getcwd()])}
-    subprocess.run([sys.executable, "-c", script, str(tmp_path)], check=True, env=env, timeout=120)
-    assert [(tmp_path / f"rank{r}").read_text() for r in range(2)] == ["colorsys", "colorsys"]
-    argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--set", "topology=base:1",
-            "--backend", "dist", "--set", "nodes=4", "--set", "procs=2", "--out", str(tmp_path / "run")]
-    done = subprocess.run([sys.executable, "-c", LAUNCH_PROBE, *argv], capture_output=True, text=True, env=ENV,
-                          timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "False", "True"]  # asked for scipy's graphs, before torch; trained
-    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "completed"
 
 
 def test_a_small_global_sum_goes_through_rank_0_in_rank_order_and_every_rank_gets_its_bits(tmp_path):
@@ -380,8 +323,7 @@ def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
 
 def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> dict[int, int]:
     """{rank: pid} of the ranks ``bench run --backend dist`` started, read from /proc: processes named
-    ``bench-rank-N`` (bench/run/rank.py names them) that descend from the launcher (they are forked by
-    its fork server, a child of it)."""
+    ``bench-rank-N`` (bench/run/rank.py names them) that descend from the launcher."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         parents, names = {}, {}
@@ -427,7 +369,7 @@ def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_
     with the metrics of a run never interrupted. A signal one rank alone caught reaches the others' decision
     through the next read of the losses (bench/run/runner.py)."""
     launcher, ranks = _launched(tmp_path, 60, epochs=12)  # the signal comes after the first epoch's checkpoint
-    # each rank leads a session of its own (scheduled as a group of its own: bench/run/launch.py new_session), so
+    # each rank leads a session of its own (scheduled as a group of its own: bench/run/dist.py launch_ranks), so
     # only the launcher's forwarding can bring it a signal sent to the launcher
     assert [os.getsid(pid) for pid in ranks.values()] == list(ranks.values()) and os.getsid(launcher.pid) != ranks[0]
     os.kill(launcher.pid if to == "launcher" else ranks[2], signal.SIGTERM)
@@ -461,8 +403,8 @@ def _alive(pid: int) -> bool:
 
 def test_ranks_stop_when_their_launcher_is_killed_outright(tmp_path):
     """Each rank leads a session of its own, so a SIGKILL of the launcher (or of its process group) reaches none of
-    them: the fork server ends with the launcher, and the kernel sends each rank SIGTERM (bench/run/launch.py
-    ``stop_with_parent``). Every rank stops, with a checkpoint, instead of training on unwatched."""
+    them: the kernel sends each rank SIGTERM when its launcher ends (bench/run/dist.py ``stop_with_parent``).
+    Every rank stops, with a checkpoint, instead of training on unwatched."""
     launcher, ranks = _launched(tmp_path, 60, epochs=40)
     assert all(_alive(pid) for pid in ranks.values())
     os.kill(launcher.pid, signal.SIGKILL)

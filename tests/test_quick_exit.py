@@ -26,13 +26,3 @@ def test_finish_of_a_message_exits_as_sys_exit_does(tmp_path):
     done = subprocess.run([sys.executable, "-c", FINISH, str(tmp_path / "mark"), repr("bench: error: x")],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr.strip()) == (1, "bench: error: x")
-
-
-def test_after_end_at_exit_a_normal_exit_skips_the_earlier_handlers(tmp_path):
-    script = ("import atexit, sys; from bench.quick_exit import end_at_exit; "
-              "atexit.register(lambda: open(sys.argv[1], 'w').write('ran')); end_at_exit(); print('out'); "
-              "raise SystemExit")
-    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "mark")], capture_output=True, text=True,
-                          timeout=60)
-    assert (done.returncode, done.stdout) == (0, "out\n")
-    assert not (tmp_path / "mark").exists()

@@ -6,9 +6,6 @@ updates it in place: ``u += Σ_j w_ij q_j − q_i``). ``paper`` order: SGD step,
 exchange, ``x̂ += q``, ``u += (W − I) q``, then ``x += γ u``. ``code`` order (the authors'
 implementation, so that sending overlaps the next gradient): SGD step, consensus step with the
 previous round's ``s, x̂``, then compress and exchange. With ``grad=None`` this is Choco-Gossip.
-In the simulator on a CPU, the paper order with the sign operator on a static circulant graph (the ring) runs
-its round as one fused pass over the state with the same bits (choco_kernel.py); everywhere else the round is
-the eager operations below.
 
 On a time-varying graph (one-peer-exp) a worker hears a neighbour only in the rounds that use their link, so
 the public copy is kept per directed link e = j → i: ``x̂_e``, a copy of x_j held alike by j and i, from 0. In
@@ -52,7 +49,6 @@ import torch
 
 from ..comm import Traffic
 from .base import AUTO, Algorithm, register
-from . import choco_kernel
 from .knobs import decay, flag, knob, order_knob, positive
 from .step_tuning import ConsensusStepOptions, TunesItsStep
 from .link_copies import LinkCopies
@@ -113,7 +109,6 @@ class Choco(TunesItsStep, Algorithm):
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)
-        self._fused = None
         if self.options.adagossip:
             self.v = torch.zeros_like(self.x)  # the running mean of u ⊙ u
             self.ada_steps = 0
@@ -128,14 +123,10 @@ class Choco(TunesItsStep, Algorithm):
                 (("v", "ada_steps") if self.options.adagossip else ())
             return
         self.x_hat = torch.zeros_like(self.x)
-        # sign on a static circulant graph in the simulator: the round in one fused pass (choco_kernel.py)
-        self._fused = choco_kernel.fused_round(self)
         # reused every round: no [w, d] allocation (and page faults) for x − x̂ or for Q(x − x̂); an operator that
         # compresses in place (sign, none) writes Q(x − x̂) over x − x̂, which nothing reads again: one [w, d]
-        # buffer less in the cache, the same bits. The fused round needs neither until the state stops fitting it.
-        self._diff = self._q = None
-        if self._fused is None:
-            self._buffers()
+        # buffer less in the cache, the same bits
+        self._buffers()
 
     def _buffers(self) -> None:
         self._diff = torch.empty_like(self.x)
@@ -166,9 +157,7 @@ class Choco(TunesItsStep, Algorithm):
 
     def step(self, grad, lr: float) -> Traffic:
         self._descend(grad, lr)
-        if self._fused is not None and self._fused.fits(self.x, self.x_hat, self.u):
-            self._fused.round(self.x, self.x_hat, self.u, self.options.gamma, self._scratch)  # both, fused
-        elif self.options.order == "paper":
+        if self.options.order == "paper":
             self._exchange()
             self._consensus()
         else:

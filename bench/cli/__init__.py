@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 
 from ..errors import BenchError, out_of_memory
-from ..startup import release
 from . import bisect, bits, compare, consensus, perf, plan, run, topology, track, tune_gamma
 from .common import Parser
 
@@ -30,8 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = argv
     command = COMMANDS[args.command]
-    if not getattr(command, "RELEASES_COLLECTOR", False):  # `bench run` releases it once its run is built
-        release()
     try:
         return command.run(args)
     except BenchError as err:

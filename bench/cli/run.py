@@ -9,8 +9,8 @@ from ..limits import DEVICES
 from .common import output_dir
 
 NAME = "run"
-RELEASES_COLLECTOR = True  # once the run is built (bench/run/launch.py), not before its imports
 HELP = "one training run: writes run.json and metrics.parquet to --out"
+
 
 def algorithm_names() -> list[str]:
     """The names of bench.algorithms.ALGORITHMS (every module of the package, a person's own too)."""

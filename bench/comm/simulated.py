@@ -84,11 +84,6 @@ class SimulatedCommunicator(Communicator):
     def _account_gossip(self, message: Message) -> None:
         self._record(account_gossip(self.network, self.links().links, message))
 
-    def record_gossip(self, message: Message) -> None:
-        """Count a gossip of ``message`` that its caller mixes itself (a fused kernel: bench/algorithms/
-        choco_kernel.py): the traffic ``gossip_into`` counts, on a network without faults."""
-        self._account_gossip(message)
-
     def allreduce_mean(self, x: torch.Tensor) -> torch.Tensor:
         self._record(account_allreduce(self.network, x[0].numel(), self.n))
         return x.mean(dim=0, keepdim=True).expand_as(x).clone()

@@ -23,20 +23,12 @@ def start(settings: RunConfig | Mapping[str, Any], out: str | Path, *, replace_s
     defaults beneath them); a bad one raises BenchError (one line) before anything is written. A run of
     other settings already in ``out`` is refused, or with ``replace_stale`` set aside to ``.stale/``.
     ``argv``, the command line a run came from, is not needed: `--backend dist` ranks read the settings
-    from a file (bench/run/dist.py), so a run started from Python launches them the same way.
-
-    A ``--backend dist`` launch starts the fork server its ranks come from first, before this process
-    imports torch: the server's imports and this process's own then run side by side
-    (bench/run/dist.py ``start_fork_server``)."""
+    from a file (bench/run/dist.py), so a run started from Python launches them the same way."""
     from .resolved import resolve_run
     from .settings_file import config_of
 
     cfg = settings if isinstance(settings, RunConfig) else config_of(settings)
     resolved = resolve_run(cfg)  # its parts, every combination checked: before anything is written or launched
-    if cfg.backend == "dist":
-        from .dist import start_fork_server
-
-        start_fork_server(cfg, Path(out))
     from .launch import run
 
     return run(cfg, out, replace_stale=replace_stale, resolved=resolved)

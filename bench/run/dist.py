@@ -7,8 +7,6 @@ set, watches them, and stops them all when one fails. Its ranks read the run's s
 """
 from __future__ import annotations
 
-import json
-import multiprocessing
 import os
 import signal
 import socket
@@ -18,7 +16,6 @@ import tempfile
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable
 
 CHILD_FLAG = "BENCH_DIST_CHILD"
 
@@ -52,72 +49,22 @@ def _free_port() -> int:
 GRACE_S = 5.0
 
 
-def spawn(cfg, out: Path, procs: int, entry: Callable[[dict, str, str], None],
-          grace_s: float = GRACE_S) -> "Outcome":
-    """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine: every setting written to a
-    file the ranks load (and check) before they start, removed once they have all stopped. Each rank runs
-    ``entry(environment, settings file, out)`` (the launcher passes its own, so this module imports no run)."""
+def spawn(cfg, out: Path, procs: int, grace_s: float = GRACE_S) -> "Outcome":
+    """Train ``cfg`` (a RunConfig) in ``out`` as ``procs`` ranks on this machine, each a fresh interpreter
+    (``python -m bench.run.rank``): every setting written to a file the ranks load (and check) before they
+    start, removed once they have all stopped."""
     from .settings_file import write_settings
 
     with tempfile.TemporaryDirectory(prefix="bench-ranks-") as folder:
         settings = write_settings(cfg, Path(folder) / "settings.json")
-        args = [str(settings), str(out)]
-        forked = launch_forked(entry, args, procs, grace_s)
-        if forked is not None:
-            return forked
-        # no fork server (its socket would not fit a long TMPDIR): fresh interpreters, a second slower each
-        return launch_ranks([sys.executable, "-m", "bench.run.rank", *args], procs, grace_s)
-
-
-# what the fork server imports once, so that a rank forked from it starts with torch and bench loaded: first the
-# module that holds the collector for these imports, last the one whose exit handler must run first
-PRELOAD = ["bench.run.server_start", "bench.run.launch", "bench.run.dist", "bench.run.setup", "bench.run.server_exit"]
-
-
-def start_fork_server(cfg, out: Path) -> None:
-    """For a launch about to fork its ranks (``cfg.backend == "dist"`` outside torchrun; a RunConfig), start
-    multiprocessing's fork server now, before this process imports torch: the server's imports (``PRELOAD``
-    and what building the run's graph imports, scipy's sparse graphs for a scheduled one) then run beside
-    this process's own, not after them. Nothing for a run already done in ``out``, nor under torchrun. The
-    graph is built here without torch; a bad one raises its one line (BenchError) before anything starts."""
-    from ..topology import make_topology
-    from .identity import finished
-
-    if under_launcher():
-        return
-    try:
-        previous = json.loads((out / "run.json").read_text())
-    except (OSError, ValueError):
-        previous = None
-    if finished(previous, out) and previous.get("fingerprint") == cfg.fingerprint():
-        return
-    before = set(sys.modules)
-    make_topology(cfg.topology, cfg.nodes, weights=cfg.weights, seed=cfg.seed)
-    fork_server(sorted(set(sys.modules) - before))  # where none can start, the ranks start as interpreters
-
-
-def fork_server(preload: list[str] = ()) -> bool:
-    """Multiprocessing's fork server, started (if it is not running yet) with ``PRELOAD`` and ``preload``
-    imported; False where it cannot start: its Unix socket lives under TMPDIR, and a path longer than the
-    socket's 108 bytes is refused. A server already running, from an earlier call of this process, keeps what
-    it preloaded then."""
-    from multiprocessing import forkserver
-
-    multiprocessing.get_context("forkserver").set_forkserver_preload([*PRELOAD, *preload])
-    try:
-        forkserver.ensure_running()
-    except OSError:
-        return False
-    return True
+        return launch_ranks([sys.executable, "-m", "bench.run.rank", str(settings), str(out)], procs, grace_s)
 
 
 def stop_with_parent(signum: int) -> None:
     """Have the kernel send this process ``signum`` when its parent ends (Linux's PR_SET_PDEATHSIG; elsewhere
-    nothing). Ranks lead sessions of their own (bench/run/launch.py ``new_session``), so what is sent to the
-    launcher's process group (a scheduler killing a job outright) reaches none of them: the fork server takes
-    SIGKILL when the launcher ends, and each rank SIGTERM when its parent ends (the fork server, or the launcher
-    for a fresh interpreter), which it answers as any SIGTERM (a checkpoint, status interrupted) instead of
-    training on unwatched."""
+    nothing). Ranks lead sessions of their own (``launch_ranks``), so what is sent to the launcher's process
+    group (a scheduler killing a job outright) reaches none of them: each rank takes SIGTERM when its launcher
+    ends, which it answers as any SIGTERM (a checkpoint, status interrupted) instead of training on unwatched."""
     parent = os.getppid()
     if not prctl(1, int(signum)):  # PR_SET_PDEATHSIG
         return
@@ -136,55 +83,10 @@ def prctl(option: int, value) -> bool:
     return True
 
 
-class _Forked:
-    """A rank forked by the server, with the part of ``subprocess.Popen``'s interface the watcher uses."""
-
-    def __init__(self, process: multiprocessing.process.BaseProcess):
-        self.process = process
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self.process.exitcode  # None while running, -N after signal N (as Popen)
-
-    def poll(self) -> int | None:
-        return self.process.exitcode
-
-    def send_signal(self, signum: int) -> None:
-        os.kill(self.process.pid, signum)
-
-    def kill(self) -> None:
-        self.process.kill()
-
-
 def _rank_env(rank: int, procs: int, port: int) -> dict[str, str]:
     return {"RANK": str(rank), "WORLD_SIZE": str(procs), "LOCAL_RANK": str(rank), "LOCAL_WORLD_SIZE": str(procs),
             "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port), CHILD_FLAG: "1",
             "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
-
-
-def launch_forked(entry: Callable[..., None], args: list[str], procs: int,
-                  grace_s: float = GRACE_S) -> Outcome | None:
-    """``entry(environment, *args)`` as ``procs`` ranks, each forked from multiprocessing's fork server,
-    which imports torch and bench once (PRELOAD) and runs no tensor operation, so forking it is safe: a rank
-    then starts in milliseconds, where a fresh interpreter spends a second importing torch. Watched as
-    ``launch_ranks`` watches its processes; each rank is named ``bench-rank-N`` (``ps``, /proc/PID/comm).
-    None, and nothing started, where the server cannot start (``fork_server``)."""
-    if not fork_server():
-        return None
-    context = multiprocessing.get_context("forkserver")
-    port = _free_port()
-    children = []
-    for rank in range(procs):
-        # the whole environment, as a fresh process would get it: the server keeps the one it started with
-        process = context.Process(target=entry, args=({**os.environ, **_rank_env(rank, procs, port)}, *args),
-                                  name=f"bench-rank-{rank}")
-        process.start()
-        children.append(_Forked(process))
-    return _watch(children, grace_s)
 
 
 class Outcome(int):
@@ -208,7 +110,10 @@ def launch_ranks(command: list[str], procs: int, grace_s: float = GRACE_S) -> Ou
     """Run ``command`` as ``procs`` ranks with the rendezvous variables set. Once one rank fails, the
     others get ``grace_s`` seconds to stop by themselves and are then killed (a hung rank never would)."""
     port = _free_port()
-    # each rank a session of its own, as a forked one makes itself (bench/run/launch.py ``new_session``)
+    # each rank a session of its own, as torchrun starts its workers. Where the kernel groups a session's processes
+    # for scheduling (Linux's autogroup, on by default), ranks left in their launcher's session are one group: with
+    # 8 ranks on 2 cores their gloo threads spent twice the system time and the loop ran 1.2-1.4x slower. A
+    # terminal's Ctrl-C then reaches the launcher alone, which forwards it to every rank (``_watch``)
     children = [subprocess.Popen(command, env={**os.environ, **_rank_env(rank, procs, port)}, start_new_session=True)
                 for rank in range(procs)]
     return _watch(children, grace_s)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from pathlib import Path
 
@@ -14,7 +13,6 @@ import torch
 from ..data.base import notes as data_notes
 from ..errors import BenchError
 from ..files import remove_temporaries
-from ..startup import release
 from . import failure
 from .config import RunConfig
 from .outputs import LOCK, read_json, run_directory_lock
@@ -159,9 +157,7 @@ def _run(resolved: Resolved, out: Path, replace_stale: bool) -> int:
         procs = cfg.procs or cfg.nodes
         if cfg.nodes % procs:
             raise BenchError(f"nodes={cfg.nodes} must be a multiple of procs={procs}")
-        release()  # this process only waits on its ranks now (bench/startup.py)
-        # the ranks come from the fork server bench.run.start started before this process imported torch
-        outcome = spawn(cfg, out, procs, forked_rank)
+        outcome = spawn(cfg, out, procs)
         if outcome.failure is not None and outcome < 128:
             _record_launch_failure(out, outcome.failure)
         return int(outcome)
@@ -197,7 +193,6 @@ def _train(resolved: Resolved, out: Path, previous: dict | None, rank: int = 0, 
             parts = build(resolved, rank, world)
         threads = settle_threads(parts.task.largest_tensor())
         loop = Loop(cfg, out, parts, device, previous, threads=threads)
-        release()  # what a process held while it imported and built the run (bench/startup.py)
     except OSError as err:
         if err.errno not in OUT_OF_SPACE:
             raise  # a path the system refused (permissions...): the command line's bad input
@@ -223,40 +218,3 @@ def run_rank(settings_path: str, out: str) -> int:
             raise
         print(f"bench: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
         return 2
-
-
-def forked_rank(env: dict[str, str], settings_path: str, out: str) -> None:
-    """A rank forked from the fork server (bench/run/dist.py ``launch_forked``): the launcher's environment
-    with this rank's rendezvous variables, set before anything reads them (the server's own dates from when
-    it started), then ``run_rank``; its status is the process's exit status. Each rank is a session of its own
-    (``new_session``) that stops when its parent, the fork server, ends (``stop_with_parent``)."""
-    from .dist import stop_with_parent
-
-    new_session()
-    stop_with_parent(signal.SIGTERM)
-    os.environ.clear()
-    os.environ.update(env)
-    _name_process(f"bench-rank-{env['RANK']}")
-    torch.set_num_threads(int(env["OMP_NUM_THREADS"]))  # before the first operation starts a thread pool
-    sys.exit(run_rank(settings_path, out))
-
-
-def new_session() -> None:
-    """Make this process a session of its own, as torchrun starts its workers. Where the kernel groups a session's
-    processes for scheduling (Linux's autogroup, on by default), ranks left in their launcher's session are one
-    group: with 8 ranks on 2 cores their gloo socket threads spent twice the system time (0.30 against 0.15 s a
-    rank over 300 steps) and the loop ran 1.2-1.4x slower (docs/performance.md, h); with autogroup off the
-    session makes no difference. A terminal's Ctrl-C then reaches the launcher alone, which forwards it to every
-    rank (bench/run/dist.py ``_watch``)."""
-    try:
-        os.setsid()
-    except OSError:  # already a session or group leader
-        pass
-
-
-def _name_process(name: str) -> None:
-    """The name ``ps`` and /proc/PID/comm show (Linux; elsewhere nothing): a forked rank would otherwise
-    carry the fork server's."""
-    from .dist import prctl
-
-    prctl(15, name.encode()[:15])  # PR_SET_NAME
