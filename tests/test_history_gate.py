@@ -272,6 +272,7 @@ def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, monkeypat
 
 
 @pytest.mark.parametrize("change, expected", [
+    (lambda repo: (repo / "bench" / "__init__.py").write_text("x = 2\n"), ["bench/__init__.py"]),
     (lambda repo: (repo / "Makefile").write_text("changed\n"), ["Makefile"]),
     (lambda repo: (repo / "analysis" / "summary.py").unlink(), ["analysis/summary.py"]),
     (lambda repo: (repo / "sitecustomize.py").write_text("import os\n"), ["sitecustomize.py"]),
@@ -287,6 +288,7 @@ def test_any_change_to_a_tracked_file_or_importable_code_is_dirty(checkout, chan
     change(checkout)
     info = track.commit_info(checkout)
     assert info["dirty"] is bool(expected) and sorted(info.get("dirty_files", [])) == sorted(expected)
+    assert info["describe"].endswith("-dirty") is bool(expected)
 
 
 # -- user values never become options to git ------------------------------------------------------------------
