@@ -211,6 +211,7 @@ def _figure(fig):
     (_set("machine", value="cpu"), "machine has no id"),
     (_set("commit", value=None), "commit is None"),
     (_set("commit", value="zz"), "commit is 'zz'"),
+    (_set("commit_date", value="yesterday"), "commit_date is 'yesterday', not an ISO date"),
     *[(text, "") for text in ["[1, 2]", "[" * 100000 + "]" * 100000, "\xff\xfe", '{"kind": "choco-track"']],
 ])
 def test_malformed_records_are_left_out_with_their_reason(tmp_path, capsys, bad, reason):
