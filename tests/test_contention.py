@@ -25,23 +25,21 @@ def test_busy_seconds_count_every_busy_field_and_not_idle_or_iowait():
         machine_busy_seconds("cpu0 1 2 3\n", 100)
 
 
-def test_others_share_is_machine_busy_less_own_over_wall_times_cores():
-    texts = iter([stat(0, 0), stat(300, 100)])        # 4 CPU-seconds busy over the span
-    own = iter([10.0, 11.0])                          # 1 of them ours (and our children's)
-    clock = iter([0.0, 2.0])                          # 2 s on 2 cores: 4 CPU-seconds available
-    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
+@pytest.mark.parametrize("busy, own, wall, cores, result", [
+    # 4 CPU-seconds busy over 2 s on 2 cores, 1 of them ours (and our children's)
+    ((300, 100), (10.0, 11.0), 2.0, 2, {"others_cpu_share": 0.75, "machine_busy_s": 4.0, "own_cpu_s": 1.0,
+                                          "wall_s": 2.0, "cores": 2}),
+    ((200, 0), (0.0, 2.0), 1.0, 2, {"others_cpu_share": 0.0}),  # all the busy time was ours
+    # two 10 ms ticks landed inside a 0.15 ms span: 66 times the machine at face value, never more than all of it
+    ((2, 0), (0.0, 0.0), 0.00015, 2, {"others_cpu_share": 1.0}),
+    ((100, 0), (0.0, 0.0), 1.0, None, {"others_cpu_share": 1.0, "cores": 1}),  # the cores /proc/stat describes
+])
+def test_others_share_is_machine_busy_less_own_over_wall_times_cores(busy, own, wall, cores, result):
+    texts, owns, clock = iter([stat(0, 0), stat(*busy)]), iter(own), iter([0.0, wall])
+    with CpuMeter(lambda: next(texts), lambda: next(owns), lambda: next(clock), cores=cores,
+                  ticks_per_second=100) as m:
         pass
-    assert m.result["method"] == "proc-stat" and m.result["others_cpu_share"] == pytest.approx(0.75)
-    assert m.result["machine_busy_s"] == 4.0 and m.result["own_cpu_s"] == 1.0 and m.result["wall_s"] == 2.0
-
-
-def test_a_span_shorter_than_a_tick_never_reads_more_than_the_whole_machine():
-    texts = iter([stat(0, 0), stat(2, 0)])            # two 10 ms ticks landed inside the span
-    own = iter([0.0, 0.0])
-    clock = iter([0.0, 0.00015])                      # 0.15 ms: 66 times the machine, taken at face value
-    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
-        pass
-    assert m.result["others_cpu_share"] == 1.0
+    assert m.result["method"] == "proc-stat" and {k: m.result[k] for k in result} == pytest.approx(result)
 
 
 def test_no_proc_stat_says_unavailable_and_never_raises():
@@ -51,15 +49,6 @@ def test_no_proc_stat_says_unavailable_and_never_raises():
     with CpuMeter(missing, cores=2) as m:
         pass
     assert m.result == {"method": "unavailable"}
-
-
-def test_own_work_is_not_counted_as_others():
-    texts = iter([stat(0, 0), stat(200, 0)])
-    own = iter([0.0, 2.0])  # all the busy time was ours
-    clock = iter([0.0, 1.0])
-    with CpuMeter(lambda: next(texts), lambda: next(own), lambda: next(clock), cores=2, ticks_per_second=100) as m:
-        pass
-    assert m.result["others_cpu_share"] == 0.0
 
 
 BURN = ("import sys, time\nwhile time.process_time() < 1.0: pass\n"  # one CPU-second, however busy the machine
@@ -88,10 +77,3 @@ def test_a_process_spinning_beside_the_measurement_is_seen(tmp_path):
     with CpuMeter() as own:  # our own child, waited for inside the span, is ours
         subprocess.run([sys.executable, "-c", own_burn, str(tmp_path / "own")], check=True)
     assert own.result["own_cpu_s"] >= 0.9, own.result
-
-
-def test_the_cores_are_those_proc_stat_describes():
-    texts = iter([stat(0, 0), stat(100, 0)])
-    with CpuMeter(lambda: next(texts), lambda: 0.0, iter([0.0, 1.0]).__next__, ticks_per_second=100) as m:
-        pass
-    assert m.result["cores"] == 1 and m.result["others_cpu_share"] == 1.0  # STAT has one cpuN line

@@ -5,38 +5,36 @@ marks a record dirty when the tracker's tree (or any tracked file) is modified a
 value reach git as an option."""
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import subprocess
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
 from analysis.history import read_output
-from analysis.cli import main as analysis_main
 from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
 from bench.track.bisection import commit_range
+from track_records import START, git, git_repo, history, one_line, sha, write
 
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 CELL = "choco-sign_ring8"
 SIZES = {"round_d": 10000, "repeats": 2}
+PERF = {"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.02]}
+NAN = {"b.round_vs_copy_sign": [math.nan, math.nan], "c.overhead": [math.nan, math.nan]}
 
 
-def sha(i: int) -> str:
-    return hashlib.sha1(f"gate{i}".encode()).hexdigest()
-
-
-def record(commit: str, date: datetime, acc=(0.60, 0.61, 0.59), epochs=(4.0, 4.5, 5.0), perf=None, target=0.5,
-           errors=(), status=("completed",) * 3, dirty=False) -> dict:
-    """A record as bench track writes it: the study's one cell (3 seeds) and, when given, perf figures."""
+def record(commit: str | int, date: datetime | None = None, acc=(0.60, 0.61, 0.59), epochs=(4.0, 4.5, 5.0),
+           perf=None, target=0.5, errors=(), status=("completed",) * 3, machine="cpu-2c-gate", **perf_extra) -> dict:
+    """A record as bench track writes it: the study's one cell (3 seeds) and, when given, perf figures; a commit
+    given by number i is sha(i), committed i hours after START."""
+    if isinstance(commit, int):
+        commit, date = sha(commit), date or START + timedelta(hours=commit)
     rec = {"kind": "choco-track", "version": 1, "commit": commit, "describe": commit[:7], "subject": "s",
-           "commit_date": date.isoformat(), "dirty": dirty, "started": (START + timedelta(days=9)).isoformat(),
-           "machine": {"id": "cpu-2c-gate", "cores": 2, "device": "cpu"}, "parts": ["study"], "errors": list(errors),
+           "commit_date": date.isoformat(), "dirty": False, "started": (START + timedelta(days=9)).isoformat(),
+           "machine": {"id": machine, "cores": 2, "device": "cpu"}, "parts": ["study"], "errors": list(errors),
            "study": {"name": "track", "config_digest": "16e1a9797ff1", "target_acc": target, "seeds": [0, 1, 2],
                      "cells": {CELL: {"seeds": [0, 1, 2], "status": list(status), "final_test_acc": list(acc),
                                       "epochs_to_target": list(epochs),
@@ -44,178 +42,109 @@ def record(commit: str, date: datetime, acc=(0.60, 0.61, 0.59), epochs=(4.0, 4.5
                                       "time_to_target_s": [None if e is None else e * 2 for e in epochs]}}}}
     if perf is not None:
         rec["parts"] = ["perf", "study"]
-        rec["perf"] = {"command": "bench perf --quick", "sizes": SIZES, "figures": {
+        rec["perf"] = {"command": "bench perf --quick", "sizes": SIZES, **perf_extra, "figures": {
             name: {"values": values, "unit": "x", "kind": "ratio", "higher_is_better": False}
             for name, values in perf.items()}}
     return rec
 
 
-def write(root: Path, rec: dict, name: str = "20260110T000000Z") -> Path:
-    folder = root / rec["machine"]["id"] / rec["commit"]
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{name}.json"
-    path.write_text(json.dumps(rec))  # json writes NaN as NaN, as bench track would
-    return path
-
-
 def flat_history(root: Path, n: int = 5, perf: bool = True) -> None:
     """n commits, one an hour, of the same code: identical study numbers, perf ratios about 1."""
     for i in range(n):
-        write(root, record(sha(i), START + timedelta(hours=i),
-                           perf={"b.round_vs_copy_sign": [1.0, 1.02], "c.overhead": [2.0, 2.04]} if perf else None))
+        write(root, record(i, perf={"b.round_vs_copy_sign": [1.0, 1.02], "c.overhead": [2.0, 2.04]} if perf else None))
 
 
-def history(root: Path, *args) -> int:
-    return analysis_main(["history", str(root), "--no-figures", *map(str, args)])
+def given(*records, perf: bool = True):
+    """A flat history, then ``records`` (a record, or (record, file name), or a function of the root)."""
+    def build(root):
+        flat_history(root, perf=perf)
+        for rec in records:
+            rec(root) if callable(rec) else write(root, *(rec if isinstance(rec, tuple) else (rec,)))
+    return build
 
 
-def one_line(capsys) -> str:
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1, err
-    return err
+def edited(rec: dict, change) -> dict:
+    change(rec)
+    return rec
 
 
-# -- the newest commit must have been measured: failures (exit 1) and refusals (exit 2) ---------------------
-def test_a_newest_commit_whose_runs_all_failed_fails(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    write(root, record(sha(5), START + timedelta(hours=5), acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3,
-                       perf={"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.01]},
-                       errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)]))
-    assert history(root, "--out", tmp_path / "out") == 1
-    err = capsys.readouterr().err
-    assert "3 failed parts or runs, e.g. study: choco-sign_ring8_s0: bench run exited 1: boom" in err
-    assert f"study.{CELL}: seeds 0, 1, 2 failed or have no value" in err
-    assert "**Failed** (2; exit status 1)" in (tmp_path / "out" / "history.md").read_text()
+def _copied_into_the_newest_folder(root):
+    (root / "cpu-2c-gate" / sha(4) / "copied.json").write_text(json.dumps(record(0, acc=(0.1, 0.1, 0.1))))
 
 
-def test_a_failed_seed_without_an_error_line_fails_too(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, perf=False)
-    write(root, record(sha(5), START + timedelta(hours=5), acc=[0.6, None, 0.6], epochs=[4.0, None, 5.0],
-                       status=["completed", "failed", "completed"]))
-    assert history(root, "--out", tmp_path / "out") == 1
-    assert f"study.{CELL}: seed 1 failed or has no value" in capsys.readouterr().err
+FAILED = record(5, acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3, perf=PERF,
+                errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)])
+ONLY_B = edited(record(6, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), lambda r: (
+    r["perf"].update(command="bench perf --quick --only b"), r["study"].update(cells={})))
+OTHER_MACHINE = record(5, machine="cuda-8c-gate", perf={**PERF, "e.cuda_only": [1.0, 1.0]})
+UNUSABLE = "a record of the newest commit (or a later one) is unusable"
 
 
-def test_nan_figures_of_the_newest_commit_do_not_pass_expect(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    nan = {"b.round_vs_copy_sign": [math.nan, math.nan], "c.overhead": [math.nan, math.nan]}
-    write(root, record(sha(5), START + timedelta(hours=5), perf=nan))
-    assert history(root, "--out", tmp_path / "out", "--expect", sha(5)) == 2  # nothing usable of it: refused
-    err = one_line(capsys)
-    assert f"--expect {sha(5)}: the 1 records of {sha(5)[:12]} are unusable" in err and "not a finite number" in err
-    assert not (tmp_path / "out").exists()  # a refusal writes nothing
-    # beside a usable record of the same commit, the NaN one is a failure
-    write(root, record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                                 "c.overhead": [2.0, 2.02]}), name="second")
-    assert history(root, "--out", tmp_path / "out", "--expect", sha(5)) == 1
-    assert "a record of the newest commit (or a later one) is unusable" in capsys.readouterr().err
-
-
-def test_nan_figures_of_a_later_commit_than_the_newest_usable_one_fail(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    write(root, record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [math.nan, 1.0],
-                                                                 "c.overhead": [2.0, 2.0]}))
-    assert history(root, "--out", tmp_path / "out") == 1  # by committer date: no repository holds these commits
-    assert "a record of the newest commit (or a later one) is unusable" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("value", ["", " ", "-x", "--output=/tmp/x"])
-def test_an_empty_or_option_expect_is_refused(tmp_path, capsys, value):
-    root = tmp_path / "h"
-    flat_history(root)
-    assert history(root, "--out", tmp_path / "out", f"--expect={value}") == 2
-    assert f"--expect {value!r}: empty or an option" in one_line(capsys)
-    assert not (tmp_path / "out").exists()
-
-
-def test_a_figure_missing_at_the_newest_commit_fails(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    write(root, record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [1.0, 1.01]}))
-    assert history(root, "--out", tmp_path / "out", "--expect", sha(5)) == 1
-    assert "perf.c.overhead: measured at the commit before" in capsys.readouterr().err
+# (how the history is built, arguments, exit status, what stderr and history.md say, verdicts of the newest commit)
+@pytest.mark.parametrize("build, args, status, said, verdicts", [
+    # the newest commit must have been measured: failures (exit 1) and refusals (exit 2)
+    (given(FAILED), [], 1, ["3 failed parts or runs, e.g. study: choco-sign_ring8_s0: bench run exited 1: boom",
+                            f"study.{CELL}: seeds 0, 1, 2 failed or have no value", "**Failed** (2; exit status 1)"],
+     {}),
+    (given(record(5, acc=[0.6, None, 0.6], epochs=[4.0, None, 5.0], status=["completed", "failed", "completed"]),
+           perf=False), [], 1, [f"study.{CELL}: seed 1 failed or has no value"], {}),  # no error line: fails too
+    (given(record(5, perf=NAN)), ["--expect", sha(5)], 2,
+     [f"--expect {sha(5)}: the 1 records of {sha(5)[:12]} are unusable", "not a finite number"], {}),
+    (given(record(5, perf=NAN), (record(5, perf=PERF), "second")), ["--expect", sha(5)], 1, [UNUSABLE], {}),
+    # by committer date (no repository holds these commits), a NaN of a later commit than the newest usable one
+    (given(record(5, perf={"b.round_vs_copy_sign": [math.nan, 1.0], "c.overhead": [2.0, 2.0]})), [], 1, [UNUSABLE],
+     {}),
+    *[(given(), [f"--expect={value}"], 2, [f"--expect {value!r}: empty or an option"], {})
+      for value in ["", " ", "-x", "--output=/tmp/x"]],
+    (given(record(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]})), ["--expect", sha(5)], 1,
+     ["perf.c.overhead: measured at the commit before"], {}),
     # a group bench perf was not asked for is not missing, nor a cell that did not run
-    rec = record(sha(6), START + timedelta(hours=6), perf={"b.round_vs_copy_sign": [1.0, 1.01]})
-    rec["perf"]["command"] = "bench perf --quick --only b"
-    rec["study"]["cells"] = {}
-    write(root, rec)
-    assert history(root, "--out", tmp_path / "out") == 0
-
-
-def test_a_figure_of_another_machine_is_not_missing(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    gpu = record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                           "c.overhead": [2.0, 2.0], "e.cuda_only": [1.0, 1.0]})
-    gpu["machine"] = {"id": "cuda-8c-gate", "cores": 8, "device": "cpu"}
-    write(root, gpu)
-    write(root, record(sha(6), START + timedelta(hours=6), perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                                 "c.overhead": [2.0, 2.0]}))
-    assert history(root, "--out", tmp_path / "out") == 0  # the commit before on this machine had no e figures
-    assert "FAILED" not in capsys.readouterr().err
-
-
-def test_figures_left_out_for_load_are_not_missing(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    busy = record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                            "c.overhead": [2.0, 2.02]})
-    busy["perf"]["load_average_1m"] = {"start": 10.0}
-    write(root, busy)
-    assert history(root, "--out", tmp_path / "out", "--max-load", "1") == 0
-    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
-    assert newest.loc["perf.c.overhead", "verdict"] == "not measured" and "FAILED" not in capsys.readouterr().err
-
-
-def test_expect_refuses_a_commit_compared_with_nothing(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root)
-    rec = record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                           "c.overhead": [2.0, 2.0]})
-    rec["perf"]["sizes"] = {"round_d": 99}  # other sizes: nothing earlier to compare with
-    del rec["study"]
-    write(root, rec)
-    assert history(root, "--out", tmp_path / "out", "--expect", sha(5), "--kinds", "ratio") == 2
-    assert "none of the newest commit's 2 quantities has an earlier commit of the same settings" in one_line(capsys)
-    assert history(root, "--out", tmp_path / "out", "--kinds", "ratio") == 0  # without --expect: first commits
-
-
-# -- records are compared only with records of the same settings ---------------------------------------------
-def test_records_of_another_target_are_a_group_of_their_own(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, perf=False)
-    # the same code read at a target of 60 %: later to reach it, the same final accuracy
-    write(root, record(sha(5), START + timedelta(hours=5), epochs=(7.0, 7.5, 8.0), target=0.6))
-    assert history(root, "--out", tmp_path / "out") == 0
-    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
-    assert newest.loc[f"study.{CELL}.epochs_to_target[target 0.6]", "verdict"] == "first commit"
-    assert newest.loc[f"study.{CELL}.epochs_to_target[target 0.5]", "verdict"] == "not measured"
-    assert newest.loc[f"study.{CELL}.final_test_acc", "verdict"] == "within tolerance"  # the target is no setting of it
-    assert "3 quantities were measured with different settings" in capsys.readouterr().err
-
-
-def test_perf_figures_of_other_sizes_or_device_are_not_compared(tmp_path):
-    root = tmp_path / "h"
-    flat_history(root)
-    rec = record(sha(5), START + timedelta(hours=5), perf={"b.round_vs_copy_sign": [3.0, 3.1], "c.overhead": [9.0, 9]})
-    rec["machine"] = {"id": "cuda-16c-gate", "cores": 16, "device": "cuda: H200"}
-    write(root, rec)
-    assert history(root, "--out", tmp_path / "out", "--kinds", "ratio") == 0
-    quantities = set(read_output(tmp_path / "out" / "newest.csv")["quantity"])
-    assert "perf.b.round_vs_copy_sign[device cuda: H200]" in quantities
+    (given(record(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), ONLY_B), [], 0, [], {}),
+    # the commit before on this machine had no e figures
+    (given(OTHER_MACHINE, record(6, perf={"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.0]})), [], 0,
+     [], {}),
+    (given(record(5, perf=PERF, load_average_1m={"start": 10.0})), ["--max-load", "1"], 0, [],
+     {"perf.c.overhead": "not measured"}),  # figures left out for load are not missing
+    (given(edited(record(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))),  # nothing to compare with
+     ["--expect", sha(5), "--kinds", "ratio"], 2,
+     ["none of the newest commit's 2 quantities has an earlier commit of the same settings"], {}),
+    (given(edited(record(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))), ["--kinds", "ratio"], 0,
+     [], {"perf.c.overhead[sizes d7746692]": "first commit"}),  # without --expect: first commits
+    # records are compared only with records of the same settings: the same code read at a target of 60 %
+    (given(record(5, epochs=(7.0, 7.5, 8.0), target=0.6), perf=False), [], 0,
+     ["3 quantities were measured with different settings"],
+     {f"study.{CELL}.epochs_to_target[target 0.6]": "first commit",
+      f"study.{CELL}.epochs_to_target[target 0.5]": "not measured",
+      f"study.{CELL}.final_test_acc": "within tolerance"}),  # the target is no setting of the final accuracy
+    (given(edited(record(5, perf={"b.round_vs_copy_sign": [3.0, 3.1], "c.overhead": [9.0, 9]}), lambda r: r.update(
+        machine={"id": "cuda-16c-gate", "cores": 16, "device": "cuda: H200"}))), ["--kinds", "ratio"], 0, [],
+     {"perf.b.round_vs_copy_sign[device cuda: H200]": "first commit", "perf.c.overhead[device cpu]": "not measured"}),
+    (given(perf=False), ["--repo", "/nonexistent/repo"], 0,
+     ["is not a git checkout (or git cannot run): commits are in committer-date order"], {}),
+    (given(_copied_into_the_newest_folder, perf=False), [], 1,  # in the newest commit's folder: a failure
+     [f"copied.json: its commit {sha(0)[:12]} is not that of its folder {sha(4)[:12]}"], {}),
+    (given(record(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
+     [f"share the point {sha(4)[:12]}"], {}),
+])
+def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, said, verdicts):
+    build(tmp_path / "h")
+    out = tmp_path / "out"
+    assert history(tmp_path / "h", "--no-figures", "--out", out, *args) == status
+    err = one_line(capsys) if status == 2 else capsys.readouterr().err
+    text = err + ((out / "history.md").read_text() if status != 2 else "")
+    assert all(s in text for s in said), text
+    assert status != 0 or "FAILED" not in err
+    assert status != 2 or not out.exists()  # a refusal writes nothing
+    table = read_output(out / "newest.csv").set_index("quantity") if verdicts else None
+    assert {q: table.loc[q, "verdict"] for q in verdicts} == verdicts
 
 
 def test_records_without_settings_are_their_own_group_said_once(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, perf=False)
-    old = record(sha(7), START - timedelta(hours=1), epochs=(9.0, 9.0, 9.0))
+    flat_history(tmp_path / "h", perf=False)
+    old = record(7, START - timedelta(hours=1), epochs=(9.0, 9.0, 9.0))
     del old["study"]["target_acc"], old["study"]["config_digest"]
-    write(root, old)
-    assert history(root, "--out", tmp_path / "out") == 0
+    write(tmp_path / "h", old)
+    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 0
     err = capsys.readouterr().err
     assert err.count("do not store their settings") == 1 and "'settings not recorded'" in err
     table = read_output(tmp_path / "out" / "history.csv")
@@ -223,132 +152,78 @@ def test_records_without_settings_are_their_own_group_said_once(tmp_path, capsys
 
 
 # -- commit order comes from the repository's graph, not from clocks ------------------------------------------
-def git(repo: Path, *args: str, env: dict | None = None) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
-                          capture_output=True, text=True, env={**os.environ, **(env or {})}).stdout.strip()
+@pytest.fixture(scope="module")
+def skewed(tmp_path_factory) -> tuple[Path, list[str]]:
+    """6 commits; the newest made on a machine whose clock is a year behind."""
+    repo = tmp_path_factory.mktemp("skewed") / "repo"
+    return repo, git_repo(repo, 6, [START + timedelta(hours=i) for i in range(5)] + [START - timedelta(days=365)])
 
 
-def skewed_repo(tmp_path: Path, n: int = 6) -> list[str]:
-    """n commits; the newest made on a machine whose clock is a year behind."""
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    commits = []
-    for i in range(n):
-        when = (START + timedelta(hours=i) if i < n - 1 else START - timedelta(days=365)).isoformat()
-        git(repo, "commit", "-q", "--allow-empty", "-m", f"c{i}", env={"GIT_COMMITTER_DATE": when,
-                                                                     "GIT_AUTHOR_DATE": when})
-        commits.append(git(repo, "rev-parse", "HEAD"))
-    return commits
-
-
-def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys):
-    commits = skewed_repo(tmp_path)
-    root = tmp_path / "h"
+def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys, skewed):
+    repo, commits = skewed
     for i, commit in enumerate(commits):
-        date = datetime.fromisoformat(git(tmp_path / "repo", "show", "-s", "--format=%cI", commit))
-        write(root, record(commit, date, acc=(0.50, 0.51, 0.49) if i == len(commits) - 1 else (0.60, 0.61, 0.59)))
-    assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "repo") == 1
-    newest = read_output(tmp_path / "out" / "newest.csv").set_index("quantity")
-    assert newest.loc[f"study.{CELL}.final_test_acc", "commit"] == commits[-1][:12]
+        date = datetime.fromisoformat(git(repo, "show", "-s", "--format=%cI", commit))
+        write(tmp_path / "h", record(commit, date, acc=(0.50, 0.51, 0.49) if i == 5 else (0.60, 0.61, 0.59)))
+    out = ["--no-figures", "--out", tmp_path / "out"]
+    assert history(tmp_path / "h", *out, "--repo", repo) == 1
+    assert read_output(tmp_path / "out" / "newest.csv").set_index("quantity").loc[
+        f"study.{CELL}.final_test_acc", "commit"] == commits[-1][:12]
     assert f"REGRESSION study.{CELL}.final_test_acc" in capsys.readouterr().err
-    assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "repo", "--expect", commits[-1]) == 1
+    assert history(tmp_path / "h", *out, "--repo", repo, "--expect", commits[-1]) == 1
     # by the clocks, the newest commit would come first: chosen, the order says so
-    assert history(root, "--out", tmp_path / "out", "--order", "date") == 0
+    assert history(tmp_path / "h", *out, "--order", "date") == 0
 
 
-def test_without_a_repository_the_order_falls_back_to_dates_and_says_so(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, n=3, perf=False)
-    assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "nowhere") == 0
-    assert "is not a git checkout (or git cannot run): commits are in committer-date order" in capsys.readouterr().err
-
-
-def test_commits_the_repository_does_not_hold_are_never_the_newest(tmp_path, capsys):
-    commits = skewed_repo(tmp_path, n=4)
-    root = tmp_path / "h"
+def test_commits_the_repository_does_not_hold_are_never_the_newest(tmp_path, capsys, skewed):
+    repo, commits = skewed
     for commit in commits:
-        write(root, record(commit, START))
-    write(root, record(sha(1), START + timedelta(days=400), acc=(0.1, 0.1, 0.1)))  # unknown, "newer" by its date
-    assert history(root, "--out", tmp_path / "out", "--repo", tmp_path / "repo", "--expect", commits[-1]) == 0
+        write(tmp_path / "h", record(commit, START))
+    write(tmp_path / "h", record(sha(1), START + timedelta(days=400), acc=(0.1, 0.1, 0.1)))  # "newer" by its date
+    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out", "--repo", repo,
+                   "--expect", commits[-1]) == 0
     assert "1 commits are not in the repository" in capsys.readouterr().err
 
 
-def test_a_record_outside_its_commits_folder_is_left_out(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, perf=False)
-    folder = root / "cpu-2c-gate" / sha(4)
-    (folder / "copied.json").write_text(json.dumps(record(sha(0), START, acc=(0.1, 0.1, 0.1))))
-    assert history(root, "--out", tmp_path / "out") == 1  # in the newest commit's folder: a failure
-    assert f"copied.json: its commit {sha(0)[:12]} is not that of its folder {sha(4)[:12]}" in capsys.readouterr().err
-
-
-def test_two_commits_sharing_a_point_are_refused(tmp_path, capsys):
-    root = tmp_path / "h"
-    flat_history(root, perf=False)
-    write(root, record(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)))
-    assert history(root, "--out", tmp_path / "out") == 2
-    assert f"share the point {sha(4)[:12]}" in one_line(capsys)
-
-
 # -- malformed records are skipped with their reason, never a traceback ---------------------------------------
-def _perf(value):
+def _set(*path, value):
     def change(rec):
-        rec["perf"] = value
+        for key in path[:-1]:
+            rec = rec[key]
+        rec[path[-1]] = value
     return change
 
 
 def _figure(fig):
-    def change(rec):
-        rec["perf"] = {"figures": {"b.round_vs_copy_sign": fig}}
-    return change
+    return _set("perf", value={"figures": {"b.round_vs_copy_sign": fig}})
 
 
-def _set(key, value):
-    def change(rec):
-        rec[key] = value
-    return change
-
-
-def _drop_seeds(rec):
-    del rec["study"]["cells"][CELL]["seeds"]
-
-
-@pytest.mark.parametrize("change, reason", [
-    (_perf([1, 2]), "perf is list, not an object"),
-    (_perf("fast"), "perf is str, not an object"),
-    (_perf({"figures": [1.0]}), "perf.figures is list, not an object"),
+@pytest.mark.parametrize("bad, reason", [
+    (_set("perf", value=[1, 2]), "perf is list, not an object"),
+    (_set("perf", value="fast"), "perf is str, not an object"),
+    (_set("perf", value={"figures": [1.0]}), "perf.figures is list, not an object"),
     (_figure({"values": [], "unit": "x"}), "perf figure 'b.round_vs_copy_sign' has no values"),
     (_figure({"unit": "x"}), "perf figure 'b.round_vs_copy_sign': value None is not a finite number"),
     (_figure({"values": [1.0, math.nan]}), "value nan is not a finite number"),
     (_figure({"values": [10 ** 400]}), "is not a finite number"),
     (_figure({"median": math.inf}), "value inf is not a finite number"),
-    (_drop_seeds, f"study cell '{CELL}' has no list of seeds"),
-    (_set("errors", "boom"), "errors is str, not a list"),
-    (_set("machine", "cpu"), "machine has no id"),
-    (_set("commit", None), "commit is None"),
+    (lambda rec: rec["study"]["cells"][CELL].pop("seeds"), f"study cell '{CELL}' has no list of seeds"),
+    (_set("errors", value="boom"), "errors is str, not a list"),
+    (_set("machine", value="cpu"), "machine has no id"),
+    (_set("commit", value=None), "commit is None"),
+    (_set("commit", value="zz"), "commit is 'zz'"),
+    (_set("commit_date", value="yesterday"), "commit_date is 'yesterday', not an ISO date"),
+    *[(text, "") for text in ["[1, 2]", "[" * 100000 + "]" * 100000, "\xff\xfe", '{"kind": "choco-track"']],
 ])
-def test_malformed_records_are_left_out_with_their_reason(tmp_path, capsys, change, reason):
-    root = tmp_path / "h"
-    flat_history(root)
-    bad = record(sha(1), START + timedelta(hours=1), perf={"b.round_vs_copy_sign": [1.0]})
-    change(bad)
-    folder = root / "cpu-2c-gate" / sha(1)
-    (folder / "bad.json").write_text(json.dumps(bad))
-    assert history(root, "--out", tmp_path / "out") == 0  # an older commit's: noted, the rest compared
+def test_malformed_records_are_left_out_with_their_reason(tmp_path, capsys, bad, reason):
+    flat_history(tmp_path / "h")
+    path = tmp_path / "h" / "cpu-2c-gate" / sha(1) / "bad.json"
+    if callable(bad):
+        bad = json.dumps(edited(record(1, perf={"b.round_vs_copy_sign": [1.0]}), bad))
+    path.write_bytes(bad.encode("latin-1"))
+    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 0  # noted, the rest compared
     err = capsys.readouterr().err
-    assert "Traceback" not in err
     (note,) = [line for line in err.splitlines() if "bad.json" in line]
-    assert reason in note and note.endswith("(left out)")
-
-
-@pytest.mark.parametrize("text", ["[1, 2]", "[" * 100000 + "]" * 100000, "\xff\xfe", '{"kind": "choco-track"'])
-def test_unreadable_json_is_left_out(tmp_path, capsys, text):
-    root = tmp_path / "h"
-    flat_history(root, n=3)
-    (root / "cpu-2c-gate" / sha(0) / "bad.json").write_bytes(text.encode("latin-1"))
-    assert history(root, "--out", tmp_path / "out") == 0
-    err = capsys.readouterr().err
-    assert "bad.json" in err and "Traceback" not in err
+    assert "Traceback" not in err and reason in note and note.endswith("(left out)")
 
 
 def test_measured_reads_a_folder_of_odd_json_without_a_traceback(tmp_path):
@@ -360,33 +235,34 @@ def test_measured_reads_a_folder_of_odd_json_without_a_traceback(tmp_path):
 
 
 # -- bench track: dirty means any change to what computes the numbers -----------------------------------------
+FILES = ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile")
+
+
+def _files(repo):
+    for path in FILES:
+        (repo / path).parent.mkdir(parents=True, exist_ok=True)
+        (repo / path).write_text("x = 1\n")
+
+
 @pytest.fixture
 def checkout(tmp_path) -> Path:
     repo = tmp_path / "repo"
-    for path in ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile"):
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text("x = 1\n")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "first")
+    git_repo(repo, 1, change=lambda i: _files(repo))
     return repo
 
 
-@pytest.fixture
-def fake_perf(monkeypatch):
-    def run_perf(repo, work, device, only, say):
-        return {"wall_s": 1.0, "figures": {"b.x": {"values": [1.0, 1.1], "kind": "ratio"}}}, []
-    monkeypatch.setattr(track.quickset, "run_perf", run_perf)
-
-
-def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, fake_perf, monkeypatch):
+def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, monkeypatch):
+    monkeypatch.setattr(track.quickset, "run_perf", lambda repo, work, device, only, say: (
+        {"wall_s": 1.0, "figures": {"b.x": {"values": [1.0, 1.1], "kind": "ratio"}}}, []))
     tracker = tmp_path / "tracker"
     subprocess.run(["git", "clone", "-q", str(checkout), str(tracker)], check=True)
     monkeypatch.setattr(track.record, "ROOT", tracker)  # the checkout that runs bench track
+
     def tracked(out: Path) -> dict:
         assert bench_main(["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf", "--quiet"]) == 0
         (path,) = out.rglob("2*.json")
         return json.loads(path.read_text())
+
     assert tracked(tmp_path / "before")["dirty"] is False
     (tracker / "bench" / "track" / "quickset.py").write_text("x = 2  # the tracker's code, changed\n")
     dirty = tracked(tmp_path / "after")
@@ -397,6 +273,7 @@ def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, fake_perf
 
 
 @pytest.mark.parametrize("change, expected", [
+    (lambda repo: (repo / "bench" / "__init__.py").write_text("x = 2\n"), ["bench/__init__.py"]),
     (lambda repo: (repo / "Makefile").write_text("changed\n"), ["Makefile"]),
     (lambda repo: (repo / "analysis" / "summary.py").unlink(), ["analysis/summary.py"]),
     (lambda repo: (repo / "sitecustomize.py").write_text("import os\n"), ["sitecustomize.py"]),
@@ -404,18 +281,15 @@ def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, fake_perf
     (lambda repo: (git(repo, "update-index", "--assume-unchanged", "bench/__init__.py"),
                    (repo / "bench" / "__init__.py").write_text("x = 3\n")),
      ["bench/__init__.py (not checked by git)"]),
+    # untracked files that are not code leave the tree clean
+    (lambda repo: ((repo / "notes.txt").write_text("n\n"), (repo / "results").mkdir(),
+                   (repo / "results" / "r.json").write_text("{}\n")), []),
 ])
 def test_any_change_to_a_tracked_file_or_importable_code_is_dirty(checkout, change, expected):
     change(checkout)
     info = track.commit_info(checkout)
-    assert info["dirty"] is True and sorted(info["dirty_files"]) == sorted(expected)
-
-
-def test_untracked_files_that_are_not_code_leave_the_tree_clean(checkout):
-    (checkout / "notes.txt").write_text("n\n")
-    (checkout / "results").mkdir()
-    (checkout / "results" / "r.json").write_text("{}\n")
-    assert track.commit_info(checkout)["dirty"] is False
+    assert info["dirty"] is bool(expected) and sorted(info.get("dirty_files", [])) == sorted(expected)
+    assert info["describe"].endswith("-dirty") is bool(expected)
 
 
 # -- user values never become options to git ------------------------------------------------------------------
@@ -428,24 +302,18 @@ def test_a_commits_value_that_git_would_read_as_an_option_is_refused(tmp_path, c
     status = bench_main(["track", "--repo", str(checkout), "--out", str(tmp_path / "history"), "--parts", "perf",
                          f"--commits={value}"])
     assert victim.read_text() == "keep me\n" and not (tmp_path / "history").exists()
-    assert status == 2
     err = one_line(capsys)
-    assert "may not be empty or start with '-'" in err and err.startswith("bench: error: --commits")
+    assert status == 2 and "may not be empty or start with '-'" in err and err.startswith("bench: error: --commits")
 
 
-def test_git_gets_end_of_options_even_when_the_check_is_bypassed(tmp_path, checkout, monkeypatch):
-    victim = tmp_path / "victim.txt"
-    victim.write_text("keep me\n")
-    monkeypatch.setattr(track.commits, "check_commits", lambda spec: None)
-    for spec in (f"--output={victim}..HEAD", f"--output={victim}"):
-        with pytest.raises(BenchError):
-            track.commit_list(checkout, spec)
-    assert victim.read_text() == "keep me\n"
-
-
-def test_bisect_refuses_a_revision_that_starts_with_a_dash(tmp_path, checkout):
+def test_git_gets_end_of_options_even_when_the_check_is_bypassed_and_bisect_refuses_a_dash(tmp_path, checkout,
+                                                                                         monkeypatch):
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
     with pytest.raises(BenchError, match="may not be empty or start with '-'"):
         commit_range(str(checkout), f"--output={victim}", "HEAD")
+    monkeypatch.setattr(track.commits, "check_commits", lambda spec: None)
+    for spec in (f"--output={victim}..HEAD", f"--output={victim}"):
+        with pytest.raises(BenchError):
+            track.commit_list(checkout, spec)
     assert victim.read_text() == "keep me\n"

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from bench import track
 from bench.cli import main as bench_main
+from track_records import git, git_repo
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -17,27 +19,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_no_module_beside_the_benchmark_runner_hides_one_of_the_standard_library():
     # benchfile.py runs as a script, its folder first on sys.path: a bisect.py there was the `bisect` that
     # `random` imports, and every user benchmark failed to start
-    import sys
-
     names = {p.stem for p in (ROOT / "bench" / "track").glob("*.py")}
     assert (ROOT / "bench" / "track" / "benchfile.py").is_file()
     assert not names & set(sys.stdlib_module_names)
-
-
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
 def checkout(tmp_path) -> Path:
     """A git checkout with a bench package (what bench track measures is faked in these tests)."""
     repo = tmp_path / "repo"
-    (repo / "bench").mkdir(parents=True)
-    (repo / "bench" / "__init__.py").write_text("")
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    git(repo, "add", ".")
-    git(repo, "commit", "-q", "-m", "first commit")
+    git_repo(repo, 1, change=lambda i: ((repo / "bench").mkdir(parents=True),
+                                        (repo / "bench" / "__init__.py").write_text("")))
     return repo
 
 
@@ -71,7 +63,7 @@ def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf
     machine = track.machine_id(track.fingerprint())
     assert all(p.parent == out / machine / commit for p in found)
     rec = json.loads(found[0].read_text())
-    assert rec["kind"] == "choco-track" and rec["commit"] == commit and rec["subject"] == "first commit"
+    assert rec["kind"] == "choco-track" and rec["commit"] == commit and rec["subject"] == "commit 0"
     assert rec["commit_date"] == git(checkout, "show", "-s", "--format=%cI", "HEAD") and rec["dirty"] is False
     assert rec["machine"]["id"] == machine and {"cpu", "cores", "torch", "device"} <= set(rec["machine"])
     assert rec["perf"]["figures"]["b.round_vs_copy_sign"]["values"] == [2.0, 2.2] and rec["errors"] == []
@@ -89,16 +81,6 @@ def test_write_new_never_replaces_a_file(tmp_path):
     assert [p.name for p in paths] == ["20260101T000000Z.json", "20260101T000000Z-1.json", "20260101T000000Z-2.json"]
     assert [p.read_text() for p in paths] == ["0\n", "1\n", "2\n"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary left
-
-
-def test_dirty_means_uncommitted_code(checkout):
-    assert track.commit_info(checkout)["dirty"] is False
-    (checkout / "notes.txt").write_text("not code")
-    assert track.commit_info(checkout)["dirty"] is False
-    (checkout / "bench" / "__init__.py").write_text("x = 1\n")
-    info = track.commit_info(checkout)
-    assert info["dirty"] is True and info["dirty_files"] == ["bench/__init__.py"]
-    assert info["describe"].endswith("-dirty")
 
 
 def test_machine_fingerprint_does_not_name_the_host(monkeypatch):
@@ -162,7 +144,7 @@ def test_bench_track_runs_the_study_and_perf_of_this_checkout(tmp_path):
     config.write_text(yaml.safe_dump(study))
     out = tmp_path / "history"
     common = ["--out", str(out), "--config", str(config), "--cells", "choco-sign_ring8", "--quiet"]
-    proc = subprocess.run([*_python(), "-m", "bench", "track", "--parts", "perf,study", "--perf-only", "b", *common],
+    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--parts", "perf,study", "--perf-only", "b", *common],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     (path,) = records(out)
@@ -174,17 +156,11 @@ def test_bench_track_runs_the_study_and_perf_of_this_checkout(tmp_path):
     assert all(0.3 < acc < 1 for acc in cell["final_test_acc"])
     assert all(isinstance(e, float) or e == "inf" for e in cell["epochs_to_target"])
     # the study is deterministic: the same commit gives the same numbers again (re-runs are repeats)
-    proc = subprocess.run([*_python(), "-m", "bench", "track", "--parts", "study", *common], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--parts", "study", *common], cwd=ROOT,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-2000:]
     again = [json.loads(p.read_text()) for p in records(out) if p != path]
     assert again[0]["study"]["cells"]["choco-sign_ring8"]["final_test_acc"] == cell["final_test_acc"]
-
-
-def _python() -> list[str]:
-    import sys
-
-    return [sys.executable]
 
 
 def test_commits_are_measured_each_in_a_worktree_of_its_own(tmp_path, checkout, fake_perf, capsys):
@@ -195,7 +171,7 @@ def test_commits_are_measured_each_in_a_worktree_of_its_own(tmp_path, checkout, 
             "--commits", "HEAD~1,HEAD"]
     assert bench_main(argv) == 0
     found = [json.loads(p.read_text()) for p in records(out)]
-    assert sorted(r["subject"] for r in found) == ["first commit", "second commit"]
+    assert sorted(r["subject"] for r in found) == ["commit 0", "second commit"]
     assert all(r["dirty"] is False for r in found)
     assert len({repo for repo, _ in fake_perf}) == 2 and checkout.resolve() not in {repo for repo, _ in fake_perf}
     assert git(checkout, "worktree", "list").count("\n") == 0  # the worktrees are gone

@@ -3,8 +3,6 @@ track_*) in each commit of any git project, and analysis history finds the commi
 from __future__ import annotations
 
 import json
-import subprocess
-from pathlib import Path
 
 import pytest
 
@@ -13,6 +11,7 @@ from analysis.history import read_output
 from bench.cli import main as bench_main
 from bench import track as track_package
 from bench.track import benchfile
+from track_records import git_repo
 
 BENCH = '''
 import mylib
@@ -49,11 +48,6 @@ def track_skipped():
 '''
 
 
-def git(repo: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                          check=True, capture_output=True, text=True).stdout.strip()
-
-
 def test_the_runner_reads_asv_benchmarks_and_reports_each_failure_on_its_own(tmp_path, monkeypatch):
     (tmp_path / "mylib.py").write_text("VALUE = 0.5\ndef work():\n    return sum(range(1000))\n")
     (tmp_path / "bench_mine.py").write_text(BENCH + "\ndef setup():\n    pass\n\n"
@@ -87,16 +81,12 @@ def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, mon
     # any git project, not this suite: 6 commits, the tracked value worsens at commit 4 (index 3)
     repo = tmp_path / "project"
     repo.mkdir()
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    for i, value in enumerate([0.5, 0.5, 0.5, 0.9, 0.9, 0.9]):
-        (repo / "mylib.py").write_text(f"VALUE = {value}\ndef work():\n    return sum(range({1000 + i}))\n")
-        git(repo, "add", ".")
-        git(repo, "commit", "-q", "-m", f"commit {i}")
+    commits = git_repo(repo, 6, change=lambda i: (repo / "mylib.py").write_text(
+        f"VALUE = {0.5 if i < 3 else 0.9}\ndef work():\n    return sum(range({1000 + i}))\n"))
     bench = tmp_path / "benchmarks"  # kept apart from the project: the same benchmarks measure every commit
     bench.mkdir()
     (bench / "bench_mine.py").write_text(BENCH)
     out = tmp_path / "history"
-    commits = git(repo, "rev-list", "--reverse", "HEAD").split()
     track = ["track", "--repo", str(repo), "--benchmarks", str(bench), "--out", str(out), "--quiet"]
     assert bench_main(track) == 2  # the quick set of this suite needs this suite
     assert "or --parts user to run only your --benchmarks" in capsys.readouterr().err
@@ -110,7 +100,7 @@ def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, mon
     status = analysis_main(["history", str(out), "--repo", str(repo), "--out", str(report), "--no-figures"])
     steps = read_output(report / "steps.csv")
     step = steps[steps["quantity"] == "user.bench_mine.track_value"]
-    assert len(step) == 1 and step.iloc[0]["first_commit"] == git(repo, "rev-parse", "HEAD~2")[:12]
+    assert len(step) == 1 and step.iloc[0]["first_commit"] == commits[3][:12]
     assert step.iloc[0]["verdict"] == "regression"  # 0.5 -> 0.9 loss, lower is better, beyond 2 points
     assert status == 0  # the newest commit is not where it started
     assert "user.bench_mine.Suite.track_length" in set(read_output(report / "newest.csv")["quantity"])
