@@ -20,16 +20,22 @@ CASES = [
 
 @pytest.mark.parametrize("spec,n,method", CASES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_structured_gossip_equals_dense_product(spec, n, method, dtype):
+def test_structured_gossip_equals_dense_product_and_accumulates_it_in_place(spec, n, method, dtype):
+    """mixer(x) = W x and accumulate(out, x, s) adds (W + s·I) x into out, in place, whatever the structure used."""
     topo = make_topology(spec, n)
     mixer = Mixer(topo.W, topo.grid_shape)
     if method is not None:
         assert mixer.method == method
-    x = torch.randn(n, 33, generator=torch.Generator().manual_seed(n), dtype=dtype)
-    dense = torch.tensor(topo.W, dtype=torch.float64) @ x.double()
+    gen = torch.Generator().manual_seed(n)
+    x, out = (torch.randn(n, 33, generator=gen, dtype=dtype) for _ in range(2))
+    W = torch.tensor(topo.W, dtype=torch.float64)
     tol = 1e-13 if dtype == torch.float64 else 1e-5
-    torch.testing.assert_close(mixer(x).double(), dense, rtol=0, atol=tol)
+    torch.testing.assert_close(mixer(x).double(), W @ x.double(), rtol=0, atol=tol)
     assert mixer(x).dtype == dtype
+    for shift in (0.0, -1.0):
+        expected = out.double() + (W + shift * torch.eye(n, dtype=torch.float64)) @ x.double()
+        assert mixer.accumulate(out, x, self_shift=shift).data_ptr() == out.data_ptr()
+        torch.testing.assert_close(out.double(), expected, rtol=0, atol=tol * 10)
 
 
 def test_mixing_handles_extra_dimensions_and_leaves_input_alone():
@@ -129,20 +135,6 @@ def test_network_presets_and_overrides():
 def test_allreduce_time_model_single_worker_is_free():
     assert make_network().allreduce_time(1e6, 1) == 0.0
     assert np.isclose(make_network().allreduce_time(0, 2), 2 * make_network().latency_s)
-
-
-@pytest.mark.parametrize("spec,n,method", CASES)
-@pytest.mark.parametrize("shift", [0.0, -1.0])
-def test_accumulating_gossip_adds_the_shifted_product_in_place(spec, n, method, shift):
-    topo = make_topology(spec, n)
-    mixer = Mixer(topo.W, topo.grid_shape)
-    gen = torch.Generator().manual_seed(n)
-    x = torch.randn(n, 17, generator=gen, dtype=torch.float64)
-    out = torch.randn(n, 17, generator=gen, dtype=torch.float64)
-    expected = out + (torch.tensor(topo.W) + shift * torch.eye(n, dtype=torch.float64)) @ x
-    result = mixer.accumulate(out, x, self_shift=shift)
-    assert result.data_ptr() == out.data_ptr()  # in place
-    torch.testing.assert_close(out, expected, rtol=0, atol=1e-13)
 
 
 # -- what a worker puts on its links: hand counts -----------------------------------------------------------------
