@@ -7,12 +7,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
-from bench.algorithms import make_algorithm
-from bench.algorithms.gossip import initial_vectors
 from bench.cli import main
-from bench.comm import SimulatedCommunicator
 from bench.errors import BenchError
 from bench.topology import TimeVaryingTopology, make_topology
 from bench.topology.base_graph import base_digits, base_graph, factors, hyper_hypercube, simple_base_graph, smooth_part
@@ -33,14 +29,13 @@ def dense_product(topology) -> np.ndarray:
 @pytest.mark.parametrize("n", SIZES)
 def test_one_period_averages_exactly_with_at_most_k_peers_a_round(n, k):
     topology = make_topology(f"base:{k}", n)
+    # each round symmetric doubly stochastic: test_topology's generic test on the examples, and ScheduledTopology's
+    # own check (a round that is not is refused, below)
     assert isinstance(topology, TimeVaryingTopology) and topology.kind == "base"
     assert np.abs(dense_product(topology) - 1.0 / n).max() <= 1e-12
     for t in range(topology.period):
         W = topology.W_at(t)
-        assert W.min() >= 0 and np.abs(W - W.T).max() <= 1e-15
-        assert np.abs(W.sum(axis=0) - 1).max() <= 1e-12 and np.abs(W.sum(axis=1) - 1).max() <= 1e-12
-        off = (W > 0) & ~np.eye(n, dtype=bool)
-        assert off.sum(axis=1).max() <= k
+        assert ((W > 0) & ~np.eye(n, dtype=bool)).sum(axis=1).max() <= k
     assert topology.max_degree <= k and topology.spectral_gap == pytest.approx(1.0, abs=1e-12)
     # the paper's bound on the period (and the authors' test of it)
     assert topology.period <= 2 * math.log(n, k + 1) + 2
@@ -134,28 +129,12 @@ def test_describe_and_what_a_several_peer_round_answers():
     info = topology.describe()
     assert info["time_varying"] is True and info["period"] == topology.period and info["max_degree"] <= 2
     assert info["weights"] == "base-graph" and info["gap_of"] == "product over one period"
-    assert info["beta"] == pytest.approx(max(np.abs(1 - np.linalg.eigvalsh(topology.W_at(t))).max()
-                                             for t in range(topology.period)), abs=1e-12)
     with pytest.raises(BenchError, match="several peers"):
         topology.peers_at(0)
     with pytest.raises(BenchError, match="time-varying"):
         topology.W  # noqa: B018
     links = topology.links_at(0)
     assert np.bincount(links.dst, minlength=7).max() <= 2
-
-
-@pytest.mark.parametrize("spec, n", [("base:1", 6), ("base:2", 7), ("base:3", 25)])
-def test_exact_gossip_on_the_simulated_communicator_reaches_the_average_after_one_period(spec, n):
-    topology = make_topology(spec, n)
-    x0 = initial_vectors(n, 20, seed=4)
-    comm = SimulatedCommunicator(topology)
-    algo = make_algorithm("dpsgd", x0, comm)
-    target = x0.mean(dim=0)
-    for t in range(topology.period):
-        algo.step(None, 0.0)
-        if t < topology.period - 1:
-            assert float(((algo.x - target) ** 2).sum(dim=1).mean()) > 1e-6
-    torch.testing.assert_close(algo.x, target.expand_as(algo.x), rtol=0, atol=1e-12)
 
 
 def test_bench_run_records_the_spectrum_and_n_eff(tmp_path):

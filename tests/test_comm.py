@@ -9,7 +9,7 @@ from bench.comm import NETWORK_PRESETS, Mixer, SimulatedCommunicator, make_netwo
 from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.compressors import make_compressor
 from bench.errors import BenchError
-from bench.topology import make_topology
+from bench.topology import TOPOLOGIES, make_topology
 
 CASES = [
     ("ring", 3, "mean"), ("ring", 16, "circulant"), ("exponential", 16, "circulant"),
@@ -20,16 +20,22 @@ CASES = [
 
 @pytest.mark.parametrize("spec,n,method", CASES)
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_structured_gossip_equals_dense_product(spec, n, method, dtype):
+def test_structured_gossip_equals_dense_product_and_accumulates_it_in_place(spec, n, method, dtype):
+    """mixer(x) = W x and accumulate(out, x, s) adds (W + s·I) x into out, in place, whatever the structure used."""
     topo = make_topology(spec, n)
     mixer = Mixer(topo.W, topo.grid_shape)
     if method is not None:
         assert mixer.method == method
-    x = torch.randn(n, 33, generator=torch.Generator().manual_seed(n), dtype=dtype)
-    dense = torch.tensor(topo.W, dtype=torch.float64) @ x.double()
+    gen = torch.Generator().manual_seed(n)
+    x, out = (torch.randn(n, 33, generator=gen, dtype=dtype) for _ in range(2))
+    W = torch.tensor(topo.W, dtype=torch.float64)
     tol = 1e-13 if dtype == torch.float64 else 1e-5
-    torch.testing.assert_close(mixer(x).double(), dense, rtol=0, atol=tol)
+    torch.testing.assert_close(mixer(x).double(), W @ x.double(), rtol=0, atol=tol)
     assert mixer(x).dtype == dtype
+    for shift in (0.0, -1.0):
+        expected = out.double() + (W + shift * torch.eye(n, dtype=torch.float64)) @ x.double()
+        assert mixer.accumulate(out, x, self_shift=shift).data_ptr() == out.data_ptr()
+        torch.testing.assert_close(out.double(), expected, rtol=0, atol=tol * 10)
 
 
 def test_mixing_handles_extra_dimensions_and_leaves_input_alone():
@@ -131,20 +137,6 @@ def test_allreduce_time_model_single_worker_is_free():
     assert np.isclose(make_network().allreduce_time(0, 2), 2 * make_network().latency_s)
 
 
-@pytest.mark.parametrize("spec,n,method", CASES)
-@pytest.mark.parametrize("shift", [0.0, -1.0])
-def test_accumulating_gossip_adds_the_shifted_product_in_place(spec, n, method, shift):
-    topo = make_topology(spec, n)
-    mixer = Mixer(topo.W, topo.grid_shape)
-    gen = torch.Generator().manual_seed(n)
-    x = torch.randn(n, 17, generator=gen, dtype=torch.float64)
-    out = torch.randn(n, 17, generator=gen, dtype=torch.float64)
-    expected = out + (torch.tensor(topo.W) + shift * torch.eye(n, dtype=torch.float64)) @ x
-    result = mixer.accumulate(out, x, self_shift=shift)
-    assert result.data_ptr() == out.data_ptr()  # in place
-    torch.testing.assert_close(out, expected, rtol=0, atol=1e-13)
-
-
 # -- what a worker puts on its links: hand counts -----------------------------------------------------------------
 # (spec, n, out-degree of every worker): each neighbour gets its own copy of a gossip message
 DEGREES = [
@@ -166,15 +158,22 @@ def test_a_gossip_puts_one_copy_on_every_link(spec, n, degrees):
         assert traffic.wire_bits_max == 320.0 * max(degrees) and traffic.paper_bits == 320.0
 
 
-def test_the_social_graph_counts_each_workers_own_degree():
-    topo = make_topology("social", 32)
-    degrees = [len(topo.neighbors(i)) for i in range(32)]
+@pytest.mark.parametrize("spec, n", [(e.spec, e.n) for name in TOPOLOGIES.names() for e in TOPOLOGIES.get(name).examples
+                                     if not TOPOLOGIES.get(name).external])
+def test_every_worker_sends_a_gossip_on_each_of_its_links_of_the_round(spec, n):
+    """Every registered example: a worker's bits are one message per neighbour it has that round (its own degree
+    on an irregular graph such as the social one), the mean over workers the wire bits."""
+    topo = make_topology(spec, n)
     comm = SimulatedCommunicator(topo)
-    comm.gossip(make_compressor("none").compress(torch.randn(32, 4)))  # 128 bits
-    traffic = comm.drain()
-    assert traffic.worker_bits.tolist() == [128.0 * k for k in degrees]
-    assert traffic.wire_bits == pytest.approx(128.0 * 2 * topo.num_edges / 32)
-    assert traffic.wire_bits_max == 128.0 * max(degrees) > traffic.wire_bits
+    for t in range(2):
+        degrees = np.bincount(topo.links_at(t).src, minlength=n)
+        comm.gossip(make_compressor("none").compress(torch.randn(n, 4)))  # 128 bits
+        traffic = comm.drain()
+        assert traffic.worker_bits.tolist() == [128.0 * k for k in degrees]
+        assert traffic.wire_bits == pytest.approx(128.0 * degrees.mean()) and traffic.paper_bits == 128.0
+        assert traffic.wire_bits_max == 128.0 * max(degrees)
+    if not topo.time_varying:
+        assert degrees.tolist() == [len(topo.neighbors(i)) for i in range(n)]
 
 
 def test_a_broadcast_medium_sends_a_gossip_once_and_prices_one_transmission():

@@ -13,7 +13,11 @@ from datafiles import write_cifar, write_imagefolder
 
 # ---------------------------------------------------------------- mnist1d, digits, synthetic
 def test_mnist1d_shapes_determinism_and_cache(tmp_path, monkeypatch):
+    np.random.seed(123)
+    expected = np.random.rand()
+    np.random.seed(123)
     a = load_dataset("mnist1d", root=str(tmp_path), seed=3, n_train=80, n_test=20)
+    assert np.random.rand() == expected  # the global generator is left alone
     assert a.train_x.shape == (80, 40) and a.test_x.shape == (20, 40)
     assert a.train_x.dtype == torch.float32 and a.train_y.dtype == torch.int64
     assert set(a.train_y.tolist()) <= set(range(10)) and a.num_classes == 10
@@ -33,14 +37,6 @@ def test_mnist1d_shapes_determinism_and_cache(tmp_path, monkeypatch):
     assert torch.equal(a.train_x, fresh.train_x)  # regenerated, same seed -> same data
     different = load_dataset("mnist1d", root=str(tmp_path), seed=4, n_train=80, n_test=20)
     assert not torch.equal(a.train_x, different.train_x)
-
-
-def test_mnist1d_leaves_global_rng_alone(tmp_path):
-    np.random.seed(123)
-    expected = np.random.rand()
-    np.random.seed(123)
-    load_dataset("mnist1d", root=str(tmp_path), seed=0, n_train=40, n_test=10)
-    assert np.random.rand() == expected
 
 
 def test_unknown_option_and_bad_sizes_are_bench_errors(tmp_path):
@@ -101,13 +97,19 @@ def test_cifar10_reads_python_batches(tmp_path, nested):
     assert first[2, 0, 0].item() == pytest.approx(-CIFAR10_MEAN[2] / CIFAR10_STD[2], rel=1e-6)
 
 
-def test_cifar10_missing_or_partial_names_the_layout(tmp_path):
-    with pytest.raises(BenchError, match=r"cifar-10-batches-py/\{data_batch_1\.\.data_batch_5,test_batch\}"):
-        load_dataset("cifar10", root=str(tmp_path / "nowhere"))
-    write_cifar(tmp_path / "cifar-10-batches-py")
-    (tmp_path / "cifar-10-batches-py" / "test_batch").unlink()
-    with pytest.raises(BenchError, match="missing test_batch"):
-        load_dataset("cifar10", root=str(tmp_path))
+def test_missing_or_partial_data_names_the_layout(tmp_path):
+    write_cifar(tmp_path / "cifar" / "cifar-10-batches-py")
+    (tmp_path / "cifar" / "cifar-10-batches-py" / "test_batch").unlink()
+    (tmp_path / "wikitext").mkdir()
+    (tmp_path / "wikitext" / "wiki.train.tokens").write_text("a\n")
+    (tmp_path / "imagenet" / "train").mkdir(parents=True)
+    for dataset, root, layout in [
+            ("cifar10", "nowhere", r"cifar-10-batches-py/\{data_batch_1\.\.data_batch_5,test_batch\}"),
+            ("cifar10", "cifar", "missing test_batch"),
+            ("wikitext2", "wikitext", "wiki.train.tokens,wiki.valid.tokens,wiki.test.tokens"),
+            ("imagenet", "imagenet", r"ROOT/train/<class>/\*\.JPEG\|jpg\|png")]:
+        with pytest.raises(BenchError, match=layout):
+            load_dataset(dataset, root=str(tmp_path / root))
 
 
 # ---------------------------------------------------------------- WikiText-2
@@ -125,12 +127,6 @@ def test_wikitext2_vocab_eos_and_unk(tmp_path, subdir):
     assert [data.vocab[i] for i in data.valid.tolist()] == ["the", "<unk>", "sat", "<eos>"]
     assert [data.vocab[i] for i in data.test.tolist()] == ["cat", "<eos>"]
     assert data.train.dtype == torch.int64
-
-
-def test_wikitext2_missing_names_the_layout(tmp_path):
-    (tmp_path / "wiki.train.tokens").write_text("a\n")
-    with pytest.raises(BenchError, match="wiki.train.tokens,wiki.valid.tokens,wiki.test.tokens"):
-        load_dataset("wikitext2", root=str(tmp_path))
 
 
 # ---------------------------------------------------------------- ImageNet (ImageFolder)
@@ -152,12 +148,6 @@ def test_imagenet_folder_shapes_labels_and_seeded_crops(tmp_path):
     assert any(not torch.equal(c, other_seed.train[i][0]) for i, c in enumerate(crops))
     data.train.set_epoch(1)
     assert any(not torch.equal(c, data.train[i][0]) for i, c in enumerate(crops))
-
-
-def test_imagenet_missing_names_the_layout(tmp_path):
-    (tmp_path / "train").mkdir()
-    with pytest.raises(BenchError, match=r"ROOT/train/<class>/\*\.JPEG\|jpg\|png"):
-        load_dataset("imagenet", root=str(tmp_path))
 
 
 # ---------------------------------------------------------------- partition

@@ -118,20 +118,6 @@ def test_training_mode_without_masks_draws_dropout_from_the_global_generator():
     assert not torch.allclose(outputs[0], model.eval()(tokens)[0])
 
 
-def test_unrolled_forward_carries_state_like_the_fused_one():
-    torch.manual_seed(0)
-    model = make_model("lstm", vocab_size=V, emb=8, hidden=8, num_layers=2).eval()
-    tokens = torch.randint(0, V, (3, 10))
-    with torch.no_grad():
-        whole, state = model(tokens, unrolled=True)
-        first, mid = model(tokens[:, :4], unrolled=True)
-        second, end = model(tokens[:, 4:], mid, unrolled=True)
-        fused, fused_state = model(tokens)
-    torch.testing.assert_close(torch.cat([first, second], 1), whole)
-    torch.testing.assert_close(end, state)
-    torch.testing.assert_close((whole, state), (fused, fused_state), rtol=1e-5, atol=1e-6)
-
-
 # -- the task ----------------------------------------------------------------------------------
 def _task(tmp_path, n=3, rows=None, **options):
     root = tmp_path / "wt2"
@@ -148,22 +134,9 @@ def _start(task, x):
     return list(task.batches(0))
 
 
-def test_paths_agree_without_dropout(tmp_path):
-    """The generic test in test_tasks.py runs the default dropout 0.4; here the fused nn.LSTM loop."""
-    fast, slow = _task(tmp_path, dropout=0.0, vectorize=True), _task(tmp_path, dropout=0.0, vectorize=False)
-    assert fast.dropout_masks(0, 0) is None
-    x = fast.init_params() + 0.01 * torch.randn(3, fast.d, generator=torch.Generator().manual_seed(0))
-    batches = _start(fast, x)
-    _start(slow, x)
-    for batch in batches[:2]:
-        (g_fast, l_fast), (g_slow, l_slow) = fast.gradients(x, batch), slow.gradients(x, batch)
-        assert float((g_fast - g_slow).norm() / g_slow.norm()) < 1e-4
-        torch.testing.assert_close(l_fast, l_slow, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(fast.hidden, slow.hidden, rtol=1e-4, atol=1e-6)
-        x = x - 0.5 * g_fast
-
-
 def test_dropout_masks_are_keyed_by_worker_and_step(tmp_path):
+    """(The two gradient paths with and without dropout: test_tasks.py, on the task's two examples.)"""
+    assert _task(tmp_path, dropout=0.0).dropout_masks(0, 0) is None
     task = _task(tmp_path, n=4)
     masks = task.dropout_masks(0, 1)
     assert [tuple(m.shape) for m in masks] == [(4, 4, 5, 16)] * 3
@@ -225,14 +198,3 @@ def test_checkpoint_with_one_state_per_worker_is_read(tmp_path):
     pairs = [(torch.full((2, 4, 16), float(i)), torch.full((2, 4, 16), -float(i))) for i in range(3)]
     task.load_state_dict({"hidden": pairs, "gradient_path": "loop"})
     assert task.hidden[0].shape == (3, 2, 4, 16) and torch.equal(task.hidden[1][2], pairs[2][1])
-
-
-def test_auto_takes_the_vectorised_path_and_its_trial_trains_nothing(tmp_path):
-    task = _task(tmp_path)
-    assert task.options["vectorize"] == "auto" and task.vectorizable
-    task.prepare(task.init_params())
-    info = task.describe()["gradient_path"]
-    assert info["path"] == task.gradient_path == "vmap" and "seconds_per_step" not in info
-    assert task.hidden is None  # the trial step left no hidden state behind
-    task.warm_up(task.init_params(), 0)
-    assert task.hidden is None  # nor did the warm-up

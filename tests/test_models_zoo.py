@@ -1,5 +1,5 @@
-"""The model zoo: parameter counts from closed forms, shapes, LSTM state and tying, the weight-decay
-mask, trainability on a tiny batch, and make_model's errors."""
+"""The model zoo: parameter counts from closed forms (those the paper's MB column rests on among them), shapes,
+LSTM state and tying, the weight-decay mask, trainability on a tiny batch, and make_model's errors."""
 from __future__ import annotations
 
 import pytest
@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from bench.errors import BenchError
-from bench.models import (MODELS, PAPER_VOCAB, WIKITEXT2_VOCAB, make_model, no_weight_decay_mask,
+from bench.models import (MODELS, PAPER_VOCAB, WIKITEXT2_VOCAB, make_model, no_weight_decay_mask, resnet_cifar,
                           uses_batchnorm)
 
 
@@ -28,7 +28,17 @@ def test_registry_names():
     assert set(MODELS.names()) == {"mlp", "cnn1d", "lstm", "resnet20", "resnet8", "resnet50", "linear"}
 
 
-def test_resnet50_count_and_shape():
+def test_resnet_counts_and_shapes():
+    assert n_params(resnet_cifar(8)) == 78_042 and n_params(resnet_cifar(20)) == 272_474
+    # ResNet-20 = the zero-padding ("option A") ResNet-20's 269,722 parameters plus two 1×1-conv
+    # shortcuts with their BatchNorm: 16·32 + 2·32 and 32·64 + 2·64.
+    model = resnet_cifar(20)
+    shortcut = sum(p.numel() for name, p in model.named_parameters() if "shortcut" in name)
+    assert shortcut == (16 * 32 + 2 * 32) + (32 * 64 + 2 * 64)
+    assert n_params(model) - shortcut == 269_722
+    convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
+    assert len(convs) == 19 + 2 and all(c.bias is None for c in convs)
+    assert n_params(resnet_cifar(20, num_classes=100)) == 272_474 + 90 * 65
     model = make_model("resnet50")
     assert n_params(model) == 25_557_032
     model.eval()
@@ -50,18 +60,20 @@ def test_lstm_paper_count_needs_tying_and_a_28869_word_vocabulary():
         lstm_lm_params(50, 8, 12, 2, tied=False)
 
 
-def test_lstm_shapes_and_state_carries_over():
+@pytest.mark.parametrize("unrolled", [False, True])  # nn.LSTM fused, or the recurrence the vectorised path maps
+def test_lstm_shapes_and_state_carries_over(unrolled):
     torch.manual_seed(0)
     model = make_model("lstm", vocab_size=30, emb=16, hidden=16, num_layers=2, dropout=0.3).eval()
     tokens = torch.randint(0, 30, (3, 10))
     with torch.no_grad():
-        whole, (h, c) = model(tokens)
-        first, state = model(tokens[:, :4])
-        second, state2 = model(tokens[:, 4:], state)
+        whole, (h, c) = model(tokens, unrolled=unrolled)
+        first, state = model(tokens[:, :4], unrolled=unrolled)
+        second, state2 = model(tokens[:, 4:], state, unrolled=unrolled)
+        fused = model(tokens)
     assert whole.shape == (3, 10, 30) and h.shape == c.shape == (2, 3, 16)
     torch.testing.assert_close(torch.cat([first, second], dim=1), whole)
-    torch.testing.assert_close(state2[0], h)
-    torch.testing.assert_close(state2[1], c)
+    torch.testing.assert_close(state2, (h, c))
+    torch.testing.assert_close((whole, (h, c)), fused, rtol=1e-5, atol=1e-6)
     # A fresh state is what forward assumes when given none.
     with torch.no_grad():
         again, _ = model(tokens, model.init_state(3))
@@ -118,12 +130,13 @@ def _fit(model: nn.Module, x, y, loss_fn, steps: int = 60, lr: float = 1e-2) -> 
     return first, loss_fn(model(x), y).item()
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn1d"])
-def test_classifiers_overfit_a_tiny_batch(name):
+@pytest.mark.parametrize("name, shape, steps, factor", [("mlp", (40,), 60, 10), ("cnn1d", (40,), 60, 10),
+                                                         ("resnet8", (3, 32, 32), 15, 2)])
+def test_classifiers_overfit_a_tiny_batch(name, shape, steps, factor):
     torch.manual_seed(0)
-    x, y = torch.randn(16, 40), torch.randint(0, 10, (16,))
-    first, last = _fit(make_model(name), x, y, F.cross_entropy)
-    assert last < first / 10
+    x, y = torch.randn(16, *shape), torch.arange(16) % 10
+    first, last = _fit(make_model(name), x, y, F.cross_entropy, steps=steps)
+    assert last < first / factor
 
 
 def test_linear_fits_least_squares_and_logistic_regression():
@@ -169,3 +182,8 @@ def test_make_model_errors_name_the_bad_value_and_the_allowed_ones():
         make_model("cnn1d", channels=True)
     with pytest.raises(BenchError, match=r"num_classes=0"):
         make_model("resnet50", num_classes=0)
+    for depth in (0, 2, 7, 9, 21, -4, 20.0, "20", True):  # a CIFAR ResNet's depth is 6k + 2
+        with pytest.raises(BenchError, match="6k"):
+            resnet_cifar(depth)
+    with pytest.raises(BenchError, match="num_classes"):
+        resnet_cifar(20, num_classes=0)

@@ -36,11 +36,6 @@ NAMES = sorted(TASKS.names())
 EXAMPLES = [(name, k) for name in NAMES for k in range(len(TASKS.get(name).examples))]
 
 
-def _resnet50_slow(names):
-    """``names`` with ImageNet's ResNet-50 marked slow (seconds a step on CPU): `make test` runs it."""
-    return [pytest.param(name, marks=pytest.mark.slow) if name == "imagenet-resnet50" else name for name in names]
-
-
 @pytest.mark.parametrize("name, example", [
     pytest.param(name, k, marks=[pytest.mark.slow] * (name == "imagenet-resnet50")) for name, k in EXAMPLES])
 def test_every_task_example_builds_and_steps(name, example, tmp_path):
@@ -82,14 +77,16 @@ def _state_tensors(task):
     return out
 
 
-@pytest.mark.parametrize("name", _resnet50_slow(VECTORIZABLE))
-def test_vectorised_and_loop_paths_agree(name, tmp_path):
+@pytest.mark.parametrize("name, example", [
+    pytest.param(name, k, marks=[pytest.mark.slow] * (name == "imagenet-resnet50")) for name, k in EXAMPLES
+    if name in VECTORIZABLE])
+def test_vectorised_and_loop_paths_agree(name, example, tmp_path):
     """Gradients, losses and the carried state (running statistics, hidden states) of the vectorised
-    path equal the per-worker loop's over two consecutive steps, to float rounding."""
+    path equal the per-worker loop's over two consecutive steps, to float rounding, on every declared example."""
     # ResNet-50 at 64 px: at 32 px its last BatchNorms see 2 values a channel, which turns rounding into noise
     extra = {"size": 64} if name.startswith("imagenet") else {}
-    fast = make_task(name, setup_for(name, tmp_path / "fast", vectorize=True, **extra))
-    slow = make_task(name, setup_for(name, tmp_path / "slow", vectorize=False, **extra))
+    fast = make_task(name, setup_for(name, tmp_path / "fast", example=example, vectorize=True, **extra))
+    slow = make_task(name, setup_for(name, tmp_path / "slow", example=example, vectorize=False, **extra))
     n = fast.setup.n_workers
     x = fast.init_params() + 0.01 * torch.randn(n, fast.d, generator=torch.Generator().manual_seed(0))
     for task in (fast, slow):
@@ -215,21 +212,20 @@ def test_vectorize_auto_takes_the_loop_where_the_vectorised_path_fails(tmp_path,
         make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path)).prepare(task.init_params())
 
 
-def test_the_warm_up_step_restores_state_and_random_streams(tmp_path):
-    """Task.warm_up takes one step on the settled path and undoes it: BatchNorm statistics and the global
-    generator are as before, so the first timed step computes what it would have without it."""
-    task = make_task("cifar10-resnet8", setup_for("cifar10-resnet8", tmp_path, n=2, vectorize=True))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n == "imagenet-resnet50"))
+                                  for n in VECTORIZABLE])
+def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name, tmp_path):
+    """vectorize=auto settles on the vectorised path by a trial step, and Task.warm_up takes one step on the settled
+    path; both are undone (BatchNorm statistics, hidden states and the global generator as before), so the first
+    timed step computes what it would have without them. Every vectorisable task."""
+    task = make_task(name, setup_for(name, tmp_path, n=2))
     x = task.init_params()
-    task.prepare(x)
-    before, rng = task.buffers.clone(), torch.get_rng_state()
-    task.warm_up(x, 0)
-    assert torch.equal(task.buffers, before) and torch.equal(torch.get_rng_state(), rng)
-    assert task.gradient_path == "vmap"
-
-
-def test_vectorize_option_is_checked(tmp_path):
-    with pytest.raises(BenchError, match="vectorize"):
-        make_task("mnist1d-mlp", setup_for("mnist1d-mlp", tmp_path, vectorize="sometimes"))
+    before, rng = [t.clone() for t in _state_tensors(task)], torch.get_rng_state()
+    for step in (task.prepare, task.warm_up):
+        step(x)
+        after = _state_tensors(task)
+        assert len(after) == len(before) and all(torch.equal(a, b) for a, b in zip(after, before))
+        assert torch.equal(torch.get_rng_state(), rng) and task.gradient_path == "vmap"
 
 
 def test_batchnorm_models_keep_per_worker_statistics_and_average_them(tmp_path):
@@ -255,14 +251,11 @@ def test_cifar_augmentation_is_seeded_and_changes_batches(tmp_path):
     assert not torch.equal(a, plain)  # crops/flips applied
 
 
-def test_language_task_carries_hidden_state_and_reports_perplexity(tmp_path):
+def test_language_task_reports_perplexity(tmp_path):
     task = make_task("wikitext2-lstm", setup_for("wikitext2-lstm", tmp_path))
     x = task.init_params()
     task.start_epoch(0)
-    batches = iter(task.batches(0))
-    task.gradients(x, next(batches))
-    h_after_one = [h[0].clone() for h in task.hidden]
-    assert all(h.abs().sum() > 0 for h in h_after_one)
+    task.gradients(x, next(iter(task.batches(0))))  # the hidden state it carries: test_lstm_vectorised.py
     metrics = task.evaluate(x[0])
     assert metrics["test_ppl"] == pytest.approx(math.exp(metrics["test_loss"]))
     # an untrained model over a 52-word vocabulary is close to uniform

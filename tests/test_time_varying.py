@@ -21,7 +21,7 @@ from bench.comm import Mixer, SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.algorithms.gossip import initial_vectors, run_consensus
 from bench.errors import BenchError
-from bench.topology import TimeVaryingTopology, make_topology
+from bench.topology import TOPOLOGIES, TimeVaryingTopology, make_topology
 
 POWERS = [2, 4, 8, 16, 64, 256]
 
@@ -44,27 +44,13 @@ def test_each_round_is_half_self_half_one_peer(n):
         expected = 0.5 * np.eye(n)
         expected[np.arange(n), (np.arange(n) + 2**k) % n] += 0.5
         assert np.array_equal(W, expected), (n, t)
-        assert np.array_equal(W.sum(axis=0), np.ones(n)) and np.array_equal(W.sum(axis=1), np.ones(n))
         assert np.array_equal(topology.peers_at(t), (np.arange(n) + 2**k) % n)
-        # doubly stochastic, not symmetric: i hears i + 2^k, which does not hear i (except at the shift n/2)
+        # not symmetric: i hears i + 2^k, which does not hear i (except at the shift n/2)
         assert np.array_equal(W, W.T) == (2**k == n // 2 or n == 2)
-        with pytest.raises(ValueError):
-            W[0, 0] = 1.0
-
-
-@pytest.mark.parametrize("n", POWERS)
-def test_one_period_averages_exactly(n):
-    topology = make_topology("one-peer-exp", n)
+    # one period averages exactly, not merely to rounding (test_topology: any period to 1e-12, not a round earlier)
     J = np.full((n, n), 1.0 / n)
-    assert np.array_equal(dense_product(topology), J)
-    assert np.array_equal(topology.product(), J)
-    # so the gap of the product is exactly 1; fewer rounds than a period do not average
+    assert np.array_equal(dense_product(topology), J) and np.array_equal(topology.product(), J)
     assert topology.spectral_gap == 1.0 and topology.lambda2 == 0.0
-    if topology.period > 1:
-        partial = np.eye(n)
-        for t in range(topology.period - 1):
-            partial = topology.W_at(t) @ partial
-        assert np.linalg.norm(partial - J, 2) > 0.5  # half the workers are not reached yet
 
 
 def test_describe_says_it_is_time_varying_and_what_the_gap_is_of():
@@ -75,19 +61,11 @@ def test_describe_says_it_is_time_varying_and_what_the_gap_is_of():
     assert info["spectral_gap"] == 1.0 and info["lambda2"] == 0.0 and info["n"] == 16
     # one peer a round is what a round costs; over the period a worker meets 2·4 − 1 = 7 others
     assert info["max_degree"] == info["min_degree"] == 1 and info["union_max_degree"] == 7
-    # β = max_t ‖I − W_t‖₂, here ½‖I − P‖₂ = 1 (the shift by n/2 has eigenvalue −1)
-    assert info["beta"] == pytest.approx(max(np.linalg.norm(np.eye(16) - topology.W_at(t), 2) for t in range(4)))
+    # β = max_t ‖I − W_t‖₂ (test_topology), here ½‖I − P‖₂ = 1 (the shift by n/2 has eigenvalue −1)
     assert info["beta"] == pytest.approx(1.0)
     # a static graph says it is not
     static = make_topology("exponential", 16).describe()
     assert static["time_varying"] is False and static["period"] == 1
-
-
-def test_beta_matches_dense_norms_on_smaller_graphs():
-    for n in (2, 4, 8, 32):
-        topology = make_topology("one-peer-exp", n)
-        dense = max(np.linalg.norm(np.eye(n) - topology.W_at(t), 2) for t in range(topology.period))
-        assert topology.beta == pytest.approx(dense, abs=1e-12)
 
 
 def test_the_union_of_a_period_is_the_static_exponential_graph():
@@ -106,12 +84,6 @@ def test_one_matrix_is_refused_and_rounds_repeat():
         topology.W_at(-1)
     static = make_topology("exponential", 8)
     assert static.period == 1 and static.W_at(5) is static.W
-
-
-@pytest.mark.parametrize("n, message", [(12, "power of 2.*n=12.*8 or 16"), (3, "n=3.*2 or 4"), (100, "64 or 128")])
-def test_n_that_is_not_a_power_of_two_is_refused(n, message):
-    with pytest.raises(BenchError, match=message):
-        make_topology("one-peer-exp", n)
 
 
 def test_weight_schemes():
@@ -173,23 +145,27 @@ def test_static_graphs_ignore_the_round():
     torch.testing.assert_close(comm.gossip(exact.compress(x)), before, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("start", [0, 1, 3])
-def test_exact_gossip_reaches_the_exact_average_after_one_period(start):
-    """D-PSGD without gradients is exact gossip x ← W_t x: from any round (the W_t commute) τ = 4 rounds on
-    16 workers give the exact average, 3 do not."""
-    topology = make_topology("one-peer-exp", 16)
-    x0 = initial_vectors(16, 50, seed=4)
+EXACT_IN_A_PERIOD = [(e.spec, e.n) for name in TOPOLOGIES.names() for e in TOPOLOGIES.get(name).examples
+                     if TOPOLOGIES.get(name).time_varying and e.gap == (1.0, 1.0)]
+
+
+@pytest.mark.parametrize("spec, n, start", [(*case, 0) for case in EXACT_IN_A_PERIOD] + [("one-peer-exp", 16, 3)])
+def test_exact_gossip_reaches_the_exact_average_after_one_period(spec, n, start):
+    """D-PSGD without gradients on the simulated communicator is exact gossip x ← W_t x: on every time-varying
+    example that declares a gap of 1, one period from round 0 (and, the one-peer W_t commuting, from any round)
+    gives the exact average, a round fewer does not."""
+    topology = make_topology(spec, n)
+    x0 = initial_vectors(n, 20, seed=4)
     comm = SimulatedCommunicator(topology)
     comm.round = start
     algo = make_algorithm("dpsgd", x0, comm)
     target = x0.mean(dim=0)
-    for t in range(1, 5):
+    for t in range(1, topology.period + 1):
         algo.step(None, 0.0)
-        error = float(((algo.x - target) ** 2).sum(dim=1).mean())
-        if t < 4:
-            assert error > 1e-3
-    assert error < 1e-28
-    assert comm.round == start + 4
+        if t < topology.period:
+            assert float(((algo.x - target) ** 2).sum(dim=1).mean()) > 1e-6
+    torch.testing.assert_close(algo.x, target.expand_as(algo.x), rtol=0, atol=1e-12)
+    assert comm.round == start + topology.period
 
 
 def test_the_consensus_problem_runs_on_it():
@@ -257,16 +233,6 @@ def test_bench_run_on_the_one_peer_graph(tmp_path):
     assert record["topology"]["period"] == 3 and "product" in record["topology"]["gap_of"]
     metrics = pd.read_parquet(out / "metrics.parquet")
     assert np.isfinite(metrics["train_loss"]).all()
-
-
-@pytest.mark.parametrize("spec, nodes", [("one-peer-exp", 16), ("margulis", 64), ("expander", 61)])
-def test_bench_topology_prints_the_new_graphs(capsys, spec, nodes):
-    assert main(["topology", "--topology", spec, "--nodes", str(nodes), "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["n"] == nodes and 0 < info["spectral_gap"] <= 1
-    assert info["time_varying"] is (spec == "one-peer-exp")
-    assert main(["topology", "--topology", spec, "--nodes", str(nodes)]) == 0
-    assert ["n", str(nodes)] in [line.split() for line in capsys.readouterr().out.splitlines()]
 
 
 def test_bench_topology_refuses_a_bad_n_in_one_line(capsys):

@@ -126,14 +126,17 @@ def test_the_summary_of_a_time_varying_graph_is_its_period_product():
     assert one_round < summary["n_eff"]["gamma=0.9"] < 16
 
 
-def test_bench_topology_prints_the_spectrum_and_n_eff(capsys):
-    assert main(["topology", "--topology", "torus", "--nodes", "64", "--json"]) == 0
+@pytest.mark.parametrize("spec, n", [("torus", 64), ("one-peer-exp", 16), ("margulis", 64), ("expander", 61)])
+def test_bench_topology_prints_the_spectrum_and_n_eff(capsys, spec, n):
+    assert main(["topology", "--topology", spec, "--nodes", str(n), "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
-    assert len(info["spectrum"]) == 64 and info["spectrum"] == sorted(info["spectrum"], reverse=True)
+    assert info["n"] == n and 0 < info["spectral_gap"] <= 1 and info["time_varying"] is (spec == "one-peer-exp")
+    assert len(info["spectrum"]) == n and info["spectrum"] == sorted(info["spectrum"], reverse=True)
     assert set(info["n_eff"]) == {"gamma=0.5", "gamma=0.9", "gamma=0.99"}
     assert info["spectral_gap"] == pytest.approx(1 - max(abs(info["spectrum"][1]), abs(info["spectrum"][-1])))
-    assert main(["topology", "--topology", "torus", "--nodes", "64"]) == 0
+    assert main(["topology", "--topology", spec, "--nodes", str(n)]) == 0
     lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert lines["n"].split() == ["n", str(n)]
     # n = 64 stays readable: the largest and smallest few, not 64 numbers
     assert "more; --json lists all" in lines["spectrum"] and len(lines["spectrum"].split()) < 25
     assert "gamma=0.5:" in lines["n_eff"] and "gamma=0.99:" in lines["n_eff"]

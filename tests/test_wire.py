@@ -131,14 +131,6 @@ def test_a_gossip_receives_none_s_words_straight_into_float32_rows_and_decodes_e
         assert not DistributedCommunicator._values_on_wire(comp.compress(x, gen(1), layout)), spec
 
 
-def test_wire_fields_add_up_to_the_bit_rules_by_hand():
-    comp = make_compressor("qsgd:3")
-    assert [f.name for f in comp.wire_fields(10)] == ["scale", "level", "negative"]
-    assert payload_bytes(comp, [10, 3]) == math.ceil((32 + 10 * 4 + 32 + 3 * 4) / 8)
-    assert payload_bytes(make_compressor("sign"), [9]) == 6  # 32 + 9 bits
-    assert payload_bytes(make_compressor("top:0.5"), [10]) == math.ceil(5 * (32 + 4) / 8)
-
-
 def test_encode_and_decode_reject_mismatches():
     comp = make_compressor("sign")
     msg = comp.compress(gaussian(2, 10), None, [4, 6])

@@ -129,8 +129,17 @@ def _is_connected(n: int, edges: np.ndarray) -> bool:
 
 
 # ---- deterministic graphs --------------------------------------------------------------------
+def _circulant_spectrum(n: int, offsets: set[int]) -> list[float]:
+    """Eigenvalues of the uniform-weight circulant on the neighbour offsets (both directions): the DFT of its row."""
+    return [(1 + sum(math.cos(2 * math.pi * j * o / n) for o in offsets)) / (len(offsets) + 1) for j in range(n)]
+
+
+def _exponential_offsets(n: int) -> set[int]:
+    return {o % n for k in range(n.bit_length()) if (1 << k) < n for o in (1 << k, -(1 << k))}
+
+
 @topology("ring", Example("ring", 3, (1.0, 1.0)), Example("ring", 5, (0.4606, 0.4607)),
-          Example("ring", 8, (0.1952, 0.1953)))
+          Example("ring", 8, (0.1952, 0.1953)), spectrum=lambda n, shape: _circulant_spectrum(n, {1, n - 1}))
 def ring(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     # n = 2 would give the single edge twice; the paper's ring has two distinct neighbours.
@@ -138,7 +147,10 @@ def ring(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(_circulant(n, [1]), "uniform")
 
 
-@topology("torus", Example("torus", 9, (0.6, 0.6)), Example("torus", 12, (0.4, 0.4)), Example("torus", 16, (0.4, 0.4)))
+@topology("torus", Example("torus", 9, (0.6, 0.6)), Example("torus", 12, (0.4, 0.4)), Example("torus", 16, (0.4, 0.4)),
+          spectrum=lambda n, shape: [(_circulant_spectrum(shape[0], {1, shape[0] - 1})[p] * 3
+                                      + _circulant_spectrum(shape[1], {1, shape[1] - 1})[q] * 3 - 1) / 5
+                                     for p in range(shape[0]) for q in range(shape[1])])  # cycle ⊗ cycle
 def torus(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     # Sides of 2 make r+1 and r-1 the same node (the 2x2 trap of docs/paper.md), so both sides need >= 3.
@@ -154,13 +166,15 @@ def torus(spec: Spec, n: int, seed: int) -> Graph:
     return Graph(edges, "uniform", grid_shape=(a, b))
 
 
-@topology("complete", Example("complete", 2, (1.0, 1.0)), Example("complete", 7, (1.0, 1.0)), single_node=True)
+@topology("complete", Example("complete", 2, (1.0, 1.0)), Example("complete", 7, (1.0, 1.0)), single_node=True,
+          spectrum=lambda n, shape: [1.0] + [0.0] * (n - 1))
 def complete(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     return Graph(np.stack(np.triu_indices(n, k=1), axis=1), "uniform")
 
 
-@topology("star", Example("star", 2, (1.0, 1.0)), Example("star", 6, (1 / 6, 1 / 6)))
+@topology("star", Example("star", 2, (1.0, 1.0)), Example("star", 6, (1 / 6, 1 / 6)),
+          spectrum=lambda n, shape: [1.0] + [1 - 1 / n] * (n - 2) + [0.0])  # W = I − L/n, L's spectrum 0, 1…, n
 def star(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     leaves = np.arange(1, n)
@@ -168,7 +182,8 @@ def star(spec: Spec, n: int, seed: int) -> Graph:
 
 
 @topology("exponential", Example("exponential", 2, (1.0, 1.0)), Example("exponential", 6, (0.8, 0.8)),
-          Example("exponential", 16, (0.5, 0.5)))
+          Example("exponential", 16, (0.5, 0.5)),
+          spectrum=lambda n, shape: _circulant_spectrum(n, _exponential_offsets(n)))
 def exponential(spec: Spec, n: int, seed: int) -> Graph:
     _plain(spec)
     offsets = [1 << k for k in range(n.bit_length()) if (1 << k) < n]

@@ -11,6 +11,8 @@ from ..specs import Spec
 
 Builder = Callable[[Spec, int, int], object]
 """(parsed spec, n, seed) -> Graph, or PeerSchedule for a time-varying topology."""
+Spectrum = Callable[[int, "tuple[int, int] | None"], "list[float]"]
+"""(n, grid shape) -> the eigenvalues of the default W in closed form, in any order."""
 
 
 @dataclass(frozen=True)
@@ -39,20 +41,23 @@ class Kind:
     # name the graph by the digest of its edges (spec and n define every other graph)
     external: bool = False
     time_varying: bool = False  # its builder gives a PeerSchedule: W changes every round
+    # the eigenvalues of its default W in closed form, where there is one (the generic tests check W's against it)
+    spectrum: Spectrum | None = None
 
 
 TOPOLOGIES: Registry[Kind] = Registry("topology")
 
 
 def topology(name: str, *examples: Example, usage: str | None = None, note: str = "", single_node: bool = False,
-             external: bool = False, time_varying: bool = False) -> Callable[[Builder], Builder]:
+             external: bool = False, time_varying: bool = False,
+             spectrum: Spectrum | None = None) -> Callable[[Builder], Builder]:
     """Decorator: file the builder under ``name`` with what it declares of itself."""
     if not examples:
         raise RuntimeError(f"topology {name!r} declares no examples for the tests")
 
     def add(build: Builder) -> Builder:
         TOPOLOGIES.register(name)(Kind(name, build, usage or name, note, examples, single_node, external,
-                                                time_varying))
+                                                time_varying, spectrum))
         return build
 
     return add
