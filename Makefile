@@ -6,7 +6,8 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 CORES  ?= 2
-# make test spreads its tests over this many processes (pytest-xdist; "auto": one per core)
+# make test spreads its tests over this many processes (pytest-xdist; "auto": one per core), a file to a process,
+# so that a module-scoped fixture (a launch of ranks, a study end to end) is built once, not once per process
 TEST_WORKERS ?= auto
 
 .PHONY: reproduce test test-fast track track-check setup clean-results peers perf-peers
@@ -42,11 +43,11 @@ reproduce: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	@$(BYTECODE)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-fast: $(VENV)/.installed   # the maths and behaviour without the process- and pipeline-heavy tests and the figure drawing
 	@$(BYTECODE)
-	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadgroup
+	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 track: $(VENV)/.installed ; $(PY) -m bench track $(TRACK_ARGS)
 

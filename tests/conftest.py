@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
 sys.dont_write_bytecode = False
 import pytest
 import torch
-from suite_hooks import pytest_collection_modifyitems, pytest_runtest_makereport  # noqa: F401 (the hooks)
+from suite_hooks import pytest_runtest_makereport  # noqa: F401 (the hook)
 
 # The processes the tests start (bench runs, Snakemake's jobs, ranks, bench perf) each default to one OpenMP
 # thread per core; under `make test` two workers already fill both cores, and the extra threads only spin

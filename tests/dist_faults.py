@@ -1,5 +1,5 @@
-"""A method on a lossy network under torch.distributed against the simulator: the shared check of
-tests/test_faults_run.py (D-PSGD) and tests/test_faults_choco.py (Choco)."""
+"""Methods on a lossy network under torch.distributed against the simulator: the check of
+tests/test_faults_methods.py, every case in one launch of processes."""
 from __future__ import annotations
 
 import json
@@ -15,17 +15,11 @@ from test_run import metrics
 LOSSES = {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 2}
 
 
-def assert_dist_loses_as_the_simulation(tmp_path: Path, world: int, algorithm: str, compressor: str,
-                                        losses: dict = LOSSES) -> dict:
-    """Runs ``algorithm/compressor`` with ``losses`` (a faults setting) on ``world`` gloo processes and in the simulator; asserts the
-    metrics agree to float rounding (timing aside), the same messages were lost (some), the bits are equal;
-    returns the distributed run's run.json."""
-    return assert_dist_cases_lose_as_the_simulation(tmp_path, world, {"run": (algorithm, compressor, losses)})["run"]
-
-
 def assert_dist_cases_lose_as_the_simulation(tmp_path: Path, world: int, cases: dict) -> dict:
-    """The same for every ``name: (algorithm, compressor, losses)`` of ``cases``, all in ONE launch of ``world``
-    processes (their start-up paid once); returns each distributed run's run.json by name."""
+    """Runs every ``name: (algorithm, compressor, losses)`` of ``cases`` (losses: a faults setting), all in ONE
+    launch of ``world`` gloo processes (their start-up paid once), and in the simulator; asserts the metrics agree
+    to float rounding (timing aside), the same messages were lost (some), the bits are equal; returns each
+    distributed run's run.json by name."""
     out = tmp_path / "dist"
     runs = {name: {"algorithm": a, "compressor": c, **SETTINGS, "faults": losses} for name, (a, c, losses) in cases.items()}
     ranks = launch([str(Path(__file__).with_name("dist_cases.py")), str(out), json.dumps(runs)], world,

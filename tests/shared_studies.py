@@ -47,8 +47,9 @@ def once(tmp_path_factory, name: str, build: Callable[[Path], dict]) -> tuple[Pa
     return folder, seen["seen"]
 
 
-def snakemake(*args: str, cwd: Path = ROOT, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+def snakemake(*args: str, cwd: Path = ROOT, check: bool = True, path: str | None = None) -> subprocess.CompletedProcess:
+    """Snakemake on ``args``, with the interpreter's folder first on PATH unless ``path`` is given."""
+    env = {**os.environ, "PATH": path or f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     proc = subprocess.run([*SNAKEMAKE, "--snakefile", str(ROOT / "Snakefile"), *args], cwd=cwd, env=env,
                           capture_output=True, text=True)
     if check and proc.returncode != 0:
@@ -71,13 +72,15 @@ def completed_runs(study: Path) -> dict[str, int]:
 
 
 def interrupted_test_study(where: Path) -> dict:
-    """config/test.yaml through the pipeline as a user meets it: Ctrl-C after the fourth finished run, the
-    same command again with --rerun-incomplete, then `snakemake --report`. What it saw on the way (the runs
-    finished at the signal and after, with their mtimes) is the record that the interruption test asserts on;
-    the finished study is what the report's browser tests open."""
+    """config/test.yaml through the pipeline as a user meets it: the README's `.venv/bin/snakemake ...` with no
+    environment activated (no `python` on PATH, so every rule must run Snakemake's own interpreter), Ctrl-C after
+    the fourth finished run, the same command again with --rerun-incomplete, then `snakemake --report`. What it
+    saw on the way (the runs finished at the signal and after, with their mtimes) is the record that the
+    interruption test asserts on; the finished study is what the report's browser tests open."""
     config = str(ROOT / "config/test.yaml")
     study = where / "results" / "test"
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    bare = "/usr/bin:/bin"
+    env = {**os.environ, "PATH": bare}
 
     def default_sigint():  # a shell's background job (`cmd &`) starts with SIGINT ignored: Ctrl-C must count
         signal.signal(signal.SIGINT, signal.SIG_DFL)
@@ -93,7 +96,8 @@ def interrupted_test_study(where: Path) -> dict:
     proc.wait(timeout=120)
     finished = completed_runs(study)
     summary_before = (study / "summary.csv").exists()
-    snakemake("--cores", "2", "--rerun-incomplete", "--configfile", config, "--directory", str(where))
+    snakemake("--cores", "2", "--rerun-incomplete", "--configfile", config, "--directory", str(where), path=bare)
     after = completed_runs(study)
-    snakemake("--configfile", config, "--directory", str(where), "--report", str(where / "snakemake-report.html"))
+    snakemake("--configfile", config, "--directory", str(where), "--report", str(where / "snakemake-report.html"),
+              path=bare)
     return {"at_signal": at_signal, "finished": finished, "after": after, "summary_before_rerun": summary_before}

@@ -78,16 +78,3 @@ def test_only_the_command_lines_entry_imports_the_command_line():
     users = {name for name, imported in graph.items() if "analysis.cli" in imported}
     assert users == CLI_USERS
 
-
-def test_the_walk_sees_a_cycle_through_a_package_and_inside_a_function(tmp_path):
-    """What the checks above would miss if they were blind: a helper taken from a package whose __init__
-    imports the helper's user, and an import made inside a function."""
-    pkg = tmp_path / "analysis" / "figures"
-    pkg.mkdir(parents=True)
-    (tmp_path / "analysis" / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("from analysis.figures import one\n\ndef helper():\n    pass\n")
-    (pkg / "one.py").write_text("def draw():\n    from analysis.figures import helper\n")
-    (tmp_path / "analysis" / "lag.py").write_text("from . import tables\n")
-    (tmp_path / "analysis" / "tables.py").write_text("from .lag import x\n")
-    assert sorted(cycles(imports(tmp_path / "analysis"))) == [
-        ["analysis.figures", "analysis.figures.one", "analysis.figures"], ["analysis.lag", "analysis.tables", "analysis.lag"]]

@@ -116,20 +116,25 @@ def test_deepsqueeze_takes_workers_away_and_beer_is_refused_with_them():
 
 
 # -- both runtimes -------------------------------------------------------------------------------------------
-# every fault rule under torch.distributed: losses (reweight: DeepSqueeze; ack: Choco, BEER), late messages (D-PSGD's
-# stale copies, Choco's ack) and pairwise gossip; all in one launch of processes per world (start-up paid once)
+# every fault rule under torch.distributed: losses (reweight: D-PSGD, DeepSqueeze; ack: Choco, BEER), late messages
+# (D-PSGD's stale copies, Choco's ack), pairwise gossip and workers away; all in one launch of processes per world
+# (start-up paid once)
 DIST_CASES = {f"{a}-{c}-{kind}": (a, c, losses) for kind, losses, methods in (
-    ("lossy", LOSSES, [("choco", "sign"), ("deepsqueeze", "sign"), ("beer", "sign")]),
+    ("lossy", LOSSES, [("dpsgd", "none"), ("choco", "sign"), ("deepsqueeze", "sign"), ("beer", "sign")]),
     ("late", {"drop": 0.1, "late": 0.3, "staleness": 2}, [("dpsgd", "none"), ("choco", "sign")]),
-    ("pairwise", {"pairwise": True, "drop": 0.2}, [("dpsgd", "none")])) for a, c in methods}
+    ("pairwise", {"pairwise": True, "drop": 0.2}, [("dpsgd", "none")]),
+    ("away", {"active": 0.6, "drop": 0.1}, [("dpsgd", "none")])) for a, c in methods}
 
 
 @pytest.mark.slow  # processes
 @pytest.mark.parametrize("world", [4, 2])  # one worker a process, and two: a lost link inside a process too
 def test_under_faults_torch_distributed_processes_are_the_simulation(tmp_path, world):
     """Each case's metrics in the processes are the simulation's to float rounding, with the same messages lost and
-    the same bits, and run.json names the method's rule (pairwise gossip: at 2 processes, as before)."""
-    cases = {k: v for k, v in DIST_CASES.items() if world == 2 or not k.endswith("pairwise")}
+    the same bits, and run.json names the method's rule (pairwise gossip and workers away: at 2 processes)."""
+    cases = {k: v for k, v in DIST_CASES.items() if world == 2 or not k.endswith(("pairwise", "away"))}
     infos = assert_dist_cases_lose_as_the_simulation(tmp_path, world, cases)
     for name, (algorithm, _, _) in cases.items():
         assert infos[name]["faults"]["rule"] == ALGORITHMS.get(algorithm).fault_rule, name
+    assert infos["dpsgd-none-lossy"]["faults"]["rule"] == "reweight"
+    if world == 2:
+        assert infos["dpsgd-none-away"]["faults"]["active"] == 0.6

@@ -1,6 +1,7 @@
 """Runs on an unreliable network (the `faults` setting): D-PSGD trains with the losses of its schedule, the
 metrics count every message sent and every one lost, exactly as the schedule says, the same seed replays the
-same run, and what cannot take faults yet is refused in one line before anything is written."""
+same run, and what cannot take faults yet is refused in one line before anything is written. (The same under
+torch.distributed processes: tests/test_faults_methods.py.)"""
 from __future__ import annotations
 
 import json
@@ -11,7 +12,6 @@ import pytest
 from bench.cli import main
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
-from dist_faults import assert_dist_loses_as_the_simulation
 from test_run import WALL, metrics
 
 RUN = ["--task", "mnist1d-mlp", "--algorithm", "dpsgd", "--compressor", "none", "--topology", "ring", "--nodes", "4",
@@ -62,19 +62,6 @@ def test_what_cannot_take_faults_is_refused_before_anything_is_written(tmp_path,
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err, err
     assert not out.exists()
-
-
-@pytest.mark.slow  # processes
-@pytest.mark.parametrize("world", [4, 2])  # one worker a process, and two: a lost link inside a process too
-def test_torch_distributed_processes_lose_the_same_messages_as_the_simulation(tmp_path, world):
-    info = assert_dist_loses_as_the_simulation(tmp_path, world, "dpsgd", "none")
-    assert info["faults"]["rule"] == "reweight"
-
-
-@pytest.mark.slow  # processes
-def test_workers_away_under_torch_distributed_are_those_of_the_simulation(tmp_path):
-    info = assert_dist_loses_as_the_simulation(tmp_path, 2, "dpsgd", "none", {"active": 0.6, "drop": 0.1})
-    assert info["faults"]["active"] == 0.6
 
 
 def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path):

@@ -1,7 +1,7 @@
 """bench's layers (issue 29): no module imports one that imports it back, and no import runs back up the layers
 (a compressor never imports an algorithm, the runner never the command line, nothing below the front door the
-front door). Read from the source: every import statement, those inside functions included; the walk itself is
-tested in tests/test_analysis_imports.py."""
+front door). Read from the source: every import statement, those inside functions included (the walk of
+tests/test_analysis_imports.py)."""
 import ast
 from pathlib import Path
 
@@ -30,36 +30,17 @@ def layer_of(module: str) -> int | None:
     return found
 
 
-def test_every_module_of_bench_has_a_layer():
-    graph = imports(ROOT / "bench")
-    assert len(graph) > 100 and "bench.compressors.qsgd" in graph
-    assert [m for m in graph if layer_of(m) is None] == []
-
-
 def test_no_module_of_bench_imports_one_that_imports_it_back():
     graph = imports(ROOT / "bench")
+    assert len(graph) > 100 and "bench.compressors.qsgd" in graph  # the walk sees the package
     assert cycles(graph) == [], "\n".join(" -> ".join(c) for c in cycles(graph))
 
 
-def test_no_import_runs_back_up_the_layers():
+def test_every_module_has_a_layer_and_no_import_runs_back_up():
     graph = imports(ROOT / "bench")
+    assert [m for m in graph if layer_of(m) is None] == []
     upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
     assert upward == []
-
-
-def test_the_layer_check_sees_an_upward_import(tmp_path):
-    """A compressor that asks the algorithms (as QSGD once did) is caught, inside a function too."""
-    pkg = tmp_path / "bench"
-    for sub in ("compressors", "algorithms"):
-        (pkg / sub).mkdir(parents=True)
-        (pkg / sub / "__init__.py").write_text("")
-    (pkg / "__init__.py").write_text("")
-    (pkg / "compressors" / "qsgd.py").write_text("def form():\n    from ..algorithms import choco\n")
-    (pkg / "algorithms" / "choco.py").write_text("from ..compressors import qsgd\n")
-    graph = imports(pkg)
-    assert graph["bench.compressors.qsgd"] == {"bench.algorithms.choco"}
-    assert [f"{m} -> {d}" for m, deps in graph.items() for d in deps
-            if layer_of(d) > layer_of(m)] == ["bench.compressors.qsgd -> bench.algorithms.choco"]
 
 
 def test_bench_imports_neither_analysis_nor_the_checkouts_benchmarks():
