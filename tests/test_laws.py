@@ -293,5 +293,7 @@ def test_on_heterogeneous_least_squares_a_method_reaches_the_optimum_dpsgd_misse
     """Exact gradients, a minimiser per worker, one constant step: D-PSGD settles at a fixed point away from the
     optimum of the mean objective; a method that tracks the mean gradient or corrects by a dual settles at it
     (the correction vanishes only there), exact or compressed as the method declares."""
+    cls = ALGORITHMS.get(name)  # the operators of its analysis: contractions, or unbiased ones (CEDAS, LEAD)
+    assert cls.contraction or make_compressor(compressor, contraction=False).unbiased
     assert dpsgd_bias() > 0.1
     assert settle(name, compressor, options)[2] < 1e-7
