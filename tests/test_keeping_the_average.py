@@ -77,9 +77,10 @@ def _examples(cls) -> list[dict]:
     return [e for e in unique.values() if cls.keeps_average_with(parse_options(cls, _options(cls, e)))]
 
 
-def _options(cls, example: dict, faults: dict | None = None) -> dict:
-    """An example of the method's options with the run settings it reads by name (AD-PSGD: the faults, the seed)."""
-    settings = {"faults": faults or {}, "seed": 1}
+def _options(cls, example: dict, faults: dict | None = None, n: int = 8) -> dict:
+    """An example of the method's options with the run settings it reads by name (AD-PSGD: the faults as parsed,
+    the seed)."""
+    settings = {"faults": parse_faults(faults, n) if faults else None, "seed": 1}
     return {**{key: settings[key] for key in cls.settings}, **example}
 
 
@@ -98,7 +99,7 @@ def build_method(name, topo, x0, compressor, options, faults=None, layers=False)
     return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
                           compressor=make_compressor(compressor, contraction=cls.contraction),
                           local=LocalStep(LocalStepConfig(momentum=0.5, weight_decay=1e-3)),
-                          options=_options(cls, options, faults), generator=torch.Generator().manual_seed(3),
+                          options=_options(cls, options, faults, topo.n), generator=torch.Generator().manual_seed(3),
                           segments=SEGMENTS if layers else None, shapes=SHAPES if layers else None)
 
 

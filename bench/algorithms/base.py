@@ -39,6 +39,9 @@ class Algorithm(Method, ABC):
     first_round_messages: ClassVar[int | None] = None
     # the buffer that tracks the average direction, mean(v) = mean(d), whatever is sent (gradient tracking)
     tracker: ClassVar[str | None] = None
+    # (compressor, options) under which, on heterogeneous data with exact gradients and a constant step, it reaches
+    # the optimum of the mean objective, where D-PSGD keeps a bias (gradient tracking, exact diffusion)
+    exact_optimum: ClassVar[tuple[tuple[str, dict], ...]] = ()
 
     def __init__(
         self,

@@ -83,6 +83,9 @@ class CEDAS(Algorithm):
     examples = ({}, {"mix_step": 0.5, "copy_step": 0.5})
     exact_forms = (({"mix_step": 1.0, "copy_step": 0.3}, "exact-diffusion", {}),
                    ({"mix_step": 1.0, "stepsize": "decaying", "decay_shift": 5}, "exact-diffusion", {"decay_shift": 5}))
+    # the paper's unbiased operators, γ shrinking with their variance C (rand:0.5 has C = 1)
+    exact_optimum = (("none", {}), ("qsgd:4", {}), ("qsgd:2", {"mix_step": 0.5}),
+                     ("rand:0.5,unbiased=true", {"mix_step": 0.5}))
     buffers = ("psi", "h", "u", "t")
 
     def setup(self) -> None:

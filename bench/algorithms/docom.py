@@ -61,6 +61,8 @@ class DoCoM(MomentumTracking):  # m is DoCoM's v, its weight of a new gradient Î
     exact_forms = (({"gamma": 1.0, "beta": 1.0}, "gradient-tracking", {}),)
     same_run_as = (({"gamma": 0.4, "beta": 1.0}, "beer", {"gamma": 0.4}),
                    ({"gamma": 0.4, "beta": 0.3}, "motef", {"gamma": 0.4, "lam": 0.3}))  # without STORM's correction
+    exact_optimum = tuple((c, {"gamma": g, "beta": 0.5}) for c, g in (("none", 1.0), ("top:0.3", 0.6), ("sign", 0.6),
+                                                                   ("qsgd:2", 0.6), ("rand:0.5", 0.5)))
 
     def new_gradient_weight(self) -> float:
         return float(self.options.beta)

@@ -66,6 +66,9 @@ class LEAD(Algorithm):
     examples = ({}, {"dual_step": 0.5, "copy_step": 0.5})
     exact_forms = (({"dual_step": 1.0, "copy_step": 0.3}, "nids", {}),)
     first_round_messages = 0  # its first step is a local one
+    # the unbiased operators of its analysis, γ shrinking with their variance C as its bound on γ does
+    exact_optimum = (("none", {}), ("qsgd:4", {}), ("qsgd:2", {"dual_step": 0.5}),
+                     ("rand:0.5,unbiased=true", {"dual_step": 0.5}))
     buffers = ("dual", "h", "u", "t")
 
     def setup(self) -> None:

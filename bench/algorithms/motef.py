@@ -58,6 +58,8 @@ class MoTEF(MomentumTracking):
     examples = ({"gamma": 0.5, "lam": 0.3}, {"gamma": 1.0, "lam": 1.0})
     exact_forms = (({"gamma": 1.0, "lam": 1.0}, "gradient-tracking", {}),)
     same_run_as = (({"gamma": 0.4, "lam": 1.0}, "beer", {"gamma": 0.4}),)
+    exact_optimum = tuple((c, {"gamma": g, "lam": 0.3}) for c, g in (("none", 1.0), ("top:0.3", 0.6), ("sign", 0.6),
+                                                                  ("qsgd:2", 0.6), ("rand:0.5", 0.5)))
 
     def new_gradient_weight(self) -> float:
         return float(self.options.lam)
