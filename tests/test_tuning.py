@@ -129,9 +129,12 @@ def test_sensitivity_slices_through_the_selected_point_and_draws_each_method_in_
     assert by_lr["mean"].iloc[:2].round(6).tolist() == [0.6, 0.8] and math.isnan(by_lr["mean"].iloc[2])
     assert by_lr["diverged"].tolist() == [0, 0, 1] and by_lr["selected"].tolist() == [False, True, False]
     assert sensitivity_slice(with_methods(table), "gamma")["mean"].round(6).tolist() == [0.7, 0.8]  # at lr = 0.1
+    assert [p.suffix for p in plot_sensitivity(table, tmp_path / "sensitivity") if p.stat().st_size] == [".png", ".pdf"]
+    # two methods, the learning rate alone swept (no γ panel), none diverged
+    rows = [trial(f"{lr}", lr, "completed", 0.5 + 0.1 * (lr == 0.1), 0.5) for lr in (0.01, 0.1, 1.0)]
     kept = kept_figures(monkeypatch, sensitivity)
-    plot_sensitivity(pd.concat([table, select(trials(rows).assign(cell="d", algorithm="dpsgd", compressor="none"))]),
-                     tmp_path / "s")
+    plot_sensitivity(pd.concat([select(trials(rows)), select(trials(rows).assign(cell="d", algorithm="dpsgd",
+                                                                                  compressor="none"))]), tmp_path / "s")
     for method in (labels.method_label("choco", "sign"), labels.method_label("dpsgd", "none")):
         line = next(line for line in kept[0].axes[0].get_lines() if line.get_label() == method)
         assert line_look(line) == method_look(method)
