@@ -36,31 +36,26 @@ def test_the_slope_interval_has_its_nominal_coverage():
     assert 0.91 <= covered / 400 <= 0.985
 
 
-def test_without_noise_the_fit_is_exact_and_the_interval_collapses():
-    x = np.array([0.01, 0.1, 1.0, 10.0])
-    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 3.0 * x ** 1.5}))
-    assert fit["slope"] == pytest.approx(1.5) and fit["a"] == pytest.approx(3.0)
-    assert fit["ci_high"] - fit["ci_low"] < 1e-9 and fit["r2"] == pytest.approx(1.0)
+X4 = np.array([1e-3, 1e-2, 1e-1, 1.0])
 
 
-def test_non_positive_gaps_leave_the_log_fit_but_count_in_the_rank_correlation():
-    table = pd.DataFrame({"consensus": [1e-3, 1e-2, 1e-1, 1.0, 10.0], "gap": [-0.5, 0.0, 4.0, 2.0, 1.0]})
-    fit = fit_lag(table)
-    assert fit["n"] == 3 and fit["n_dropped"] == 2 and fit["slope"] < 0  # the three positive gaps fall
-    assert fit["n_ranked"] == 5 and fit["spearman"] == pytest.approx(0.6)  # 1 - 6·(0+0+4+0+4)/(5·24)
-
-
-def test_the_semilog_fit_keeps_every_setting():
-    x = np.array([1e-3, 1e-2, 1e-1, 1.0])
-    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 5.0 + 2.0 * np.log10(x)}))  # gaps -1, 1, 3, 5
-    assert fit["n"] == 3 and fit["n_dropped"] == 1 and fit["n_ranked"] == 4
-    assert fit["k_decade"] == pytest.approx(2.0) and fit["k_ci_high"] - fit["k_ci_low"] < 1e-9
-
-
-def test_a_falling_relation_has_a_negative_slope_and_correlation():
-    x = np.geomspace(1e-2, 1.0, 6)
-    fit = fit_lag(pd.DataFrame({"consensus": x, "gap": 0.5 / x * (1 + 0.01 * np.arange(6))}))
-    assert fit["slope"] < 0 and fit["spearman"] == pytest.approx(-1.0)
+@pytest.mark.parametrize("consensus, gap, expected", [
+    # no noise: the fit is exact and the interval collapses
+    (X4, 3.0 * X4 ** 1.5, {"slope": 1.5, "a": 3.0, "ci_width": 0.0, "r2": 1.0}),
+    # gaps <= 0 leave the log fit but count in the rank correlation: 1 - 6·(0+0+4+0+4)/(5·24)
+    ([1e-3, 1e-2, 1e-1, 1.0, 10.0], [-0.5, 0.0, 4.0, 2.0, 1.0], {"n": 3, "n_dropped": 2, "n_ranked": 5,
+                                                                  "spearman": 0.6, "falls": True}),
+    # the semi-log fit keeps every setting: gaps -1, 1, 3, 5
+    (X4, 5.0 + 2.0 * np.log10(X4), {"n": 3, "n_dropped": 1, "n_ranked": 4, "k_decade": 2.0, "k_ci_width": 0.0}),
+    # a falling relation: a negative slope and correlation
+    (np.geomspace(1e-2, 1.0, 6), 0.5 / np.geomspace(1e-2, 1.0, 6) * (1 + 0.01 * np.arange(6)),
+     {"spearman": -1.0, "falls": True}),
+])
+def test_the_fit_on_relations_with_known_answers(consensus, gap, expected):
+    fit = fit_lag(pd.DataFrame({"consensus": consensus, "gap": gap}))
+    fit = {**fit, "ci_width": fit["ci_high"] - fit["ci_low"], "k_ci_width": fit["k_ci_high"] - fit["k_ci_low"],
+           "falls": fit["slope"] < 0}
+    assert {k: fit[k] for k in expected} == pytest.approx(expected, abs=1e-9)
 
 
 def test_one_distinct_consensus_value_cannot_be_fitted():
@@ -85,9 +80,10 @@ def _cell(root, name, accs, consensus, **kw):
         make_run(root / name / f"s{seed}", seed=seed, epochs_points=points, **kw)
 
 
-@pytest.fixture
-def lag_runs(tmp_path):
+@pytest.fixture(scope="module")
+def lag_runs(tmp_path_factory):
     """Gaps 1, 2, 4, 8 pp at consensus 1e-3, 4e-3, 1.6e-2, 6.4e-2: gap = 8·(Ξ/0.064)^0.5 exactly."""
+    tmp_path = tmp_path_factory.mktemp("lag")
     for n, acc in ((4, 0.90), (16, 0.90)):
         _cell(tmp_path, f"ar{n}", [acc, acc], [0.0, 0.0], algorithm="allreduce", compressor="none",
               topology="complete", nodes=n, spectral_gap=1.0)
@@ -117,14 +113,14 @@ def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
     assert choco["slope"] == pytest.approx(0.5) and choco["n"] == 3
 
 
-@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
-def test_figure_and_report_section(lag_runs):
+def test_figure_caption_and_report_section(lag_runs, monkeypatch):
+    from figure_probe import kept_figures
+
     runs = load_runs(lag_runs)
     summary = summarize(runs, target_rel=0.95)
-    stem = lag_runs / "figures" / "lag_vs_consensus"
-    paths, caption = lag_vs_consensus.draw(lag_runs, runs.points, summary, stem)
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
-    assert "b = 0.50" in caption and "4 settings" in caption and "Spearman ρ = 1.00" in caption
+    kept = kept_figures(monkeypatch, lag_vs_consensus)
+    _, caption = lag_vs_consensus.draw(lag_runs, runs.points, summary, lag_runs / "figures" / "lag_vs_consensus")
+    assert len(kept) == 1 and "b = 0.50" in caption and "4 settings" in caption and "Spearman ρ = 1.00" in caption
     (lag_runs / "summary.csv").write_text(summary.to_csv(index=False))
     text = report.build_report(lag_runs)
     assert "## Why decentralized training lags" in text and "0.50 [0.50, 0.50]" in text
@@ -145,46 +141,42 @@ def test_figure_tells_topology_and_a_gap_below_zero_apart(tmp_path, monkeypatch)
     from matplotlib.colors import to_rgba
     from matplotlib.patches import Patch
 
-    kept = []
-    monkeypatch.setattr(lag_vs_consensus, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    from figure_probe import kept_figures
+
+    kept = kept_figures(monkeypatch, lag_vs_consensus)
     # ring at n = 4 and 16 (both in the fit), complete at n = 16 with gap ≤ 0 (out of the log fit)
     table = pd.DataFrame({"task": "t", "data": "shuffle", "method": "Choco-SGD (sign)",
                           "topology": ["ring", "ring", "complete", "complete"], "nodes": [4, 16, 16, 4],
                           "consensus": [1e-3, 1e-2, 2e-3, 5e-3], "gap": [1.0, 3.0, -0.5, 2.0]})
     lag_vs_consensus.plot_lag_vs_consensus(table, tmp_path / "f")
-    fig = kept[0]
-    ax = fig.axes[0]
-    points = {c.get_gid(): c for c in ax.collections if c.get_gid()}
-    hollow = points["unfitted:complete:16"]
-    assert to_rgba(hollow.get_facecolor()[0]) == to_rgba("white")
-    assert all(to_rgba(points[k].get_facecolor()[0]) != to_rgba("white")
-               for k in ("fitted:ring:4", "fitted:ring:16", "fitted:complete:4"))
+    faces = {c.get_gid(): to_rgba(c.get_facecolor()[0]) for c in kept[0].axes[0].collections if c.get_gid()}
+    white = to_rgba("white")
+    assert faces.pop("unfitted:complete:16") == white
+    assert set(faces) == {"fitted:ring:4", "fitted:ring:16", "fitted:complete:4"} and white not in faces.values()
     # hollow marks a state, not a topology: every topology's legend glyph is filled, and the state's
     # entry is a shaded band (the region under 0), not a glyph a topology could have
-    legend = fig.legends[0]
+    legend = kept[0].legends[0]
     entries = dict(zip([t.get_text() for t in legend.get_texts()], legend.legend_handles))
     for topology in ("ring", "complete"):
-        glyph = entries[topology]
-        assert glyph.get_marker() not in ("", "None", None)
-        assert to_rgba(glyph.get_markerfacecolor()) not in (to_rgba("white"), (0, 0, 0, 0))
-    state = next(handle for text, handle in entries.items() if "gap ≤ 0" in text)
-    assert isinstance(state, Patch)
+        assert entries[topology].get_marker() not in ("", "None", None)
+        assert to_rgba(entries[topology].get_markerfacecolor()) not in (white, (0, 0, 0, 0))
+    assert isinstance(next(handle for text, handle in entries.items() if "gap ≤ 0" in text), Patch)
     assert entries["ring"].get_marker() != entries["complete"].get_marker()
 
 
 def test_four_partitions_are_a_grid_and_two_points_are_no_fit(tmp_path, monkeypatch):
-    kept = []
-    monkeypatch.setattr(lag_vs_consensus, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
-    rows = []
-    for data in ("shuffle", "sorted", "dirichlet:0.1", "dirichlet:1"):
-        count = 2 if data == "sorted" else 4  # the sorted panel has two settings: a line through them is no fit
-        for k in range(count):
-            rows.append({"data": data, "nodes": 4 * (k + 1), "topology": "ring", "method": "Choco-SGD (sign)",
-                         "algorithm": "choco", "consensus": 10.0 ** (-3 + k), "gap": 2.0 ** (k + 1)})
+    from figure_probe import kept_figures
+
+    kept = kept_figures(monkeypatch, lag_vs_consensus)
+    # the sorted panel has two settings: a line through them is no fit
+    rows = [{"data": data, "nodes": 4 * (k + 1), "topology": "ring", "method": "Choco-SGD (sign)", "algorithm": "choco",
+             "consensus": 10.0 ** (-3 + k), "gap": 2.0 ** (k + 1)}
+            for data in ("shuffle", "sorted", "dirichlet:0.1", "dirichlet:1") for k in range(2 if data == "sorted" else 4)]
     lag_vs_consensus.plot_lag_vs_consensus(pd.DataFrame(rows), tmp_path / "f")
     fig = kept[0]
     assert len(fig.axes) == 4 and fig.get_size_inches()[0] <= 12.5  # 2 x 2, not 4 side by side
-    fitted = {ax.get_title(): [line for line in ax.get_lines() if line.get_label() == "fit a·Ξ^b"] for ax in fig.axes}
-    assert not fitted["data: sorted"] and all(fitted[t] for t in fitted if t != "data: sorted")
+    fitted = {ax.get_title(): any(line.get_label() == "fit a·Ξ^b" for line in ax.get_lines()) for ax in fig.axes}
+    assert fitted == {"data: shuffle": True, "data: sorted": False, "data: dirichlet:0.1": True,
+                      "data: dirichlet:1": True}
     texts = [t.get_text() for ax in fig.axes if ax.get_title() == "data: sorted" for t in ax.texts]
     assert any(text.startswith("no fit (needs 3 settings") for text in texts)

@@ -7,33 +7,32 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis import report
+from matplotlib.colors import to_rgba
+
+from analysis import labels, report
 from analysis.figures import noniid_effect
 from analysis.load import load_runs
 from analysis.noniid import difference_interval, gap_table, heterogeneity, mean_interval, noniid_table
 from analysis.summary import summarize
 from analysis_fixtures import make_cell, make_run
+from figure_probe import kept_figures, method_look
 
 
-def test_mean_interval_is_the_t_interval():
-    mean, lo, hi = mean_interval([1.0, 2.0, 3.0])
+def test_mean_interval_is_the_t_interval_and_the_difference_welchs():
     half = stats.t.ppf(0.975, 2) * 1.0 / math.sqrt(3)
-    assert (mean, lo, hi) == pytest.approx((2.0, 2.0 - half, 2.0 + half))
+    assert mean_interval([1.0, 2.0, 3.0]) == pytest.approx((2.0, 2.0 - half, 2.0 + half))
     assert math.isnan(mean_interval([5.0])[1]) and math.isnan(mean_interval([])[0])
-
-
-def test_difference_interval_matches_welchs_test():
     a, b = np.array([80.0, 82.0, 85.0]), np.array([90.0, 90.5, 91.5, 92.0])
-    diff, lo, hi = difference_interval(a, b)
     ci = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
-    assert diff == pytest.approx(a.mean() - b.mean()) and (lo, hi) == pytest.approx((ci.low, ci.high))
+    assert difference_interval(a, b) == pytest.approx((a.mean() - b.mean(), ci.low, ci.high))
     assert math.isnan(difference_interval([1.0], [2.0, 3.0])[1])  # one seed: a difference, no interval
 
 
-@pytest.fixture
-def noniid_runs(tmp_path):
+@pytest.fixture(scope="module")
+def noniid_runs(tmp_path_factory):
     """ring8: all-reduce 0.90/0.88 (shuffle/sorted), D-PSGD 0.86/0.70 with seeds ±0.02; a third
     D-PSGD seed on sorted diverged; Choco only on shuffle (not comparable, left out)."""
+    tmp_path = tmp_path_factory.mktemp("noniid")
     accs = {("allreduce", "shuffle"): [0.90, 0.90], ("allreduce", "sorted"): [0.88, 0.88],
             ("dpsgd", "shuffle"): [0.84, 0.86, 0.88], ("dpsgd", "sorted"): [0.68, 0.70, 0.72]}
     for (algorithm, data), values in accs.items():
@@ -63,13 +62,12 @@ def test_noniid_table_on_runs_with_known_values(noniid_runs):
     assert table.loc[("dpsgd", "shuffle"), "delta"] == 0.0 and table.loc[("dpsgd", "shuffle"), "iid_data"] == "shuffle"
 
 
-@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
-def test_figure_and_report_section(noniid_runs):
+def test_figure_caption_and_report_section(noniid_runs, monkeypatch):
+    kept = kept_figures(monkeypatch, noniid_effect)
     runs = load_runs(noniid_runs)
     summary = summarize(runs, target_rel=0.95)
-    paths, caption = noniid_effect.draw(noniid_runs, runs.points, summary, noniid_runs / "figures" / "noniid_effect")
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
-    assert "D-PSGD (ring, n = 8) on sorted: -16.0 pp" in caption
+    _, caption = noniid_effect.draw(noniid_runs, runs.points, summary, noniid_runs / "figures" / "noniid_effect")
+    assert len(kept) == 1 and "D-PSGD (ring, n = 8) on sorted: -16.0 pp" in caption
     (noniid_runs / "summary.csv").write_text(summary.to_csv(index=False))
     text = report.build_report(noniid_runs)
     assert "## Non-i.i.d. data" in text and "-16.00 [" in text and "i.i.d. reference" in text
@@ -98,12 +96,7 @@ def test_figures_of_topology_and_n_keep_the_iid_partition_only():
 
 
 def test_figure_draws_methods_in_their_look_partitions_as_glyphs_on_one_accuracy_axis(tmp_path, monkeypatch):
-    from matplotlib.colors import to_rgba
-
-    from analysis import labels
-
-    kept = []
-    monkeypatch.setattr(noniid_effect, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    kept = kept_figures(monkeypatch, noniid_effect)
     methods = [labels.method_label("dpsgd", "none"), labels.method_label("choco", "sign")]
     table = pd.DataFrame([{"topology": "ring", "nodes": n, "method": m, "data": d, "acc": acc, "acc_ci_low": acc - 1,
                            "acc_ci_high": acc + 1, "diverged": 0, "seeds": 3}
@@ -112,13 +105,12 @@ def test_figure_draws_methods_in_their_look_partitions_as_glyphs_on_one_accuracy
     panels = kept[0].axes
     assert len(panels) == 2 and panels[0].get_shared_y_axes().joined(panels[0], panels[1])  # n = 8 and 16
     for method in methods:
-        look = labels.style(method)
+        colour = method_look(method)[0]
         marks = {line.get_gid().split(":")[0]: line for ax in panels for line in ax.get_lines()
                  if str(line.get_gid()).endswith(f":{method}")}
-        assert set(marks) == {"shuffle", "sorted"}
-        assert all(to_rgba(line.get_color()) == to_rgba(look["color"]) for line in marks.values())
-        assert to_rgba(marks["shuffle"].get_markerfacecolor()) == to_rgba(look["color"])  # i.i.d.: filled
-        assert to_rgba(marks["sorted"].get_markerfacecolor()) == to_rgba("white")  # non-i.i.d.: hollow
+        assert set(marks) == {"shuffle", "sorted"} and {to_rgba(m.get_color()) for m in marks.values()} == {colour}
+        faces = {data: to_rgba(mark.get_markerfacecolor()) for data, mark in marks.items()}
+        assert faces == {"shuffle": colour, "sorted": to_rgba("white")}  # i.i.d. filled, non-i.i.d. hollow
         assert marks["shuffle"].get_marker() != marks["sorted"].get_marker()
 
 
@@ -154,8 +146,7 @@ def test_gap_vs_alpha_names_every_method_of_every_panel(tmp_path, monkeypatch):
                 rows.append({"task": "t", "topology": topology, "nodes": 16, "algorithm": "a", "compressor": "c",
                              "data": data, "method": method, "seeds": 3, "reference_seeds": 3, "gap": gap,
                              "gap_ci_low": gap - 1, "gap_ci_high": gap + 1})
-    kept = []
-    monkeypatch.setattr(gap_vs_alpha, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    kept = kept_figures(monkeypatch, gap_vs_alpha)
     gap_vs_alpha.plot_gap_vs_alpha(pd.DataFrame(rows), tmp_path / "g")
     (legend,) = kept[0].legends
     names = [t.get_text() for t in legend.get_texts()]

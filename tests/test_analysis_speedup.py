@@ -111,18 +111,6 @@ def test_curves_are_medians_over_seeds():
     assert list(out["median"]) == [2.0] * 3 and list(out["low"]) == [1.0] * 3 and list(out["high"]) == [6.0] * 3
 
 
-@pytest.mark.slow  # draws figures, PNG and PDF: `make test` runs it, test-fast does not
-def test_figure_draws_png_and_pdf_with_a_caption(points, tmp_path):
-    stem = tmp_path / "speedup"
-    result = speedup_figure.draw(tmp_path, points, None, stem)
-    assert not isinstance(result, str), result
-    paths, caption = result
-    assert [p.suffix for p in paths] == [".png", ".pdf"] and all(p.stat().st_size > 1000 for p in paths)
-    assert paths[0].read_bytes()[:4] == b"\x89PNG"
-    # c fitted on the n = 1 all-reduce curve 1/√t
-    assert "c = 1 " in caption and "lsq" in caption and "n = 1 all-reduce" in caption
-
-
 def test_figure_and_report_skip_runs_without_the_study(points, tmp_path):
     no_subopt = points.drop(columns="train_subopt")
     assert "train_subopt" in speedup_figure.draw(tmp_path, no_subopt, None, tmp_path / "a")
@@ -207,13 +195,11 @@ def test_a_regime_with_its_own_n1_runs_does_not_take_the_shared_ones():
     assert other.loc[4, "speedup"] == pytest.approx(4.0)
 
 
-def test_figure_has_one_curve_panel_per_method_and_readable_titles(tmp_path, monkeypatch):
-    from matplotlib.colors import to_rgba
-
+def test_figure_has_one_curve_panel_per_method_readable_titles_and_the_fitted_constant(tmp_path, monkeypatch):
     from analysis import labels
+    from figure_probe import kept_figures, line_look, method_look
 
-    kept = []
-    monkeypatch.setattr(speedup_figure, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    kept = kept_figures(monkeypatch, speedup_figure)
     parts = []
     for algorithm, compressor in METHODS:
         for s in range(2):
@@ -221,17 +207,19 @@ def test_figure_has_one_curve_panel_per_method_and_readable_titles(tmp_path, mon
             for n in (4, 16):
                 parts.append(curve_points(algorithm, compressor, n, s, theory(1)))  # constant LR
                 parts.append(curve_points(algorithm, compressor, n, s, theory(n), lr=0.02 * math.sqrt(n)))
-    points = speedup_points(pd.concat(parts, ignore_index=True))
-    speedup_figure.plot_speedup(points, speedup_table(points, n_boot=20), tmp_path / "s")
+    points = pd.concat(parts, ignore_index=True)
+    _, caption = speedup_figure.draw(tmp_path, points, None, tmp_path / "s")
+    # c fitted on the n = 1 all-reduce curve 1/√t
+    assert "c = 1 " in caption and "lsq" in caption and "n = 1 all-reduce" in caption
     panels = [ax for ax in kept[0].axes if ax.axison]
     curves_row, ratios_row = panels[:3], panels[3:]
     # three methods × two LR regimes: 3 curve panels and, per regime, speed-up and floor ratio (not 2 × 4)
     assert len(panels) == 3 + 2 * 2
-    methods = sorted(points["method"].unique(), key=labels.method_sort_key)
+    methods = sorted(speedup_points(points)["method"].unique(), key=labels.method_sort_key)
     assert [ax.get_title() for ax in curves_row] == methods
     assert all(len(line) <= 24 for ax in panels for line in ax.get_title().split("\n"))
-    assert all(curves_row[0].get_shared_y_axes().joined(curves_row[0], ax) for ax in curves_row[1:])
-    assert all(ratios_row[0].get_shared_y_axes().joined(ratios_row[0], ax) for ax in ratios_row[1:])
+    for row in (curves_row, ratios_row):
+        assert all(row[0].get_shared_y_axes().joined(row[0], ax) for ax in row[1:])
     # one panel holds both regimes, told apart by line style; the shared n = 1 runs once
     choco = labels.method_label("choco", "sign")
     panel = curves_row[methods.index(choco)]
@@ -240,8 +228,5 @@ def test_figure_has_one_curve_panel_per_method_and_readable_titles(tmp_path, mon
     assert len(styles[CONSTANT]) == 3 and len(styles[SQRT_N]) == 2  # n = 1, 4, 16 and n = 4, 16
     assert set(styles[CONSTANT]).isdisjoint(styles[SQRT_N])
     # the ratio panels draw each method in its look
-    look = labels.style(choco)
-    floor = [line for ax in ratios_row for line in ax.get_lines() if line.get_gid() == f"floor:{choco}"]
-    assert len(floor) == 2 and all(to_rgba(line.get_color()) == to_rgba(look["color"])
-                                   and line.get_marker() == look["marker"]
-                                   and line.get_linestyle() == look["linestyle"] for line in floor)
+    floor = [line_look(line) for ax in ratios_row for line in ax.get_lines() if line.get_gid() == f"floor:{choco}"]
+    assert floor == [method_look(choco)] * 2

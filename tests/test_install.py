@@ -40,24 +40,17 @@ RULE_ENV_PIP = next(d["pip"] for d in RULE_ENV["dependencies"] if isinstance(d, 
 RULE_ENV_PINS = pins(RULE_ENV_PIP)
 
 
-def test_dependencies_are_ranges_and_every_one_is_pinned_in_the_constraints():
+def test_dependencies_are_ranges_pinned_in_the_constraints_that_make_setup_installs():
     for name, req in DIRECT.items():
         assert req.specifier, f"{name}: no range"
         assert not any(s.operator in ("==", "===") for s in req.specifier), f"{name}: pinned in pyproject.toml"
         assert name in CONSTRAINTS, f"{name}: no exact pin in constraints.txt"
         assert req.specifier.contains(CONSTRAINTS[name], prereleases=True), f"{name}=={CONSTRAINTS[name]} outside {req}"
     assert set(CONSTRAINTS) == set(DIRECT), "constraints.txt pins exactly the direct dependencies"
-    # the CPU wheel on this machine; a looser torch would let pip pull a multi-GB CUDA build
+    # the CPU wheel on this machine; a looser torch would let pip pull a multi-GB CUDA build, yet a cluster's
+    # existing CUDA build satisfies the range
     assert CONSTRAINTS["torch"] == "2.13.0"
-
-
-def test_an_existing_cuda_torch_satisfies_the_range():
-    torch = DIRECT["torch"].specifier
-    for cluster_build in ("2.5.1+cu121", "2.6.0+cu124", "2.13.0+cu130"):
-        assert torch.contains(cluster_build), cluster_build
-
-
-def test_make_setup_installs_at_the_pins():
+    assert all(DIRECT["torch"].specifier.contains(v) for v in ("2.5.1+cu121", "2.6.0+cu124", "2.13.0+cu130"))
     recipe = (ROOT / "Makefile").read_text().split("$(VENV)/.installed:", 1)[1].split("\n\n", 1)[0]
     assert "constraints.txt" in recipe.splitlines()[0]  # a new pin re-installs
     installs = [line for line in recipe.splitlines() if "pip install" in line]
@@ -84,34 +77,33 @@ def test_the_rule_environment_holds_what_rules_run_and_no_more():
 PEER_SCRIPTS = ROOT / "benchmarks" / "peers"  # `bench perf --peer`: scripts for the peers' interpreters
 
 
+def top_imports(path: Path) -> set[str]:
+    """The top-level names of the absolute imports of a Python file (a relative import fails the test)."""
+    tops = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            tops |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0 or path.parts[-2] != "peers", f"{path.name}: a relative import"
+            tops |= {node.module.split(".")[0]} if node.level == 0 and node.module else set()
+    return tops
+
+
 def test_the_peer_scripts_import_neither_the_suite_nor_what_the_peer_lacks():
     """Each peer script runs under the interpreter that has the peer (decent-bench: Python 3.13, no torch):
     it reads the exported problem and imports nothing of the suite's; the suite imports no peer library."""
     scripts = list(PEER_SCRIPTS.glob("*.py"))
     assert scripts
     for path in scripts:
-        tops = set()
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                tops |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom):
-                assert node.level == 0, f"{path.name}: a relative import"
-                tops.add(node.module.split(".")[0])
+        tops = top_imports(path)
         assert not tops & {"bench", "analysis"}, path.name
-        if path.name.startswith("decent_bench"):
-            assert "torch" not in tops, path.name
+        assert not (path.name.startswith("decent_bench") and "torch" in tops), path.name
     assert not set(_imported_distributions()) & {"decent_bench", "decent_dp", "decent_array"}
 
 
 def _imported_distributions():
     """The third-party distributions that bench/ and analysis/ import (what a rule's command loads)."""
-    modules = set()
-    for path in [*ROOT.glob("bench/**/*.py"), *ROOT.glob("analysis/**/*.py")]:
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                modules |= {alias.name.split(".")[0] for alias in node.names}
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules.add(node.module.split(".")[0])
+    modules = set().union(*map(top_imports, [*ROOT.glob("bench/**/*.py"), *ROOT.glob("analysis/**/*.py")]))
     modules -= {*sys.stdlib_module_names, "bench", "analysis", "__future__"}
     owners = packages_distributions()
     return {module: {canonicalize_name(d) for d in owners.get(module, [])} for module in modules}

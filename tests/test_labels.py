@@ -8,28 +8,29 @@ from analysis.tables import table1_markdown
 from analysis_fixtures import make_run
 
 
-def test_a_new_algorithm_is_named_as_its_run_json_says(tmp_path):
+def run_saying(path, part, **said):
+    """A run whose run.json says ``said`` of its ``part`` ("algorithm", "compressor"); None: says nothing of it."""
+    run = make_run(path, **({"compressor": said.pop("spec")} if "spec" in said else {}),
+                   **({"algorithm": said["name"]} if "name" in said else {}))
+    record = json.loads((run / "run.json").read_text())
+    if said.pop("nothing", False):
+        del record[part]  # recorded before bench wrote its description
+    else:
+        record[part] = {**record[part], **said}
+    (run / "run.json").write_text(json.dumps(record))
+
+
+def test_a_method_is_named_as_its_run_json_says_or_by_its_registry_name(tmp_path):
     labels.reset()  # a fresh process: nothing known but what the runs say
     make_run(tmp_path / "a", algorithm="allreduce", compressor="none")
-    run = make_run(tmp_path / "b", algorithm="squeeze", compressor="sign")
-    record = json.loads((run / "run.json").read_text())
-    record["algorithm"] = {"name": "squeeze", "label": "DeepSqueeze", "compresses": True}
-    (run / "run.json").write_text(json.dumps(record))
+    run_saying(tmp_path / "b", "algorithm", spec="sign", name="squeeze", label="DeepSqueeze", compresses=True)
+    run_saying(tmp_path / "old", "algorithm", spec="top:0.01", nothing=True)
     summary = summarize(load_runs(tmp_path), target_rel=0.9)
     assert labels.method_label("squeeze", "sign") == "DeepSqueeze (sign)"
+    assert labels.method_label("choco", "top:0.01") == "choco (top 1%)"  # no description: the registry's name
     assert labels.method_label("allreduce", "none") == "all-reduce"  # sends exact models: no compressor
     md = table1_markdown(summary)
     assert md.splitlines()[0] == "| compression | DeepSqueeze |" and "all-reduce: 70.00 (1 seed)" in md
-
-
-def test_a_run_without_a_description_shows_its_registry_name(tmp_path):
-    labels.reset()
-    run = make_run(tmp_path / "old", algorithm="choco", compressor="top:0.01")
-    record = json.loads((run / "run.json").read_text())
-    del record["algorithm"]  # recorded before bench wrote its algorithm's description
-    (run / "run.json").write_text(json.dumps(record))
-    load_runs(tmp_path)
-    assert labels.method_label("choco", "top:0.01") == "choco (top 1%)"
 
 
 def test_legend_order_puts_exact_methods_first_then_compressors_in_paper_order():
@@ -37,6 +38,10 @@ def test_legend_order_puts_exact_methods_first_then_compressors_in_paper_order()
                [("choco", "sign"), ("dcd", "qsgd:4"), ("allreduce", "none"), ("choco", "qsgd:4"), ("dpsgd", "none")]]
     assert sorted(methods, key=labels.method_sort_key) == [
         "all-reduce", "D-PSGD", "Choco-SGD (QSGD 4-bit)", "Choco-SGD (sign)", "DCD-PSGD (QSGD 4-bit)"]
+    # a method with its own compression is named bare but drawn as compressing: after the exact one, not a grey
+    assert [labels.method_label(a, c) for a, c in [("powersgd", "none"), ("ef", "sign")]] == ["PowerSGD", "EF-SGD (sign)"]
+    assert sorted(["PowerSGD", "all-reduce"], key=labels.method_sort_key)[0] == "all-reduce"
+    assert labels.style("PowerSGD")["color"] not in ("#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0")
 
 
 def test_one_method_has_one_look_whatever_else_a_figure_shows():
@@ -54,13 +59,6 @@ def test_one_method_has_one_look_whatever_else_a_figure_shows():
     assert looks["DCD-PSGD (QSGD 4-bit)"]["marker"] == looks["ECD-PSGD (QSGD 4-bit)"]["marker"]  # same compressor
     assert looks["DCD-PSGD (QSGD 4-bit)"]["color"] != looks["ECD-PSGD (QSGD 4-bit)"]["color"]
     assert looks["all-reduce"]["linestyle"] != looks["D-PSGD"]["linestyle"]
-
-
-def test_a_method_with_its_own_compression_is_named_bare_but_drawn_as_compressing():
-    methods = [labels.method_label(a, c) for a, c in [("allreduce", "none"), ("powersgd", "none"), ("ef", "sign")]]
-    assert methods == ["all-reduce", "PowerSGD", "EF-SGD (sign)"]
-    assert sorted(methods, key=labels.method_sort_key)[0] == "all-reduce"  # the exact method first
-    assert labels.style("PowerSGD")["color"] not in ("#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0")  # not a grey
 
 
 def test_looks_of_methods_from_another_experiment_leave_the_study_as_it_is():
@@ -118,23 +116,19 @@ def test_what_bench_says_of_its_compressors_is_how_analysis_showed_them_before()
 def test_a_new_compressor_is_named_ordered_and_drawn_as_its_run_json_says(tmp_path):
     labels.reset()
     make_run(tmp_path / "a", algorithm="choco", compressor="qsgd:4")
-    make_run(tmp_path / "old", algorithm="choco", compressor="sign")  # recorded before bench described it
-    for name, spec, said in [("b", "zip:3,fast=true", {"label": "ZIP 3", "family": "zip", "order": [0.5, -3],
-                                                        "marker": "*"}),
-                             ("c", "top-layer:0.1", {"label": "top 10% a layer", "family": "top", "order": [3, -0.1]})]:
-        run = make_run(tmp_path / name, algorithm="choco", compressor=spec)
-        record = json.loads((run / "run.json").read_text())
-        record["compressor"].update(said)
-        (run / "run.json").write_text(json.dumps(record))
+    run_saying(tmp_path / "old", "compressor", spec="sign", nothing=True)  # recorded before bench described it
+    run_saying(tmp_path / "b", "compressor", spec="zip:3,fast=true", label="ZIP 3", family="zip", order=[0.5, -3],
+               marker="*")
+    run_saying(tmp_path / "c", "compressor", spec="top-layer:0.1", label="top 10% a layer", family="top",
+               order=[3, -0.1])
     load_runs(tmp_path)
-    assert labels.compressor_label("zip:3,fast=true") == "ZIP 3, fast"
+    assert [labels.compressor_label(s) for s in ("zip:3,fast=true", "sign", "qsgd:4")] == [
+        "ZIP 3, fast", "sign", "QSGD 4-bit"]
     assert labels.method_label("choco", "top-layer:0.1") == "Choco-SGD (top 10% a layer)"
-    assert labels.compressor_label("sign") == "sign" and labels.compressor_label("qsgd:4") == "QSGD 4-bit"
     ordered = sorted(["sign", "top-layer:0.1", "qsgd:4", "zip:3,fast=true", "none"], key=labels.compressor_order)
     assert ordered == ["none", "zip:3,fast=true", "qsgd:4", "top-layer:0.1", "sign"]
-    assert _look("zip:3,fast=true")[2] == "*"
-    assert _look("top-layer:0.1")[2] == _look("top:0.5")[2] == "s"  # its family's marker
-    assert _look("sign")[2] == "D"  # the old run: as before
+    # markers: its own, its family's, and the old run's as before
+    assert [_look(s)[2] for s in ("zip:3,fast=true", "top-layer:0.1", "top:0.5", "sign")] == ["*", "s", "s", "D"]
 
 
 def test_what_the_analysis_asks_of_a_method_comes_from_its_record():

@@ -2,10 +2,7 @@
 runtime the pipeline then asks for each job, and one-line errors for bad input."""
 import csv
 import math
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +16,7 @@ from bench.plan.table import COLUMNS, runtime_minutes
 from bench.tasks import TaskSetup, make_task
 from datafiles import write_cifar, write_wikitext
 from hostile import assert_refused, run_cli
+from shared_studies import snakemake
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -85,6 +83,11 @@ def test_the_size_model_agrees_with_the_tasks_built_on_synthetic_data(tmp_path, 
     assert DataModel.of(text, sizes_of(text)).steps_per_epoch(3, 4, 0.0) == text.steps_per_epoch
 
 
+def read_plan(path):
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
 @pytest.fixture(scope="module")
 def tiny_plan(tmp_path_factory):
     """`bench plan` of the tiny study: 1 untimed and 1 timed step per shape, gradient path imposed."""
@@ -94,8 +97,7 @@ def tiny_plan(tmp_path_factory):
     code = main(["plan", "--configfile", str(folder / "tiny.yaml"), "--steps", "1", "--warmup", "1", "--device", "cpu",
                  "--vectorize", "false", "--quiet", "--out", str(out)])
     assert code == 0
-    with open(out, newline="") as handle:
-        return list(csv.DictReader(handle))
+    return read_plan(out)
 
 
 def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
@@ -116,12 +118,6 @@ def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
         assert "synthetic data" in row["note"]
 
 
-def _snakemake(*args, cwd):
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    return subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), *args],
-                          cwd=ROOT, env=env, capture_output=True, text=True)
-
-
 @pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
 def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
     plan = tmp_path / "results" / "test-tune" / "plan.csv"
@@ -134,10 +130,8 @@ def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
         writer = csv.DictWriter(handle, fieldnames=COLUMNS)
         writer.writeheader()
         writer.writerows(rows)
-    out = _snakemake("-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
-                     str(ROOT / "config/test-tune.yaml"), "--config", "plan_safety=2", "--directory", str(tmp_path),
-                     cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = snakemake("-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
+                    str(ROOT / "config/test-tune.yaml"), "--config", "plan_safety=2", "--directory", str(tmp_path))
     runtime = {}
     for block in out.stdout.split("\nrule ")[1:]:
         wildcard = [line.split("=", 1)[1] for line in block.splitlines() if "wildcards:" in line]
@@ -151,9 +145,8 @@ def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
 
 @pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
 def test_plan_true_targets_the_plan_alone(tmp_path):
-    out = _snakemake("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
-                     "--directory", str(tmp_path), cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-2000:]
+    out = snakemake("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
+                    "--directory", str(tmp_path))
     counts = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines() if line[:4] in ("plan", "all ")}
     assert counts == {"plan": "1", "all": "1"}
 
@@ -185,8 +178,7 @@ def test_a_shape_out_of_gpu_memory_is_listed_without_hours(tmp_path, monkeypatch
     out = tmp_path / "plan.csv"
     assert main(["plan", "--configfile", str(tmp_path / "tiny.yaml"), "--device", "cpu", "--quiet",
                  "--out", str(out)]) == 0
-    with open(out, newline="") as handle:
-        rows = list(csv.DictReader(handle))
+    rows = read_plan(out)
     assert len(rows) == 8 and all(r["hours"] == "nan" and r["runtime_min"] == "" for r in rows)
     assert {r["note"] for r in rows} == {"out of memory on cpu"}
 

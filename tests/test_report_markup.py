@@ -33,6 +33,7 @@ class Dom(HTMLParser):
         super().__init__(convert_charrefs=True)
         self.elements, self.open = [], []
         self.feed(page)
+        assert self.elements, "the browser gave no page"
 
     def handle_starttag(self, tag, attrs):
         element = SimpleNamespace(tag=tag, attrs=dict(attrs), text="")
@@ -50,6 +51,13 @@ class Dom(HTMLParser):
 
     def texts(self, tag: str) -> list[str]:
         return [" ".join(e.text.split()) for e in self.elements if e.tag == tag]
+
+
+def browse(folder: Path, body: str) -> Dom:
+    """The DOM of a page holding ``body``, as the browser built it."""
+    page = folder / "page.html"
+    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>t</title></head><body>{body}</body></html>")
+    return Dom(headless("--dump-dom", page.as_uri()).stdout)
 
 
 def analysis(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -100,7 +108,6 @@ def test_the_names_reach_report_md_as_escaped_text(hostile_study):
 def test_report_html_in_a_browser_shows_the_names_as_text(hostile_study):
     page = hostile_study / "report.html"
     dom = Dom(headless("--dump-dom", page.as_uri()).stdout)
-    assert dom.elements, "the browser gave no page"
     assert_no_markup_from_names(dom)
     assert dom.texts("h1")[0].startswith(FOLDER + ":")
     cells = dom.texts("th") + dom.texts("td")
@@ -122,10 +129,7 @@ def test_hostile_markdown_in_a_section_renders_as_text_with_no_live_address(tmp_
             f"[a](javascript:{PWN}) [b](JaVa&#115;cript:{PWN}) [c](java\tscript:x) [d](<java script:x>)\n\n"
             f"![e](javascript:{PWN}) ![f](http://example.com/x.png) [g](https://example.com) [h](table1.tex)\n\n"
             f"[r]: data:text/html,{PWN}\n\n[r] <a@b.c>")
-    page = tmp_path / "section.html"
-    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>t</title></head><body>"
-                    f"{markdown_to_html(text)}</body></html>")
-    dom = Dom(headless("--dump-dom", page.as_uri()).stdout)
+    dom = browse(tmp_path, markdown_to_html(text))
     assert_no_markup_from_names(dom)
     hrefs = [e.attrs.get("href") for e in dom.elements if e.tag == "a"]
     assert "https://example.com" in hrefs and "table1.tex" in hrefs  # ordinary links stay
@@ -204,22 +208,13 @@ HOSTILE_CAPTION = (f"Accuracy on a ring from file:{EDGES} `x <javascript:{PWN}>`
                    f".. raw:: html\n\n   <img src=x onerror={PWN}>\n\n.. include:: /etc/passwd\n\nend::")
 
 
-def test_the_rst_caption_harness_would_show_markup_unescaped():
-    raw = _snakemake_caption(HOSTILE_CAPTION)  # the harness can fail: unescaped, the caption is markup
-    assert "<img src=x onerror" in raw and 'href="javascript:' in raw and "root:" in raw
-
-
 @needs_browser
 def test_snakemake_figure_captions_are_text_in_a_browser(tmp_path):
     from analysis.report_html import rst_text
 
     body = _snakemake_caption(rst_text(HOSTILE_CAPTION))
     assert "root:" not in body  # no file was included
-    page = tmp_path / "caption.html"
-    page.write_text(f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>t</title></head><body>{body}"
-                    "</body></html>")
-    dom = Dom(headless("--dump-dom", page.as_uri()).stdout)
-    assert dom.elements, "the browser gave no page"
+    dom = browse(tmp_path, body)
     assert_no_markup_from_names(dom)
     assert not [e for e in dom.elements if e.tag in ("img", "a", "em")]
     assert " ".join(dom.texts("p")) == " ".join(HOSTILE_CAPTION.split())  # every character, as text
@@ -228,6 +223,8 @@ def test_snakemake_figure_captions_are_text_in_a_browser(tmp_path):
 def test_the_figure_rule_hands_snakemake_the_escaped_caption(tmp_path):
     from analysis.report_html import report_caption
 
+    raw = _snakemake_caption(HOSTILE_CAPTION)  # the harness can fail: unescaped, the caption is markup
+    assert "<img src=x onerror" in raw and 'href="javascript:' in raw and "root:" in raw
     common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
     assert "return report_caption(Path(png).parent, figure)" in common  # figure.rst's caption param
     (tmp_path / "index.json").write_text(json.dumps({"x": HOSTILE_CAPTION}))
