@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bench.cli import main
-from bench.run import resolve, run
+from bench.run import resolve
 from bench.run.schedule import lr_at
 from hostile import assert_refused, run_cli
 
