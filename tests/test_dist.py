@@ -291,11 +291,29 @@ def test_torchrun_launch(tmp_path):
     assert info["status"] == "completed" and info["runtime"]["processes"] == 2
 
 
-def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
-    # 10 epochs: rank 2 is killed at its first checkpoint (epoch 1), nine epochs before the end
-    argv = ["run", *BASE, "--set", "epochs=10",
-            "--algorithm", "choco", "--compressor", "sign", "--backend", "dist", "--set", "dist_timeout=15",
-            "--set", "checkpoint_every=1", "--out", str(tmp_path)]
+# the interrupted runs: 8 epochs of 31 steps, a checkpoint each; a signal or kill comes after a checkpoint, with
+# epochs to spare (startup costs a launch several epochs, so more would buy only margin)
+EPOCHS = 8
+
+
+def _argv(out, timeout_s, epochs=EPOCHS):
+    return ["run", *BASE, "--set", f"epochs={epochs}", "--algorithm", "choco", "--compressor", "sign",
+            "--backend", "dist", "--set", f"dist_timeout={timeout_s}", "--set", "checkpoint_every=1",
+            "--out", str(out)]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The metrics of the interrupted runs' settings run once without a stop (timing aside): what each resumed run
+    must end with, to the last bit (sign's last-bit flips part a dist run from the simulator, not from itself)."""
+    out = tmp_path_factory.mktemp("whole")
+    bench(*_argv(out, 60))
+    return metrics(out).drop(columns=TIMING)
+
+
+def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path, uninterrupted):
+    # rank 2 is killed at its first checkpoint (epoch 1), epochs before the end
+    argv = _argv(tmp_path, 15)
     ranks = launch(["-m", "bench", *argv], 4, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
     while not (tmp_path / "checkpoint-rank2.pt").exists() and time.time() < deadline:
@@ -314,11 +332,12 @@ def test_a_killed_rank_fails_the_run_quickly_and_a_rerun_resumes(tmp_path):
     bench(*argv)
     after = metrics(tmp_path)
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
-    assert after["epoch"].iloc[-1] == 10 and after["step"].is_unique and after["step"].is_monotonic_increasing
+    assert after["epoch"].iloc[-1] == EPOCHS and after["step"].is_unique and after["step"].is_monotonic_increasing
     # what was measured before the failure is measured again, identically, after the resume
     both = before.merge(after, on="step", suffixes=("_before", "_after"))
     assert len(both) == len(before) >= 2
     pd.testing.assert_series_equal(both["test_loss_before"], both["test_loss_after"], check_names=False, rtol=1e-9)
+    pd.testing.assert_frame_equal(after.drop(columns=TIMING), uninterrupted)  # to the last bit
 
 
 def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> dict[int, int]:
@@ -350,47 +369,53 @@ def _ranks_of(launcher: subprocess.Popen, count: int, timeout: float = 120) -> d
     pytest.fail(f"the launcher did not start {count} ranks")
 
 
-def _launched(tmp_path, timeout_s, epochs=40):
-    argv = ["run", *BASE, "--set", f"epochs={epochs}", "--algorithm", "choco", "--compressor", "sign",
-            "--backend", "dist", "--set", f"dist_timeout={timeout_s}", "--set", "checkpoint_every=1",
-            "--out", str(tmp_path)]
-    launcher = subprocess.Popen([sys.executable, "-m", "bench", *argv], env=ENV, stderr=subprocess.PIPE, text=True)
+def _launched(tmp_path, timeout_s, epochs=40, after_ns=None):
+    """The launcher of a run and {rank: pid} of its ranks, once rank 2 has written a checkpoint (another than the
+    one whose mtime is ``after_ns``, where the run resumes from one)."""
+    launcher = subprocess.Popen([sys.executable, "-m", "bench", *_argv(tmp_path, timeout_s, epochs)], env=ENV,
+                                stderr=subprocess.PIPE, text=True)
     ranks = _ranks_of(launcher, 4)
-    deadline = time.time() + 120
-    while not (tmp_path / "checkpoint-rank2.pt").exists() and time.time() < deadline:
+    checkpoint, deadline = tmp_path / "checkpoint-rank2.pt", time.time() + 120
+
+    def written():
+        try:
+            return checkpoint.stat().st_mtime_ns != after_ns
+        except FileNotFoundError:
+            return False
+
+    while not written() and time.time() < deadline:
         time.sleep(0.05)
     return launcher, ranks
 
 
-@pytest.mark.parametrize("to", ["launcher", "one rank"])
-def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_path, to):
-    """SIGTERM to the launcher (as Snakemake or Ctrl-C sends it; the launcher forwards it) or to one rank alone:
-    every rank stops after the same step, with a checkpoint at that step, and the same command finishes the run
-    with the metrics of a run never interrupted. A signal one rank alone caught reaches the others' decision
-    through the next read of the losses (bench/run/runner.py)."""
-    launcher, ranks = _launched(tmp_path, 60, epochs=12)  # the signal comes after the first epoch's checkpoint
-    # each rank leads a session of its own (scheduled as a group of its own: bench/run/dist.py launch_ranks), so
-    # only the launcher's forwarding can bring it a signal sent to the launcher
-    assert [os.getsid(pid) for pid in ranks.values()] == list(ranks.values()) and os.getsid(launcher.pid) != ranks[0]
-    os.kill(launcher.pid if to == "launcher" else ranks[2], signal.SIGTERM)
-    err = launcher.communicate(timeout=120)[1]
-    info = json.loads((tmp_path / "run.json").read_text())
-    assert info["status"] == "interrupted", (info["status"], err[-2000:])
-    step = info["interrupted_at_step"]
+def test_a_signal_stops_every_rank_at_one_step_and_the_same_command_resumes(tmp_path, uninterrupted):
+    """SIGTERM to the launcher (as Snakemake or Ctrl-C sends it; the launcher forwards it), then, in the resumed run,
+    to one rank alone: each time every rank stops after the same step, with a checkpoint at that step, and the same
+    command finishes the run with the metrics of a run never interrupted. A signal one rank alone caught reaches the
+    others' decision through the next read of the losses (bench/run/runner.py)."""
     import torch
 
-    counters = [torch.load(tmp_path / f"checkpoint-rank{r}.pt", weights_only=True)["counters"]["global_step"]
-                for r in range(4)]
-    assert counters == [step] * 4 and 0 < step < info["total_steps"]
-    argv = ["run", *BASE, "--set", "epochs=12", "--algorithm", "choco", "--compressor", "sign",
-            "--set", "checkpoint_every=1", "--backend", "dist", "--set", "dist_timeout=60"]
-    resumed = bench(*argv, "--out", str(tmp_path))
+    after_ns, steps = None, []
+    for to in ("launcher", "one rank"):
+        launcher, ranks = _launched(tmp_path, 60, EPOCHS, after_ns)  # the signal comes after a checkpoint
+        # each rank leads a session of its own (scheduled as a group of its own: bench/run/dist.py launch_ranks), so
+        # only the launcher's forwarding can bring it a signal sent to the launcher
+        assert [os.getsid(pid) for pid in ranks.values()] == list(ranks.values())
+        assert os.getsid(launcher.pid) != ranks[0]
+        os.kill(launcher.pid if to == "launcher" else ranks[2], signal.SIGTERM)
+        err = launcher.communicate(timeout=120)[1]
+        info = json.loads((tmp_path / "run.json").read_text())
+        assert info["status"] == "interrupted", (to, info["status"], err[-2000:])
+        step = info["interrupted_at_step"]
+        counters = [torch.load(tmp_path / f"checkpoint-rank{r}.pt", weights_only=True)["counters"]["global_step"]
+                    for r in range(4)]
+        assert counters == [step] * 4 and 0 < step < info["total_steps"], to
+        steps.append(step)
+        after_ns = (tmp_path / "checkpoint-rank2.pt").stat().st_mtime_ns
+    assert steps[0] < steps[1]  # the second stop is in the resumed run
+    resumed = bench(*_argv(tmp_path, 60))
     assert json.loads((tmp_path / "run.json").read_text())["status"] == "completed", resumed.stderr[-2000:]
-    if to == "launcher":
-        return  # the resumed run's metrics: once is enough (sign's last-bit flips part it from the simulator)
-    bench(*argv, "--out", str(tmp_path / "whole"))
-    whole, dist = metrics(tmp_path / "whole"), metrics(tmp_path)
-    pd.testing.assert_frame_equal(whole.drop(columns=TIMING), dist.drop(columns=TIMING))  # to the last bit
+    pd.testing.assert_frame_equal(metrics(tmp_path).drop(columns=TIMING), uninterrupted)  # to the last bit
 
 
 def _alive(pid: int) -> bool:

@@ -11,7 +11,6 @@ from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algori
 from bench.cli import main
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
-from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
@@ -172,15 +171,6 @@ def test_pairwise_dpsgd_averages_one_edge_a_round_and_keeps_the_average():
 
 
 # -- bad input and refusals --------------------------------------------------------------------
-@pytest.mark.parametrize("faults, says", [
-    ({"late": 1.5}, "faults.late"), ({"late": -0.1}, "faults.late"), ({"late": 0.1, "staleness": -1}, "faults.staleness"),
-    ({"late": 0.1, "staleness": 1.5}, "faults.staleness"), ({"staleness": 2}, "faults.staleness"),
-    ({"pairwise": "yes"}, "faults.pairwise"), ({"pairwise": True, "active": 0.5}, "faults.pairwise")])
-def test_bad_late_and_pairwise_settings_name_the_setting(faults, says):
-    with pytest.raises(BenchError, match=says.replace(".", r"\.")):
-        parse_faults(faults, 8)
-
-
 @pytest.mark.parametrize("algorithm, compressor, faults, says", [
     ("deepsqueeze", "sign", "late=0.1", "faults.late"), ("choco", "sign", "pairwise=true", "faults.pairwise")])
 def test_a_method_without_the_rule_is_refused_before_anything_is_written(tmp_path, capsys, algorithm, compressor,
@@ -192,29 +182,14 @@ def test_a_method_without_the_rule_is_refused_before_anything_is_written(tmp_pat
     assert not out.exists()
 
 
-def test_a_run_counts_late_messages_and_absent_workers(tmp_path):
-    out = tmp_path / "run"
-    assert main(["run", *BASE, "--algorithm", "dpsgd", "--set", "faults.late=0.25", "--set", "faults.staleness=2",
-                 "--out", str(out)]) == 0
-    import pandas as pd
-    m = pd.read_parquet(out / "metrics.parquet")
-    assert m["messages_late"].iloc[-1] > 0 and m["messages_dropped"].iloc[-1] == 0
-    share = m["messages_late"].iloc[-1] / m["messages_sent"].iloc[-1]
-    assert 0.1 < share < 0.4
-    out2 = tmp_path / "pair"
-    assert main(["run", *BASE, "--algorithm", "dpsgd", "--set", "faults.pairwise=true", "--out", str(out2)]) == 0
-    m2 = pd.read_parquet(out2 / "metrics.parquet")
-    steps = m2["step"].iloc[-1]
-    assert m2["workers_absent"].iloc[-1] == 2 * steps and m2["messages_sent"].iloc[-1] == 2 * steps
-
-
 # late messages and pairwise gossip under torch.distributed: tests/test_faults_methods.py (one launch)
 
 
-def test_late_messages_to_workers_away_still_land_and_their_copies_are_not_rolled_back(tmp_path):
+def test_late_messages_to_workers_away_still_land_and_a_run_counts_them(tmp_path):
     """D-PSGD's per-link copies are link state, not a worker's: a runner that sits workers out (pairwise gossip)
     restores their rows of x and momentum but leaves the copies heard and the messages on their way, so a late
-    message sent before its receiver left lands all the same; the run replays exactly."""
+    message sent before its receiver left lands all the same; the run replays exactly, and counts the late
+    messages (their share of those sent) and the workers away (all but a pair each step)."""
     import pandas as pd
 
     args = [*BASE, "--algorithm", "dpsgd", "--set", "faults.pairwise=true", "--set", "faults.late=0.5",
@@ -222,7 +197,9 @@ def test_late_messages_to_workers_away_still_land_and_their_copies_are_not_rolle
     assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
     assert main(["run", *args, "--out", str(tmp_path / "b")]) == 0
     a, b = pd.read_parquet(tmp_path / "a" / "metrics.parquet"), pd.read_parquet(tmp_path / "b" / "metrics.parquet")
-    assert a["messages_late"].iloc[-1] > 0 and a["workers_absent"].iloc[-1] == 2 * a["step"].iloc[-1]
+    steps = a["step"].iloc[-1]
+    assert a["workers_absent"].iloc[-1] == 2 * steps and a["messages_sent"].iloc[-1] == 2 * steps
+    assert 0.3 < a["messages_late"].iloc[-1] / a["messages_sent"].iloc[-1] < 0.7 and a["messages_dropped"].iloc[-1] == 0
     pd.testing.assert_series_equal(a["test_loss"], b["test_loss"])
     pd.testing.assert_series_equal(a["consensus_distance"], b["consensus_distance"])
     algo = build("dpsgd", make_topology("ring", 4), {"pairwise": True, "late": 0.5, "staleness": 3})

@@ -20,7 +20,15 @@ RUN = ["--task", "mnist1d-mlp", "--algorithm", "dpsgd", "--compressor", "none", 
 FAULTS = ["--set", "faults.drop=0.3", "--set", "faults.drop_model=gilbert-elliott", "--set", "faults.burst=3"]
 
 
-def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path):
+@pytest.fixture(scope="module")
+def perfect(tmp_path_factory):
+    """RUN on a perfect network, once: what each faulty run is compared with."""
+    out = tmp_path_factory.mktemp("plain")
+    assert main(["run", *RUN, "--out", str(out)]) == 0
+    return out
+
+
+def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path, perfect):
     assert main(["run", *RUN, *FAULTS, "--out", str(tmp_path / "a")]) == 0
     df = metrics(tmp_path / "a")
     steps = int(df["step"].iloc[-1])
@@ -40,11 +48,10 @@ def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path
     again = metrics(tmp_path / "b")
     assert df.drop(columns=WALL).equals(again.drop(columns=WALL))
     # a perfect network trains otherwise, and loses nothing
-    assert main(["run", *RUN, "--out", str(tmp_path / "c")]) == 0
-    plain = metrics(tmp_path / "c")
+    assert "faults" not in json.loads((perfect / "run.json").read_text())
+    plain = metrics(perfect)
     assert plain["messages_dropped"].iloc[-1] == 0 and plain["messages_sent"].iloc[-1] == df["messages_sent"].iloc[-1]
     assert not np.allclose(plain["consensus_distance"].iloc[1:], df["consensus_distance"].iloc[1:])
-    assert "faults" not in json.loads((tmp_path / "c" / "run.json").read_text())
     assert plain["bits_per_worker"].iloc[-1] == df["bits_per_worker"].iloc[-1]  # lost messages were sent all the same
 
 
@@ -64,11 +71,10 @@ def test_what_cannot_take_faults_is_refused_before_anything_is_written(tmp_path,
     assert not out.exists()
 
 
-def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path):
-    assert main(["run", *RUN, "--out", str(tmp_path / "plain")]) == 0
+def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path, perfect):
     slow = ["--set", "faults.straggler={model: fixed, workers: [2], factor: 3}"]
     assert main(["run", *RUN, *slow, "--out", str(tmp_path / "slow")]) == 0
-    plain, slowed = metrics(tmp_path / "plain"), metrics(tmp_path / "slow")
+    plain, slowed = metrics(perfect), metrics(tmp_path / "slow")
     assert list(slowed["time_compute_s"]) == pytest.approx(list(3 * plain["time_compute_s"]))
     same = [c for c in plain.columns if c not in ("time_compute_s", "time_s", *WALL)]
     assert plain[same].equals(slowed[same])  # the maths is untouched: the round only takes longer
@@ -78,15 +84,14 @@ def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_pa
     assert main(["run", *RUN, "--algorithm", "choco", "--compressor", "sign", *slow, "--out", str(tmp_path / "c")]) == 0
 
 
-def test_a_worker_away_for_the_whole_run_keeps_its_first_model_and_sends_nothing(tmp_path):
+def test_a_worker_away_for_the_whole_run_keeps_its_first_model_and_sends_nothing(tmp_path, perfect):
     away = ["--set", "faults.absent=[{worker: 1, rounds: [0, 1000000]}]"]
     assert main(["run", *RUN, *away, "--out", str(tmp_path / "away")]) == 0
-    assert main(["run", *RUN, "--out", str(tmp_path / "plain")]) == 0
-    df, plain = metrics(tmp_path / "away"), metrics(tmp_path / "plain")
+    first = json.loads((perfect / "run.json").read_text())["final_local"]
+    df, plain = metrics(tmp_path / "away"), metrics(perfect)
     record = json.loads((tmp_path / "away" / "run.json").read_text())
     steps, E = int(df["step"].iloc[-1]), make_topology("ring", 4).links_at(0).E
     # worker 1 neither stepped nor mixed: its own model is the first one, scored as at step 0
-    first = json.loads((tmp_path / "plain" / "run.json").read_text())["final_local"]
     assert record["final_local"]["test_acc"][1] == pytest.approx(df["local_test_acc_mean"].iloc[0])
     assert record["final_local"]["test_acc"][0] != record["final_local"]["test_acc"][1]
     assert first["test_acc"][1] != record["final_local"]["test_acc"][1]

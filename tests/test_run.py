@@ -1,7 +1,7 @@
 """`bench run`: the output contract, determinism, divergence, resume after a kill, bad input."""
 import json
-import math
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from bench.cli import main
-from bench.run import resolve, run
+from bench.run import resolve
 from bench.run.schedule import lr_at
 from hostile import assert_refused, run_cli
 
@@ -32,9 +32,16 @@ def metrics(path):
     return pd.read_parquet(Path(path) / "metrics.parquet")
 
 
-def test_run_writes_the_contract(tmp_path):
-    assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
-    df = metrics(tmp_path)
+@pytest.fixture(scope="module")
+def small(tmp_path_factory):
+    """One run of SMALL, asserted on by several checks (none writes to it)."""
+    out = tmp_path_factory.mktemp("small")
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    return out
+
+
+def test_run_writes_the_contract(small):
+    df = metrics(small)
     # every column of the contract, in the contract's order (extra columns may follow or sit between)
     assert [c for c in df.columns if c in CONTRACT_COLUMNS] == CONTRACT_COLUMNS
     assert df["step"].iloc[0] == 0 and df["epoch"].iloc[-1] == pytest.approx(2.0)
@@ -42,7 +49,7 @@ def test_run_writes_the_contract(tmp_path):
     assert df["bits_per_worker"].is_monotonic_increasing and df["bits_per_worker"].iloc[0] == 0
     assert (df["time_s"] == df["time_compute_s"] + df["time_comm_s"]).all()
     assert df["time_compute_s"].iloc[-1] == pytest.approx(0.01 * df["step"].iloc[-1])
-    info = json.loads((tmp_path / "run.json").read_text())
+    info = json.loads((small / "run.json").read_text())
     assert info["status"] == "completed"
     assert {"run_id", "config", "topology", "compressor", "task", "provenance", "start_time", "end_time",
             "final"} <= set(info)
@@ -53,28 +60,26 @@ def test_run_writes_the_contract(tmp_path):
     steps = int(df["step"].iloc[-1])
     kept = sum(max(1, int(0.1 * s)) for s in (4000, 100, 10000, 100, 1000, 10))
     assert df["bits_paper_per_worker"].iloc[-1] == 64 * kept * steps
-    assert not list(tmp_path.glob(".*tmp*")) and not (tmp_path / "checkpoint.pt").exists()
+    assert not list(small.glob(".*tmp*")) and not (small / "checkpoint.pt").exists()
     # learning happened: the averaged model beats chance and the loss fell
     assert df["test_acc"].iloc[-1] > 0.15 and df["train_loss"].iloc[-1] < df["train_loss"].iloc[0]
 
 
-def test_same_seed_same_metrics_other_seed_other_metrics(tmp_path):
-    main(["run", *SMALL, "--out", str(tmp_path / "a")])
+def test_same_seed_same_metrics_other_seed_other_metrics(small, tmp_path):
     main(["run", *SMALL, "--out", str(tmp_path / "b")])
-    a, b = metrics(tmp_path / "a").drop(columns=WALL), metrics(tmp_path / "b").drop(columns=WALL)
+    a, b = metrics(small).drop(columns=WALL), metrics(tmp_path / "b").drop(columns=WALL)
     pd.testing.assert_frame_equal(a, b)
     other = [*SMALL[:SMALL.index("--seed") + 1], "4", *SMALL[SMALL.index("--seed") + 2:]]
     main(["run", *other, "--out", str(tmp_path / "c")])
     assert not metrics(tmp_path / "c")["test_loss"].equals(a["test_loss"])
 
 
-def test_completed_run_is_not_redone_and_other_settings_are_refused(tmp_path, capsys):
-    main(["run", *SMALL, "--out", str(tmp_path)])
-    before = (tmp_path / "metrics.parquet").stat().st_mtime_ns
-    assert main(["run", *SMALL, "--out", str(tmp_path)]) == 0
-    assert (tmp_path / "metrics.parquet").stat().st_mtime_ns == before
-    assert main(["run", *SMALL, "--lr", "0.5", "--out", str(tmp_path)]) == 2
+def test_completed_run_is_not_redone_and_other_settings_are_refused(small, capsys):
+    before = {p.name: p.stat().st_mtime_ns for p in small.iterdir()}
+    assert main(["run", *SMALL, "--out", str(small)]) == 0
+    assert main(["run", *SMALL, "--lr", "0.5", "--out", str(small)]) == 2
     assert "other settings" in capsys.readouterr().err
+    assert {p.name: p.stat().st_mtime_ns for p in small.iterdir()} == before  # neither touched a file
 
 
 def test_divergence_is_a_result(tmp_path):
@@ -189,13 +194,46 @@ def test_missing_data_directory_names_the_layout(tmp_path, capsys):
     assert "cifar-10-batches-py" in capsys.readouterr().err
 
 
-def test_config_file_and_set_precedence(tmp_path):
-    cfg_file = tmp_path / "study.yaml"
-    cfg_file.write_text("lr: 0.3\nnodes: 16\ntask_options: {hidden: [32]}\nmilestones: [5, 8]\n")
-    cfg = resolve({"lr": 0.3, "nodes": 16, "task_options": {"hidden": [32]}, "milestones": [5, 8]},
-                  {"nodes": 4}, {"lr": 0.2, "task_options": {"n_train": 100}})
-    assert cfg.lr == 0.2 and cfg.nodes == 4 and cfg.milestones == (5.0, 8.0)
-    assert cfg.task_options == {"hidden": [32], "n_train": 100}
+TUNED = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}
+
+
+# resolve(file, flags, --set) -> the settings a run gets: precedence, schedules' inputs, defaults, the tuned recipe
+@pytest.mark.parametrize("file, flags, sets, expected", [
+    ({"lr": 0.3, "nodes": 16, "task_options": {"hidden": [32]}, "milestones": [5, 8]}, {"nodes": 4},
+     {"lr": 0.2, "task_options": {"n_train": 100}},  # --set over flags over the file; groups merge
+     {"lr": 0.2, "nodes": 4, "milestones": (5.0, 8.0), "task_options": {"hidden": [32], "n_train": 100}}),
+    ({}, {}, {}, {"momentum": 0.9, "nesterov": True, "weight_decay": 1e-4}),  # the paper's optimizer
+    ({}, {}, {"momentum": 0}, {"momentum": 0.0, "nesterov": False}),  # momentum 0 is plain SGD
+    ({}, {"epochs": 0.015625}, {}, {"epochs": 0.015625}),
+    ({}, TUNED, {"recipe": "tuned"}, {"lr": 0.3, "algorithm_options": {"gamma": 0.3}, "momentum": 0.9,
+                                      "nesterov": False, "batch_size": 32}),
+    ({"momentum": 0.5}, {**TUNED, "lr": 0.05}, {"recipe": "tuned"},  # what is given wins over the recipe
+     {"lr": 0.05, "momentum": 0.5, "algorithm_options": {"gamma": 0.3}}),
+    ({}, {**TUNED, "gamma": 0.7}, {"recipe": "tuned"}, {"algorithm_options": {"gamma": 0.7}}),  # a shortcut too
+    ({}, TUNED, {}, {"lr": 0.1}),
+])
+def test_settings_resolve_from_file_flags_and_set(file, flags, sets, expected):
+    cfg = resolve(file, flags, sets)
+    assert {key: getattr(cfg, key) for key in expected} == expected
+
+
+def test_whole_epochs_stay_integers():
+    # whole numbers keep the type they always had, so run fingerprints do not change
+    epochs = resolve({}, {"epochs": 40.0}, {}).epochs
+    assert epochs == 40 and isinstance(epochs, int)
+
+
+@pytest.mark.parametrize("flags, sets, message", [
+    ({**TUNED, "compressor": "qsgd:2"}, {"recipe": "tuned"}, "no tuned settings for choco/qsgd:2 on mnist1d-mlp; tuned: "),
+    ({"task": "lsq"}, {"recipe": "tuned"}, "no tuned settings for task 'lsq'"),
+    ({}, {"recipe": "best"}, "recipe='best'; allowed: none, tuned"),
+    ({}, {"momentum": 0, "nesterov": True}, "nesterov=true needs momentum > 0"),  # asked for both: refused
+])
+def test_settings_that_do_not_resolve_are_refused(flags, sets, message):
+    from bench.errors import BenchError
+
+    with pytest.raises(BenchError, match=re.escape(message)):
+        resolve({}, flags, sets)
 
 
 def test_learning_rate_schedules():
@@ -246,7 +284,7 @@ def test_cuda_device_runs_where_a_gpu_exists_and_is_a_clear_error_elsewhere(tmp_
 
 @pytest.mark.parametrize("scheme", ["split", "sorted", "dirichlet:0.5"])
 def test_data_schemes_run_end_to_end(tmp_path, scheme):
-    assert main(["run", *SMALL, "--data", scheme, "--out", str(tmp_path)]) == 0
+    assert main(["run", *SMALL, "--epochs", "0.5", "--data", scheme, "--out", str(tmp_path)]) == 0
     assert json.loads((tmp_path / "run.json").read_text())["config"]["data"] == scheme
 
 
@@ -271,12 +309,6 @@ def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
     assert (runs["choco"]["consensus_distance"] == 0).all()
 
 
-def test_fractional_epochs_are_accepted_and_whole_ones_stay_integers():
-    assert resolve({}, {"epochs": 0.015625}, {}).epochs == 0.015625
-    # whole numbers keep the type they always had, so run fingerprints do not change
-    assert resolve({}, {"epochs": 40.0}, {}).epochs == 40 and isinstance(resolve({}, {"epochs": 40.0}, {}).epochs, int)
-
-
 def test_replace_stale_sets_a_run_of_other_settings_aside_and_analysis_ignores_it(tmp_path, capsys):
     out = tmp_path / "runs" / "cell_s0"
     assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.05"]) == 0
@@ -293,27 +325,6 @@ def test_replace_stale_sets_a_run_of_other_settings_aside_and_analysis_ignores_i
 
     loaded = load_runs(tmp_path / "runs")
     assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2
-
-
-def test_recipe_tuned_fills_what_was_not_given_and_names_what_exists():
-    from bench.errors import BenchError
-
-    cfg = resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}, {"recipe": "tuned"})
-    assert (cfg.lr, cfg.algorithm_options["gamma"], cfg.momentum, cfg.nesterov, cfg.batch_size) == (0.3, 0.3, 0.9,
-                                                                                                  False, 32)
-    explicit = resolve({"momentum": 0.5}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign",
-                                           "lr": 0.05}, {"recipe": "tuned"})
-    assert (explicit.lr, explicit.momentum, explicit.algorithm_options["gamma"]) == (0.05, 0.5, 0.3)  # given win
-    given = resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign", "gamma": 0.7},
-                    {"recipe": "tuned"})
-    assert given.algorithm_options == {"gamma": 0.7}  # a knob given by its shortcut wins over the recipe's
-    assert resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}, {}).lr == 0.1
-    with pytest.raises(BenchError, match="no tuned settings for choco/qsgd:2 on mnist1d-mlp; tuned: "):
-        resolve({}, {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "qsgd:2"}, {"recipe": "tuned"})
-    with pytest.raises(BenchError, match="no tuned settings for task 'lsq'"):
-        resolve({}, {"task": "lsq"}, {"recipe": "tuned"})
-    with pytest.raises(BenchError, match="recipe='best'; allowed: none, tuned"):
-        resolve({}, {}, {"recipe": "best"})
 
 
 def test_vectorised_and_loop_runs_of_a_batchnorm_model_agree(tmp_path):
@@ -342,24 +353,10 @@ def test_vectorised_and_loop_runs_of_a_batchnorm_model_agree(tmp_path):
     pd.testing.assert_series_equal(fast["bits_per_worker"], slow["bits_per_worker"])
 
 
-def test_auto_records_the_path_its_rule_chose(tmp_path):
-    assert main(["run", *SMALL, "--epochs", "0.5", "--out", str(tmp_path)]) == 0
-    info = json.loads((tmp_path / "run.json").read_text())["task"]["gradient_path"]
+def test_auto_records_the_path_its_rule_chose(small):
+    info = json.loads((small / "run.json").read_text())["task"]["gradient_path"]
     assert info["path"] == "vmap" and info["reason"].startswith("task_options.vectorize=auto")
     assert "seconds_per_step" not in info  # no timing chose it
-
-
-def test_the_default_optimizer_is_the_papers_and_momentum_zero_is_plain_sgd():
-    from bench.run import resolve
-
-    cfg = resolve({}, {}, {})
-    assert (cfg.momentum, cfg.nesterov, cfg.weight_decay) == (0.9, True, 1e-4)
-    plain = resolve({}, {}, {"momentum": 0})
-    assert (plain.momentum, plain.nesterov) == (0.0, False)
-    from bench.errors import BenchError
-
-    with pytest.raises(BenchError, match="nesterov=true needs momentum > 0"):  # asked for both: refused
-        resolve({}, {}, {"momentum": 0, "nesterov": True})
 
 
 def test_every_local_model_is_scored_at_the_end_and_a_sample_before(tmp_path):
