@@ -111,7 +111,7 @@ def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_and_the_band_
     kept = drawn_figure(monkeypatch, accuracy_curves)
     ring4 = points[(points["topology"] == "ring") & (points["nodes"] == 4) & (points["network"] == "p2p-100m")]
     accuracy_curves.plot_accuracy_curves(ring4, tmp_path / "a")
-    choco, ecd, dpsgd = (labels.method_label(a, c) for a, c in [("choco", "sign"), ("ecd", "qsgd:4"), ("dpsgd", "none")])
+    choco, ecd, dpsgd = (labels.method_label(*m) for m in [("choco", "sign"), ("ecd", "qsgd:4"), ("dpsgd", "none")])
     for ax in kept[0].axes[:3]:
         seeds, median = by_gid(ax, f"seed:{choco}"), by_gid(ax, f"median:{choco}")
         assert len(seeds) == 3 and len(median) == 1  # three seeds: each drawn, and their median
@@ -248,7 +248,8 @@ def test_time_to_accuracy_spanning_decades_draws_dots_on_a_log_axis(summary, poi
     assert ax.get_yscale() == "log" and not ax.patches  # no bar starting at an arbitrary floor
     times = p2p.loc[p2p["algorithm"] == "choco", "time_to_target_s"]
     (dot,) = by_gid(ax, f"reached:p2p-100m:{choco}")
-    assert list(dot.get_ydata()) == [pytest.approx(times.median())] and dot.get_marker() == labels.style(choco)["marker"]
+    assert list(dot.get_ydata()) == [pytest.approx(times.median())]
+    assert dot.get_marker() == labels.style(choco)["marker"]
     (seeds,) = by_gid(ax, f"seeds:p2p-100m:{choco}")  # the seeds' min–max
     assert list(seeds.get_ydata()) == [pytest.approx(times.min()), pytest.approx(times.max())]
     # an unreached target is still shown: a mark where its runs ended, and what happened

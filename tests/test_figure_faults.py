@@ -43,29 +43,24 @@ def run(root, name, algorithm, compressor, topology, seed, final_local, faults=N
                     spectral_gap=1.0 if algorithm == "allreduce" else GAP[topology])
 
 
-def fault_study(root, seeds=(0, 1)):
-    """The faults study in small: losses on two graphs, stragglers on the ring, all-reduce as reference."""
-    for (algorithm, compressor), topology, seed in itertools.product(DECENTRALIZED, TOPOLOGY_COST, seeds):
-        tag = f"{algorithm}-{compressor}_{topology}"
-        for drop in DROPS:
-            run(root, f"{tag}_drop{drop}", algorithm, compressor, topology, seed,
-                local_acc((algorithm, compressor), topology, drop, False, seed), faults={"drop": drop})
-        for drop in BURSTY:
-            run(root, f"{tag}_ge{drop}", algorithm, compressor, topology, seed,
-                local_acc((algorithm, compressor), topology, drop, True, seed),
-                faults={"drop": drop, "drop_model": "gilbert-elliott", "burst": 8})
-    for seed in seeds:
-        run(root, "allreduce_ref", "allreduce", "none", "ring", seed, 0.90 + 0.004 * seed)
-        for mean in MEANS:
-            slow = {"straggler": {"model": "exponential", "mean": mean}}
-            run(root, f"allreduce_m{mean}", "allreduce", "none", "ring", seed, 0.90 + 0.004 * seed, faults=slow,
+def fault_study(root):
+    """The faults study in small, two seeds: losses (independent and in bursts) on two graphs, stragglers on the
+    ring, all-reduce as the reference on a perfect network and with stragglers."""
+    losses = [(d, "drop", {"drop": d}) for d in DROPS] + [
+        (d, "ge", {"drop": d, "drop_model": "gilbert-elliott", "burst": 8}) for d in BURSTY]
+    for method, topology, seed, (drop, model, faults) in itertools.product(DECENTRALIZED, TOPOLOGY_COST, (0, 1),
+                                                                           losses):
+        run(root, f"{'-'.join(method)}_{topology}_{model}{drop}", *method, topology, seed,
+            local_acc(method, topology, drop, model == "ge", seed), faults=faults)
+    for seed, mean in itertools.product((0, 1), [0.0] + MEANS):
+        slow = {"straggler": {"model": "exponential", "mean": mean}} if mean else None
+        run(root, f"allreduce_m{mean}", "allreduce", "none", "ring", seed, 0.90 + 0.004 * seed, faults=slow,
+            seconds_per_epoch=2.0 * (1 + mean))
+        for method in [("dpsgd", "none"), ("choco", "sign")] if mean else []:
+            # Choco with the worst stragglers ends below the target: censored
+            final = 0.70 if (method[1], mean) == ("sign", 4.0) else local_acc(method, "ring", 0.0, False, seed)
+            run(root, f"{'-'.join(method)}_m{mean}", *method, "ring", seed, final, faults=slow,
                 seconds_per_epoch=2.0 * (1 + mean))
-            for algorithm, compressor in [("dpsgd", "none"), ("choco", "sign")]:
-                # Choco with the worst stragglers ends below the target: censored
-                final = 0.70 if (compressor, mean) == ("sign", 4.0) else local_acc(
-                    (algorithm, compressor), "ring", 0.0, False, seed)
-                run(root, f"{algorithm}-{compressor}_m{mean}", algorithm, compressor, "ring", seed, final,
-                    faults=slow, seconds_per_epoch=2.0 * (1 + mean))
     return load_tables(root)
 
 
@@ -101,46 +96,39 @@ def figure(study, tmp_path_factory):
 
 
 # -- the run table ------------------------------------------------------------------------------------------------
-def test_fault_columns_come_from_run_json_and_old_runs_read_as_a_perfect_network(tmp_path):
-    make_run(tmp_path / "old", algorithm="dpsgd", compressor="none")  # before faults: no key, no message counts
-    make_run(tmp_path / "ge", algorithm="dpsgd", compressor="none", messages_per_step=100, dropped_share=0.052,
-             faults={"drop": 0.05, "drop_model": "gilbert-elliott", "burst": 8})
-    make_run(tmp_path / "slow", algorithm="dpsgd", compressor="none", messages_per_step=10,
-             faults={"straggler": {"model": "exponential", "mean": 0.5}})
-    make_run(tmp_path / "fixed", algorithm="dpsgd", compressor="none",
-             faults={"straggler": {"model": "fixed", "workers": [1], "factor": 4}})
-    runs = by_folder(tmp_path)
-    assert runs.loc["old", ["drop", "drop_model", "straggler_mean", "outages"]].tolist() == [0.0, "none", 0.0, 0]
-    assert math.isnan(runs.loc["old", "burst"]) and math.isnan(runs.loc["old", "dropped_share"])
-    assert runs.loc["ge", ["drop", "drop_model", "burst"]].tolist() == [0.05, "gilbert-elliott", 8.0]
-    assert runs.loc["ge", "dropped_share"] == pytest.approx(0.052, abs=1e-9)  # 104 of 20 steps x 100 messages
-    assert runs.loc["slow", ["drop_model", "straggler_mean", "dropped_share"]].tolist() == ["none", 0.5, 0.0]
-    assert math.isnan(runs.loc["fixed", "straggler_mean"]) and runs.loc["fixed", "straggler_factor"] == 4.0
-    assert runs["cell"].nunique() == 4  # one cell each: they differ only in faults
+NAN = math.nan
+EXPONENTIAL, FIXED = {"model": "exponential", "mean": 0.5}, {"model": "fixed", "workers": [1], "factor": 4}
+RUNS = {  # run folder: (make_run's arguments, what the run table says of its network)
+    "old": ({}, {"drop": 0.0, "drop_model": "none", "straggler_mean": 0.0, "outages": 0, "burst": NAN,
+                 "dropped_share": NAN, "perfect": True}),  # before faults: no key, no message counts
+    "ge": ({"messages_per_step": 100, "dropped_share": 0.052, "faults": {"drop": 0.05, "drop_model": "gilbert-elliott",
+                                                                         "burst": 8}},
+           {"drop": 0.05, "drop_model": "gilbert-elliott", "burst": 8.0, "dropped_share": 0.052}),  # 104 of 2000
+    "slow": ({"messages_per_step": 10, "faults": {"straggler": EXPONENTIAL}},
+             {"drop_model": "none", "straggler_mean": 0.5, "dropped_share": 0.0}),
+    "fixed": ({"faults": {"straggler": FIXED}}, {"straggler_mean": NAN, "straggler_factor": 4.0}),
+    # late messages, pairwise gossip or workers away are neither the perfect network's point nor a loss rate
+    "late": ({"faults": {"late": 0.2, "staleness": 2}},
+             {"late": 0.2, "staleness": 2.0, "active": 1.0, "pairwise": False, "perfect": False, "lossy": False}),
+    "pair": ({"faults": {"pairwise": True}}, {"pairwise": True, "perfect": False, "lossy": False}),
+    "away": ({"faults": {"drop": 0.05, "active": 0.5}}, {"active": 0.5, "perfect": False, "lossy": False}),
+    "plain": ({"faults": {"drop": 0.05}}, {"perfect": False, "lossy": True}),
+    "perfect": ({"faults": {}}, {"perfect": True, "lossy": False}),
+}
 
 
-def test_late_messages_and_workers_away_are_neither_a_perfect_network_nor_a_loss_rate(tmp_path):
-    """A run with late messages (or pairwise gossip, or workers away) at drop 0 is not drawn as the perfect
-    network's point, nor one with losses as a plain loss rate."""
-    make_run(tmp_path / "late", faults={"late": 0.2, "staleness": 2})
-    make_run(tmp_path / "pair", faults={"pairwise": True}, seed=1)
-    make_run(tmp_path / "away", faults={"drop": 0.05, "active": 0.5}, seed=2)
-    make_run(tmp_path / "plain", faults={"drop": 0.05}, seed=3)
-    runs = by_folder(tmp_path)
-    assert runs.loc["late", ["late", "staleness", "active", "pairwise"]].tolist() == [0.2, 2.0, 1.0, False]
-    assert runs.loc["pair", "pairwise"] and runs.loc["away", "active"] == 0.5
-    assert req.perfect(runs).to_dict() == {"late": False, "pair": False, "away": False, "plain": False}
-    assert req.lossy(runs).to_dict() == {"late": False, "pair": False, "away": False, "plain": True}
-    assert runs["cell"].nunique() == 4
-
-
-def test_runs_differing_only_in_faults_are_different_cells_also_against_an_older_run(tmp_path):
-    make_run(tmp_path / "old")  # its config has no faults key: it ran on a perfect network
-    make_run(tmp_path / "lossy", faults={"drop": 0.05})
-    make_run(tmp_path / "perfect", faults={}, seed=1)
+def test_a_runs_faults_are_its_columns_and_its_cell_also_against_an_older_run(tmp_path):
+    for seed, (folder, (given, _)) in enumerate(RUNS.items()):
+        make_run(tmp_path / folder, algorithm="dpsgd", compressor="none", seed=seed, **given)
     assert not load_runs(tmp_path).skipped
-    cells = by_folder(tmp_path)["cell"]
-    assert len(cells) == 3 and cells["old"] == cells["perfect"] != cells["lossy"] and "drop" in cells["lossy"]
+    runs = by_folder(tmp_path)
+    runs = runs.assign(perfect=req.perfect(runs), lossy=req.lossy(runs))
+    for folder, (_, said) in RUNS.items():
+        for column, value in said.items():
+            assert runs.loc[folder, column] == pytest.approx(value, nan_ok=True), (folder, column)
+    # runs that differ only in faults are different cells; a run from before faults ran on a perfect network
+    assert runs["cell"].nunique() == len(RUNS) - 1 and runs.loc["old", "cell"] == runs.loc["perfect", "cell"]
+    assert "drop" in runs.loc["plain", "cell"]
 
 
 # -- the figure ---------------------------------------------------------------------------------------------------
