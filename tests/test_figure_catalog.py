@@ -1,6 +1,6 @@
 """Every figure registered by its module, and every law checked on each: the catalog keeps the pipeline's names,
-order and report questions; `python -m analysis figures` on four tiny studies (five methods in a grid, the same
-with one method, all-reduce and sign-Choco on an unreliable network, Choco alone there) draws each figure or gives
+order and report questions; `python -m analysis figures` on five tiny studies (five methods in a grid, the same
+with one method, all-reduce and sign-Choco on an unreliable network, each alone there) draws each figure or gives
 the reason its requirement gives; a caption names the task it shows; a legend lists methods in the suite's order
 in their colour and marker; an artist named for a method is in its colour; a panel names its axes."""
 import contextlib
@@ -86,7 +86,7 @@ def faults_study(root: Path, methods) -> Path:
 
 
 STUDIES = {"grid": (grid_study, METHODS), "one": (grid_study, CHOCO), "faults": (faults_study, METHODS[:1] + CHOCO),
-           "faults-choco": (faults_study, CHOCO)}
+           "faults-choco": (faults_study, CHOCO), "faults-allreduce": (faults_study, METHODS[:1])}
 
 
 @pytest.fixture(scope="module")
