@@ -253,41 +253,6 @@ def test_topk_keeps_the_largest_unscaled():
         assert torch.equal(seg_out[kept], seg_x[kept])  # no rescaling
 
 
-@pytest.mark.parametrize("threads", [1, 2])
-def test_candidate_topk_selects_what_topk_selects_on_long_rows(threads, monkeypatch):
-    # Rows long enough for the CPU candidate path: Gaussian, heavy-tailed, one whose largest entries
-    # sit exactly on the probed positions (the probe's threshold is then too high: fallback), one with
-    # its mass away from them, and an all-zero row (every entry ties). Signed entries (the magnitudes are
-    # ranked), across column blocks (made small here), on one thread and on two, and also as a segment of a
-    # wider stack (a view with longer rows).
-    from bench.compressors import sparsify
-    from bench.compressors.sparsify import _CANDIDATE_MIN_D, largest_magnitudes
-
-    monkeypatch.setattr(sparsify, "_CANDIDATE_BLOCK", 4099)
-    monkeypatch.setattr(sparsify, "_CANDIDATE_SPLIT", 1 if threads == 2 else 1 << 62)
-
-    d, k = _CANDIDATE_MIN_D * 2 + 5, 300
-    g = gen(7)
-    rows = [torch.randn(d, generator=g), torch.randn(d, generator=g) ** 5]
-    on_probe = torch.rand(d, generator=g)
-    on_probe[:: d // 4096] += 10.0
-    off_probe = -torch.rand(d, generator=g)
-    off_probe[1 :: d // 4096] -= 10.0
-    rows += [on_probe, off_probe]
-    x = torch.stack(rows)
-    for stack, falls_back in ((x[[0, 1, 3]], False), (x, True)):  # on_probe's row sends the stack to the full topk
-        expected = stack.abs().topk(k, dim=1).indices.sort(1).values
-        wide = torch.cat([torch.randn(len(stack), 9, generator=g), stack], dim=1)[:, 9:]
-        for seg in (stack, wide):
-            with monkeypatch.context() as patch:
-                if not falls_back:  # the candidates alone must give the answer
-                    patch.setattr(sparsify, "_full_topk", lambda *a: pytest.fail("fell back to the full topk"))
-                got = largest_magnitudes(seg, k)
-            assert got.shape == (len(stack), k) and torch.equal(got.sort(1).values, expected)
-    zeros = largest_magnitudes(torch.zeros(2, d), k)
-    assert zeros.shape == (2, k) and all(len(set(r.tolist())) == k for r in zeros)
-
-
 def test_measure_delta():
     x = gaussian(4, 2000, seed=1)
     assert measure_delta(make_compressor("none"), x, gen(0)) == 1.0
@@ -329,56 +294,6 @@ def test_qsgd_rounds_up_with_the_fractional_part_to_sixteen_bits_and_its_levels_
     p, n = math.floor(2**16 * 0.3) / 2**16, level.numel()
     up = float((level == 3).double().mean())
     assert abs(up - p) < 4 * math.sqrt(p * (1 - p) / n)
-
-
-@pytest.mark.parametrize("spec", ["qsgd:4", "qsgd:8,biased=false"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_qsgd_rounded_a_block_at_a_time_gives_the_whole_segments_bits(spec, dtype):
-    from bench.compressors.scratch import BLOCK_COLUMNS
-    from bench.compressors.rows import RowStream
-
-    comp = make_compressor(spec)
-    segments = [7, 2 * BLOCK_COLUMNS + 5, BLOCK_COLUMNS]  # below, across and at a block's width
-    x = torch.randn(5, sum(segments), generator=gen(13), dtype=dtype)
-    x[1, 20:40] = 0.0
-    whole = comp.compress(x, gen(21), segments)  # no values buffer: the unblocked path
-    blocked = comp.compress(x, gen(21), segments, out=torch.empty_like(x))
-    assert torch.equal(blocked.values, whole.values)
-    for a, b in zip(blocked.parts, whole.parts):  # what goes on the wire: the levels read back where not kept
-        a, b = comp.wire_parts(a), comp.wire_parts(b)
-        assert a.keys() == b.keys() == {"scale", "level", "negative"}
-        assert all(torch.equal(a[key], b[key]) for key in a) and a["level"].dtype == b["level"].dtype
-    rows = [comp.compress(x[lo:hi], RowStream(gen(21), 5, lo, hi), segments, out=torch.empty_like(x[lo:hi])).values
-            for lo, hi in ((0, 2), (2, 5))]
-    assert torch.equal(torch.cat(rows), whole.values)
-
-
-@pytest.mark.parametrize("dtype, bits, scale_of_x, kept", [
-    (torch.float32, 16, 1.0, False), (torch.float64, 16, 1e-150, False),  # normal scales: the levels are read back
-    (torch.float16, 8, 1.0, True), (torch.bfloat16, 8, 1.0, True)])  # too few bits to read a level back
-def test_qsgd_reads_its_levels_back_from_the_values_only_where_that_is_exact(dtype, bits, scale_of_x, kept):
-    from bench.compressors import wire
-    from bench.compressors.scratch import BLOCK_COLUMNS
-
-    comp = make_compressor(f"qsgd:{bits},biased=false")
-    d = BLOCK_COLUMNS + 3
-    x = (torch.randn(4, d, generator=gen(5), dtype=torch.float64) * scale_of_x).to(dtype)
-    x[2] = 0.0  # a zero row: scale 0, every level 0
-    x[3, 0] = 10 * 2**bits * scale_of_x  # one large entry: the rest of its row on low levels, its own near s
-    whole = comp.compress(x, gen(9)).parts[0]
-    blocked = comp.compress(x, gen(9), out=torch.empty_like(x))
-    part = blocked.parts[0]
-    assert ("level" in part) == kept and ("level_of" in part) == (not kept)
-    level = comp.wire_parts(part)["level"]
-    assert torch.equal(level, whole["level"]) and int(level.max()) > 0.9 * comp.levels and int(level.min()) == 0
-    if dtype == torch.float32:  # what a receiver decodes is the sender's values, bit for bit
-        sent = torch.stack(wire.encode(comp, blocked, [d]))
-        assert torch.equal(wire.decode(comp, sent, [d]), blocked.values)
-    # a subnormal scale (k·scale would lose bits) or one not finite: the levels are kept
-    tiny = torch.finfo(torch.float32).tiny
-    recoverable = [comp._levels_recoverable(x.float(), torch.tensor([[0.0], [scale]]))
-                   for scale in (tiny, 1e30, tiny / 2, math.inf, math.nan)]
-    assert recoverable == [True, True, False, False, False]
 
 
 @pytest.mark.parametrize("d", [100, 10_001])  # below and above NUMPY_TICKS: torch's generator, then numpy's
@@ -424,8 +339,6 @@ def test_a_large_stack_draws_its_rounding_from_two_streams_that_row_streams_shar
     for lo, hi in ((0, 2), (2, 5), (3, 7), (5, 6), (0, 7)):  # inside a half, across the split, the second half alone
         part, _ = rounding_ticks(RowStream(gen(7), total, lo, hi), hi - lo, d)
         assert torch.equal(part.copy_into(torch.empty(hi - lo, d)), stack[lo:hi])
-    columns = slice(100, 350)
-    assert torch.equal(ticks.copy_into(torch.empty(total, 250), columns), stack[:, columns])
 
 
 # --------------------------------------------------------------------------- unbiasedness --
@@ -581,28 +494,3 @@ def test_adding_a_message_to_a_copy_is_the_dense_sum_bit_for_bit(spec):
     copy[:, ::7] = 0.0  # +0 entries, where a kept entry may land or not
     expected = copy + message.values
     assert comp.add_message(message, copy) is copy and torch.equal(copy, expected)
-
-
-@pytest.mark.parametrize("rows,split", [(0, True), (1, True), (5, True), (5, False)])
-def test_row_work_in_halves_covers_every_row_once_and_a_helpers_failure_is_raised(rows, split):
-    import threading
-
-    from bench.compressors.halves import in_halves
-
-    seen, threads = [], set()
-
-    def work(lo, hi):
-        seen.extend(range(lo, hi))
-        threads.add(threading.get_ident())
-
-    in_halves(work, rows, split)
-    assert sorted(seen) == list(range(rows))
-    assert len(threads) == (2 if split and rows >= 2 else 1)
-
-    def fails_on_the_first_half(lo, hi):
-        if lo == 0 and hi < rows:
-            raise ValueError("the helper's half failed")
-
-    if split and rows >= 2:
-        with pytest.raises(ValueError, match="helper's half"):
-            in_halves(fails_on_the_first_half, rows, split)

@@ -15,7 +15,6 @@ import torch
 
 from ..comm import Communicator, Traffic
 from ..compressors import Compressor, make_compressor
-from ..compressors.scratch import Scratch
 from ..errors import BenchError
 from .knobs import AUTO
 from .local import LocalStep
@@ -66,7 +65,6 @@ class Algorithm(Method, ABC):
         self.options, self.resolved = self.resolve_options(self.options, comm.topology if auto else None,
                                                            self.compressor)
         self.generator = generator
-        self._scratch = Scratch()  # buffers lent to the compressor for its temporaries (_compress)
         self.segments = list(segments) if segments is not None else None
         # each segment's tensor shape (a layer's weight matrix, ...), for methods that compress by shape
         # (low rank); None: one flat segment per worker, or no layer structure
@@ -108,16 +106,13 @@ class Algorithm(Method, ABC):
         return None if grad is None else self.local.direction(self.x, grad)
 
     def _descend(self, grad: torch.Tensor | None, lr: float) -> None:
-        """``x −= lr · d`` with the local step's direction d, in place (one fused pass where LocalStep.descend
-        can); nothing without a gradient."""
+        """``x −= lr · d`` with the local step's direction d, in place; nothing without a gradient."""
         if grad is not None:
             self.local.descend(self.x, grad, lr)
 
     def _compress(self, v: torch.Tensor, out: torch.Tensor | None = None):
-        """The compressor's message of ``v``, its temporaries in buffers this method keeps from round to round
-        (bench/compressors/scratch.py)."""
-        with self._scratch.lent():
-            return self.compressor.compress(v, self.generator, self.segments, out=out)
+        """The compressor's message of ``v`` (``out``: where its values may go), drawn from this method's generator."""
+        return self.compressor.compress(v, self.generator, self.segments, out=out)
 
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
     buffers: ClassVar[tuple[str, ...]] = ()

@@ -191,15 +191,15 @@ class DistributedCommunicator(Communicator):
         returns the received bytes per link id. Records bytes per link and arrival times per incoming link."""
         return self._links_wait(*self._links_post(payload_of, size, device))
 
-    def _links_post(self, payload_of, size: int, device, inbox_of=None) -> tuple[list, list, float]:
-        """``_links_exchange``'s first half: every receive posted (into ``inbox_of(link)``, else a fresh buffer of
-        ``size`` bytes), then every send; (receives, sends, start)."""
+    def _links_post(self, payload_of, size: int, device) -> tuple[list, list, float]:
+        """``_links_exchange``'s first half: every receive posted (into a fresh buffer of ``size`` bytes), then every
+        send; (receives, sends, start)."""
         plan, links = self.plan, self.plan.local.links
         start = time.perf_counter()
         receives = []
         for p in sorted(plan.recv_from):
             for e in plan.recv_from[p]:
-                inbox = torch.empty(size, dtype=torch.uint8, device=device) if inbox_of is None else inbox_of(int(e))
+                inbox = torch.empty(size, dtype=torch.uint8, device=device)
                 receives.append((int(e), inbox, dist.irecv(inbox, src=p, tag=int(e))))
         sends = []
         for p in sorted(plan.send_to):
@@ -256,38 +256,18 @@ class DistributedCommunicator(Communicator):
         values, plan = message.values, self.plan
         links = plan.local.links
         size = math.ceil(message.wire_bits / 8)
-        if self._values_on_wire(message):
-            # the payload is the values' own float32 words: sent from the message's rows and received straight into
-            # the rows of the gathered matrix, which holds our rows first (`_gathered`'s layout, the same bits)
-            flat = values.reshape(values.shape[0], -1)
-            gathered = torch.empty((flat.shape[0] + len(plan.columns), flat.shape[1]), dtype=flat.dtype,
-                                   device=flat.device)
-            gathered[: flat.shape[0]].copy_(flat)
-            row_of = {e: flat.shape[0] + column for column, e in enumerate(plan.columns)}
-            receives, sends, start = self._links_post(lambda e: flat[links.src[e] - self.lo].view(torch.uint8), size,
-                                                      values.device, lambda e: gathered[row_of[e]].view(torch.uint8))
-        else:
-            gathered = None
-            payloads = self._encode(message) if plan.send_to else []
-            receives, sends, start = self._links_post(lambda e: payloads[links.src[e] - self.lo], size, values.device)
+        payloads = self._encode(message) if plan.send_to else []
+        receives, sends, start = self._links_post(lambda e: payloads[links.src[e] - self.lo], size, values.device)
 
         def finish(settled_from_post: bool = False) -> torch.Tensor:
             waited = time.perf_counter()
             arrived = self._links_wait(receives, sends, start)
-            together = self._gathered(message, arrived) if gathered is None else gathered
+            together = self._gathered(message, arrived)
             mixed = self._mix(together.reshape(together.shape[0], -1)).reshape(values.shape)
             self._settle_links(account_gossip, message, arrived, True, begun if settled_from_post else waited)
             return mixed
 
         return finish
-
-    @staticmethod
-    def _values_on_wire(message: Message) -> bool:
-        """Whether ``message``'s bytes on the wire are its values' float32 words in order (``none``'s messages), so
-        a receiver can take them into its float32 rows with no decoding."""
-        values = message.values
-        return (message.codec is not None and message.codec.wire_is_values and values.dtype == torch.float32
-                and values.is_contiguous() and values.shape[0] > 0 and message.wire_bits == 32 * values[0].numel())
 
     def _gathered(self, message: Message, arrived: dict) -> torch.Tensor:
         """Our rows, then each received message decoded, in (peer, link) order: the columns of ``plan.w_local``."""

@@ -45,9 +45,6 @@ class Compressor(OperatorSpec):
     ``wire_fields`` (the layout, which fixes the wire bits) and ``_segment_paper_bits``."""
 
     stochastic: ClassVar[bool] = False  # whether compress draws from the generator
-    # whether a row's encoding is its values as float32 words, in order (``none``): wire.encode and decode then
-    # view the values as bytes and back, with no fields to take apart
-    wire_is_values: ClassVar[bool] = False
     # whether ``compress(x, out=x)`` is allowed: each value is computed from its own entry of x and from parts taken
     # before any value is written, and the parts stay true of the message once x holds the values (sign: the
     # values carry x's sign bits; none: the values are x). A method that has no use for x after compressing it
@@ -67,9 +64,7 @@ class Compressor(OperatorSpec):
 
     def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource,
                                out: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``_compress_segment``, its values written into ``out`` [w, d_seg]. An operator may do both in one sweep
-        over the segment, a block of columns at a time while the block is in the cache (QSGD), giving the same parts
-        and the same values bit for bit."""
+        """``_compress_segment``, its values written into ``out`` [w, d_seg]."""
         parts = self._compress_segment(seg, source)
         self._decode_segment_into(parts, seg.shape[1], out)
         return parts

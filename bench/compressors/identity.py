@@ -28,7 +28,6 @@ class Identity(Compressor):
     examples: ClassVar[tuple[str, ...]] = ("none",)
     order: ClassVar[int] = 0
     marker: ClassVar[str] = "o"
-    wire_is_values = True  # the encoding is the values' float32 words in order (bench/compressors/wire.py)
     compresses_in_place = True  # the values are x; copying x onto itself is no copy
 
     @classmethod

@@ -18,8 +18,7 @@ import torch
 
 from ..specs import Spec
 from .base import Compressor, WireField
-from .rows import RandomSource, draw_rounding, rounding_ticks
-from .scratch import BLOCK_COLUMNS, column_blocks, temporary
+from .rows import RandomSource, draw_rounding
 from .spec import parse_bits, register
 
 
@@ -100,64 +99,19 @@ class QSGD(Compressor):
         clamped in the integer type (s = 65,535 overflows float16)."""
         return level.copy_(rounded).clamp_(max=self.levels)
 
-    def _levels_recoverable(self, seg: torch.Tensor, scale: torch.Tensor) -> bool:
-        """Whether every level can be read back exactly from its decoded value as round(|value|/scale), so that a
-        message need not keep them: in float32 or float64 with each row's scale 0 or a normal number. Then a level
-        k ≤ 2^16 − 1 decodes to k·scale within a relative 2^-24, a normal number, and |value|/scale is within
-        k·2^-23 < 1/2 of k. Not in float16 or bfloat16 (11 and 8 bits of precision), nor for subnormal scales."""
-        if seg.dtype not in (torch.float32, torch.float64):
-            return False
-        return bool(((scale == 0) | ((scale >= torch.finfo(seg.dtype).tiny) & scale.isfinite())).all())
-
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         multiplier, scale = self._multiplier_and_scale(seg)
         ticks, step = draw_rounding(source, seg.shape[0], seg.shape[1], seg.dtype, seg.device)
         level = torch.empty(seg.shape, dtype=_level_dtype(self.levels), device=seg.device)
-        self._clamped(self._levels_into(seg, multiplier, ticks, step, temporary("v", tuple(seg.shape), seg.dtype,
-                                                                                 seg.device)), level)
+        v = torch.empty(seg.shape, dtype=seg.dtype, device=seg.device)
+        self._clamped(self._levels_into(seg, multiplier, ticks, step, v), level)
         # The sign bits are materialised only when the message goes on a wire (wire_parts).
         return {"scale": scale, "level": level, "sign_of": seg}
-
-    def _compress_segment_into(self, seg: torch.Tensor, source: RandomSource,
-                               out: torch.Tensor) -> dict[str, torch.Tensor]:
-        """On a CPU, a long segment is rounded and decoded a block of ``BLOCK_COLUMNS`` columns at a time: |x|, the
-        offsets as floats, the levels and the values of a block are made while it is in the cache, instead of seven
-        passes over the whole state in memory (docs/performance.md, "QSGD's rounding"). The same operations on every
-        entry as ``_compress_segment`` then ``_decode_segment_into``, so the same values and wire fields bit for bit.
-        Where the levels can be read back from the values (``_levels_recoverable``: float32 and float64, normal
-        scales), the message keeps the values in their place and ``wire_parts`` reads the levels back only when it goes
-        on a wire: converting every level to its integer type cost a fifth of the loop, and the simulator never
-        sends one."""
-        w, d = seg.shape
-        if seg.device.type != "cpu" or d <= BLOCK_COLUMNS:
-            return super()._compress_segment_into(seg, source, out)
-        multiplier, scale = self._multiplier_and_scale(seg)
-        ticks, step = rounding_ticks(source, w, d)
-        keep = not self._levels_recoverable(seg, scale)
-        level = torch.empty(seg.shape, dtype=_level_dtype(self.levels), device=seg.device) if keep else None
-        v = temporary("v", (w, BLOCK_COLUMNS), seg.dtype, seg.device)
-        floats = temporary("ticks", (w, BLOCK_COLUMNS), torch.promote_types(seg.dtype, torch.float32), seg.device)
-        for columns, width in column_blocks(d):
-            block = seg[:, columns]
-            rounded = self._levels_into(block, multiplier, ticks.copy_into(floats[:, :width], columns), step,
-                                        v[:, :width])
-            if keep:
-                self._decode_segment_into({"scale": scale, "level": self._clamped(rounded, level[:, columns]),
-                                           "sign_of": block}, width, out[:, columns])
-            else:  # ξ·scale with the sign of x: what _decode_segment_into makes of the integer ξ, bit for bit
-                torch.mul(rounded.clamp_(max=self.levels), scale, out=out[:, columns]).copysign_(block)
-        if keep:
-            return {"scale": scale, "level": level, "sign_of": seg}
-        return {"scale": scale, "level_of": out, "sign_of": seg}
 
     def wire_parts(self, parts: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         if "sign_of" not in parts:
             return parts
-        sent = {key: value for key, value in parts.items() if key not in ("sign_of", "level_of")}
-        if "level_of" in parts:  # the levels read back from the values (exact: _levels_recoverable)
-            scale = parts["scale"]
-            sent["level"] = torch.div(parts["level_of"].abs(), torch.where(scale > 0, scale, torch.ones_like(scale))) \
-                .round_().to(_level_dtype(self.levels))
+        sent = {key: value for key, value in parts.items() if key != "sign_of"}
         return {**sent, "negative": torch.signbit(parts["sign_of"])}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:

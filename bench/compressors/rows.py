@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 from ..errors import BenchError
-from .scratch import temporary
 
 SEED_BOUND = 2**32  # rand-k seeds are 32-bit, the width they take on the wire
 ROUNDING_BITS = 16  # random bits per entry of a stochastic rounding on a CPU (draw_rounding)
@@ -41,14 +40,9 @@ class RowStream:
         return (self.total_rows, *shape[1:])
 
     def rand(self, shape: tuple[int, ...], dtype: torch.dtype | None = None,
-             device: torch.device | str | None = None, out: torch.Tensor | None = None) -> torch.Tensor:
-        """Uniforms on [0, 1) shaped like ``shape`` (local rows first); ``out``, when given, holds the whole
-        stack's draw (shaped like it), the same numbers."""
-        full_shape = self._full_shape(tuple(shape))
-        if out is None:
-            full = torch.rand(full_shape, generator=self.generator, dtype=dtype, device=device)
-        else:
-            full = torch.rand(full_shape, generator=self.generator, out=out)
+             device: torch.device | str | None = None) -> torch.Tensor:
+        """Uniforms on [0, 1) shaped like ``shape`` (local rows first)."""
+        full = torch.rand(self._full_shape(tuple(shape)), generator=self.generator, dtype=dtype, device=device)
         return full[self.lo : self.hi]
 
     def randint(self, high: int, shape: tuple[int, ...], device: torch.device | str | None = None) -> torch.Tensor:
@@ -64,11 +58,10 @@ RandomSource = Union[torch.Generator, RowStream, None]
 
 def draw_uniform(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
                  device: torch.device | str) -> torch.Tensor:
-    """Uniforms ``[rows, d]``; a plain generator draws exactly what ``torch.rand`` always drew, into a lent
-    buffer where the caller lends one (bench/compressors/scratch.py: the same numbers)."""
+    """Uniforms ``[rows, d]``; a plain generator draws exactly what ``torch.rand`` always drew."""
     if isinstance(source, RowStream):
-        return source.rand((rows, d), out=temporary("uniform", (source.total_rows, d), dtype, device))
-    return torch.rand((rows, d), generator=source, out=temporary("uniform", (rows, d), dtype, device))
+        return source.rand((rows, d), dtype=dtype, device=device)
+    return torch.rand((rows, d), generator=source, dtype=dtype, device=device)
 
 
 def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
@@ -79,7 +72,7 @@ def draw_rounding(source: RandomSource, rows: int, d: int, dtype: torch.dtype,
     if torch.device(device).type != "cpu":
         return draw_uniform(source, rows, d, dtype, device), 1.0
     ticks, step = rounding_ticks(source, rows, d)
-    floats = temporary("ticks", (rows, d), torch.promote_types(dtype, torch.float32), device)
+    floats = torch.empty((rows, d), dtype=torch.promote_types(dtype, torch.float32), device=device)
     return ticks.copy_into(floats), step
 
 
@@ -90,10 +83,10 @@ class Ticks:
     def __init__(self, chunks: list[tuple[slice, torch.Tensor]]):
         self.chunks = chunks
 
-    def copy_into(self, out: torch.Tensor, columns: slice = slice(None)) -> torch.Tensor:
-        """``out`` [rows, width] ← the ticks of ``columns`` (converted to out's type), returned."""
+    def copy_into(self, out: torch.Tensor) -> torch.Tensor:
+        """``out`` [rows, d] ← the ticks (converted to out's type), returned."""
         for rows, ticks in self.chunks:
-            out[rows].copy_(ticks[:, columns])
+            out[rows].copy_(ticks)
         return out
 
 

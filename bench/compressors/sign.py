@@ -13,13 +13,16 @@ import torch
 from ..specs import Spec
 from .base import Compressor, WireField
 from .rows import RandomSource
-from .scratch import BLOCK_COLUMNS, column_blocks, temporary
 from .spec import reject_arg, register
+
+# The columns of a block of sign's L1 norm on a CPU: [64, 16,384] float32 is 4 MB, in the cache between its two
+# passes. At most torch's grain of 32,768 entries, so one row's block is reduced on one thread.
+BLOCK_COLUMNS = 1 << 14
 
 
 def l1_norm(seg: torch.Tensor) -> torch.Tensor:
     """‖row‖₁ of each row of ``seg`` [w, d], shaped [w, 1]. On a CPU: for each block of ``BLOCK_COLUMNS`` columns, |x|
-    into a lent [w, BLOCK_COLUMNS] buffer and torch's pairwise ``sum``, the block sums added in column order. The relative
+    into a [w, BLOCK_COLUMNS] buffer and torch's pairwise ``sum``, the block sums added in column order. The relative
     error stays near 1e-7 at d = 10⁶, where ``vector_norm(ord=1)`` keeps one running float32 total (1e-4) in a
     scalar loop, 2× slower at 64 × 10⁶ and 4× at 64 × 10⁴; the block stays in the cache between the two passes,
     so a long row is read from memory once (docs/performance.md, "The sign round's L1 norm"). A block is summed
@@ -29,10 +32,11 @@ def l1_norm(seg: torch.Tensor) -> torch.Tensor:
     if seg.device.type != "cpu":
         return torch.linalg.vector_norm(seg, ord=1, dim=1, keepdim=True)
     w, d = seg.shape
-    buffer = temporary("abs", (w, min(d, BLOCK_COLUMNS)), seg.dtype, seg.device)
+    buffer = torch.empty((w, min(d, BLOCK_COLUMNS)), dtype=seg.dtype, device=seg.device)
     total = None  # a short row is one block
-    for columns, width in column_blocks(d):
-        part = torch.abs(seg[:, columns], out=buffer[:, :width]).sum(dim=1, keepdim=True)
+    for start in range(0, d, BLOCK_COLUMNS):
+        width = min(BLOCK_COLUMNS, d - start)
+        part = torch.abs(seg[:, start:start + width], out=buffer[:, :width]).sum(dim=1, keepdim=True)
         total = part if total is None else total.add_(part)
     return total
 

@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import ClassVar
 
-import numpy as np
 import torch
 
 from ..specs import Spec
 from .base import Compressor, Message, WireField
 from .rows import RandomSource, draw_seeds
-from .halves import in_halves
-from .scratch import temporary
 from .seeded import seeded_indices
 from .spec import kept_fraction, percent, register
+
 
 @functools.lru_cache(maxsize=1024)  # three calls a compression, each parsing the fraction's decimal
 def kept_count(fraction: float, d: int) -> int:
@@ -38,74 +36,8 @@ def _scatter(index: torch.Tensor, kept: torch.Tensor, d: int) -> torch.Tensor:
     return out.scatter_(1, index.long(), kept)
 
 
-# CPU top-k through candidates pays off only on long rows with few kept entries.
-_CANDIDATE_MIN_D, _CANDIDATE_MAX_FRACTION, _PROBES, _MARGIN = 1 << 16, 0.05, 4096, 2.0
-# its candidates are found this many columns of a row at a time, on two threads from this many entries
-_CANDIDATE_BLOCK, _CANDIDATE_SPLIT = 1 << 17, 1 << 22
-_NUMPY_FLOATS = (torch.float16, torch.float32, torch.float64)
 # A sparse message is added to a copy entry by entry up to this kept fraction, and as the dense sum above it.
 _SPARSE_ADD_MAX_FRACTION = 0.1
-
-
-def _full_topk(seg: torch.Tensor, k: int) -> torch.Tensor:
-    w, d = seg.shape
-    return torch.abs(seg, out=temporary("abs", (w, d), seg.dtype, seg.device)).topk(k, dim=1, sorted=False).indices
-
-
-def largest_magnitudes(seg: torch.Tensor, k: int) -> torch.Tensor:
-    """Indices [w, k] of the k largest |entries| of each row of ``seg``, unordered.
-
-    On CPU, ``torch.topk`` over a long row costs many times a pass over it. For long rows with a
-    small k we first find a threshold that leaves a few times k candidates (the order statistic of
-    an evenly spaced probe of each row), take the entries at or above it, and run topk over those
-    only (``_candidates``: numpy, a block of a row at a time in the cache). The result is the same set
-    topk gives (ties at the k-th value aside, which topk breaks arbitrarily as well); a row whose probe
-    left fewer than k candidates sends the stack to the full topk."""
-    w, d = seg.shape
-    if (seg.device.type != "cpu" or d < _CANDIDATE_MIN_D or k > _CANDIDATE_MAX_FRACTION * d
-            or seg.dtype not in _NUMPY_FLOATS or w == 0):
-        return _full_topk(seg, k)
-    probe = seg[:, :: max(1, d // _PROBES)].abs()
-    rank = max(1, int(probe.shape[1] * (1.0 - _MARGIN * k / d)))
-    threshold = probe.kthvalue(rank, dim=1, keepdim=True).values
-    rows = seg.detach().numpy()
-    columns, magnitudes = _candidates(rows, threshold.view(-1).numpy())
-    counts = np.array([len(c) for c in columns])
-    if int(counts.min()) < k:
-        return _full_topk(seg, k)
-    # a [w, width] table of each row's candidates side by side (in column order), padded below every |x|
-    width = int(counts.max())
-    values = np.full((w, width), -1.0, dtype=rows.dtype)
-    column = np.zeros((w, width), dtype=np.int64)
-    for r in range(w):
-        values[r, : counts[r]], column[r, : counts[r]] = magnitudes[r], columns[r]
-    chosen = torch.from_numpy(values).topk(k, dim=1, sorted=False).indices
-    return torch.from_numpy(column).gather(1, chosen)
-
-
-def _candidates(rows: np.ndarray, thresholds: np.ndarray) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    """Per row r of ``rows`` [w, d] (a view of the segment, whatever its row stride): the columns where |x| is at
-    least ``thresholds[r]``, ascending, and those |x|. |x| and the test are made ``_CANDIDATE_BLOCK`` columns at
-    a time, in the cache, never written out whole; from 4 M entries the rows are split between two threads (numpy
-    releases the GIL in its loops). 64 × 10⁶ keeping 1 %: 50-90 ms against 165-190 ms for torch's blocks and
-    mask scan (docs/performance.md)."""
-    w, d = rows.shape
-    columns: list[np.ndarray] = [np.empty(0, np.int64)] * w
-    magnitudes: list[np.ndarray] = [np.empty(0, rows.dtype)] * w
-
-    def work(lo: int, hi: int) -> None:
-        scratch = np.empty(min(d, _CANDIDATE_BLOCK), rows.dtype)
-        for r in range(lo, hi):
-            found, sizes = [], []
-            for start in range(0, d, _CANDIDATE_BLOCK):
-                block = np.abs(rows[r, start:start + _CANDIDATE_BLOCK], out=scratch[: min(d - start, _CANDIDATE_BLOCK)])
-                passed = np.flatnonzero(block >= thresholds[r])
-                found.append(passed + start)
-                sizes.append(block[passed])
-            columns[r], magnitudes[r] = np.concatenate(found), np.concatenate(sizes)
-
-    in_halves(work, w, w * d >= _CANDIDATE_SPLIT)
-    return columns, magnitudes
 
 
 class _Sparse:
@@ -171,7 +103,7 @@ class TopK(_Sparse, Compressor):
 
     def _compress_segment(self, seg: torch.Tensor, source: RandomSource) -> dict[str, torch.Tensor]:
         k = kept_count(self.fraction, seg.shape[1])
-        index = largest_magnitudes(seg, k)
+        index = seg.abs().topk(k, dim=1, sorted=False).indices  # the k largest |x| of each row, unordered
         return {"kept": seg.gather(1, index), "index": index}
 
     def _decode_segment(self, parts: dict[str, torch.Tensor], d: int) -> torch.Tensor:

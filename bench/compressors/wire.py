@@ -116,8 +116,6 @@ def encode(comp: Compressor, message: Message, segments: Sequence[int] | int) ->
         raise BenchError(f"message with d = {d} and {len(message.parts or ())} encoded segments does not "
                          f"match segments {segments}; encode a message from {comp.spec}.compress")
 
-    if comp.wire_is_values:
-        return list(message.values.to(torch.float32).contiguous().view(torch.uint8).unbind(0))
     wire_parts = [comp.wire_parts(p) for p in message.parts]
 
     def part(j: int, field: WireField) -> torch.Tensor:
@@ -149,9 +147,6 @@ def decode(comp: Compressor, payload: torch.Tensor, segments: Sequence[int] | in
                          f"or [m, {expected}], the size of {comp.spec} over segments {segments}")
     device = payload.device if device is None else torch.device(device)
     data = payload.to(device).reshape(-1, expected)
-    if comp.wire_is_values:  # the float32 words are the values (a fresh copy: the bytes' buffer is the caller's)
-        values = data.clone(memory_format=torch.contiguous_format).view(torch.float32).to(dtype)
-        return values[0] if payload.dim() == 1 else values
     word_fields, bit_fields = _layout(comp, segments)
     word_count = sum(f.count for _, f in word_fields)
     # A fresh copy, because viewing bytes as int32 needs row strides that are whole words.
