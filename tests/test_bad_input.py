@@ -13,9 +13,9 @@ import pytest
 
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.cli import main
-from bench.compressors import parse_compressor
 from bench.errors import BenchError
 from bench.pipeline import Study
+from test_keeping_the_average import takes
 from hostile import assert_refused, bomb, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -207,14 +207,6 @@ EDGES = {"beer": {"gamma": 0.0}, "cedas": {"mix_step": 0.0, "decay_shift": 0}, "
          "choco": {"ada_beta": 1.0, "ada_eps": 0, "gamma_tune_steps": 0}}
 
 
-def _takes(cls, compressor: str) -> bool:
-    try:
-        cls.check_compressor(parse_compressor(compressor, contraction=cls.contraction))
-    except BenchError:
-        return False
-    return True
-
-
 @pytest.mark.parametrize("name", ALGORITHMS.names())
 def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming_it(name, tmp_path, capsys):
     cls = ALGORITHMS.get(name)
@@ -225,7 +217,7 @@ def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming
         line = str(err.value)
         assert "\n" not in line and line.startswith((f"{name} {key}=", f"unknown option '{key}' for algorithm")), line
     parse_options(cls, {f.name: f.default for f in _knobs(cls)})  # the defaults are values it takes
-    compressor = next(c for c in ("none", "top:0.1") if _takes(cls, c))  # refused only for the knob
+    compressor = next(c for c in ("none", "top:0.1") if takes(cls, c))  # refused only for the knob
     for f in _knobs(cls):  # through `bench run`: the line names the knob, and the run is not started
         value = json.dumps(f.metadata["high"] + 1) if "high" in f.metadata else "x"
         argv = [*RUN, "--algorithm", name, "--compressor", compressor, "--set", f"algorithm_options.{f.name}={value}",

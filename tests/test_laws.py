@@ -18,19 +18,12 @@ from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
+from test_keeping_the_average import takes
 from test_algorithms import build as build_plain
 
 D, STEPS, LR = 40, 25, 0.05
 LOCAL = LocalStepConfig(momentum=0.5, nesterov=True, weight_decay=1e-2)
 NAMES = ALGORITHMS.names()
-
-
-def takes(cls, spec: str) -> bool:
-    try:
-        cls.check_compressor(make_compressor(spec, contraction=cls.contraction))
-    except BenchError:
-        return False
-    return True
 
 
 def runs_on(cls, spec: str, n: int, options: dict) -> bool:
