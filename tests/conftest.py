@@ -56,3 +56,12 @@ def interrupted_study(tmp_path_factory):
     from shared_studies import interrupted_test_study, once
 
     return once(tmp_path_factory, "interrupted-test-study", interrupted_test_study)
+
+
+@pytest.fixture(scope="session")
+def study_dags(tmp_path_factory):
+    """`<study>@<scale>` -> its dry run, every study of config/ built once per session (tests/snakemake_api.py)."""
+    from shared_studies import once
+    from snakemake_api import every_dag
+
+    return once(tmp_path_factory, "study-dags", every_dag)[1]
