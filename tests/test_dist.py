@@ -108,7 +108,8 @@ FAULTS = [(f"{a}-{c}-{kind}", a, c, losses, worlds) for kind, losses, methods, w
 TIMEOUT_S = 6  # ranks take a few ms a step: 6 s of silence is a hang even on a loaded machine
 CHAIN = {**SETTINGS, "epochs": 16, "algorithm": "choco", "compressor": "sign", "procs": 2, "checkpoint_every": 0.5,
          "dist_timeout": TIMEOUT_S}
-# every run of the one launch: {name: (processes, settings)}; the same settings simulated here must give the same
+# every run of the shared launches (one per process count): {name: (processes, settings)}; each test simulates the
+# same settings and compares
 RUNS = {
     **{f"{a}-{c}": (4, {**CASE_SETTINGS, "algorithm": a, "compressor": c}) for a, c in CASES},
     **{f"one-peer-{a}-{c}": (4, {**CASE_SETTINGS, "topology": "one-peer-exp", "algorithm": a, "compressor": c})
