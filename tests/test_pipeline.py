@@ -15,7 +15,7 @@ import yaml
 pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
 
-from shared_studies import ROOT, SNAKEMAKE, snakemake  # noqa: F401 - other test files import them from here
+from shared_studies import ROOT  # noqa: F401 - other test files import it from here
 from snakemake_api import STUDIES, cli
 from test_logs import STEP_LINE
 
