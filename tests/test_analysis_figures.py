@@ -16,6 +16,7 @@ from analysis.figures import (accuracy_curves, accuracy_vs_spectral_gap, command
 from analysis.load import load_runs
 from analysis.tables import accuracy_text, cell_table_markdown, table1_latex, table1_markdown
 from analysis_fixtures import make_run
+from figure_probe import kept_figures
 
 RHO = {"ring": {4: 0.667, 16: 0.051}, "torus": {4: 0.6, 16: 0.4}}
 COMPRESSOR_BITS = {"none": 32e4, "sign": 1e4, "qsgd:4": 4e4}
@@ -95,20 +96,13 @@ def test_a_figures_table_holds_the_known_answer(summary, table, at, column, want
     assert got == want or got == pytest.approx(want, nan_ok=True)
 
 
-def drawn_figure(monkeypatch, module):
-    """The figures ``module`` draws, kept open instead of saved (its plot functions return [])."""
-    kept = []
-    monkeypatch.setattr(module, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
-    return kept
-
-
 def by_gid(ax, prefix):
     return [a for a in ax.get_children() if str(a.get_gid() or "").startswith(prefix)]
 
 
 def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_and_the_band_of_many(points, monkeypatch,
                                                                                         tmp_path):
-    kept = drawn_figure(monkeypatch, accuracy_curves)
+    kept = kept_figures(monkeypatch, accuracy_curves)
     ring4 = points[(points["topology"] == "ring") & (points["nodes"] == 4) & (points["network"] == "p2p-100m")]
     accuracy_curves.plot_accuracy_curves(ring4, tmp_path / "a")
     choco, ecd, dpsgd = (labels.method_label(*m) for m in [("choco", "sign"), ("ecd", "qsgd:4"), ("dpsgd", "none")])
@@ -128,32 +122,34 @@ def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_and_the_band_
     assert not by_gid(ax, f"seed:{choco}") and len(by_gid(ax, f"median:{choco}")) == 1 and ax.collections
 
 
-@pytest.mark.parametrize("module, said, unsaid", [
-    (gap_vs_nodes, ["averaged model", "1 seed per point", "no error bars"], "error bars ±"),
-    (accuracy_vs_spectral_gap, ["1 seed per point"], "± 1 std"),
+@pytest.mark.parametrize("module, seeds, said, unsaid", [
+    (gap_vs_nodes, 1, ["averaged model", "1 seed per point", "no error bars"], "error bars ±"),
+    (gap_vs_nodes, 3, ["averaged model", "3 seeds per point", "error bars ± 1"], "no error bars"),
+    (accuracy_vs_spectral_gap, 1, ["1 seed per point"], "± 1 std"),
+    (accuracy_vs_spectral_gap, 3, ["mean ± 1 std over seeds"], "1 seed per point"),
 ])
-def test_one_seed_is_said_and_promises_no_spread(points, summary, module, said, unsaid, monkeypatch, tmp_path):
-    drawn_figure(monkeypatch, module)
-    _, caption = module.draw(tmp_path, points[points["seed"] == 0], summary[summary["seed"] == 0], tmp_path / "f")
+def test_a_caption_says_how_many_seeds_and_promises_no_spread_from_one(points, summary, module, seeds, said, unsaid,
+                                                                       monkeypatch, tmp_path):
+    kept_figures(monkeypatch, module)
+    _, caption = module.draw(tmp_path, points[points["seed"] < seeds], summary[summary["seed"] < seeds], tmp_path / "f")
     assert all(words in caption for words in said) and unsaid not in caption, caption
 
 
-def test_gap_vs_nodes_names_its_metric_and_error_bars_and_shares_y_across_n(summary, points, monkeypatch, tmp_path):
-    kept = drawn_figure(monkeypatch, gap_vs_nodes)
-    _, caption = gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
-    assert "averaged model" in caption and "3 seeds per point" in caption and "error bars ± 1" in caption
+def test_gap_vs_nodes_names_its_metric_and_shares_y_across_n(summary, points, monkeypatch, tmp_path):
+    kept = kept_figures(monkeypatch, gap_vs_nodes)
+    gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
     panels = kept[0].axes
     assert "averaged model" in panels[0].get_ylabel() and len(panels) == 3
     assert all(panels[0].get_shared_y_axes().joined(panels[0], ax) for ax in panels[1:])
 
 
 def test_accuracy_vs_spectral_gap_keeps_seed_noise_small_on_its_axis(summary, points, monkeypatch, tmp_path):
-    kept = drawn_figure(monkeypatch, accuracy_vs_spectral_gap)
+    kept = kept_figures(monkeypatch, accuracy_vs_spectral_gap)
     flat = summary.copy()
     flat.loc[flat["algorithm"] != "allreduce", "final_test_acc"] = 0.595  # a flat 59.5 % at every ρ
-    _, caption = accuracy_vs_spectral_gap.draw(tmp_path, points, flat, tmp_path / "s")
+    accuracy_vs_spectral_gap.draw(tmp_path, points, flat, tmp_path / "s")
     low, high = kept[0].axes[0].get_ylim()
-    assert high - low >= accuracy_vs_spectral_gap.MIN_SPAN - 1e-9 and "mean ± 1 std over seeds" in caption
+    assert high - low >= accuracy_vs_spectral_gap.MIN_SPAN - 1e-9
 
 
 def spectral_summary(rhos: dict) -> pd.DataFrame:
@@ -174,7 +170,7 @@ def spectral_summary(rhos: dict) -> pd.DataFrame:
     {"ring": 0.05, "erdos-renyi:0.35": 0.30, "erdos-renyi:0.4": 0.33, "erdos-renyi:0.45": 0.36, "complete": 1.0},
 ])
 def test_spectral_gap_tick_labels_never_overlap(rhos, monkeypatch):
-    kept = drawn_figure(monkeypatch, accuracy_vs_spectral_gap)
+    kept = kept_figures(monkeypatch, accuracy_vs_spectral_gap)
     accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(spectral_summary(rhos), Path("unused"))
     kept[0].canvas.draw()
     for ax in kept[0].axes:
@@ -189,7 +185,7 @@ def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where
     n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 7.8}
     summary = spectral_summary(rhos)
     summary["n_eff"] = summary["topology"].map(n_eff)
-    kept = drawn_figure(monkeypatch, accuracy_vs_spectral_gap)
+    kept = kept_figures(monkeypatch, accuracy_vs_spectral_gap)
     accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(summary, Path("unused"))
     assert len(kept[0].axes) == 3 and "n_W" in kept[0].axes[2].get_xlabel()
     panel = kept[0].axes[2]
@@ -215,7 +211,7 @@ def ring4_censored(summary):
 
 def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, monkeypatch, tmp_path):
     assert "target" in time_to_accuracy.draw(tmp_path, None, summary.assign(tta_status="no_target"), tmp_path / "t")
-    kept = drawn_figure(monkeypatch, time_to_accuracy)
+    kept = kept_figures(monkeypatch, time_to_accuracy)
     dpsgd = labels.method_label("dpsgd", "none")
     time_to_accuracy.plot_time_to_accuracy(ring4_censored(summary), Path("unused"), points=points)
     ax = kept[0].axes[0]
@@ -245,7 +241,7 @@ def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, m
 
 
 def test_time_to_accuracy_spanning_decades_draws_dots_on_a_log_axis(summary, points, monkeypatch):
-    kept = drawn_figure(monkeypatch, time_to_accuracy)
+    kept = kept_figures(monkeypatch, time_to_accuracy)
     p2p = ring4_censored(summary).query("network == 'p2p-100m'")
     slow = p2p["algorithm"] == "allreduce"  # all-reduce 1000 times slower: three decades from Choco
     p2p.loc[slow, "time_to_target_s"] *= 1000
@@ -267,7 +263,7 @@ def test_time_to_accuracy_spanning_decades_draws_dots_on_a_log_axis(summary, poi
 
 def test_lag_vs_consensus_fits_each_partition_with_a_positive_gap_and_says_where_it_cannot(points, summary,
                                                                                            monkeypatch, tmp_path):
-    kept = drawn_figure(monkeypatch, lag_vs_consensus)
+    kept = kept_figures(monkeypatch, lag_vs_consensus)
     ahead = summary.assign(data="sorted", run_id=summary["run_id"] + "-sorted")
     ahead.loc[ahead["algorithm"] != "allreduce", "final_test_acc"] = 0.99  # every method ahead of all-reduce
     sorted_too = pd.concat([points, points.assign(data="sorted", run_id=points["run_id"] + "-sorted")])
@@ -282,7 +278,7 @@ TRACES = pd.DataFrame([{"method": m, "gamma": g, "step": s, "rel_error": 0.5 ** 
 
 
 def test_consensus_bits_axis_starts_at_the_first_bits_sent(monkeypatch, tmp_path):
-    kept = drawn_figure(monkeypatch, consensus)
+    kept = kept_figures(monkeypatch, consensus)
     consensus.plot_consensus(TRACES, tmp_path / "c")
     rounds, bits = kept[0].axes[:2]
     assert min(line.get_xdata().min() for line in rounds.get_lines() if len(line.get_xdata()) > 2) == 0
@@ -316,21 +312,19 @@ TABLE1 = table1_summary({
 })
 
 
-def test_table1_markdown_cells():
-    md = table1_markdown(TABLE1)
-    lines = md.splitlines()
+@pytest.mark.parametrize("render, first, lines", [
     # the columns and reference lines are named as the runs name their algorithms (run.json)
-    assert lines[0] == "| compression | Choco-SGD | DCD-PSGD | ECD-PSGD |"
-    assert "| QSGD 4-bit | 92.50 ± 0.50 | 23.19 ± 3.02 | diverges |" in lines
-    assert "| top 50% | 92.55 ± 0.25 | — | 17.03 (2 of 3 diverged) |" in lines
-    assert "all-reduce: 92.64 ± 0.05 (3 seeds)" in md
-
-
-def test_table1_reads_fractions_as_percent_and_latex_escapes():
-    tex = table1_latex(TABLE1.assign(final_test_acc=TABLE1["final_test_acc"] / 100))
-    assert r"QSGD 4-bit & 92.50 $\pm$ 0.50 & 23.19 $\pm$ 3.02 & diverges \\" in tex
-    assert r"top 50\% & 92.55 $\pm$ 0.25 & -- & 17.03 (2 of 3 diverged) \\" in tex
-    assert tex.startswith(r"\begin{tabular}{lccc}") and r"\multicolumn{4}{l}{all-reduce" in tex
+    (table1_markdown, "| compression | Choco-SGD | DCD-PSGD | ECD-PSGD |",
+     ["| QSGD 4-bit | 92.50 ± 0.50 | 23.19 ± 3.02 | diverges |",
+      "| top 50% | 92.55 ± 0.25 | — | 17.03 (2 of 3 diverged) |", "all-reduce: 92.64 ± 0.05 (3 seeds)"]),
+    # accuracies as fractions read as percent; LaTeX escaped
+    (lambda t: table1_latex(t.assign(final_test_acc=t["final_test_acc"] / 100)), r"\begin{tabular}{lccc}",
+     [r"QSGD 4-bit & 92.50 $\pm$ 0.50 & 23.19 $\pm$ 3.02 & diverges \\",
+      r"top 50\% & 92.55 $\pm$ 0.25 & -- & 17.03 (2 of 3 diverged) \\", r"\multicolumn{4}{l}{all-reduce"]),
+])
+def test_table1_cells(render, first, lines):
+    text = render(TABLE1)
+    assert text.splitlines()[0] == first and all(line in text for line in lines), text
 
 
 def test_accuracy_text_single_seed_and_failed_runs_ignored():
@@ -384,14 +378,14 @@ def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(t
 
 
 def test_accuracy_curves_name_the_data_partition_they_show(points, summary, monkeypatch, tmp_path):
-    kept = drawn_figure(monkeypatch, accuracy_curves)
+    kept = kept_figures(monkeypatch, accuracy_curves)
     sorted_too = pd.concat([points, points.assign(data="sorted", run_id=points["run_id"] + "-sorted")])
     _, caption = accuracy_curves.draw(tmp_path, sorted_too, summary, tmp_path / "a")
     assert "data partition shuffle" in caption and kept[0]._suptitle.get_text().endswith("data: shuffle")
 
 
 def test_methods_draws_a_method_without_a_graph_once_and_a_row_per_partition(tmp_path, monkeypatch):
-    kept = drawn_figure(monkeypatch, methods)
+    kept = kept_figures(monkeypatch, methods)
     for data, topology, (algorithm, compressor), seed in itertools.product(
             ("shuffle", "dirichlet:0.1"), ("ring", "exponential"), [("allreduce", "none"), ("ef", "sign"),
                                                                     ("choco", "sign"), ("dgc", "top:0.01")], (0, 1)):

@@ -3,6 +3,9 @@ subcommand they show exists, every study file and make target they name is there
 command builds its DAG from this checkout with nothing activated (its dry-run form)."""
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import os
 import re
 import shlex
@@ -51,10 +54,6 @@ def _module_commands() -> set[tuple[str, str]]:
     return found
 
 
-def test_the_docs_show_commands_at_all():
-    assert len(LINES) > 20 and len(_module_commands()) >= 8  # the parser reads the docs' blocks
-
-
 @pytest.mark.parametrize("module, command", sorted(_module_commands()))
 def test_every_documented_subcommand_exists(module, command, capsys):
     # in this process, the parser `python -m bench|analysis` hands its arguments to (their __main__ calls these)
@@ -66,6 +65,7 @@ def test_every_documented_subcommand_exists(module, command, capsys):
 
 
 def test_every_documented_study_file_and_make_target_exists():
+    assert len(LINES) > 20 and len(_module_commands()) >= 8  # the parser reads the docs' blocks
     studies = {s for _, line in LINES for s in re.findall(r"--configfile\s+(\S+)", line)}
     assert studies and all((ROOT / s).is_file() for s in studies), sorted(studies)
     targets = {t for _, line in LINES for t in re.findall(r"^make\s+([\w-]+)", line)}
@@ -74,23 +74,46 @@ def test_every_documented_study_file_and_make_target_exists():
     assert all(re.search(rf"^{re.escape(t)}:", makefile, re.M) for t in targets), sorted(targets)
 
 
-def _snakemake_commands() -> list[tuple[str, str]]:
-    """(first file showing it, command), each command once. --report needs a finished study:
-    tests/test_report_browser.py runs it after a real pipeline run."""
-    first: dict[str, str] = {}
-    for f, line in LINES:
+def _snakemake_commands() -> list[list[str]]:
+    """Each documented command's arguments in its dry-run form, each once (`-n` added where the docs leave it
+    out). --report needs a finished study: tests/test_report_browser.py runs it after a real pipeline run."""
+    found = []
+    for _, line in LINES:
         if re.match(r"(\.venv/bin/)?snakemake\s", line) and "--report" not in line:
-            first.setdefault(line, f)
-    return sorted((f, line) for line, f in first.items())
+            words = [w for w in shlex.split(line)[1:] if w != "-n"] + ["-n"]
+            found += [words] * (words not in found)
+    return found
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("where, line", _snakemake_commands())
-def test_every_documented_snakemake_command_builds_its_dag_with_nothing_activated(where, line, tmp_path):
-    words = shlex.split(line)[1:]
+def build_dags(commands: list[list[str]], directory: str) -> None:
+    """Snakemake's own command line on each of ``commands`` in this one process (one interpreter start, one
+    import of Snakemake and bench for all): a JSON line per command, its exit status and its output's end."""
+    from snakemake.cli import main
+
+    here = os.getcwd()
+    for words in commands:
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            try:
+                main([*words, "--directory", directory])
+            except SystemExit as stop:
+                status = stop.code
+        os.chdir(here)  # --directory moved into the work folder
+        print(json.dumps({"command": words, "status": status, "out": out.getvalue()[-2000:]}))
+
+
+@pytest.mark.slow  # one child process builds every DAG (a second each)
+def test_every_documented_snakemake_command_builds_its_dag_with_nothing_activated(tmp_path):
+    commands = _snakemake_commands()
+    assert len(commands) >= 5 and ["--cores", "2", "--configfile", "config/noniid.yaml", "-n"] in commands
     env = {**os.environ, "PATH": "/usr/bin:/bin"}  # nothing activated: no venv on PATH
-    dry = [] if "-n" in words else ["-n"]
-    proc = subprocess.run([sys.executable, "-m", "snakemake", *words, *dry, "--directory", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, (where, line, (proc.stdout + proc.stderr)[-2000:])
-    assert "This was a dry-run" in proc.stdout + proc.stderr
+    proc = subprocess.run([sys.executable, __file__, json.dumps(commands), str(tmp_path)], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=600)
+    built = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [b["command"] for b in built] == commands, proc.stderr[-2000:]
+    for b in built:
+        assert b["status"] == 0 and "This was a dry-run" in b["out"], (b["command"], b["out"])
+
+
+if __name__ == "__main__":  # the child process of the test above
+    build_dags(json.loads(sys.argv[1]), sys.argv[2])

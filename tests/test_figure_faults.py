@@ -3,12 +3,14 @@ faults_effect figure drawn from a hand-made study with known answers, checked on
 or says why, and its looks: tests/test_figure_catalog.py)."""
 import itertools
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 from matplotlib.colors import to_rgba
 
 from analysis.figures import faults_effect
+from analysis.figures.faults_effect import NO_FAULTS
 from analysis.figures import requirements as req
 from analysis.labels import method_label
 from analysis.load import load_runs
@@ -16,7 +18,7 @@ from analysis.summary import load_tables
 from analysis_fixtures import make_run
 
 NODES = 16
-DECENTRALIZED = {("dpsgd", "none"): (0.90, 0.5), ("choco", "sign"): (0.88, 0.2), ("choco", "top:0.01"): (0.86, 0.3)}
+DECENTRALIZED = {("dpsgd", "none"): (0.90, 0.5), ("choco", "sign"): (0.88, 0.2)}
 DROPS = [0.0, 0.01, 0.05, 0.2]
 BURSTY = [0.05, 0.2]
 MEANS = [0.25, 1.0, 4.0]
@@ -83,11 +85,6 @@ def by_gid(ax, gid):
     return [a for a in ax.get_lines() if a.get_gid() == gid]
 
 
-def by_folder(root):
-    runs = load_runs(root).runs
-    return runs.set_index(runs["path"].map(lambda p: p.rsplit("/", 1)[-1]))
-
-
 @pytest.fixture(scope="module")
 def figure(study, tmp_path_factory):
     """The study's figure, drawn once: its panels by title and its caption."""
@@ -120,8 +117,9 @@ RUNS = {  # run folder: (make_run's arguments, what the run table says of its ne
 def test_a_runs_faults_are_its_columns_and_its_cell_also_against_an_older_run(tmp_path):
     for seed, (folder, (given, _)) in enumerate(RUNS.items()):
         make_run(tmp_path / folder, algorithm="dpsgd", compressor="none", seed=seed, **given)
-    assert not load_runs(tmp_path).skipped
-    runs = by_folder(tmp_path)
+    loaded = load_runs(tmp_path)
+    assert not loaded.skipped
+    runs = loaded.runs.set_index(loaded.runs["path"].map(lambda p: Path(p).name))
     runs = runs.assign(perfect=req.perfect(runs), lossy=req.lossy(runs))
     for folder, (_, said) in RUNS.items():
         for column, value in said.items():
@@ -181,10 +179,8 @@ def test_one_seed_is_said_and_drawn_without_bars(study, monkeypatch, tmp_path):
     assert "1 seed per point" in caption and not panels["(a) ring: accuracy against lost messages"].collections
 
 
-def test_without_faults_the_figure_is_refused_with_its_requirements_reason_also_from_an_older_summary(study):
+def test_a_summary_without_the_fault_columns_is_of_a_perfect_network_and_refused(study):
+    """An older or a hand-made summary: the figure gives its requirement's reason (that perfect runs give it:
+    tests/test_figure_catalog.py)."""
     root, points, summary = study
-    perfect = summary[req.perfect(summary)]
-    why = faults_effect.draw(root, points[points["run_id"].isin(perfect["run_id"])], perfect, root / "f")
-    assert "unreliable network" in why and why == faults_effect.needs(req.Grid(perfect))
-    # a summary without the fault columns at all (an older or a hand-made one): a perfect network
-    assert faults_effect.draw(root, points, summary.drop(columns=["drop", "straggler_mean"]), root / "f") == why
+    assert faults_effect.draw(root, points, summary.drop(columns=["drop", "straggler_mean"]), root / "f") == NO_FAULTS

@@ -3,16 +3,17 @@ and reST reach the reports as text. The study's report.html is opened in headles
 read back: no element, attribute or address the names made. A picture outside the results folder is
 refused, not inlined."""
 import base64
+import contextlib
+import io
 import json
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from analysis import cli as analysis_cli
 from analysis_fixtures import make_run
 from test_pipeline import ROOT
 from test_report_browser import headless, needs_browser
@@ -60,10 +61,12 @@ def browse(folder: Path, body: str) -> Dom:
     return Dom(headless("--dump-dom", page.as_uri()).stdout)
 
 
-def analysis(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "MPLCONFIGDIR": str(cwd / "mpl")}
-    return subprocess.run([sys.executable, "-m", "analysis", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+def analysis(*args: str) -> tuple[int, str]:
+    """``python -m analysis ARGS`` in this process: its exit status and what it said on stderr."""
+    err = io.StringIO()
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(err):
+        status = analysis_cli.main(list(args))
+    return status, err.getvalue()
 
 
 def _label(run: Path, label: str) -> None:
@@ -90,8 +93,8 @@ def hostile_study(tmp_path_factory):
         _label(make_run(study / "runs" / f"choco{seed}", topology=EDGES, seed=seed), LABEL)
         _label(make_run(study / "runs" / f"dcd{seed}", algorithm="dcd", topology=EDGES, seed=seed), OTHER_LABEL)
     for command in (["figures", str(study), "--only", "accuracy_curves"], ["report", str(study)]):
-        done = analysis(*command, cwd=study.parent)
-        assert done.returncode == 0, done.stderr
+        status, err = analysis(*command)
+        assert status == 0, err
     return study
 
 
@@ -164,13 +167,12 @@ def study_with_outside_pictures(tmp_path):
 @needs_browser
 def test_a_picture_outside_the_results_folder_is_refused_not_inlined(study_with_outside_pictures):
     study, secret, own = study_with_outside_pictures
-    done = analysis("report", str(study), cwd=study.parent)
-    assert done.returncode == 0, done.stderr
+    status, err = analysis("report", str(study))
+    assert status == 0, err
     page = (study / "report.html").read_text()
     assert secret not in page and own in page  # the folder's own figure is inlined, the outside one is not
-    warnings = [line for line in done.stderr.splitlines() if line.startswith("warning:")]
-    assert len(warnings) == 3 and "'linked'" in warnings[0] and "outside" in done.stderr
-    assert "Traceback" not in done.stderr
+    warnings = [line for line in err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 3 and "'linked'" in warnings[0] and "outside" in err and "Traceback" not in err
     dom = Dom(headless("--dump-dom", (study / "report.html").as_uri()).stdout)
     shown = " ".join(dom.texts("p") + dom.texts("em"))
     assert "figure linked refused: figures/linked.png lies outside the results folder" in shown
