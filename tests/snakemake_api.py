@@ -43,3 +43,21 @@ def every_dag(where: Path) -> dict[str, str]:
             built = status == 0 and re.search(r"^total\s+\d+", said, flags=re.M)
             out[f"{study}@{scale}"] = said if built else f"BROKEN {said[-1500:]}"
     return out
+
+
+def dry_run(configfile: Path, workdir: Path, config: dict | None = None, shell: bool = False) -> str:
+    """The dry run of one study through Snakemake's API (no command line to parse): what it prints (the jobs, with
+    ``shell`` their shell lines, and the job counts). A study the Snakefile refuses raises its SystemExit, whose
+    code is the one line it prints."""
+    from snakemake.api import SnakemakeApi
+    from snakemake.settings.types import (ConfigSettings, DAGSettings, OutputSettings, ResourceSettings,
+                                          StorageSettings)
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+        with SnakemakeApi(OutputSettings(printshellcmds=shell)) as api:
+            workflow = api.workflow(snakefile=ROOT / "Snakefile", resource_settings=ResourceSettings(cores=1),
+                                    config_settings=ConfigSettings(configfiles=[Path(configfile)], config=config or {}),
+                                    storage_settings=StorageSettings(), workdir=Path(workdir))
+            workflow.dag(dag_settings=DAGSettings()).execute_workflow(executor="dryrun")
+    return text.getvalue()

@@ -291,27 +291,39 @@ class Loop:
         at_end = c.global_step in (self.stop, self.total)
         evaluate = c.global_step % self.eval_every == 0 or at_end
         save = c.global_step % self.ckpt_every == 0 or at_end
-        if c.global_step % LOSS_READ_EVERY == 0 or evaluate or save:
-            losses = self._losses_read()
-            first = c.global_step - len(losses) + 1
-            for k, loss in enumerate(losses):
-                c.window_loss_sum += loss
-                c.window_steps += 1
-                if not (loss <= self.cfg.divergence_loss):  # NaN compares False
-                    self.diverged_at = first + k
-                    if c.rows[-1]["step"] != c.global_step:
-                        self.add_row(final=True)
-                    return "diverged"
-            if losses:
-                self.progress.step(self.epoch_now(), losses[-1], steps=len(losses))
+        if (c.global_step % LOSS_READ_EVERY == 0 or evaluate or save) and self._fold_losses():
+            return "diverged"
         if evaluate:
             self.add_row(final=c.global_step == self.total)
         if save:
             self.save()
         if self._stop_asked(caught, at_end):
+            # the steps since the last read go into the window the checkpoint keeps (else the resumed run's
+            # train_loss_workers would average fewer steps than an uninterrupted run's); none under dist when
+            # this step read them, on every process alike
+            if self._fold_losses():
+                return "diverged"
             self.save()
             raise Interrupted(caught[0] if caught else signal.SIGTERM)
         return "completed" if c.global_step >= self.stop else None
+
+    def _fold_losses(self) -> bool:
+        """The losses of the steps since the last read into the evaluation window (and the progress bar); True
+        when one diverged (the run stops there: run.json names its step)."""
+        c = self.counters
+        losses = self._losses_read()
+        first = c.global_step - len(losses) + 1
+        for k, loss in enumerate(losses):
+            c.window_loss_sum += loss
+            c.window_steps += 1
+            if not (loss <= self.cfg.divergence_loss):  # NaN compares False
+                self.diverged_at = first + k
+                if c.rows[-1]["step"] != c.global_step:
+                    self.add_row(final=True)
+                return True
+        if losses:
+            self.progress.step(self.epoch_now(), losses[-1], steps=len(losses))
+        return False
 
     def _interrupted(self, signum: int) -> int:
         """A signal: the checkpoint is saved, run.json says interrupted; the same command resumes."""
