@@ -53,6 +53,8 @@ def identity_dict(cfg: "RunConfig") -> dict[str, Any]:
     revision = kind.revision(spec, cfg.nodes) if kind is not None and kind.revision else 0
     if revision:  # the graph's matrices changed since earlier runs on it
         d["topology_revision"] = revision
+    if isinstance(cfg.faults, dict) and cfg.faults.get("pairwise") is True:  # Boyd's exact average since 2026-12-07
+        d["pairwise_revision"] = 1
     if cfg.algorithm in ALGORITHMS:  # its revisions (Method.revision, auto_revision): earlier runs are not this one
         d.update(ALGORITHMS.get(cfg.algorithm).identity(cfg.algorithm_options, cfg.compressor))
     return d
