@@ -9,16 +9,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.algorithms import ALGORITHMS
+from bench.faults import parse_faults
+
 METRICS = ["step", "epoch", "train_loss", "train_loss_workers", "test_loss", "test_acc",
            "local_test_acc_mean", "consensus_distance", "bits_per_worker", "bits_paper_per_worker",
            "time_compute_s", "time_comm_s", "time_s", "wall_s", "lr"]
-
-
-def describe_algorithm(name: str) -> dict:
-    """run.json's "algorithm" object as bench writes it (its class's own description)."""
-    from bench.algorithms import ALGORITHMS
-
-    return ALGORITHMS.get(name).describe() if name in ALGORITHMS else {"name": name, "label": name}
 
 
 def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", nodes=8, seed=0,
@@ -45,23 +41,14 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
         m = pd.DataFrame({c: pd.Series(dtype="int64" if c == "step" else float) for c in METRICS})
     else:
         m["epoch"] = m["epoch"].astype(float)
-        defaults = {
-            "step": (m["epoch"] * steps_per_epoch).round().astype("int64"),
-            "test_acc": 0.5, "consensus_distance": 0.01, "lr": config.get("lr", 0.1),
-        }
-        for col, value in defaults.items():
-            if col not in m:
-                m[col] = value
-        fill = {"bits_per_worker": m["step"] * bits_per_step, "bits_paper_per_worker": m["step"] * bits_per_step,
-                "time_compute_s": m["epoch"] * seconds_per_epoch, "time_comm_s": 0.0,
-                "test_loss": 1.0 - m["test_acc"], "train_loss": 1.0 - m["test_acc"],
-                "train_loss_workers": 1.0 - m["test_acc"], "local_test_acc_mean": m["test_acc"]}
-        for col, value in fill.items():
-            if col not in m:
-                m[col] = value
-        for col in ["time_s", "wall_s"]:
-            if col not in m:
-                m[col] = m["time_compute_s"] + m["time_comm_s"]
+        m = _with_defaults(m, step=(m["epoch"] * steps_per_epoch).round().astype("int64"), test_acc=0.5,
+                           consensus_distance=0.01, lr=config.get("lr", 0.1))
+        bits, compute = m["step"] * bits_per_step, m["epoch"] * seconds_per_epoch
+        m = _with_defaults(m, bits_per_worker=bits, bits_paper_per_worker=bits, time_compute_s=compute,
+                           time_comm_s=0.0, test_loss=1.0 - m["test_acc"], train_loss=1.0 - m["test_acc"],
+                           train_loss_workers=1.0 - m["test_acc"], local_test_acc_mean=m["test_acc"])
+        total = m["time_compute_s"] + m["time_comm_s"]
+        m = _with_defaults(m, time_s=total, wall_s=total)
         if messages_per_step is not None:
             share = (faults or {}).get("drop", 0.0) if dropped_share is None else dropped_share
             m["messages_sent"] = (m["step"] * messages_per_step).round().astype("int64")
@@ -87,7 +74,9 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
                   "source": "unused" if algorithm == "allreduce" else "given"},
         "task": {"name": task, "n_params": 1000, "train_size": 100, "test_size": 50,
                  "steps_per_epoch": steps_per_epoch, "options": {}},
-        "algorithm": describe_algorithm(algorithm),
+        # run.json's "algorithm" object as bench writes it (its class's own description)
+        "algorithm": ALGORITHMS.get(algorithm).describe() if algorithm in ALGORITHMS else {"name": algorithm,
+                                                                                             "label": algorithm},
         "steps_per_epoch": steps_per_epoch, "total_steps": int(epochs * steps_per_epoch),
         "provenance": {"python": "test"}, "start_time": "2026-01-01T00:00:00+00:00",
         "final": final,
@@ -101,11 +90,13 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
     return path
 
 
+def _with_defaults(frame: pd.DataFrame, **columns) -> pd.DataFrame:
+    """``frame`` with each of ``columns`` it lacks."""
+    return frame.assign(**{c: v for c, v in columns.items() if c not in frame})
+
+
 def _faults_record(faults, seed, algorithm) -> dict:
     """run.json's "faults" object as bench's runner writes it: only for a network that is not perfect."""
-    from bench.algorithms import ALGORITHMS
-    from bench.faults import parse_faults
-
     spec = parse_faults(faults)
     if not spec.present:
         return {}

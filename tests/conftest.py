@@ -9,16 +9,17 @@ sys.path.insert(0, str(Path(__file__).parent))  # tests/datafiles.py
 # modules keep theirs (tests/__pycache__/, ignored by git), so a second `make test` or `make test-fast` reads
 # them; the processes the tests start write what the environment says (make compiles bench/ and analysis/).
 sys.dont_write_bytecode = False
-import pytest
-import torch
-from suite_hooks import pytest_runtest_makereport  # noqa: F401 (the hook)
-
 # The processes the tests start (bench runs, Snakemake's jobs, ranks, bench perf) each default to one OpenMP
 # thread per core; under `make test` two workers already fill both cores, and the extra threads only spin
 # (7 % more CPU for the pipeline and perf tests, measured). Their results do not depend on the thread count:
-# one thread each, as the tests' own process runs (one_thread below).
-for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+# one thread each, as the tests' own process runs (one_thread below). Set before torch (and with it numpy's
+# OpenBLAS, which reads them once, when it loads) is imported, so this process's own BLAS calls take one too.
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
     os.environ[_var] = "1"
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from suite_hooks import pytest_runtest_makereport  # noqa: F401 (the hook)
+
 
 
 @pytest.fixture(autouse=True, scope="session")
@@ -56,3 +57,12 @@ def interrupted_study(tmp_path_factory):
     from shared_studies import interrupted_test_study, once
 
     return once(tmp_path_factory, "interrupted-test-study", interrupted_test_study)
+
+
+@pytest.fixture(scope="session")
+def study_dags(tmp_path_factory):
+    """`<study>@<scale>` -> its dry run, every study of config/ built once per session (tests/snakemake_api.py)."""
+    from shared_studies import once
+    from snakemake_api import every_dag
+
+    return once(tmp_path_factory, "study-dags", every_dag)[1]

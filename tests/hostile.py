@@ -1,6 +1,10 @@
 """Helpers of the hostile-input tests (test_bad_input, test_links_and_paths, test_yaml_and_names,
-test_analysis_damaged_files): the one-line refusal every bad input must end in, and an alias bomb."""
+test_analysis_damaged_files, test_robust_outputs, test_run_failures, test_security_data): the one-line refusal
+every bad input must end in, a command run in this process, a study's DAG built in this process, an alias bomb."""
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 
 def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
@@ -15,14 +19,41 @@ def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
     return status, captured.out, captured.err
 
 
-def assert_refused(status, err, *words) -> str:
-    """Exit 2, one line on stderr, no traceback, and every word of ``words`` in that line (returned)."""
+def assert_refused(status, err, *words, code: int = 2) -> str:
+    """Exit ``code`` (2: bad input), one line on stderr, no traceback, and every word of ``words`` in that line
+    (returned)."""
     lines = [line for line in err.splitlines() if line.strip()]
-    assert status == 2 and "Traceback" not in err, err
+    assert status == code and "Traceback" not in err, err
     assert len(lines) == 1, err
     for word in words:
         assert str(word) in lines[0], (word, lines[0])
     return lines[0]
+
+
+def refused(main, argv: list[str], capsys, *words, code: int = 2) -> str:
+    """``main(argv)`` in this process ends in ``code`` with one line holding every word of ``words``."""
+    status, _, err = run_cli(main, argv, capsys)
+    return assert_refused(status, err, *words, code=code)
+
+
+def dag(config: dict | str, where: Path, **overrides) -> str:
+    """What the pipeline's dry run of the study ``config`` (a mapping, or YAML text) prints, built in this process
+    (tests/snakemake_api.py) in ``where``; ``overrides``: `--config KEY=VALUE`. A refused study raises SystemExit."""
+    from snakemake_api import dry_run
+
+    path = where / "study.yaml"
+    path.write_text(config if isinstance(config, str) else json.dumps(config))  # JSON is YAML
+    return dry_run(path, where, overrides)
+
+
+def dag_refused(config: dict | str, where: Path, *words) -> str:
+    """The DAG build of ``config`` stops with one line (workflow/rules/common.smk: ``sys.exit("error: ...")``)
+    holding every word of ``words``."""
+    try:
+        dag(config, where)
+    except SystemExit as stop:
+        return assert_refused(2, f"{stop.code}", *words)
+    raise AssertionError("the DAG was built")
 
 
 def bomb(levels: int = 9) -> str:

@@ -8,6 +8,7 @@ from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algori
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors import make_compressor
 from bench.errors import BenchError
+from bench.faults import FaultSchedule, parse_faults
 from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.topology import make_topology
 
@@ -35,11 +36,19 @@ def start(n, d=D, identical=True, seed=1):
     return torch.randn(n, d, generator=g, dtype=torch.float64)
 
 
-def build(name, topo, x0, compressor="none", options=None, local_cfg=None, seed=3):
-    comp = make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction)
-    return make_algorithm(name, x0, SimulatedCommunicator(topo), compressor=comp,
+def build(name, topo, x0, compressor="none", options=None, local_cfg=None, seed=3, faults=None, segments=None,
+          shapes=None, network=None):
+    """The one harness of the method tests: ``name`` on the simulated communicator of ``topo`` (``faults``: the
+    network's, as `bench run` takes them), with the run settings it reads handed in beside its options (AD-PSGD:
+    the parsed faults, seed 1), float64 as given in ``x0``."""
+    cls = ALGORITHMS.get(name)
+    spec = parse_faults(faults, topo.n) if faults else None
+    comm = SimulatedCommunicator(topo, network, FaultSchedule(spec, topo.link_union(), 1) if faults else None)
+    settings = {"faults": spec, "seed": 1}
+    return make_algorithm(name, x0, comm, compressor=make_compressor(compressor, contraction=cls.contraction),
                           local=LocalStep(local_cfg or LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2)),
-                          options=options, generator=torch.Generator().manual_seed(seed))
+                          options={**{key: settings[key] for key in cls.settings}, **(options or {})},
+                          generator=torch.Generator().manual_seed(seed), segments=segments, shapes=shapes)
 
 
 def trajectory(algo, problem, steps=STEPS, lr=LR):
@@ -91,45 +100,32 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
 # where the average of the models goes, for every method: tests/test_keeping_the_average.py
 
 
-def test_dpsgd_rejects_compression():
-    topo = make_topology("ring", 4)
-    with pytest.raises(BenchError, match="sign"):
-        build("dpsgd", topo, start(4), "sign")
-
-
-@pytest.mark.parametrize("bad", [{"gamma": 0.0}, {"gamma": 1.5}, {"order": "weird"}, {"gama": 0.1}])
-def test_bad_choco_options_are_one_line_errors(bad):
-    with pytest.raises(BenchError, match="gamma|order|gama"):
-        build("choco", make_topology("ring", 4), start(4), "sign", bad)
-
-
 def test_traffic_time_follows_the_network_model():
     n, net = 8, make_network("p2p-100m")
-    topo = make_topology("ring", n)
-    comp = make_compressor("top:0.1")
-    algo = make_algorithm("choco", start(n), SimulatedCommunicator(topo, net), compressor=comp,
-                          options={"gamma": 0.5}, generator=torch.Generator().manual_seed(0))
+    algo = build("choco", make_topology("ring", n), start(n), "top:0.1", {"gamma": 0.5}, seed=0, network=net)
     traffic = algo.step(Quadratic(n, D).grad(algo.x), LR)
-    bits = 8 * math.ceil(comp.wire_bits([D]) / 8)  # whole bytes on a link
+    bits = 8 * math.ceil(make_compressor("top:0.1").wire_bits([D]) / 8)  # whole bytes on a link
     assert traffic.comm_time_s == pytest.approx(2 * (net.latency_s + bits / net.bandwidth_bps))
 
 
 EXAMPLES = [(name, opts) for name in ALGORITHMS.names() for opts in ALGORITHMS.get(name).examples]
 
 
-@pytest.mark.parametrize("name,opts", EXAMPLES)
-def test_state_dict_round_trip_continues_identically(name, opts):
-    n = 8
-    topo = make_topology("ring", n)
-    problem = Quadratic(n, D)
+def example(name, opts, n=8, seed=1):
+    """An example of the method on a ring of ``n``, with top-20 % where it compresses."""
     cls = ALGORITHMS.get(name)
     comp = "top:0.2" if cls.compresses and not cls.own_compression else "none"
-    a = build(name, topo, start(n), comp, opts)
+    return build(name, make_topology("ring", n), start(n, seed=seed), comp, opts)
+
+
+@pytest.mark.parametrize("name,opts", EXAMPLES)
+def test_state_dict_round_trip_continues_identically(name, opts):
+    problem, a = Quadratic(8, D), example(name, opts)
     trajectory(a, problem, steps=5)
     saved = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in a.state_dict().items() if k != "local"}
     saved["local"] = {k: (v.clone() if torch.is_tensor(v) else v) for k, v in a.state_dict()["local"].items()}
     rest_a = trajectory(a, problem, steps=5)
-    b = build(name, topo, start(n, seed=99), comp, opts)
+    b = example(name, opts, seed=99)
     b.load_state_dict(saved)
     torch.testing.assert_close(trajectory(b, problem, steps=5), rest_a, rtol=0, atol=0)
 
@@ -138,12 +134,7 @@ def test_state_dict_round_trip_continues_identically(name, opts):
 def test_a_round_started_before_its_gradient_gives_the_same_bits_and_traffic(name, opts):
     """The runner calls ``start_round`` before the gradients (D-PSGD's paper order posts its gossip there); a
     round driven that way equals ``step`` alone, bit for bit, traffic included, on every method."""
-    n = 8
-    topo = make_topology("ring", n)
-    problem = Quadratic(n, D)
-    cls = ALGORITHMS.get(name)
-    comp = "top:0.2" if cls.compresses and not cls.own_compression else "none"
-    plain, started = build(name, topo, start(n), comp, opts), build(name, topo, start(n), comp, opts)
+    problem, plain, started = Quadratic(8, D), example(name, opts), example(name, opts)
     for _ in range(4):
         first = plain.step(problem.grad(plain.gradient_point()), LR)
         started.start_round()
@@ -157,19 +148,6 @@ def test_a_round_started_before_its_gradient_gives_the_same_bits_and_traffic(nam
         started.start_round()
         started.step(problem.grad(started.x), LR)
         assert posted == [1]  # the paper order's gossip of x^t goes out before the gradient at x^t
-
-
-def test_local_step_momentum_nesterov_and_masked_weight_decay():
-    x = torch.tensor([[1.0, 2.0]], dtype=torch.float64)
-    g = torch.tensor([[0.5, -1.0]], dtype=torch.float64)
-    mask = torch.tensor([1.0, 0.0], dtype=torch.float64)
-    step = LocalStep(LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=0.1), decay_mask=mask)
-    d1 = step.direction(x, g)  # d = g + wd·x·mask = [0.6, -1]; m = d; nesterov: d + 0.9 m
-    torch.testing.assert_close(d1, torch.tensor([[0.6 * 1.9, -1.9]], dtype=torch.float64))
-    d2 = step.direction(x, g)  # m = 0.9·m + d = 1.9 d; out = d + 0.9·1.9 d
-    torch.testing.assert_close(d2, torch.tensor([[0.6, -1.0]], dtype=torch.float64) * (1 + 0.9 * 1.9))
-    with pytest.raises(BenchError, match="momentum"):
-        LocalStepConfig(momentum=1.0)
 
 
 def _fresh_direction(cfg, mask, m, x, g):
@@ -204,31 +182,16 @@ def test_the_local_step_reuses_its_buffers_and_gives_the_fresh_tensors_bits(mome
         assert d.data_ptr() not in (grad.data_ptr(), x.data_ptr()) and (
             step.momentum_buffer is None or d.data_ptr() != step.momentum_buffer.data_ptr())
         x = x - 0.1 * d
-
-
-def test_ecd_with_a_sparsifier_moves_only_the_sent_coordinates_by_hand():
-    """Two workers on the complete graph (w = 1/2), top-1 of 2 coordinates, no gradient; by hand:
-    setup s = W x0 = (1, 2.5), and y = x0 = [(2, 1), (0, 4)].
-    t = 1: x = s; z = ½x0 + ½s = [(1.5, 1.75), (0.5, 3.25)]; both send coordinate 1;
-      y_j[1] ← −y_j[1] + 2 z_j[1]: y = [(2, 2.5), (0, 2.5)], coordinate 0 untouched; s = W y = (1, 2.5).
-    t = 2: x = s; z = s; y_j[1] ← 0·y_j[1] + z_j[1] = 2.5: y and s unchanged.
-    Scaling every coordinate instead would give s = (−1, 2.5) after t = 1 and (0, 2.5) after t = 2."""
-    topo = make_topology("complete", 2)
-    x0 = torch.tensor([[2.0, 1.0], [0.0, 4.0]], dtype=torch.float64)
-    algo = build("ecd", topo, x0, "top:0.5", local_cfg=LocalStepConfig())
-    algo.step(None, LR)
-    torch.testing.assert_close(algo.s, torch.tensor([[1.0, 2.5], [1.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
-    torch.testing.assert_close(algo.y, torch.tensor([[2.0, 2.5], [0.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
-    algo.step(None, LR)
-    torch.testing.assert_close(algo.s, torch.tensor([[1.0, 2.5], [1.0, 2.5]], dtype=torch.float64), rtol=0, atol=1e-12)
-    torch.testing.assert_close(algo.x, algo.s, rtol=0, atol=0)
+    with pytest.raises(BenchError, match="momentum"):
+        LocalStepConfig(momentum=1.0)
 
 
 @pytest.mark.parametrize("compressor", ["top:0.2", "rand:0.2"])
 def test_ecd_with_a_sparsifier_equals_per_neighbour_estimates(compressor):
     """The authors' bookkeeping, written out: every worker i holds an estimate of each neighbour j
-    (and of itself) and moves it only where j sent; s_i = Σ_j w_ij ŷ_ij. The module's single y per
-    worker and its sent change must give the same models, step by step."""
+    (and of itself) and moves it only where j sent (y_j ← (1 − 2/t) y_j + (2/t) z_j there, every other
+    coordinate untouched); s_i = Σ_j w_ij ŷ_ij. The module's single y per worker and its sent change must give the
+    same models, step by step."""
     n, d, lr = 6, 10, 0.1
     topo = make_topology("ring", n)
     W = torch.tensor(topo.W.copy(), dtype=torch.float64)

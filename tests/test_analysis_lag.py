@@ -8,7 +8,7 @@ import pytest
 
 from analysis import report
 from analysis.figures import lag_vs_consensus
-from analysis.lag import fit_band, fit_lag, lag_fits, lag_table, training_consensus
+from analysis.lag import fit_band, fit_lag, lag_fits, lag_table, training_consensus, write_tables
 from analysis.load import load_runs
 from analysis.summary import summarize
 from analysis_fixtures import make_run
@@ -121,10 +121,9 @@ def test_figure_caption_and_report_section(lag_runs, monkeypatch):
     kept = kept_figures(monkeypatch, lag_vs_consensus)
     _, caption = lag_vs_consensus.draw(lag_runs, runs.points, summary, lag_runs / "figures" / "lag_vs_consensus")
     assert len(kept) == 1 and "b = 0.50" in caption and "4 settings" in caption and "Spearman ρ = 1.00" in caption
-    (lag_runs / "summary.csv").write_text(summary.to_csv(index=False))
-    text = report.build_report(lag_runs)
+    text = report.build_report(lag_runs, (runs.points, summary, None), [])
     assert "## Why decentralized training lags" in text and "0.50 [0.50, 0.50]" in text
-    assert report.main([str(lag_runs)]) == 0
+    assert [p.name for p in write_tables(lag_runs, runs.points, summary)] == ["lag.csv", "lag_fits.csv"]
     written = pd.read_csv(lag_runs / "lag_fits.csv")
     assert math.isclose(written.loc[written["scope"] == "all methods", "slope"].iloc[0], 0.5)
 

@@ -12,7 +12,8 @@ from matplotlib.colors import to_rgba
 from analysis import labels, report
 from analysis.figures import noniid_effect
 from analysis.load import load_runs
-from analysis.noniid import difference_interval, gap_table, heterogeneity, mean_interval, noniid_table
+from analysis.noniid import (difference_interval, gap_table, heterogeneity, mean_interval, noniid_table,
+                             write_table)
 from analysis.summary import summarize
 from analysis_fixtures import make_cell, make_run
 from figure_probe import kept_figures, method_look
@@ -69,9 +70,9 @@ def test_figure_caption_and_report_section(noniid_runs, monkeypatch):
     _, caption = noniid_effect.draw(noniid_runs, runs.points, summary, noniid_runs / "figures" / "noniid_effect")
     assert len(kept) == 1 and "D-PSGD (ring, n = 8) on sorted: -16.0 pp" in caption
     (noniid_runs / "summary.csv").write_text(summary.to_csv(index=False))
-    text = report.build_report(noniid_runs)
+    text = report.build_report(noniid_runs)  # reads the stored summary
     assert "## Non-i.i.d. data" in text and "-16.00 [" in text and "i.i.d. reference" in text
-    assert report.main([str(noniid_runs)]) == 0 and (noniid_runs / "noniid.csv").is_file()
+    assert write_table(noniid_runs, summary) == noniid_runs / "noniid.csv"
 
 
 def test_a_study_on_one_partition_has_no_noniid_section_or_figure(tmp_path):
@@ -81,7 +82,7 @@ def test_a_study_on_one_partition_has_no_noniid_section_or_figure(tmp_path):
     summary = summarize(runs)
     assert noniid_table(summary).empty
     assert isinstance(noniid_effect.draw(tmp_path, runs.points, summary, tmp_path / "f"), str)
-    assert "## Non-i.i.d. data" not in report.build_report(tmp_path)
+    assert "## Non-i.i.d. data" not in report.build_report(tmp_path, (runs.points, summary, None), [])
 
 
 def test_figures_of_topology_and_n_keep_the_iid_partition_only():

@@ -48,37 +48,37 @@ def test_curves_of_c_over_root_nt_give_speedup_exactly_n(points):
             assert row["speedup_ci_low"] == pytest.approx(n) and row["speedup_ci_high"] == pytest.approx(n)
 
 
-def test_crossing_is_interpolated_between_evaluations():
-    # evaluated every 10 steps on a line from 1 at step 0 to 0 at step 100: 0.25 is crossed at 75
-    line = curve_points("allreduce", "none", 1, 0, np.linspace(1, 0, 11))
-    line["step"] = np.arange(0, 101, 10)
-    table = speedup_table(speedup_points(line), target=0.25, n_boot=10)
-    assert table["steps_to_target"].iloc[0] == pytest.approx(75.0)
+def allreduce(nodes, values, seed=0, **kw):
+    return curve_points("allreduce", "none", nodes, seed, values, **kw)
 
 
-def test_target_under_a_plateau_is_censored_and_a_censored_baseline_is_named():
-    one = [curve_points("allreduce", "none", 1, s, np.maximum(theory(1), 0.1)) for s in range(2)]
-    four = [curve_points("allreduce", "none", 4, s, np.maximum(theory(4), 0.2)) for s in range(2)]
-    table = speedup_table(speedup_points(pd.concat(one + four)), target=0.15, n_boot=50).set_index("nodes")
-    assert table.loc[4, "status"] == "censored" and table.loc[4, "reached"] == 0
-    assert math.isinf(table.loc[4, "steps_to_target"]) and math.isnan(table.loc[4, "speedup"])
-    # floors: 0.1 at n = 1 (1/√t < 0.1 after t = 100) and 0.2 at n = 4
-    assert table.loc[4, "floor_ratio"] == pytest.approx(0.5)
-    lower = speedup_table(speedup_points(pd.concat(one + four)), target=0.05, n_boot=50).set_index("nodes")
-    assert lower.loc[4, "status"] == BASELINE_CENSORED and math.isnan(lower.loc[4, "speedup"])
+# floors: 0.1 at n = 1 (1/√t < 0.1 after t = 100) and 0.2 at n = 4
+PLATEAU = [allreduce(n, np.maximum(theory(n), floor), s) for n, floor in ((1, 0.1), (4, 0.2)) for s in range(2)]
+OWN_N1 = [allreduce(1, theory(1)), allreduce(4, theory(4)), allreduce(1, theory(1) * 2, 1, lr=0.5),
+          allreduce(4, theory(4) * 2, 1, lr=0.5)]
 
 
-def test_diverged_runs_are_diverged_not_censored():
-    one = curve_points("dpsgd", "none", 1, 0, theory(1))
-    blown = [curve_points("dpsgd", "none", 16, s, np.full(5, 1e4), status="diverged") for s in range(3)]
-    table = speedup_table(speedup_points(pd.concat([one, *blown])), target=0.125, n_boot=20).set_index("nodes")
-    assert table.loc[16, "status"] == "diverged"
-
-
-def test_a_method_without_n1_runs_uses_the_allreduce_baseline():
-    parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("choco", "sign", 4, 0, theory(4))]
-    table = speedup_table(speedup_points(pd.concat(parts)), target=0.125, n_boot=20).set_index("method")
-    assert table.loc["Choco-SGD (sign)", "speedup"] == pytest.approx(4.0)
+# (the curves, the target, the row of the table, what it holds); the crossing is tta.first_crossing's
+# (tests/test_analysis.py)
+@pytest.mark.parametrize("parts, target, at, expected", [
+    # a target under a plateau is censored; one under the n = 1 runs' plateau leaves no baseline
+    (PLATEAU, 0.15, {"nodes": 4}, {"status": "censored", "reached": 0, "steps_to_target": math.inf,
+                                   "speedup": math.nan, "floor_ratio": 0.5}),
+    (PLATEAU, 0.05, {"nodes": 4}, {"status": BASELINE_CENSORED, "speedup": math.nan}),
+    ([curve_points("dpsgd", "none", 1, 0, theory(1))] + [
+        curve_points("dpsgd", "none", 16, s, np.full(5, 1e4), status="diverged") for s in range(3)], 0.125,
+     {"nodes": 16}, {"status": "diverged"}),  # diverged, not censored
+    # a method without n = 1 runs takes the all-reduce baseline
+    ([allreduce(1, theory(1)), curve_points("choco", "sign", 4, 0, theory(4))], 0.125, {"method": "Choco-SGD (sign)"},
+     {"speedup": 4.0}),
+    # a regime with its own n = 1 runs does not take the shared ones: 64/16 over its own (over the shared: 1)
+    (OWN_N1, 0.25, {"lr_regime": "η = 0.5", "nodes": 1}, {"lr": 0.5, "seeds": 1, "shared": False}),
+    (OWN_N1, 0.25, {"lr_regime": "η = 0.5", "nodes": 4}, {"speedup": 4.0}),
+])
+def test_the_speedup_table_on_curves_with_known_answers(parts, target, at, expected):
+    table = speedup_table(speedup_points(pd.concat(parts)), target=target, n_boot=20)
+    (row,) = [row for _, row in table.iterrows() if all(row[k] == v for k, v in at.items())]
+    assert {k: row[k] for k in expected} == pytest.approx(expected, nan_ok=True)
 
 
 def test_default_target_is_twice_the_n1_allreduce_floor():
@@ -182,17 +182,6 @@ def test_both_default_targets_per_regime_and_one_table_per_regime_in_the_report(
     md = speedup_section(points)
     assert md.count("### lsq: ") == 2 and "constant LR" in md and "√n" in md and "(shared)" in md
     assert "2× floor" in md and "1.25× floor" in md
-
-
-def test_a_regime_with_its_own_n1_runs_does_not_take_the_shared_ones():
-    parts = [curve_points("allreduce", "none", 1, 0, theory(1)), curve_points("allreduce", "none", 4, 0, theory(4)),
-             curve_points("allreduce", "none", 1, 1, theory(1) * 2, lr=0.5),
-             curve_points("allreduce", "none", 4, 1, theory(4) * 2, lr=0.5)]
-    table = speedup_table(speedup_points(pd.concat(parts)), target=0.25, n_boot=20)
-    other = table[table["lr_regime"] == "η = 0.5"].set_index("nodes")
-    assert other.loc[1, "lr"] == 0.5 and other.loc[1, "seeds"] == 1 and not other.loc[1, "shared"]
-    # 64/16 over its own n = 1 run; with the shared one (16 steps) it would be 1
-    assert other.loc[4, "speedup"] == pytest.approx(4.0)
 
 
 def test_figure_has_one_curve_panel_per_method_readable_titles_and_the_fitted_constant(tmp_path, monkeypatch):

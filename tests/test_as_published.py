@@ -7,7 +7,7 @@ import torch
 
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
-from test_faults_late import build as build_faulty
+from test_algorithms import build, start
 
 
 @pytest.mark.parametrize("graph, n", [("ring", 8), ("star", 9)])
@@ -17,7 +17,7 @@ def test_pairwise_gossip_is_boyds_exact_average_of_the_rounds_edge(graph, n):
     replay of the schedule's edges; and the exact average needs fewer rounds to bring the spread to 1e-6 of what
     it was than the same edges mixed with the graph's w_ij (the suite's form before 2026-12-07)."""
     topo = make_topology(graph, n)
-    algo = build_faulty("dpsgd", topo, {"pairwise": True})
+    algo = build("dpsgd", topo, start(n, identical=False), faults={"pairwise": True})
     schedule = FaultSchedule(parse_faults({"pairwise": True}, n), topo.link_union(), 1)
     W = torch.as_tensor(topo.W.copy(), dtype=torch.float64)
     x, y = algo.x.clone(), algo.x.clone()  # Boyd's; the graph's weights

@@ -217,6 +217,17 @@ def test_the_statistics_the_verdicts_state():
     assert spearman_test([1, 2, 3, 4], [10, 20, 30, 40], "greater") == pytest.approx((1.0, 1 / 24))
     assert spearman_test([1, 2, 3, 4], [10, 20, 30, 40], "less")[1] == pytest.approx(1.0)
     assert spearman_test([1, 2, 3, 4], [20, 10, 30, 40], "greater") == pytest.approx((0.8, 4 / 24))
+    # the difference of two predictors' correlations, its interval, and the pairs that tell them apart
+    x = np.arange(8.0)
+    assert bootstrap_correlation_difference(x, x, -x) == (0.0, 0.0, 0.0)  # one predictor twice: no difference
+    noisy = x + np.array([3, -3, 2, -2, 1, -1, 0, 0])
+    d, low, high = bootstrap_correlation_difference(noisy, x, -x)
+    assert d == pytest.approx(spearman(noisy, -x) + 1.0) and low <= d <= high and d > 0
+    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
+    with pytest.raises(ValueError, match="at least 3 points"):
+        bootstrap_correlation_difference([1, 2], [1, 2], [1, 2])
+    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 7.8), "c": (0.05, 6.6)}) == [("a", "b")]
+    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 12.0), "c": (0.5, 6.0)}) == []
 
 
 def test_every_claim_is_incomplete_on_an_empty_study_and_seeds_are_counted_from_two():
@@ -273,16 +284,3 @@ def test_a_summary_from_before_the_n_eff_column_still_reads(tmp_path):
     old["cell"], old["run_id"], old["status"], old["nodes"], old["seed"] = "c", "r", "completed", 16, 0
     old.to_csv(tmp_path / "summary.csv", index=False)
     assert "n_eff" not in read_summary(tmp_path / "summary.csv")
-
-
-def test_the_correlation_difference_its_interval_and_the_pairs_that_tell_the_predictors_apart():
-    x = np.arange(8.0)
-    assert bootstrap_correlation_difference(x, x, -x) == (0.0, 0.0, 0.0)  # one predictor twice: no difference
-    noisy = x + np.array([3, -3, 2, -2, 1, -1, 0, 0])
-    d, low, high = bootstrap_correlation_difference(noisy, x, -x)
-    assert d == pytest.approx(spearman(noisy, -x) + 1.0) and low <= d <= high and d > 0
-    assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
-    with pytest.raises(ValueError, match="at least 3 points"):
-        bootstrap_correlation_difference([1, 2], [1, 2], [1, 2])
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 7.8), "c": (0.05, 6.6)}) == [("a", "b")]
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 12.0), "c": (0.5, 6.0)}) == []

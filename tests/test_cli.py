@@ -2,8 +2,6 @@
 status 2."""
 import json
 import re
-import subprocess
-import sys
 
 import pytest
 
@@ -24,36 +22,20 @@ def test_every_registered_command_has_help_and_a_run_and_the_help_lists_exactly_
         assert " ".join(module.HELP.split()[:4]) in " ".join(out.split()), module.NAME
 
 
-def test_the_help_of_every_command_needs_no_analysis_and_no_torch_but_where_it_lists_the_algorithms():
-    # a command module imports what it runs inside run(): the parser is built for every command at once. `bench run
-    # --help` lists the registered algorithms, which are their modules (torch and all): it needs no analysis only
-    code = ("import contextlib, io, sys\nfrom bench.cli import COMMANDS, main\n"
-            "for name in [n for n in COMMANDS if (n == 'run') == (sys.argv[1] == 'run')]:\n"
-            "    with contextlib.redirect_stdout(io.StringIO()) as out:\n"
-            "        try:\n            main([name, '--help'])\n"
-            "        except SystemExit as stop:\n            assert stop.code == 0, name\n"
-            "    assert out.getvalue().startswith('usage: bench ' + name), name\n"
-            "print(sorted({m.split('.')[0] for m in sys.modules if m.split('.')[0] in ('torch', 'analysis')}))")
-    for which, imported in (("others", "[]"), ("run", "['torch']")):
-        proc = subprocess.run([sys.executable, "-c", code, which], capture_output=True, text=True)
-        assert proc.returncode == 0 and proc.stdout.strip() == imported, (proc.stdout[-300:], proc.stderr[-500:])
-
-
-def test_topology_json_has_the_contract_keys(capsys):
-    assert main(["topology", "--topology", "torus", "--nodes", "16", "--json"]) == 0
+@pytest.mark.parametrize("argv, expected", [
+    (["--topology", "torus", "--nodes", "16"], {"n": 16, "num_edges": 32, "max_degree": 4,
+                                                 "spectral_gap": pytest.approx(0.4)}),
+    (["--topology", "complete", "--nodes", "1"], {"n": 1, "num_edges": 0, "spectral_gap": 1.0}),  # one node
+    # the --weights flag changes the matrix: Metropolis weights mix the social graph more slowly
+    (["--topology", "social", "--nodes", "32"], {"weights": "maxdeg", "spectral_gap": pytest.approx(0.0903, 1e-3)}),
+    (["--topology", "social", "--nodes", "32", "--weights", "metropolis"],
+     {"weights": "metropolis", "spectral_gap": pytest.approx(0.0821, 1e-3)}),
+])
+def test_topology_json_has_the_contract_keys(argv, expected, capsys):
+    assert main(["topology", *argv, "--json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert {"n", "num_edges", "max_degree", "weights", "spectral_gap", "beta"} <= set(info)
-    assert info["n"] == 16 and info["num_edges"] == 32 and info["max_degree"] == 4
-    assert round(info["spectral_gap"], 3) == 0.4
-
-
-def test_topology_weights_flag_changes_the_matrix(capsys):
-    main(["topology", "--topology", "social", "--nodes", "32", "--weights", "metropolis", "--json"])
-    metropolis = json.loads(capsys.readouterr().out)
-    main(["topology", "--topology", "social", "--nodes", "32", "--json"])
-    default = json.loads(capsys.readouterr().out)
-    assert metropolis["weights"] == "metropolis" and default["weights"] == "maxdeg"
-    assert metropolis["spectral_gap"] < default["spectral_gap"]
+    assert {key: info[key] for key in expected} == expected
 
 
 @pytest.mark.parametrize("argv,word", [
@@ -64,6 +46,7 @@ def test_topology_weights_flag_changes_the_matrix(capsys):
     (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], "1.5"),
     (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], "zip"),
     (["tune-gamma", "--compressor", "sign", "--nodes", "0"], "0"),
+    (["topology", "--topology", "ring", "--nodes", "1"], "n=1"),  # one node: on complete only
 ])
 def test_bad_input_is_one_line_and_status_two(argv, word, capsys):
     # in process (the child process's real stderr: tests/test_run.py and tests/test_entry_properties.py)
@@ -71,21 +54,29 @@ def test_bad_input_is_one_line_and_status_two(argv, word, capsys):
     assert_refused(status, err, word)
 
 
-def test_tune_gamma_prints_the_best_gamma_of_the_grid(capsys):
+def test_tune_gamma_prints_the_best_gamma_of_the_grid_and_one_line_of_what_it_did(capsys):
     argv = ["tune-gamma", "--topology", "ring", "--nodes", "8", "--dim", "200", "--steps", "150",
-            "--compressor", "top:0.1", "--grid", "0.01,0.1,0.9", "--json", "--quiet"]
-    assert main(argv) == 0
-    out = json.loads(capsys.readouterr().out)
+            "--compressor", "top:0.1", "--grid", "0.01,0.1,0.9", "--json"]
+    status, out, err = run_cli(main, argv, capsys)
+    assert status == 0 and re.fullmatch(r"top:0\.1: best γ = \S+ of 3 values × 150 rounds \(\d+\.\d s\)\n", err), err
+    out = json.loads(out)
     finite = [g for g in out["grid"] if not g["diverged"]]
     assert out["best_gamma"] in (0.01, 0.1, 0.9)
     assert out["best_rel_error"] == min(g["rel_error"] for g in finite)
     assert out["compressor"] == "top:0.1"
+    argv = ["tune-gamma", "--nodes", "4", "--dim", "10", "--steps", "20", "--compressor", "sign", "--grid", "0.1,0.5"]
+    status, out, err = run_cli(main, argv, capsys)  # without --json: a table of the grid
+    assert status == 0 and "best gamma = " in out and out.count("<- best") == 1, out
 
 
-def test_consensus_command_writes_tidy_traces(tmp_path, capsys):
+def test_consensus_command_writes_tidy_traces_and_one_line_per_compressor(tmp_path, capsys):
     argv = ["consensus", "--nodes", "8", "--dim", "100", "--steps", "60", "--methods", "exact", "sign", "top:0.2",
-            "--out", str(tmp_path), "--quiet"]
-    assert main(argv) == 0
+            "--out", str(tmp_path)]
+    status, out, err = run_cli(main, argv, capsys)
+    lines = err.splitlines()  # off a terminal: no progress bar, a line per compressor; the table on stdout
+    assert status == 0 and len(lines) == 3 and "\r" not in err and "method" in out and "exact" in out, err
+    assert lines[0].startswith("[1/3] exact: exact gossip, relative error")
+    assert lines[1].startswith("[2/3] sign: γ = ") and "(tuned: 20 values × " in lines[1]
     import pandas as pd
 
     traces = pd.read_csv(tmp_path / "traces.csv")
@@ -99,7 +90,9 @@ def test_consensus_command_writes_tidy_traces(tmp_path, capsys):
     assert exact["bits_per_worker"].iloc[-1] == 2 * 32 * 100 * exact["step"].iloc[-1]
     assert (exact["bits_per_worker_max"] == exact["bits_per_worker"]).all()  # a ring is regular
     assert exact["bits_paper_per_worker"].iloc[-1] == 32 * 100 * exact["step"].iloc[-1]
-    assert "exact" in capsys.readouterr().out
+    quiet = run_cli(main, ["consensus", "--nodes", "4", "--dim", "10", "--steps", "20", "--methods", "sign",
+                           "--quiet"], capsys)
+    assert quiet[0] == 0 and quiet[2] == ""
 
 
 def test_bits_command_reproduces_table1_column(capsys):
@@ -111,29 +104,3 @@ def test_bits_command_reproduces_table1_column(capsys):
     assert round(rows["qsgd:4,biased=false"], 2) == 0.13
     assert round(rows["top:0.1"], 2) == 0.21
     assert round(rows["sign"], 3) == 0.033  # 0.032 in the paper, which leaves out the 65 per-layer scales
-
-
-def test_one_node_is_allowed_on_complete_only(capsys):
-    assert main(["topology", "--topology", "complete", "--nodes", "1", "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["n"] == 1 and info["num_edges"] == 0 and info["spectral_gap"] == 1.0
-    proc = subprocess.run([sys.executable, "-m", "bench", "topology", "--topology", "ring", "--nodes", "1"],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0 and "n=1" in proc.stderr
-
-
-def test_run_settings_json_is_the_flags_layer_beneath_the_flags_and_set(tmp_path, capsys):
-    # the pipeline hands each job its settings as one JSON object; a flag or --set beside it wins
-    fast = ["--set", "compute_time=0.01", "--set", "task_options.n_train=64", "--set", "batch_size=8", "--quiet"]
-    settings = json.dumps({"task": "lsq", "nodes": 8, "epochs": 1, "seed": 2, "lr": 0.3})
-    assert main(["run", "--settings", settings, "--nodes", "4", "--set", "lr=0.05", *fast,
-                 "--out", str(tmp_path / "json")]) == 0
-    assert main(["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "2", "--lr", "0.05", *fast,
-                 "--out", str(tmp_path / "flags")]) == 0
-    json_run, flags_run = (json.loads((tmp_path / d / "run.json").read_text()) for d in ("json", "flags"))
-    assert json_run["config"]["nodes"] == 4 and json_run["config"]["lr"] == 0.05
-    assert json_run["run_id"] == flags_run["run_id"] and json_run["fingerprint"] == flags_run["fingerprint"]
-    capsys.readouterr()
-    assert main(["run", "--settings", "{not json", "--out", str(tmp_path / "bad")]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "not JSON" in err and not (tmp_path / "bad").exists()

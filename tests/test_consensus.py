@@ -10,9 +10,10 @@ from bench.topology import make_topology
 N, DIM = 25, 2000
 
 # γ from a grid search on this very problem (`bench tune-gamma --topology ring --nodes 25
-# --compressor C --steps S --grid ...`); the rounds give each method a margin below 1e-4.
-CHOCO_CASES = [("sign", 0.6, 1000), ("qsgd:2", 0.11, 2000), ("top:0.01", 0.05, 4000),
-               pytest.param("rand:0.01", 0.011, 18000, marks=pytest.mark.slow)]  # 18,000 rounds
+# --compressor C --steps S --grid ...`); the rounds give each method a margin below 1e-4. Random-k on d = 200 keeping
+# 10 %: as few coordinates as 1 % of 2000, in 1,600 rounds where 1 % took 18,000 (the rate goes with the fraction).
+CHOCO_CASES = [("sign", 0.6, 1000, DIM), ("qsgd:2", 0.11, 2000, DIM), ("top:0.01", 0.05, 4000, DIM),
+               ("rand:0.1", 0.12, 1600, 200)]
 
 
 @pytest.fixture(scope="module")
@@ -26,29 +27,24 @@ def choco(ring):
     change the run: every round up to 1000, else every tenth)."""
     made = {}
 
-    def trace(compressor, gamma, steps):
-        if (compressor, gamma, steps) not in made:
-            made[compressor, gamma, steps] = run_consensus(ring, compressor, gamma=gamma, steps=steps, dim=DIM, seed=0,
-                                                           record_every=1 if steps <= 1000 else 10)
-        return made[compressor, gamma, steps]
+    def trace(compressor, gamma, steps, dim=DIM):
+        if (compressor, gamma, steps, dim) not in made:
+            made[compressor, gamma, steps, dim] = run_consensus(ring, compressor, gamma=gamma, steps=steps, dim=dim,
+                                                                seed=0, record_every=1 if steps <= 1000 else 10)
+        return made[compressor, gamma, steps, dim]
     return trace
 
 
-@pytest.mark.parametrize("compressor,gamma,steps", CHOCO_CASES)
-def test_choco_gossip_reaches_the_exact_initial_average(choco, compressor, gamma, steps):
-    trace = choco(compressor, gamma, steps)
+@pytest.mark.parametrize("compressor,gamma,steps,dim", CHOCO_CASES)
+def test_choco_gossip_reaches_the_exact_initial_average(choco, compressor, gamma, steps, dim):
+    """The error is measured against the initial average, so a drifting average would stall it; from a spread start."""
+    x0 = initial_vectors(N, dim, seed=0)
+    assert float(((x0 - x0.mean(0)) ** 2).sum(1).mean()) > 1.0
+    trace = choco(compressor, gamma, steps, dim)
     assert not trace.diverged
     assert trace.final_error <= 1e-4, f"{compressor}: error {trace.final_error:.2e} after {steps} rounds"
     # steady progress: the error has fallen by 1e-2 or more between a tenth of the run and its end
     assert trace.rel_error[-1] <= 1e-2 * trace.rel_error[trace.steps.index(steps // 10)]
-
-
-def test_choco_gossip_keeps_the_average_and_converges_to_it(choco):
-    x0 = initial_vectors(N, DIM, seed=0)
-    trace = choco("top:0.01", 0.05, 4000)
-    # the error is measured against the initial average, so a drifting average would stall it
-    assert trace.final_error < 1e-4
-    assert float(((x0 - x0.mean(0)) ** 2).sum(1).mean()) > 1.0  # a genuinely spread start
 
 
 def test_exact_gossip_decays_at_the_spectral_rate(ring):

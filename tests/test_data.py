@@ -250,26 +250,18 @@ def test_unequal_shards_keep_a_full_epoch_and_cycle_small_shards():
             assert len(set(seen)) == len(seen)
 
 
-@pytest.mark.parametrize(
-    "scheme, batch, message",
-    [
-        ("bogus", 4, "unknown partition scheme 'bogus'; allowed: shuffle, split, sorted, dirichlet"),
-        ("dirichlet:0", 4, "must be a number > 0"),
-        ("dirichlet:-1", 4, "must be a number > 0"),
-        ("dirichlet", 4, "must be a number > 0"),
-        ("split:3", 4, "unknown partition scheme"),
-        ("split", 30, "batch_size 30 is larger than the smallest shard \\(25 samples\\)"),
-    ],
-)
-def test_bad_partition_input(scheme, batch, message):
+@pytest.mark.parametrize("scheme, labels, batch, message", [
+    ("bogus", None, 4, "unknown partition scheme 'bogus'; allowed: shuffle, split, sorted, dirichlet"),
+    ("dirichlet:0", None, 4, "must be a number > 0"), ("dirichlet:-1", None, 4, "must be a number > 0"),
+    ("dirichlet", None, 4, "must be a number > 0"), ("split:3", None, 4, "unknown partition scheme"),
+    ("split", None, 30, "batch_size 30 is larger than the smallest shard \\(25 samples\\)"),
+    ("sorted", torch.randn(100), 4, "integer class labels"),
+])
+def test_bad_partition_input(scheme, labels, batch, message):
+    labels = torch.arange(100) % 10 if labels is None else labels
     with pytest.raises(BenchError, match=message):
-        WorkerBatches(torch.arange(100) % 10, 4, batch, scheme, seed=0)
-
-
-def test_sorted_needs_integer_labels():
-    with pytest.raises(BenchError, match="integer class labels"):
-        WorkerBatches(torch.randn(40), 2, 4, "sorted")
-    assert WorkerBatches(torch.randn(40), 2, 4, "shuffle").steps_per_epoch == 5
+        WorkerBatches(labels, 4, batch, scheme, seed=0)
+    assert WorkerBatches(labels, 4, 4, "shuffle", seed=0).steps_per_epoch == 6  # the same labels deal as a shuffle
 
 
 @pytest.mark.parametrize("scheme,n,batch,digest", [

@@ -1,5 +1,6 @@
-"""DeepSqueeze (the authors' form, epfml/ChocoSGD): its update written out by hand and that gossip alone brings the
-models together. D-PSGD with exact messages and one message a round: tests/test_laws.py."""
+"""DeepSqueeze (the authors' form, epfml/ChocoSGD): its update written out by hand. D-PSGD with exact messages, one
+message a round, gossip alone bringing the models together and the average: tests/test_laws.py and
+tests/test_keeping_the_average.py."""
 import pytest
 import torch
 
@@ -30,18 +31,3 @@ def test_the_update_is_the_authors_written_out(compressor):
         torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
         torch.testing.assert_close(algo.error, e, rtol=0, atol=1e-12)
     assert algo.error.abs().sum() > 0 or compressor == "none"
-
-
-# the average moves as SGD's whatever the compression: tests/test_keeping_the_average.py
-def test_gossip_alone_brings_the_models_together():
-    """With no gradient the models contract to their (unchanged) average despite a 1-bit sign compressor."""
-    n = 8
-    topo = make_topology("ring", n)
-    algo = build("deepsqueeze", topo, start(n, identical=False), "sign", {"gamma": 0.2}, local_cfg=LocalStepConfig())
-    mean = algo.x.mean(0)
-    spread = float((algo.x - mean).norm())
-    for _ in range(300):
-        algo.step(None, LR)
-    assert float((algo.x - mean).norm()) < 0.1 * spread
-
-

@@ -372,7 +372,7 @@ def _damage(run: Path, how) -> None:
         pass
 
 
-@_profile(examples=60)
+@_profile(examples=30)
 @given(accs=st.lists(st.floats(0, 1), min_size=1, max_size=3), damages=st.lists(damage, max_size=3),
        command=st.sampled_from(["summarize", "baseline", "regress"]),
        args=st.lists(st.tuples(st.sampled_from(["--target-acc", "--target-rel", "--metric", "--acc-tol"]),
@@ -383,6 +383,9 @@ def _damage(run: Path, how) -> None:
          command="summarize", args=[("--target-rel", "0.5")])  # KeyError: 'epoch'
 @example(accs=[0.5], damages=[("bytes", "run.json", b"{")] * 2, command="summarize", args=[])  # notes and error
 @example(accs=[0.5], damages=[], command="summarize", args=[("--target-acc", "--")])  # argparse: an empty list
+@example(accs=[0.5], damages=[], command="summarize", args=[("--target-rel", "nan")])  # not finite
+@example(accs=[0.5, 0.5], damages=[("bytes", "metrics.parquet", b"PAR1")] * 3, command="regress",
+         args=[])  # choco's seed 0 skipped: missing beside the baseline
 def test_analysis_summarizes_compares_or_says_why_not(accs, damages, command, args, base):
     box = Sandbox(base)
     make_cell(box.out, "choco", accs)

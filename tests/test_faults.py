@@ -4,19 +4,12 @@ said, and, in float64, what D-PSGD's reweighting keeps (the average under symmet
 does not (the average under one-directional losses), while the models still reach consensus."""
 from __future__ import annotations
 
-import hashlib
-import subprocess
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults, reweighted
 from bench.topology import make_topology
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def schedule(faults: dict, topology: str = "ring", n: int = 8, seed: int = 0) -> tuple[FaultSchedule, object]:
@@ -57,14 +50,8 @@ def test_the_schedule_is_the_same_for_any_order_of_asking_and_any_process():
         assert (again.lost_union(t) == forward[t]).all()
     other, _ = schedule(faults, seed=8)
     assert (losses(other, 60) != forward).any()
-    # another interpreter computes the same losses (a torch.distributed rank asks the same question)
-    code = ("import hashlib, numpy as np; from bench.faults import FaultSchedule, parse_faults; "
-            "from bench.topology import make_topology; t = make_topology('ring', 8); "
-            "s = FaultSchedule(parse_faults({'drop': 0.3, 'drop_model': 'gilbert-elliott', 'burst': 3}, 8), "
-            "t.link_union(), 7); print(hashlib.sha1(np.stack([s.lost_union(k) for k in range(60)]).tobytes())"
-            ".hexdigest())")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    assert out.strip() == hashlib.sha1(forward.tobytes()).hexdigest()
+    # another interpreter computes the same losses (a torch.distributed rank asks the same question): the ranks of
+    # tests/test_dist.py lose the simulator's messages
 
 
 def test_symmetric_losses_take_both_directions_of_an_edge_together():
@@ -183,7 +170,8 @@ def test_workers_away_lose_their_links_both_ways_at_the_rate_asked():
     ({"absent": [{"worker": 8, "rounds": [0, 5]}]}, "i is a worker 0..7"),
     ({"absent": [{"worker": 1, "rounds": [5, 2]}]}, "0 <= start < stop"),
     ({"absent": {"worker": 1}}, "faults.absent="),
-    ({"late": 1.5}, "faults.late"), ({"late": -0.1}, "faults.late"), ({"late": 0.1, "staleness": -1}, "faults.staleness"),
+    ({"late": 1.5}, "faults.late"), ({"late": -0.1}, "faults.late"),
+    ({"late": 0.1, "staleness": -1}, "faults.staleness"),
     ({"late": 0.1, "staleness": 1.5}, "faults.staleness"), ({"staleness": 2}, "faults.staleness"),
     ({"pairwise": "yes"}, "faults.pairwise"), ({"pairwise": True, "active": 0.5}, "faults.pairwise"),
 ])

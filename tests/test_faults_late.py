@@ -1,30 +1,18 @@
 """Late messages (faults.late, staleness τ) and randomised pairwise gossip (faults.pairwise), in float64:
 what each method's rule keeps (Choco's average whatever is late; D-PSGD's consensus from models up to τ rounds
-old), that a late message is applied exactly τ rounds on, and what is counted. (Both runtimes: tests/test_faults_methods.py.)"""
+old), that a late message is applied exactly τ rounds on, and what is counted. (Both runtimes: tests/test_dist.py.)"""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
 from bench.cli import main
-from bench.comm import SimulatedCommunicator
-from bench.compressors import make_compressor
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
+from test_faults_methods import build
 from test_dist import BASE
-from hostile import assert_refused
-
-
-def build(name, topo, faults, compressor="none", options=None, x0=None, seed=1):
-    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), seed) if faults else None
-    comm = SimulatedCommunicator(topo, faults=schedule)
-    return make_algorithm(name, start(topo.n, identical=False) if x0 is None else x0, comm,
-                          compressor=make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction),
-                          local=LocalStep(LocalStepConfig()), options=options or {},
-                          generator=torch.Generator().manual_seed(3))
 
 
 # -- the schedule ------------------------------------------------------------------------------
@@ -58,30 +46,16 @@ def test_pairwise_gossip_takes_one_edge_a_round_uniformly_and_sends_only_on_it()
 
 
 # -- what the methods keep ---------------------------------------------------------------------
-# each pattern of lateness once, each operator at least once: the rule is one code path
-@pytest.mark.parametrize("faults, compressor, gamma", [
-    ({"late": 0.3, "staleness": 1}, "sign", 0.2), ({"late": 0.5, "staleness": 3}, "top:0.1", 0.1),
-    ({"late": 0.3, "staleness": 2, "drop": 0.2}, "sign", 0.2)], ids=["late", "later", "late-and-lost"])
-def test_choco_gossip_with_late_messages_keeps_the_average_and_reaches_consensus(faults, compressor, gamma):
-    topo = make_topology("ring", 8)
-    algo = build("choco", topo, faults, compressor, {"gamma": gamma})
-    mean, spread = algo.x.mean(dim=0).clone(), float((algo.x - algo.x.mean(dim=0)).norm())
-    late = 0
-    for _ in range(3000):
-        late += algo.step(None, 0.0).link_late
-    assert late > 0
-    torch.testing.assert_close(algo.x.mean(dim=0), mean, rtol=0, atol=1e-12)  # both ends take each q alike
-    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
-
-
+# the average kept whatever is late (both ends take each q alike): tests/test_keeping_the_average.py
 def test_late_messages_make_choco_need_a_smaller_step():
     """A late q is sent again in part (the sender's copy lacks it until it lands), so the copies overshoot when
     both arrive: Choco-Gossip sign at γ = 0.4 reaches consensus on time and with 30 % of messages one round late,
-    and diverges with half of them three rounds late; γ = 0.2 converges there (measured: 1e-16 of the spread)."""
+    and diverges with half of them three rounds late; γ = 0.2 converges there (measured: 1e-16 of the spread), and
+    where late messages and lost ones mix."""
     topo = make_topology("ring", 8)
 
     def spread_after(faults, gamma):
-        algo = build("choco", topo, faults, "sign", {"gamma": gamma})
+        algo = build("choco", topo, faults, "sign", gamma)
         first = float((algo.x - algo.x.mean(dim=0)).norm())
         for _ in range(3000):
             algo.step(None, 0.0)
@@ -90,6 +64,7 @@ def test_late_messages_make_choco_need_a_smaller_step():
     assert spread_after(None, 0.4) < 1e-9 and spread_after({"late": 0.3, "staleness": 1}, 0.4) < 1e-9
     assert not spread_after({"late": 0.5, "staleness": 3}, 0.4) < 1.0  # diverged (inf or nan compare False)
     assert spread_after({"late": 0.5, "staleness": 3}, 0.2) < 1e-9
+    assert spread_after({"late": 0.3, "staleness": 2, "drop": 0.2}, 0.2) < 1e-6
 
 
 def test_a_late_q_is_added_at_both_ends_exactly_staleness_rounds_on():
@@ -97,7 +72,7 @@ def test_a_late_q_is_added_at_both_ends_exactly_staleness_rounds_on():
     of round s that is late landing in round s + 2, lost ones never, and the sender's next q taken against a copy
     that lacks what is on its way (so the copy overshoots when both land)."""
     topo = make_topology("ring", 4)
-    algo = build("choco", topo, {"late": 0.5, "staleness": 2, "drop": 0.2}, "none", {"gamma": 1e-300})
+    algo = build("choco", topo, {"late": 0.5, "staleness": 2, "drop": 0.2}, "none", 1e-300)
     schedule, union = algo.comm.faults, algo.comm.union_links().links
     x, src = algo.x.clone(), torch.as_tensor(union.src.copy())  # x + 1e-300·u is x in float64
     copy, on_way = torch.zeros_like(algo.x_hat), {}
@@ -117,7 +92,7 @@ def test_a_late_q_is_added_at_both_ends_exactly_staleness_rounds_on():
 
 def test_dpsgd_with_late_messages_mixes_the_newest_copy_heard_and_reaches_consensus():
     topo = make_topology("ring", 8)
-    algo = build("dpsgd", topo, {"late": 0.4, "staleness": 3})
+    algo = build("dpsgd", topo, {"late": 0.4, "staleness": 3}, "none", None)
     assert algo.stale
     spread = float((algo.x - algo.x.mean(dim=0)).norm())
     for _ in range(600):
@@ -129,7 +104,8 @@ def test_dpsgd_stale_rule_on_time_is_dpsgd():
     """late = 1e-300: the stale rule's machinery, every message on time: D-PSGD's iterates exactly."""
     topo, problem = make_topology("ring", 8), Quadratic(8, 40)
     x0 = start(8, identical=False)
-    plain, stale = build("dpsgd", topo, None, x0=x0.clone()), build("dpsgd", topo, {"late": 1e-300}, x0=x0.clone())
+    plain = build("dpsgd", topo, None, "none", None, x0=x0.clone())
+    stale = build("dpsgd", topo, {"late": 1e-300}, "none", None, x0=x0.clone())
     assert stale.stale
     for _ in range(20):
         plain.step(problem.grad(plain.x), 0.05)
@@ -141,8 +117,8 @@ def test_dpsgd_stale_rule_on_time_is_dpsgd():
 def test_dpsgd_stale_rule_uses_the_model_of_the_round_a_late_message_was_sent():
     """One worker's out-link late every round with staleness 2: its neighbour mixes its model of 2 rounds ago."""
     topo = make_topology("ring", 4)
-    algo = build("dpsgd", topo, {"late": 1.0, "staleness": 2}, x0=torch.arange(4.0, dtype=torch.float64)
-                 .reshape(4, 1).repeat(1, 3))
+    x0 = torch.arange(4.0, dtype=torch.float64).reshape(4, 1).repeat(1, 3)
+    algo = build("dpsgd", topo, {"late": 1.0, "staleness": 2}, "none", None, x0=x0)
     history = [algo.x.clone()]
     for _ in range(6):
         algo.step(None, 0.0)
@@ -158,7 +134,7 @@ def test_dpsgd_stale_rule_uses_the_model_of_the_round_a_late_message_was_sent():
 
 def test_pairwise_dpsgd_averages_one_edge_a_round_and_keeps_the_average():
     topo = make_topology("ring", 8)
-    algo = build("dpsgd", topo, {"pairwise": True})
+    algo = build("dpsgd", topo, {"pairwise": True}, "none", None)
     mean, spread = algo.x.mean(dim=0).clone(), float((algo.x - algo.x.mean(dim=0)).norm())
     before = algo.x.clone()
     traffic = algo.step(None, 0.0)
@@ -170,19 +146,8 @@ def test_pairwise_dpsgd_averages_one_edge_a_round_and_keeps_the_average():
     assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
 
 
-# -- bad input and refusals --------------------------------------------------------------------
-@pytest.mark.parametrize("algorithm, compressor, faults, says", [
-    ("deepsqueeze", "sign", "late=0.1", "faults.late"), ("choco", "sign", "pairwise=true", "faults.pairwise")])
-def test_a_method_without_the_rule_is_refused_before_anything_is_written(tmp_path, capsys, algorithm, compressor,
-                                                                        faults, says):
-    out = tmp_path / "run"
-    code = main(["run", *BASE, "--algorithm", algorithm, "--compressor", compressor, "--set", f"faults.{faults}",
-                 "--out", str(out)])
-    assert_refused(code, capsys.readouterr().err, says)
-    assert not out.exists()
-
-
-# late messages and pairwise gossip under torch.distributed: tests/test_faults_methods.py (one launch)
+# a method without the rule for late messages or pairwise gossip is refused: tests/test_faults_run.py
+# late messages and pairwise gossip under torch.distributed: tests/test_dist.py (one launch)
 
 
 def test_late_messages_to_workers_away_still_land_and_a_run_counts_them(tmp_path):
@@ -202,7 +167,7 @@ def test_late_messages_to_workers_away_still_land_and_a_run_counts_them(tmp_path
     assert 0.3 < a["messages_late"].iloc[-1] / a["messages_sent"].iloc[-1] < 0.7 and a["messages_dropped"].iloc[-1] == 0
     pd.testing.assert_series_equal(a["test_loss"], b["test_loss"])
     pd.testing.assert_series_equal(a["consensus_distance"], b["consensus_distance"])
-    algo = build("dpsgd", make_topology("ring", 4), {"pairwise": True, "late": 0.5, "staleness": 3})
+    algo = build("dpsgd", make_topology("ring", 4), {"pairwise": True, "late": 0.5, "staleness": 3}, "none", None)
     assert set(algo.worker_state()) == {"x", "local"}  # what the runner rolls back for a worker away
     assert {"heard", "delay"} <= set(algo.state_dict())  # what it checkpoints
 

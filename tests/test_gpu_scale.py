@@ -1,4 +1,4 @@
-"""`--config scale=gpu`: every study builds its DAG, and the `bench run` lines carry the paper's model and
+"""`--config scale=gpu`: the `bench run` lines carry the paper's model and
 hyper-parameters. The expected values are the paper's numbers (shared/PAPER.md; where it is silent, the
 authors' scripts in epfml/ChocoSGD, marked so), written here, not read back from the study files."""
 import json
@@ -15,7 +15,6 @@ from bench.pipeline import Study, sized
 pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
 ROOT = Path(__file__).resolve().parents[1]
-STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
 
 # Table 1: ResNet-20 on CIFAR-10, ring of 8, batch 128 per worker, 300 epochs, momentum 0.9, warm-up over 5
 # epochs then /10 at 150 and 225, data reshuffled every epoch, every worker's local model evaluated
@@ -68,33 +67,19 @@ def flat(settings: dict) -> dict:
 
 
 @pytest.fixture(scope="module")
-def gpu_runs(tmp_path_factory):
-    """study -> (final run lines, tuning trial lines) of its dry run at scale=gpu, all studies at once."""
-    from snakemake_api import dry_run  # in this process: a second or two a study
-
-    out, broken = {}, {}
-    for study in STUDIES:
-        try:
-            stdout = dry_run(ROOT / "config" / f"{study}.yaml", tmp_path_factory.mktemp(study), {"scale": "gpu"},
-                             shell=True)
-        except BaseException as err:  # the Snakefile's one-line refusals are SystemExit
-            broken[study] = f"{type(err).__name__}: {err}"[-1500:]
-            continue
-        if "total" not in stdout:
-            broken[study] = stdout[-1500:]
-            continue
-        commands = [part for line in stdout.splitlines() if "bench run" in line for part in line.split("&&")]
-        finals = [parse(c) for c in commands if f"results/{study}/runs/" in c]
-        trials = [t for line in stdout.splitlines() if "bench.pipeline.halving" in line for t in parse_plan(line)]
-        out[study] = (finals, trials)
-    assert not broken, broken
+def gpu_runs(study_dags):
+    """study -> (final run lines, tuning trial lines) of its dry run at scale=gpu, for every study with a gpu:
+    block (the others run their CPU settings: tests/snakemake_api.py; every study builds: test_pipeline.py)."""
+    out = {}
+    for name, said in study_dags.items():
+        study, scale = name.split("@")
+        if scale == "gpu":
+            commands = [part for line in said.splitlines() if "bench run" in line for part in line.split("&&")]
+            finals = [parse(c) for c in commands if f"results/{study}/runs/" in c]
+            trials = [t for line in said.splitlines() if "bench.pipeline.halving" in line for t in parse_plan(line)]
+            out[study] = (finals, trials)
+    assert set(PAPER) <= set(out) and all(out[study][0] for study in PAPER), "a paper's study without a final run"
     return out
-
-
-def test_every_study_builds_its_dag_at_gpu_scale(gpu_runs):
-    assert set(gpu_runs) == set(STUDIES)
-    for study in PAPER:
-        assert gpu_runs[study][0], f"{study}: no final run in the dry run"
 
 
 @pytest.mark.parametrize("study", sorted(PAPER))
@@ -114,9 +99,11 @@ def test_run_lines_carry_the_papers_settings(gpu_runs, study):
         assert float(run["val_fraction"]) > 0 and run["eval_local_workers"] == 0
 
 
-def test_scaling_and_table1_sweep_and_tune_what_the_paper_did(gpu_runs):
+def test_scaling_and_table1_sweep_and_tune_what_the_paper_did(gpu_runs, study_dags):
     finals, trials = gpu_runs["scaling"]  # the paper's node counts, the LR tuned per cell (from its tuned YAML)
     assert {r["nodes"] for r in finals} == {4, 16, 36, 64} and all("lr" not in r for r in finals)
+    assert {(r["topology"], r["nodes"]) for r in finals} >= {("ring", 64), ("torus", 64)}
+    assert "run_cell" in study_dags["scaling@gpu"]  # a job holds a cell's seeds
     assert {r["lr"] for r in trials} >= {0.1}
     finals, trials = gpu_runs["table1"]  # lr, weight decay and Choco's γ tuned
     assert all("lr" not in r and "weight_decay" not in r for r in finals) and {"lr", "weight_decay"} <= set(trials[0])

@@ -18,40 +18,13 @@ from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
 from bench.track.bisection import commit_range
-from track_records import START, git, git_repo, history, one_line, sha, write
+from track_records import (CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history, one_line,
+                           record, sha, tracked, write)
 
-CELL = "choco-sign_ring8"
-SIZES = {"round_d": 10000, "repeats": 2}
+ACC = f"study.{CELL}.final_test_acc"
 PERF = {"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.02]}
 NAN = {"b.round_vs_copy_sign": [math.nan, math.nan], "c.overhead": [math.nan, math.nan]}
-
-
-def record(commit: str | int, date: datetime | None = None, acc=(0.60, 0.61, 0.59), epochs=(4.0, 4.5, 5.0),
-           perf=None, target=0.5, errors=(), status=("completed",) * 3, machine="cpu-2c-gate", **perf_extra) -> dict:
-    """A record as bench track writes it: the study's one cell (3 seeds) and, when given, perf figures; a commit
-    given by number i is sha(i), committed i hours after START."""
-    if isinstance(commit, int):
-        commit, date = sha(commit), date or START + timedelta(hours=commit)
-    rec = {"kind": "choco-track", "version": 1, "commit": commit, "describe": commit[:7], "subject": "s",
-           "commit_date": date.isoformat(), "dirty": False, "started": (START + timedelta(days=9)).isoformat(),
-           "machine": {"id": machine, "cores": 2, "device": "cpu"}, "parts": ["study"], "errors": list(errors),
-           "study": {"name": "track", "config_digest": "16e1a9797ff1", "target_acc": target, "seeds": [0, 1, 2],
-                     "cells": {CELL: {"seeds": [0, 1, 2], "status": list(status), "final_test_acc": list(acc),
-                                      "epochs_to_target": list(epochs),
-                                      "bits_to_target": [None if e is None else e * 1e6 for e in epochs],
-                                      "time_to_target_s": [None if e is None else e * 2 for e in epochs]}}}}
-    if perf is not None:
-        rec["parts"] = ["perf", "study"]
-        rec["perf"] = {"command": "bench perf --quick", "sizes": SIZES, **perf_extra, "figures": {
-            name: {"values": values, "unit": "x", "kind": "ratio", "higher_is_better": False}
-            for name, values in perf.items()}}
-    return rec
-
-
-def flat_history(root: Path, n: int = 5, perf: bool = True) -> None:
-    """n commits, one an hour, of the same code: identical study numbers, perf ratios about 1."""
-    for i in range(n):
-        write(root, record(i, perf={"b.round_vs_copy_sign": [1.0, 1.02], "c.overhead": [2.0, 2.04]} if perf else None))
+SLOW = [1.0, 1.1]  # a perf figure at 5 before: 80 % worse
 
 
 def given(*records, perf: bool = True):
@@ -68,62 +41,136 @@ def edited(rec: dict, change) -> dict:
     return rec
 
 
+def series(*values, perf: str | None = None):
+    """A history of one quantity: commit i at values[i] (per seed of the cell c, or per repeat of the perf
+    figure ``perf``)."""
+    def build(root):
+        for i, v in enumerate(values):
+            write(root, record(i, perf={perf: v}) if perf else record(i, study={"c": {"final_test_acc": v}}))
+    return build
+
+
+def accuracies(n=8, **kw):
+    return lambda root: accuracy_history(root, n, **kw)
+
+
+def _dirty_newest(root):
+    accuracy_history(root, 4)
+    write(root, tracked(3, dirty=True, acc=[0.5, 0.5, 0.5]), name="dirty")  # the dirty tree lost 10 points
+
+
+def _busy_start(root):  # records without the CPU measure (older bench track): the load average at the start decides
+    for i in range(4):
+        write(root, record(i, perf={"a.speedup_n4": [5.0, 5.1] if i < 3 else [0.05, 0.06]}, higher=True,
+                           study={"c": {"final_test_acc": [0.6, 0.6, 0.6]}},
+                           load_average_1m={"start": 10.0 if i == 3 else 0.5, "end": 11.0}))
+
+
+def busy(*newest, load_start=0.5):
+    """Commits 0..2 of a perf figure (higher is better) at 5.0; commit 3 in one record per (share of the CPU
+    other processes took while it was timed, values) in ``newest``."""
+    def build(root):
+        for i in range(4):
+            for share, values in newest if i == 3 else [(0.02, [5.0, 5.1])]:
+                write(root, record(i, perf={"a.speedup_n4": values}, higher=True, load_average_1m={"start": load_start},
+                                   contention={"method": "proc-stat", "others_cpu_share": share}))
+    return build
+
+
 def _copied_into_the_newest_folder(root):
-    (root / "cpu-2c-gate" / sha(4) / "copied.json").write_text(json.dumps(record(0, acc=(0.1, 0.1, 0.1))))
+    (root / MACHINE / sha(4) / "copied.json").write_text(json.dumps(tracked(0, acc=(0.1, 0.1, 0.1))))
 
 
-FAILED = record(5, acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3, perf=PERF,
-                errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)])
-ONLY_B = edited(record(6, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), lambda r: (
+FAILED = tracked(5, acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3, perf=PERF,
+                 errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)])
+ONLY_B = edited(tracked(6, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), lambda r: (
     r["perf"].update(command="bench perf --quick --only b"), r["study"].update(cells={})))
-OTHER_MACHINE = record(5, machine="cuda-8c-gate", perf={**PERF, "e.cuda_only": [1.0, 1.0]})
+OTHER_MACHINE = tracked(5, machine="cuda-8c-gate", perf={**PERF, "e.cuda_only": [1.0, 1.0]})
 UNUSABLE = "a record of the newest commit (or a later one) is unusable"
+BUSY_NOTE = "perf figures of busy records left out: 1 whose bench perf started with a load average above 1.5"
+SPEEDUP = "perf.a.speedup_n4"
 
 
-# (how the history is built, arguments, exit status, what stderr and history.md say, verdicts of the newest commit)
+# (how the history is built, arguments, exit status, what stderr and history.md say, the newest commit's verdict
+# of each quantity named, or the columns of its row)
 @pytest.mark.parametrize("build, args, status, said, verdicts", [
+    (accuracies(newest_drop=0.06), [], 1, [f"REGRESSION {ACC}"], {ACC: {"verdict": "regression",
+                                                                         "commit": sha(7)[:12]}}),
+    (accuracies(newest_drop=-0.06), [], 0, [], {ACC: "improvement"}),
+    (accuracies(newest_drop=0.01), [], 0, [], {ACC: "within tolerance"}),  # 1 < 2 points
+    (accuracies(newest_drop=0.06), ["--tol", "accuracy=0.1"], 0, [], {ACC: "within tolerance"}),
+    (_dirty_newest, [], 1, [], {ACC: {"commit": sha(3)[:12] + "+dirty"}}),
+    (_dirty_newest, ["--clean-only"], 0, [], {ACC: {"commit": sha(3)[:12]}}),
+    (series([1.0, 1.02], [1.5, 1.52], perf="c.overhead"), ["--confirm", "1"], 1, [],  # 2 vs 2 values: p >= 1/6
+     {"perf.c.overhead": {"verdict": "regression", "test": "tolerance only"}}),
+    # too recent for a step (fewer than --min-side commits after it): reported, not exit status 1
+    (series(*[[0.6, 0.61, 0.59]] * 4, *[[0.5, 0.51, 0.49]] * 2), [], 0, [],
+     {"study.c.final_test_acc": "continues an earlier change"}),
+    # the deterministic study needs no second record of the commit
+    (series(*[[0.6, 0.61, 0.6]] * 3, [0.5] * 3), [], 1, [], {"study.c.final_test_acc": "regression"}),
+    # by default the perf figures of a busy machine are left out, the study's numbers stay
+    (_busy_start, [], 0, [BUSY_NOTE], {SPEEDUP: "not measured", "study.c.final_test_acc": "within tolerance"}),
+    (_busy_start, ["--keep-busy", "--confirm", "1"], 1, [], {SPEEDUP: "regression"}),
+    (_busy_start, ["--max-load", "6", "--confirm", "1"], 1, [], {}),  # 5 per core is within 6
+    # the measured CPU share of other processes decides before the load average
+    (busy((0.5, SLOW)), ["--confirm", "1"], 0,  # one other process spinning on 2 cores
+     ["1 where other processes took more than 25% of the CPU while it was timed"], {}),
+    (busy((0.5, SLOW)), ["--confirm", "1", "--max-busy", "0.6"], 1, [], {}),
+    # a quiet measure outweighs a high load average at the start (the 1-minute average lags by a minute)
+    (busy((0.05, SLOW), load_start=10.0), ["--confirm", "1"], 1, [], {}),
+    # the measure is read as a number or not at all: a damaged one falls back to the load average
+    (busy(("much", SLOW), load_start=10.0), ["--confirm", "1"], 0, [], {}),
+    # a timing regression needs two records of the commit that each show it: one, however bad, is measured again
+    (busy((0.0, SLOW)), [], 0, ["UNCONFIRMED perf.a.speedup_n4: 5.05 -> 1.05 (-79.2%) at c03, worse in 1 of 1 "
+                                "records where 2 are", "| unconfirmed |"],
+     {SPEEDUP: {"verdict": "unconfirmed", "records_worse": "1 of 1"}}),
+    (busy((0.0, SLOW), (0.0, SLOW)), [], 1, [f"REGRESSION {SPEEDUP}"], {}),
+    # a stray record and a normal one: pooled (-59 %, all 4 values below the 6 before) far off, but one record
+    # (-40 %: within 50 % on its own) is not a regression
+    (busy((0.0, SLOW), (0.0, [3.0, 3.1])), ["--tol", "ratio=0.5"], 0, [],
+     {SPEEDUP: {"verdict": "unconfirmed", "records_worse": "1 of 2"}}),
     # the newest commit must have been measured: failures (exit 1) and refusals (exit 2)
     (given(FAILED), [], 1, ["3 failed parts or runs, e.g. study: choco-sign_ring8_s0: bench run exited 1: boom",
                             f"study.{CELL}: seeds 0, 1, 2 failed or have no value", "**Failed** (2; exit status 1)"],
      {}),
-    (given(record(5, acc=[0.6, None, 0.6], epochs=[4.0, None, 5.0], status=["completed", "failed", "completed"]),
+    (given(tracked(5, acc=[0.6, None, 0.6], epochs=[4.0, None, 5.0], status=["completed", "failed", "completed"]),
            perf=False), [], 1, [f"study.{CELL}: seed 1 failed or has no value"], {}),  # no error line: fails too
-    (given(record(5, perf=NAN)), ["--expect", sha(5)], 2,
+    (given(tracked(5, perf=NAN)), ["--expect", sha(5)], 2,
      [f"--expect {sha(5)}: the 1 records of {sha(5)[:12]} are unusable", "not a finite number"], {}),
-    (given(record(5, perf=NAN), (record(5, perf=PERF), "second")), ["--expect", sha(5)], 1, [UNUSABLE], {}),
+    (given(tracked(5, perf=NAN), (tracked(5, perf=PERF), "second")), ["--expect", sha(5)], 1, [UNUSABLE], {}),
     # by committer date (no repository holds these commits), a NaN of a later commit than the newest usable one
-    (given(record(5, perf={"b.round_vs_copy_sign": [math.nan, 1.0], "c.overhead": [2.0, 2.0]})), [], 1, [UNUSABLE],
-     {}),
+    (given(tracked(5, perf={"b.round_vs_copy_sign": [math.nan, 1.0], "c.overhead": [2.0, 2.0]})), [], 1,
+     [UNUSABLE], {}),
     *[(given(), [f"--expect={value}"], 2, [f"--expect {value!r}: empty or an option"], {})
       for value in ["", " ", "-x", "--output=/tmp/x"]],
-    (given(record(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]})), ["--expect", sha(5)], 1,
+    (given(tracked(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]})), ["--expect", sha(5)], 1,
      ["perf.c.overhead: measured at the commit before"], {}),
     # a group bench perf was not asked for is not missing, nor a cell that did not run
-    (given(record(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), ONLY_B), [], 0, [], {}),
+    (given(tracked(5, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), ONLY_B), [], 0, [], {}),
     # the commit before on this machine had no e figures
-    (given(OTHER_MACHINE, record(6, perf={"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.0]})), [], 0,
+    (given(OTHER_MACHINE, tracked(6, perf={"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.0]})), [], 0,
      [], {}),
-    (given(record(5, perf=PERF, load_average_1m={"start": 10.0})), ["--max-load", "1"], 0, [],
+    (given(tracked(5, perf=PERF, load_average_1m={"start": 10.0})), ["--max-load", "1"], 0, [],
      {"perf.c.overhead": "not measured"}),  # figures left out for load are not missing
-    (given(edited(record(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))),  # nothing to compare with
+    (given(edited(tracked(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))),  # nothing to compare with
      ["--expect", sha(5), "--kinds", "ratio"], 2,
      ["none of the newest commit's 2 quantities has an earlier commit of the same settings"], {}),
-    (given(edited(record(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))), ["--kinds", "ratio"], 0,
+    (given(edited(tracked(5, perf=PERF, sizes={"round_d": 99}), lambda r: r.pop("study"))), ["--kinds", "ratio"], 0,
      [], {"perf.c.overhead[sizes d7746692]": "first commit"}),  # without --expect: first commits
     # records are compared only with records of the same settings: the same code read at a target of 60 %
-    (given(record(5, epochs=(7.0, 7.5, 8.0), target=0.6), perf=False), [], 0,
+    (given(tracked(5, epochs=(7.0, 7.5, 8.0), target=0.6), perf=False), [], 0,
      ["3 quantities were measured with different settings"],
      {f"study.{CELL}.epochs_to_target[target 0.6]": "first commit",
       f"study.{CELL}.epochs_to_target[target 0.5]": "not measured",
-      f"study.{CELL}.final_test_acc": "within tolerance"}),  # the target is no setting of the final accuracy
-    (given(edited(record(5, perf={"b.round_vs_copy_sign": [3.0, 3.1], "c.overhead": [9.0, 9]}), lambda r: r.update(
+      ACC: "within tolerance"}),  # the target is no setting of the final accuracy
+    (given(edited(tracked(5, perf={"b.round_vs_copy_sign": [3.0, 3.1], "c.overhead": [9.0, 9]}), lambda r: r.update(
         machine={"id": "cuda-16c-gate", "cores": 16, "device": "cuda: H200"}))), ["--kinds", "ratio"], 0, [],
      {"perf.b.round_vs_copy_sign[device cuda: H200]": "first commit", "perf.c.overhead[device cpu]": "not measured"}),
     (given(perf=False), ["--repo", "/nonexistent/repo"], 0,
      ["is not a git checkout (or git cannot run): commits are in committer-date order"], {}),
     (given(_copied_into_the_newest_folder, perf=False), [], 1,  # in the newest commit's folder: a failure
      [f"copied.json: its commit {sha(0)[:12]} is not that of its folder {sha(4)[:12]}"], {}),
-    (given(record(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
+    (given(tracked(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
      [f"share the point {sha(4)[:12]}"], {}),
 ])
 def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, said, verdicts):
@@ -136,12 +183,15 @@ def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, sa
     assert status != 0 or "FAILED" not in err
     assert status != 2 or not out.exists()  # a refusal writes nothing
     table = read_output(out / "newest.csv").set_index("quantity") if verdicts else None
-    assert {q: table.loc[q, "verdict"] for q in verdicts} == verdicts
+    for quantity, expected in verdicts.items():
+        expected = expected if isinstance(expected, dict) else {"verdict": expected}
+        row = table.loc[quantity]
+        assert {k: row[k][:len(v)] if k == "test" else row[k] for k, v in expected.items()} == expected, quantity
 
 
 def test_records_without_settings_are_their_own_group_said_once(tmp_path, capsys):
     flat_history(tmp_path / "h", perf=False)
-    old = record(7, START - timedelta(hours=1), epochs=(9.0, 9.0, 9.0))
+    old = tracked(7, START - timedelta(hours=1), epochs=(9.0, 9.0, 9.0))
     del old["study"]["target_acc"], old["study"]["config_digest"]
     write(tmp_path / "h", old)
     assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 0
@@ -163,7 +213,7 @@ def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys, skewed):
     repo, commits = skewed
     for i, commit in enumerate(commits):
         date = datetime.fromisoformat(git(repo, "show", "-s", "--format=%cI", commit))
-        write(tmp_path / "h", record(commit, date, acc=(0.50, 0.51, 0.49) if i == 5 else (0.60, 0.61, 0.59)))
+        write(tmp_path / "h", tracked(commit, date, acc=(0.50, 0.51, 0.49) if i == 5 else (0.60, 0.61, 0.59)))
     out = ["--no-figures", "--out", tmp_path / "out"]
     assert history(tmp_path / "h", *out, "--repo", repo) == 1
     assert read_output(tmp_path / "out" / "newest.csv").set_index("quantity").loc[
@@ -177,8 +227,8 @@ def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys, skewed):
 def test_commits_the_repository_does_not_hold_are_never_the_newest(tmp_path, capsys, skewed):
     repo, commits = skewed
     for commit in commits:
-        write(tmp_path / "h", record(commit, START))
-    write(tmp_path / "h", record(sha(1), START + timedelta(days=400), acc=(0.1, 0.1, 0.1)))  # "newer" by its date
+        write(tmp_path / "h", tracked(commit, START))
+    write(tmp_path / "h", tracked(sha(1), START + timedelta(days=400), acc=(0.1, 0.1, 0.1)))  # "newer" by its date
     assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out", "--repo", repo,
                    "--expect", commits[-1]) == 0
     assert "1 commits are not in the repository" in capsys.readouterr().err
@@ -216,9 +266,9 @@ def _figure(fig):
 ])
 def test_malformed_records_are_left_out_with_their_reason(tmp_path, capsys, bad, reason):
     flat_history(tmp_path / "h")
-    path = tmp_path / "h" / "cpu-2c-gate" / sha(1) / "bad.json"
+    path = tmp_path / "h" / MACHINE / sha(1) / "bad.json"
     if callable(bad):
-        bad = json.dumps(edited(record(1, perf={"b.round_vs_copy_sign": [1.0]}), bad))
+        bad = json.dumps(edited(tracked(1, perf={"b.round_vs_copy_sign": [1.0]}), bad))
     path.write_bytes(bad.encode("latin-1"))
     assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 0  # noted, the rest compared
     err = capsys.readouterr().err

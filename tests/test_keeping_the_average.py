@@ -16,14 +16,13 @@ import typing
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm, parse_options
-from bench.comm import SimulatedCommunicator
+from bench.algorithms import ALGORITHMS, LocalStepConfig, parse_options
 from bench.compressors import COMPRESSORS as OPERATORS, make_compressor
 from bench.errors import BenchError
-from bench.faults import FaultSchedule, parse_faults
+from bench.faults import parse_faults
 from bench.faults.away import kept_rows, restore_rows
 from bench.topology import make_topology
-from test_algorithms import Quadratic, start
+from test_algorithms import Quadratic, build, start
 
 LR = 0.05
 # three layers compressed by themselves (low rank by their shape) and a row of 3: per-layer compression
@@ -33,16 +32,11 @@ SEGMENTS, SHAPES = [12, 5, 20, 3], [(3, 4), (5,), (4, 5), (1, 3)]
 COMPRESSORS = [OPERATORS.get(name).examples[0] for name in OPERATORS.names() if OPERATORS.get(name).examples]
 
 
-def keeps_the_average(cls) -> bool:
-    """A method whose round adds nothing to the sum of the models but −η Σ_i d_i, as its class says
-    (``keeps_average``): it sends exact models (a doubly stochastic gossip, an all-reduce, a pairwise averaging) or
-    mixes public copies by a consensus step (x_i += γ Σ_j w_ij (x̂_j − x̂_i), which sums to zero over the workers).
-    A method that compresses its own step (DCD, ECD) or applies a compressed mean (the centralized ones with error
-    feedback) does not, and is held to it with exact messages only."""
-    return cls.keeps_average
-
-
-KEEPERS = [name for name in ALGORITHMS.names() if keeps_the_average(ALGORITHMS.get(name))]
+# a method keeps it as its class says (``keeps_average``): it sends exact models (a doubly stochastic gossip, an
+# all-reduce, a pairwise averaging) or mixes public copies by a consensus step (x_i += γ Σ_j w_ij (x̂_j − x̂_i), which
+# sums to zero over the workers). One that compresses its own step (DCD, ECD) or applies a compressed mean (the
+# centralized ones with error feedback) does not, and is held to it with exact messages only.
+KEEPERS = [name for name in ALGORITHMS.names() if ALGORITHMS.get(name).keeps_average]
 
 
 def takes(cls, spec: str) -> bool:
@@ -57,7 +51,7 @@ def _compressors(cls) -> list[str]:
     """What the method keeps the average under: every compressor it takes, when it keeps it whatever is sent; else
     exact messages (`none`), under which a method that compresses its own step or a mean sends it exactly too
     (not one that compresses by its own scheme, e.g. low rank, which `none` leaves on)."""
-    if keeps_the_average(cls):
+    if cls.keeps_average:
         return [c for c in COMPRESSORS if takes(cls, c)]
     return ["none"] if not cls.own_compression and takes(cls, "none") else []
 
@@ -72,35 +66,23 @@ def _examples(cls) -> list[dict]:
             out += [{**cls.examples[0], f.name: word} for word in typing.get_args(hints[f.name])]
     unique = {}  # one of each distinct set of options (an example may spell a default out)
     for example in out:
-        unique.setdefault(repr(parse_options(cls, _options(cls, example))), example)
+        unique.setdefault(repr(parse_options(cls, example)), example)
     # an option may give the promise up (AdaGossip's step per coordinate): held to it without that option
-    return [e for e in unique.values() if cls.keeps_average_with(parse_options(cls, _options(cls, e)))]
-
-
-def _options(cls, example: dict, faults: dict | None = None, n: int = 8) -> dict:
-    """An example of the method's options with the run settings it reads by name (AD-PSGD: the faults as parsed,
-    the seed)."""
-    settings = {"faults": parse_faults(faults, n) if faults else None, "seed": 1}
-    return {**{key: settings[key] for key in cls.settings}, **example}
+    return [e for e in unique.values() if cls.keeps_average_with(parse_options(cls, e))]
 
 
 def _runs_on(cls, spec: str, n: int, example: dict) -> bool:
     topo = make_topology(spec, n)
     try:
-        cls.check_topology(spec, bool(getattr(topo, "time_varying", False)), parse_options(cls, _options(cls, example)))
+        cls.check_topology(spec, topo.time_varying, parse_options(cls, example))
     except BenchError:
         return False
     return True
 
 
 def build_method(name, topo, x0, compressor, options, faults=None, layers=False):
-    cls = ALGORITHMS.get(name)
-    schedule = FaultSchedule(parse_faults(faults, topo.n), topo.link_union(), 1) if faults else None
-    return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
-                          compressor=make_compressor(compressor, contraction=cls.contraction),
-                          local=LocalStep(LocalStepConfig(momentum=0.5, weight_decay=1e-3)),
-                          options=_options(cls, options, faults, topo.n), generator=torch.Generator().manual_seed(3),
-                          segments=SEGMENTS if layers else None, shapes=SHAPES if layers else None)
+    return build(name, topo, x0, compressor, options, LocalStepConfig(momentum=0.5, weight_decay=1e-3), faults=faults,
+                 segments=SEGMENTS if layers else None, shapes=SHAPES if layers else None)
 
 
 def recording(algo) -> list[torch.Tensor]:

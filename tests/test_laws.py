@@ -1,8 +1,11 @@
 """The laws each algorithm declares on its class (bench/algorithms/base.py), one test per law over every registered
 algorithm, in float64 on the simulated communicator: with exact messages and given options it is another method or a
 reference written out here in numpy (exact_forms), under given options it is another method's run message for
-message (same_run_as), on heterogeneous least squares it reaches the optimum D-PSGD misses (exact_optimum), a round sends its declared messages with the compressor's bits on each link, and every knob
-runs anywhere inside its declared range. A new method is in by declaring; no list of names here."""
+message (same_run_as), on heterogeneous least squares it reaches the optimum D-PSGD misses (exact_optimum), a round
+sends its declared messages with the compressor's bits on each link, every knob runs anywhere inside its declared
+range, gossip alone brings the models to their average (gossip_alone), error feedback only delays what it drops
+(error_feedback), and what its declarations say it cannot run is refused in one line. A new method is in by
+declaring; no list of names here."""
 import functools
 import math
 
@@ -10,16 +13,15 @@ import numpy as np
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
+from bench.algorithms import ALGORITHMS, LocalStepConfig, parse_options
 from bench.compressors import COMPRESSORS as SPECS
-from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
-from bench.faults import FaultSchedule, parse_faults
+from bench.faults import parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
-from test_keeping_the_average import takes
-from test_algorithms import build as build_plain
+from test_algorithms import build as build_with
+from test_keeping_the_average import COMPRESSORS, takes
 
 D, STEPS, LR = 40, 25, 0.05
 LOCAL = LocalStepConfig(momentum=0.5, nesterov=True, weight_decay=1e-2)
@@ -35,13 +37,7 @@ def runs_on(cls, spec: str, n: int, options: dict) -> bool:
 
 
 def build(name, topo, x0, compressor, options, faults=None, segments=None):
-    cls = ALGORITHMS.get(name)
-    spec = parse_faults(faults, topo.n)
-    schedule = FaultSchedule(spec, topo.link_union(), 1) if faults else None
-    return make_algorithm(name, x0, SimulatedCommunicator(topo, faults=schedule),
-                          compressor=make_compressor(compressor, contraction=cls.contraction), local=LocalStep(LOCAL),
-                          options={"faults": spec, "seed": 1, **options} if cls.settings else options,
-                          generator=torch.Generator().manual_seed(3), segments=segments)
+    return build_with(name, topo, x0, compressor, options, LOCAL, faults=faults, segments=segments)
 
 
 # ---- the references a method may reduce to, in numpy: each yields x after every step --------------------------
@@ -141,8 +137,20 @@ def test_with_exact_messages_a_method_is_the_form_it_declares(name, form, spec, 
 
 NETWORKS = {"ring": ("ring", None), "one-peer-exp": ("one-peer-exp", None), "lossy": ("ring", {"drop": 0.3}),
             "late": ("ring", {"late": 0.3, "staleness": 2})}
+
+
+def both_run_on(name: str, twin: int, network: str) -> bool:
+    """Whether the method and the run it declares both take the network (a method without a fault rule refuses
+    losses; a graph check may refuse a time-varying graph): only such pairs are compared."""
+    cls = ALGORITHMS.get(name)
+    options, target, target_options = cls.same_run_as[twin]
+    spec, faults = NETWORKS[network]
+    return all(not (faults and other.fault_rule is None) and runs_on(other, spec, 8, opts)
+               for other, opts in ((cls, options), (ALGORITHMS.get(target), target_options)))
+
+
 TWINS = [pytest.param(name, k, net, id=f"{name}-{k}-{net}") for name in NAMES
-         for k in range(len(ALGORITHMS.get(name).same_run_as)) for net in NETWORKS]
+         for k in range(len(ALGORITHMS.get(name).same_run_as)) for net in NETWORKS if both_run_on(name, k, net)]
 
 
 @pytest.mark.parametrize("name, twin, network", TWINS)
@@ -153,9 +161,6 @@ def test_a_method_is_the_run_it_declares_message_for_message(name, twin, network
     cls = ALGORITHMS.get(name)
     options, target, target_options = cls.same_run_as[twin]
     spec, faults = NETWORKS[network]
-    for other, opts in ((cls, options), (ALGORITHMS.get(target), target_options)):
-        if faults and other.fault_rule is None or not runs_on(other, spec, 8, opts):
-            pytest.skip(f"{other.name} does not run on {network}")
     topo, problem, x0 = make_topology(spec, 8), Quadratic(8, D), start(8, identical=False)
     for compressor in (SPECS.get(f).examples[0] for f in SPECS.names() if SPECS.get(f).examples):
         if not takes(cls, compressor):
@@ -269,8 +274,8 @@ def settle(name, compressor="none", options=None, steps=600, n=8):
     """The method after ``steps`` plain SGD steps of 0.1 on a ring of 8 from 0, and the relative error of its
     farthest worker from the optimum of the mean objective."""
     problem = LeastSquares(n)
-    algo = build_plain(name, make_topology("ring", n), torch.zeros(n, 10, dtype=torch.float64), compressor, options,
-                       local_cfg=LocalStepConfig())
+    algo = build_with(name, make_topology("ring", n), torch.zeros(n, 10, dtype=torch.float64), compressor, options,
+                      local_cfg=LocalStepConfig())
     for _ in range(steps):
         algo.step(problem.grad(algo.x), 0.1)
     return algo, problem, float((algo.x - problem.optimum).norm(dim=1).max() / problem.optimum.norm())
@@ -297,3 +302,69 @@ def test_on_heterogeneous_least_squares_a_method_reaches_the_optimum_dpsgd_misse
     assert cls.contraction or make_compressor(compressor, contraction=False).unbiased
     assert dpsgd_bias() > 0.1
     assert settle(name, compressor, options)[2] < 1e-7
+
+
+ALONE = [pytest.param(name, k, id=f"{name}-{k}") for name in NAMES for k in range(len(ALGORITHMS.get(name).gossip_alone))]
+
+
+@pytest.mark.parametrize("name, k", ALONE)
+def test_gossip_alone_brings_the_models_to_their_average(name, k):
+    """No gradient, a ring of 8 from spread models: the average stays where it was (float64 round-off) and the
+    spread falls below the declared fraction of the start: exact consensus, or where error feedback stalls it."""
+    compressor, options, rounds, fraction = ALGORITHMS.get(name).gossip_alone[k]
+    algo = build(name, make_topology("ring", 8), start(8, identical=False), compressor, options)
+    mean, spread = algo.x.mean(0), float((algo.x - algo.x.mean(0)).norm())
+    for _ in range(rounds):
+        assert algo.step(None, LR).messages > 0
+    torch.testing.assert_close(algo.x.mean(0), mean, rtol=0, atol=1e-12)
+    assert float((algo.x - mean).norm()) < fraction * spread
+
+
+def refusals(cls, options):
+    """What a run may ask of a method: (the ask, its check, whether the method's declarations say it cannot)."""
+    lossy, late, away = (parse_faults(f, 8) for f in ({"drop": 0.1}, {"late": 0.1}, {"active": 0.5}))
+    return [("lost messages", lambda: cls.check_faults(lossy), cls.fault_rule is None),
+            ("late messages", lambda: cls.check_faults(late), cls.late_rule is None),
+            ("workers away", lambda: cls.check_faults(away), cls.fault_rule != "reweight"),
+            ("a changing graph", lambda: cls.check_topology("one-peer-exp", True, options), cls.fixed_graph or None),
+            ("a static graph", lambda: cls.check_topology("ring", False, options), False),
+            ("processes", lambda: cls.check_backend("dist"), None)]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_what_a_method_declares_it_cannot_run_is_refused_in_one_line_naming_it(name):
+    """Faults without a rule for them, a changing graph under a fixed-graph method: refused, in one line that
+    names the method; what its declarations allow goes through (None: a refusal of the method's own, e.g.
+    PowerGossip's warm start on a changing graph, AD-PSGD's processes)."""
+    cls = ALGORITHMS.get(name)
+    options = parse_options(cls, {**({"seed": 1} if cls.settings else {}), **cls.examples[0]})
+    for ask, check, refused in refusals(cls, options):
+        try:
+            check()
+        except BenchError as err:
+            assert refused is not False and "\n" not in str(err) and name in str(err), (ask, str(err))
+        else:
+            assert not refused, ask
+
+
+FEEDBACK = [pytest.param(name, options, c, id=f"{name}-{options}-{c}") for name in NAMES
+            if ALGORITHMS.get(name).error_feedback for options in ALGORITHMS.get(name).examples
+            for c in COMPRESSORS if takes(ALGORITHMS.get(name), c) and (c == "none") == ALGORITHMS.get(name).own_compression]
+
+
+@pytest.mark.parametrize("name, options, compressor", FEEDBACK)
+def test_error_feedback_loses_nothing_compression_dropped_it_only_delays_it(name, options, compressor):
+    """Plain SGD, heterogeneous workers: all models stay equal and x_T = x_0 − η Σ_t mean(d_t) + mean(e_T), e the
+    declared buffer of what is not applied yet (times η when it holds directions; Karimireddy et al. 2019)."""
+    cls, problem = ALGORITHMS.get(name), Quadratic(8, D)
+    buffer, unit = cls.error_feedback
+    algo = build_with(name, make_topology("ring", 8), start(8), compressor, options, LocalStepConfig())
+    x0, applied = algo.x.clone(), torch.zeros(D, dtype=torch.float64)
+    for _ in range(30):
+        grad = problem.grad(algo.x)
+        applied += grad.mean(0)
+        algo.step(grad, LR)
+    late = getattr(algo, buffer).mean(0) * (LR if unit == "gradient" else 1.0)
+    assert torch.equal(algo.x, algo.x[:1].expand_as(algo.x))  # one model
+    torch.testing.assert_close(algo.x[0], x0[0] - LR * applied + late, rtol=0, atol=1e-10)
+    assert getattr(algo, buffer).abs().sum() > 0  # the compressor did drop something

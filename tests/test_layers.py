@@ -30,15 +30,11 @@ def layer_of(module: str) -> int | None:
     return found
 
 
-def test_no_module_of_bench_imports_one_that_imports_it_back():
+def test_no_module_of_bench_imports_one_that_imports_it_back_and_none_runs_back_up_the_layers():
     graph = imports(ROOT / "bench")
     assert len(graph) > 100 and "bench.compressors.qsgd" in graph  # the walk sees the package
     assert cycles(graph) == [], "\n".join(" -> ".join(c) for c in cycles(graph))
-
-
-def test_every_module_has_a_layer_and_no_import_runs_back_up():
-    graph = imports(ROOT / "bench")
-    assert [m for m in graph if layer_of(m) is None] == []
+    assert [m for m in graph if layer_of(m) is None] == []  # every module has a layer
     upward = sorted(f"{m} -> {d}" for m, deps in graph.items() for d in deps if layer_of(d) > layer_of(m))
     assert upward == []
 

@@ -1,23 +1,18 @@
 """What a run says where nobody watches a terminal (a SLURM job's log, a pipeline's log file), and what
 `bench run --help` and a refused run directory tell a person."""
 import json
-import os
 import re
-import shlex
-import subprocess
-import sys
-from pathlib import Path
 
-import pytest
-
+from bench.algorithms import ALGORITHMS
 from bench.cli import main
+from bench.compressors import COMPRESSORS
+from bench.tasks import TASKS
+from bench.topology.kinds import TOPOLOGIES
 from hostile import assert_refused, run_cli
+from test_run import SMALL as QUIET
 
-ROOT = Path(__file__).resolve().parents[1]
-# a small, fast run; the step lines are written off a terminal (pytest's capture is not one)
-SMALL = ["--task", "mnist1d-mlp", "--algorithm", "choco", "--compressor", "top:0.1", "--topology", "ring",
-         "--nodes", "4", "--epochs", "2", "--seed", "3", "--set", "gamma=0.3", "--set", "compute_time=0.01",
-         "--set", "task_options.n_train=800", "--set", "task_options.n_test=200", "--set", "eval_every=0.5"]
+# a small, fast run, not quiet; the step lines are written off a terminal (pytest's capture is not one)
+SMALL = [word for word in QUIET if word != "--quiet"]
 STEP_LINE = re.compile(r"^step (\d+)/(\d+) epoch \d+\.\d\d train_loss \S+ test_acc \S+ consensus \S+ "
                        r"Mbit/worker \S+ elapsed \d+:\d\d:\d\d ETA (\d+:\d\d:\d\d|\?)$")
 
@@ -93,58 +88,11 @@ def test_gamma_tuning_says_what_it_does_and_how_long_it_took_unless_quiet(tmp_pa
     assert any("|rand:0.3" in key and key.endswith("|6|2000") for key in json.loads(cache_path("gamma.json").read_text()))  # it did tune
 
 
-def test_consensus_and_tune_gamma_off_a_terminal_say_one_line_per_compressor(capsys):
-    status, out, err = _bench(["consensus", "--nodes", "4", "--dim", "10", "--steps", "20", "--methods", "exact",
-                               "sign", "top:0.5"], capsys)
-    lines = err.splitlines()
-    assert status == 0 and len(lines) == 3, err
-    assert lines[0].startswith("[1/3] exact: exact gossip, relative error")
-    assert lines[1].startswith("[2/3] sign: γ = ") and "(tuned: 20 values × 20 rounds)" in lines[1]
-    assert "\r" not in err and "method" in out  # no progress bar off a terminal; the table on stdout
-    status, out, err = _bench(["tune-gamma", "--nodes", "4", "--dim", "10", "--steps", "20", "--compressor", "sign",
-                               "--grid", "0.1,0.5"], capsys)
-    assert status == 0 and re.fullmatch(r"sign: best γ = \S+ of 2 values × 20 rounds \(\d+\.\d s\)\n", err), err
-    status, out, err = _bench(["consensus", "--nodes", "4", "--dim", "10", "--steps", "20", "--methods", "sign",
-                               "--quiet"], capsys)
-    assert status == 0 and err == ""
-
-
-# ---- the pipeline's logs -----------------------------------------------------------------------------------
-@pytest.mark.slow
-def test_the_pipelines_run_command_writes_its_progress_into_the_log(tmp_path):
-    """The rule's shell line (as `snakemake -n -p` prints it) has no --quiet, and run as the rule runs it
-    (stdout and stderr into the log) it leaves a log of step lines and the closing status."""
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    dry = subprocess.run([sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile"), "-n", "-p",
-                          "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path)],
-                         env=env, capture_output=True, text=True)
-    assert dry.returncode == 0, dry.stderr[-2000:]
-    shells = [line for line in dry.stdout.splitlines() if "bench run" in line or "bench consensus" in line]
-    assert shells and not any("--quiet" in line for line in shells), shells[:2]
-    # a cell that trains (the dry run lists jobs in no fixed order; the test study's lr=500 cell diverges)
-    line = next(line for line in shells if "bench run" in line and "lr=500" not in line)
-    first = shlex.split(line[line.index("python -m bench run"):].split(" && ")[0])  # the cell's first seed
-    log = tmp_path / "run.log"
-    with open(log, "w") as handle:
-        proc = subprocess.run(first, cwd=tmp_path, env=env, stdout=handle, stderr=subprocess.STDOUT)
-    text = log.read_text()
-    assert proc.returncode == 0, text[-2000:]
-    steps = [line for line in text.splitlines() if line.startswith("step ")]
-    assert steps and all(STEP_LINE.match(line) for line in steps), text
-    assert "completed at step" in text.splitlines()[-1]
-
-
 # ---- bench run --help ----------------------------------------------------------------------------------------
 def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default(capsys):
     status, out, _ = _bench(["run", "--help"], capsys)
     assert status == 0
     text = " ".join(out.split())  # argparse wraps lines
-    from bench.algorithms import ALGORITHMS
-    from bench.tasks import TASKS
-
-    from bench.compressors import COMPRESSORS
-    from bench.topology.kinds import TOPOLOGIES
-
     for name in [*ALGORITHMS.names(), *TASKS.names(), *COMPRESSORS.names(), *TOPOLOGIES.names()]:
         assert name in text, name  # every registered name, and the registries' own examples of specs
     for phrase in ["--lr LR learning rate", "(default: 0.1)", "(default: choco)", "(default: mnist1d-mlp)",

@@ -9,7 +9,7 @@ import torch
 import yaml
 
 from bench.data.partition import WorkerBatches
-from test_pipeline import ROOT, snakemake
+from snakemake_api import ROOT
 
 NONIID_STUDIES = ["noniid", "table1", "scaling"]
 MNIST1D_TRAIN = 4000  # mnist1d-mlp's default training set (bench/tasks/supervised.py)
@@ -30,10 +30,10 @@ def cells(config):
                         yield method.split("/")[0], topology, nodes, data
 
 
-@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
-def test_the_cpu_study_expands_to_every_method_partition_and_seed(tmp_path):
-    out = snakemake("-n", "--configfile", str(ROOT / "config/noniid.yaml"), "--directory", str(tmp_path))
-    runs = set(re.findall(r"wildcards: run=(\S+)", out.stdout))
+@pytest.mark.slow  # every study's dry run (tests/snakemake_api.py): `make test` runs it, test-fast does not
+def test_the_cpu_study_expands_to_every_method_partition_and_seed(study_dags):
+    said = study_dags["noniid@cpu"]
+    runs = set(re.findall(r"wildcards: run=(\S+)", said))
     partitions = ["shuffle", "sorted", "dirichlet0.1"]
     expected = {f"{m}_ring8_data={d}_s{s}" for m in ["allreduce-none", "dpsgd-none", "choco-sign", "choco-top0.01",
                                                        "dcd-qsgd8"] for d in partitions for s in range(3)}
@@ -41,7 +41,7 @@ def test_the_cpu_study_expands_to_every_method_partition_and_seed(tmp_path):
                  for d in partitions for s in range(3)}
     assert runs == expected
     for figure in ("noniid_effect", "lag_vs_consensus"):
-        assert f"figures/{figure}.png" in out.stdout
+        assert f"figures/{figure}.png" in said
 
 
 @pytest.mark.parametrize("name", NONIID_STUDIES)

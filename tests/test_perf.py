@@ -1,8 +1,11 @@
 """`bench perf` (at its --quick sizes): the JSON it writes, the training-step benchmarks (f) and the CPU
 target (g), and `analysis regress` on two of them."""
+import contextlib
+import io
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,8 +14,10 @@ import pandas as pd
 import pytest
 import torch
 
+from bench.cli import main
 from bench.perf import cpu_target, sizes_for, training
 from bench.perf.timing import figure, ratio_figure
+from hostile import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,11 +32,10 @@ def test_ratio_figures_pair_repeats():
 
 @pytest.fixture(scope="module")
 def perf_json(tmp_path_factory):
-    out = tmp_path_factory.mktemp("perf")
-    done = subprocess.run([sys.executable, "-m", "bench", "perf", "--quick", "--name", "base", "--out-dir", str(out)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert "b.round_vs_copy_sign" in done.stdout and "wrote" in done.stdout
+    out, said = tmp_path_factory.mktemp("perf"), io.StringIO()
+    with contextlib.redirect_stdout(said):  # in this process, one thread as `bench track` runs it (conftest)
+        assert main(["perf", "--quick", "--name", "base", "--out-dir", str(out)]) == 0
+    assert "b.round_vs_copy_sign" in said.getvalue() and "wrote" in said.getvalue()
     return out / "base.json"
 
 
@@ -50,18 +54,18 @@ def test_perf_json_has_every_group_with_spread_and_machine(perf_json):
     assert 0 < figures["d.peak_memory"]["median"] < 8
 
 
-def test_regress_compares_perf_ratios(perf_json, tmp_path):
-    same = subprocess.run([sys.executable, "-m", "analysis", "regress", "--baseline", str(perf_json),
-                           "--current", str(perf_json)], capture_output=True, text=True)
-    assert same.returncode == 0, same.stderr
+def test_regress_compares_perf_ratios(perf_json, tmp_path, capsys):
+    from analysis.cli import main as analysis
+
+    status, _, err = run_cli(analysis, ["regress", "--baseline", str(perf_json), "--current", str(perf_json)], capsys)
+    assert status == 0, err
     slower = json.loads(perf_json.read_text())
     fig = slower["figures"]["b.round_vs_copy_sign"]
     fig["median"] *= 2  # the round got twice as slow relative to a copy
     path = tmp_path / "slower.json"
     path.write_text(json.dumps(slower))
-    caught = subprocess.run([sys.executable, "-m", "analysis", "regress", "--baseline", str(perf_json),
-                             "--current", str(path)], capture_output=True, text=True)
-    assert caught.returncode == 1 and "b.round_vs_copy_sign" in caught.stderr
+    status, _, err = run_cli(analysis, ["regress", "--baseline", str(perf_json), "--current", str(path)], capsys)
+    assert status == 1 and "b.round_vs_copy_sign" in err
 
 
 def test_training_step_figures_record_sizes_units_and_the_path_taken(perf_json):
@@ -121,8 +125,6 @@ def test_the_quick_sizes_are_the_ones_the_committed_history_was_measured_with():
     measured at the same sizes: a change to the quick sizes (even a key added with the value it had) would leave
     `make track-check` nothing to compare with, and CI fails. Changing them on purpose means measuring the
     history again at the new sizes."""
-    from pathlib import Path
-
     root = Path(__file__).resolve().parents[1] / "results" / "history"
     records = [json.loads(p.read_text()) for p in root.glob("*/*/*.json") if p.name != "machine.json"]
     measured = [r for r in records if isinstance(r.get("perf"), dict) and r["perf"].get("sizes")]
@@ -144,8 +146,6 @@ def test_sizes_and_targets_by_device():
 
 def test_the_collectives_probe_times_each_collective_alone_and_together():
     """benchmarks/probes/gloo_costs.py under torchrun: rank 0 prints one line with the three timings, each positive."""
-    import re
-
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
                            str(ROOT / "benchmarks" / "probes" / "gloo_costs.py"), "100", "5"], capture_output=True, text=True, env=env,

@@ -4,7 +4,6 @@ stand-in peer plays them here: a short numpy script that reads the exported prob
 iteration. It checks what the harness promises: the problem it exports is the suite's run, a peer that computes
 something else is refused before it is timed, each repeat gives one paired ratio, and a bench without the
 checkout's scripts refuses group h in one line."""
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path

@@ -15,88 +15,49 @@ import yaml
 pytestmark = pytest.mark.slow  # processes and pipelines: `make test` runs them, `make test-fast` does not
 
 
-from shared_studies import ROOT, SNAKEMAKE, snakemake  # noqa: F401 - other test files import them from here
-
-STUDIES = sorted(p.stem for p in (ROOT / "config").glob("*.yaml"))
+from shared_studies import ROOT  # noqa: F401 - other test files import it from here
+from snakemake_api import STUDIES, cli
+from test_logs import STEP_LINE
 
 
 def test_lint_is_clean():
-    out = snakemake("--lint")
-    assert "good condition" in out.stdout + out.stderr
+    assert "good condition" in cli("--lint")[1]
 
 
-def test_every_study_builds_its_dag(tmp_path):
-    """Every study of config/ builds its DAG, in this process (Snakemake's API: a second or two a study); the
-    command line's own dry run is test_a_dry_run_from_the_command_line_lists_the_jobs."""
-    from snakemake_api import dry_run
-
-    broken = {}
-    for study in STUDIES:
-        try:
-            out = dry_run(ROOT / "config" / f"{study}.yaml", tmp_path / study)
-        except BaseException as err:  # the Snakefile's one-line refusals are SystemExit
-            broken[study] = f"{type(err).__name__}: {err}"[-1500:]
-            continue
-        if "total" not in out:
-            broken[study] = out[-1500:]
-    assert len(STUDIES) >= 14 and not broken, broken
+def test_every_study_builds_its_dag(study_dags):
+    """Every study of config/, on the CPU and at scale=gpu (tests/snakemake_api.py: built once a session)."""
+    broken = {name: said for name, said in study_dags.items() if said.startswith("BROKEN")}
+    assert len(STUDIES) >= 14 and {name.split("@")[0] for name in study_dags} == set(STUDIES) and not broken, broken
 
 
-def test_a_dry_run_from_the_command_line_lists_the_jobs(tmp_path):
-    out = snakemake("-n", "--configfile", str(ROOT / "config" / "test.yaml"), "--directory", str(tmp_path))
-    assert re.search(r"^total\s+\d+", out.stdout, flags=re.M), out.stdout[-2000:]
+def slurm_jobs(tmp_path, configfile, *config) -> tuple[list[dict], str]:
+    """The jobs of a dry run under the slurm-gpu profile as the SLURM executor would see each (whether it is local:
+    a dry run runs all locally, so Snakemake's `localrule` mark is not printed; its threads and resources; and,
+    submitted, the sbatch line the plugin builds from them), and what the dry run said. `--cores` high, as under
+    SLURM, where no core count caps a job's threads (a dry run caps them at one by default)."""
+    import snakemake.jobs
+    from snakemake_executor_plugin_slurm.submit_string import get_submit_command
+    from snakemake_executor_plugin_slurm.utils import set_gres_string
 
+    jobs, log_info = [], snakemake.jobs.Job.log_info
 
-def test_gpu_switch_and_slurm_profile_build_the_paper_sized_dag(tmp_path):
-    out = snakemake("-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
-                    str(ROOT / "config/scaling.yaml"), "--config", "scale=gpu", "--directory", str(tmp_path))
-    assert "run_cell" in out.stdout  # seeds grouped per cell
-    # the 64-node cells of the scaling grid are in the DAG
-    assert "_ring64" in out.stdout and "_torus64" in out.stdout
+    def seen(job, *args, **kwargs):
+        rule, workflow = job.rule, job.dag.workflow
+        local = rule.group is None and (rule.name in workflow._localrules or rule.norun)  # Workflow.is_local
+        info = {"rule": rule.name, "wildcards": dict(job.wildcards_dict), "local": local, "threads": job.threads,
+                "resources": {k: v for k, v in job.resources.items() if not k.startswith("_")}}
+        if not local:
+            params = {"run_uuid": "ID", "slurm_logfile": "LOG", "comment_str": "C", "workdir": None,
+                      "account": "", "partition": f" -p {job.resources.get('slurm_partition')}"}
+            info["sbatch"] = get_submit_command(job, params) + set_gres_string(job)
+        jobs.append(info)
+        return log_info(job, *args, **kwargs)
 
-
-# A dry run that prints, per job, what the SLURM executor would see: whether the job is local (the
-# dry run itself runs everything locally, so Snakemake's own `localrule` mark is not printed), its threads,
-# its resources and, for a submitted job, the sbatch line the plugin builds from them.
-JOB_DUMP = r"""
-import json, sys
-import snakemake.jobs
-from snakemake.cli import main
-from snakemake_executor_plugin_slurm.submit_string import get_submit_command
-from snakemake_executor_plugin_slurm.utils import set_gres_string
-
-log_info = snakemake.jobs.Job.log_info
-
-def dump(job, *args, **kwargs):
-    rule, workflow = job.rule, job.dag.workflow
-    local = rule.group is None and (rule.name in workflow._localrules or rule.norun)  # Workflow.is_local
-    info = {"rule": rule.name, "wildcards": dict(job.wildcards_dict), "local": local, "threads": job.threads,
-            "resources": {k: v for k, v in job.resources.items() if not k.startswith("_")}}
-    if not local:
-        params = {"run_uuid": "ID", "slurm_logfile": "LOG", "comment_str": "C", "workdir": None,
-                  "account": "", "partition": f" -p {job.resources.get('slurm_partition')}"}
-        info["sbatch"] = get_submit_command(job, params) + set_gres_string(job)
-    print("JOB " + json.dumps(info, default=str), flush=True)
-    return log_info(job, *args, **kwargs)
-
-snakemake.jobs.Job.log_info = dump
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def slurm_jobs(tmp_path, configfile, *config):
-    """The jobs of a dry run under the slurm-gpu profile. `--cores` high, as under SLURM, where no core
-    count caps a job's threads (a dry run caps them at one by default)."""
-    driver = tmp_path / "dump_jobs.py"
-    driver.write_text(JOB_DUMP)
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    args = ["--snakefile", str(ROOT / "Snakefile"), "-n", "--cores", "1024", "--profile",
-            str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile", str(configfile), "--directory", str(tmp_path)]
-    if config:
-        args += ["--config", *config]
-    proc = subprocess.run([sys.executable, str(driver), *args], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return [json.loads(line[4:]) for line in proc.stdout.splitlines() if line.startswith("JOB ")]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(snakemake.jobs.Job, "log_info", seen)
+        _, said = cli("-n", "--cores", "1024", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
+                      str(configfile), "--directory", str(tmp_path), *(["--config", *config] if config else []))
+    return jobs, said
 
 
 def _halving_work(points, shares, keep=1 / 3):
@@ -110,18 +71,19 @@ def _halving_work(points, shares, keep=1 / 3):
     return work
 
 
-def test_slurm_profile_submits_training_sized_by_its_work_and_keeps_light_rules_local(tmp_path):
+def test_slurm_profile_sizes_training_by_its_work_or_plan_within_max_runtime_and_keeps_light_rules_local(tmp_path):
     study = yaml.safe_load((ROOT / "config/table1.yaml").read_text())
     tune = study["gpu"]["tune"]
-    # a plan for one tuning job: its runtime comes from there (hours x plan_safety 1.5), the others' from
-    # the task's runtime of one run x their work
+    # a plan for one tuning job and one run: their runtimes come from there (hours x plan_safety, at least the
+    # floor of 10 min), the others' from the task's runtime of one run x their work
     planned = "choco-sign_ring8"
     plan = tmp_path / "results" / "table1" / "plan.csv"
     plan.parent.mkdir(parents=True)
     plan.write_text("study,scale,rule,job,device,hours\n"
-                    f"table1,gpu,tune_cell,{planned},cuda:NVIDIA H200,2.0\n")
-    # no cap here: the asked runtime is the task's runtime x the job's work; max_runtime's cut has its own test
-    jobs = slurm_jobs(tmp_path, ROOT / "config/table1.yaml", "scale=gpu", "max_runtime=1000000")
+                    f"table1,gpu,tune_cell,{planned},cuda:NVIDIA H200,2.0\ntable1,gpu,run,{planned}_s0,cuda:0,0.001\n")
+    # no cap here: the asked runtime is the task's runtime x the job's work
+    jobs, said = slurm_jobs(tmp_path, ROOT / "config/table1.yaml", "scale=gpu", "max_runtime=1000000", "plan_safety=2")
+    assert "runtime of 2 training jobs: planned in results/table1/plan.csv" in said
 
     light = {"select_cell", "tuned_table", "summarize", "figure", "report", "all"}
     by_rule = {}
@@ -138,7 +100,7 @@ def test_slurm_profile_submits_training_sized_by_its_work_and_keeps_light_rules_
 
     runtime = {(job["rule"], *job["wildcards"].values()): job["resources"]["runtime"] for job in submitted}
     runs = {runtime["run", f"{cell}_s{seed}"] for cell in ("choco-sign_ring8", "dcd-sign_ring8") for seed in (0, 1, 2)}
-    assert runs == {24 * 60}  # a run of cifar10-resnet20 without a plan: the task's runtime
+    assert runs == {24 * 60, 10}  # a run of cifar10-resnet20 without a plan: the task's runtime; the planned one
     budget = tune["budget"]
     shares = [budget, 0.5, 1.0]  # rungs: the budget's share of the schedule, then half, then all of it
     sizes = {knob: len(values) for knob, values in tune["grid"].items()}
@@ -149,7 +111,17 @@ def test_slurm_profile_submits_training_sized_by_its_work_and_keeps_light_rules_
         work = _halving_work(trials, shares) + extension
         assert runtime["tune_cell", cell] == pytest.approx(runtime["run", f"{cell}_s0"] * work, abs=1), cell
         assert runtime["tune_cell", cell] > runtime["run", f"{cell}_s0"] * trials * budget
-    assert runtime["tune_cell", planned] == 2 * 60 * 1.5  # the plan, where it exists
+    assert runtime["tune_cell", planned] == 2 * 60 * 2 and runtime["run", f"{planned}_s0"] == 10  # the plan
+
+    # a plan timed on the CPU is not used, and said so; by default (max_runtime=2880) the days a tuning job
+    # would ask are cut to 48 h, and said so
+    plan.write_text("study,scale,rule,job,runs,shape,device,gradient_path,steps,evaluations,hours\n"
+                    "table1,gpu,run,x,1,s,cpu,vmap,3,1,37\n")
+    jobs, said = slurm_jobs(tmp_path, ROOT / "config/table1.yaml", "scale=gpu")
+    warning = "WARNING: results/table1/plan.csv was timed on cpu, but these jobs run on cuda: its times are NOT used"
+    assert warning in said
+    assert max(job["resources"]["runtime"] for job in jobs) == 2880
+    assert "would ask for more than max_runtime=2880 min" in said
 
 
 def test_a_dist_run_asks_slurm_for_one_cpu_per_process(tmp_path):
@@ -159,7 +131,7 @@ def test_a_dist_run_asks_slurm_for_one_cpu_per_process(tmp_path):
     study["defaults"]["procs"] = 16
     study["blocks"]["methods"]["nodes"] = [16]
     (tmp_path / "dist16.yaml").write_text(yaml.safe_dump(study))
-    runs = [job for job in slurm_jobs(tmp_path, tmp_path / "dist16.yaml") if job["rule"] == "run"]
+    runs = [job for job in slurm_jobs(tmp_path, tmp_path / "dist16.yaml")[0] if job["rule"] == "run"]
     assert len(runs) == 2
     for job in runs:
         assert not job["local"]
@@ -167,12 +139,17 @@ def test_a_dist_run_asks_slurm_for_one_cpu_per_process(tmp_path):
         assert "--cpus-per-task=16" in job["sbatch"] and "--gpus" not in job["sbatch"]  # lsq: a CPU task
 
 
-def test_bad_study_file_names_the_key(tmp_path):
+def test_a_bad_study_or_setting_is_one_line_naming_the_key(tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text("study: bad\ntask: mnist1d-mlp\nblocks:\n  b:\n    method: [choco/sign]\n    topology: [ring]\n"
                    "    nodes: [8]\ndefaults: {learning_rate: 0.1}\n")
-    out = snakemake("-n", "--configfile", str(bad), "--directory", str(tmp_path), check=False)
-    assert out.returncode != 0 and "learning_rate" in out.stdout + out.stderr
+    for args, words in (
+            (["--configfile", str(bad)], "learning_rate"),
+            (["--configfile", str(ROOT / "config/test.yaml"), "--config", "epochz=1"],
+             "error: the study's config: Additional properties are not allowed ('epochz'")):
+        status, said = cli("-n", "--directory", str(tmp_path), *args, check=False)
+        assert status != 0 and words in said, said
+        assert len(said.splitlines()) < 8 and "properties:" not in said, said  # one line, not the schema
 
 
 def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(interrupted_study):
@@ -209,29 +186,40 @@ def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(interru
 
 
 def test_a_study_can_ask_for_the_distributed_backend(tmp_path):
-    snakemake("--cores", "2", "--configfile", str(ROOT / "config/test-dist.yaml"), "--directory", str(tmp_path))
-    runs = sorted((tmp_path / "results" / "test-dist" / "runs").glob("*/run.json"))
-    assert len(runs) == 2
-    for path in runs:
-        info = json.loads(path.read_text())
-        assert info["status"] == "completed"
-        assert info["runtime"]["backend"] == "dist" and info["runtime"]["processes"] == 2
+    study = yaml.safe_load((ROOT / "config/test-dist.yaml").read_text())
+    study["blocks"]["methods"]["method"] = ["choco/sign"]  # one of its two runs: the processes are the point
+    (tmp_path / "dist.yaml").write_text(yaml.safe_dump(study))
+    cli("--cores", "2", "--configfile", str(tmp_path / "dist.yaml"), "--directory", str(tmp_path))
+    (path,) = (tmp_path / "results" / "test-dist" / "runs").glob("*/run.json")
+    info = json.loads(path.read_text())
+    assert info["status"] == "completed"
+    assert info["runtime"]["backend"] == "dist" and info["runtime"]["processes"] == 2
     assert (tmp_path / "results" / "test-dist" / "summary.csv").exists()
 
 
-def test_run_settings_on_the_command_line_replace_the_studys_defaults(tmp_path):
-    out = snakemake("-n", "-p", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path),
-                    "--config", "epochs=1", "lr=0.05")
-    commands = [shlex.split(line) for line in out.stdout.splitlines() if "-m bench run" in line]
+def test_run_settings_on_the_command_line_replace_the_studys_defaults_and_a_job_logs_its_progress(tmp_path):
+    _, said = cli("-n", "-p", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path),
+                  "--config", "epochs=1", "lr=0.05")
+    assert re.search(r"^total\s+\d+", said, flags=re.M), said[-2000:]  # the command line's dry run lists the jobs
+    commands = [shlex.split(line) for line in said.splitlines() if "-m bench run" in line]
     settings = [json.loads(words[words.index("--settings") + 1]) for words in commands]
     assert settings and all(s["epochs"] == 1 for s in settings)  # config/test.yaml says 3
     # the diverging block sets its own lr (500), the others take the command line's
     assert {s["lr"] for s in settings} == {500, 0.05}
-    bad = snakemake("-n", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(tmp_path),
-                    "--config", "epochz=1", check=False)
-    said = bad.stdout + bad.stderr
-    assert bad.returncode != 0 and "error: the study's config: Additional properties are not allowed ('epochz'" in said
-    assert len(said.splitlines()) < 8 and "properties:" not in said  # one line, not the schema
+    # no rule passes --quiet: a training job's shell line, run as the rule runs it (stdout and stderr into the
+    # log), leaves a log of step lines and the closing status
+    shells = [line for line in said.splitlines() if "bench run" in line or "bench consensus" in line]
+    assert shells and not any("--quiet" in line for line in shells), shells[:2]
+    line = next(line for line in shells if "bench run" in line and "lr=500" not in line)  # one that trains
+    first = shlex.split(line[line.index("python -m bench run"):].split(" && ")[0])  # the cell's first seed
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    with open(tmp_path / "run.log", "w") as log:
+        proc = subprocess.run(first, cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    text = (tmp_path / "run.log").read_text()
+    assert proc.returncode == 0, text[-2000:]
+    steps = [line for line in text.splitlines() if line.startswith("step ")]
+    assert steps and all(STEP_LINE.match(line) for line in steps), text
+    assert "completed at step" in text.splitlines()[-1]
 
 
 def test_make_reproduce_takes_a_study_and_snakemake_arguments():
@@ -246,20 +234,3 @@ def test_make_reproduce_takes_a_study_and_snakemake_arguments():
     bad = subprocess.run([*make, "reproduce", "STUDY=nope"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "error: STUDY=nope: no config/nope.yaml; studies: " in bad.stdout + bad.stderr
     assert " noniid " in bad.stdout + bad.stderr
-
-
-def test_a_cpu_plan_of_a_gpu_study_is_flagged_and_no_job_asks_beyond_max_runtime(tmp_path):
-    plan = tmp_path / "results" / "table1" / "plan.csv"
-    plan.parent.mkdir(parents=True)
-    plan.write_text("study,scale,rule,job,runs,shape,device,gradient_path,steps,evaluations,hours\n"
-                    "table1,gpu,run,x,1,s,cpu,vmap,3,1,37\n")
-    args = ["-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
-            str(ROOT / "config/table1.yaml"), "--directory", str(tmp_path), "--config", "scale=gpu"]
-    proc = snakemake(*args)
-    said = "\n".join(proc.stdout.splitlines() + proc.stderr.splitlines())
-    assert "WARNING: results/table1/plan.csv was timed on cpu, but these jobs run on cuda" in said
-    asked = [int(m) for m in re.findall(r"runtime=(\d+)", said)]
-    assert asked and max(asked) == 2880  # the no-plan tuning jobs (days) are cut to 48 h, and said so
-    assert "would ask for more than max_runtime=2880 min" in said
-    proc = snakemake(*args[:-1], "scale=gpu", "max_runtime=600")
-    assert max(int(m) for m in re.findall(r"runtime=(\d+)", proc.stdout + proc.stderr)) == 600

@@ -2,7 +2,6 @@
 runtime the pipeline then asks for each job, and one-line errors for bad input."""
 import csv
 import math
-import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from bench.plan.table import COLUMNS, runtime_minutes
 from bench.tasks import TaskSetup, make_task
 from datafiles import write_cifar, write_wikitext
 from hostile import assert_refused, run_cli
-from shared_studies import snakemake
+from snakemake_api import cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -118,36 +117,11 @@ def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
         assert "synthetic data" in row["note"]
 
 
-@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
-def test_the_dag_takes_each_jobs_runtime_from_the_plan(tmp_path):
-    plan = tmp_path / "results" / "test-tune" / "plan.csv"
-    plan.parent.mkdir(parents=True)
-    rows = [dict.fromkeys(COLUMNS, "") | {"scale": "cpu", "rule": "tune_cell", "job": "choco-sign_ring4",
-                                           "device": "cuda", "hours": "2.0"},
-            dict.fromkeys(COLUMNS, "") | {"scale": "cpu", "rule": "run", "job": "choco-sign_ring4_s0",
-                                           "device": "cuda", "hours": "0.001"}]
-    with open(plan, "w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=COLUMNS)
-        writer.writeheader()
-        writer.writerows(rows)
-    out = snakemake("-n", "--profile", str(ROOT / "workflow/profiles/slurm-gpu"), "--configfile",
-                    str(ROOT / "config/test-tune.yaml"), "--config", "plan_safety=2", "--directory", str(tmp_path))
-    runtime = {}
-    for block in out.stdout.split("\nrule ")[1:]:
-        wildcard = [line.split("=", 1)[1] for line in block.splitlines() if "wildcards:" in line]
-        if wildcard and "runtime=" in block:
-            runtime[(block.split(":")[0], wildcard[0])] = int(re.search(r"runtime=(\d+)", block).group(1))
-    assert runtime[("tune_cell", "choco-sign_ring4")] == 2 * 60 * 2  # planned hours x plan_safety
-    assert runtime[("run", "choco-sign_ring4_s0")] == 10  # the floor
-    assert runtime[("run", "allreduce-none_ring4_s0")] == 60  # not planned: the task's default
-    assert "runtime of 2 training jobs: planned in results/test-tune/plan.csv" in out.stdout + out.stderr
-
-
-@pytest.mark.slow  # a Snakemake dry run, in a child process: `make test` runs it, test-fast does not
+@pytest.mark.slow  # a Snakemake dry run: `make test` runs it, test-fast does not
 def test_plan_true_targets_the_plan_alone(tmp_path):
-    out = snakemake("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
-                    "--directory", str(tmp_path))
-    counts = {line.split()[0]: line.split()[1] for line in out.stdout.splitlines() if line[:4] in ("plan", "all ")}
+    _, said = cli("-n", "--configfile", str(ROOT / "config/table1.yaml"), "--config", "scale=gpu", "plan=true",
+                  "--directory", str(tmp_path))
+    counts = {line.split()[0]: line.split()[1] for line in said.splitlines() if line[:4] in ("plan", "all ")}
     assert counts == {"plan": "1", "all": "1"}
 
 
@@ -187,16 +161,3 @@ def test_a_study_without_training_runs_plans_no_job(tmp_path, capsys):
     out = tmp_path / "plan.csv"
     assert main(["plan", "--configfile", str(ROOT / "config/consensus.yaml"), "--quiet", "--out", str(out)]) == 0
     assert out.read_text().strip() == ",".join(COLUMNS) and "no training job" in capsys.readouterr().out
-
-
-def test_a_plan_timed_on_another_device_is_not_used_and_says_so_loudly(tmp_path):
-    from bench.plan.table import planned_runtimes
-
-    path = tmp_path / "plan.csv"
-    path.write_text("study,scale,rule,job,runs,shape,device,gradient_path,steps,evaluations,hours\n"
-                    "t,gpu,run,a,1,s,cpu,vmap,3,1,37\n")  # a CPU rehearsal of a GPU study
-    planned, line = planned_runtimes(path, "gpu", 1.5, 10, device="cuda")
-    assert planned == {} and line.startswith("WARNING: ") and "timed on cpu" in line and "NOT used" in line
-    path.write_text(path.read_text().replace(",cpu,", ",cuda:0,"))
-    planned, line = planned_runtimes(path, "gpu", 1.5, 10, device="cuda")
-    assert planned == {("run", "a"): math.ceil(37 * 60 * 1.5)} and "timed on cuda:0" in line

@@ -1,16 +1,16 @@
-"""PowerSGD: the special cases it reduces to, Algorithm 1 of Vogels et al. written out by hand (warm start,
-error feedback), where the average goes, and the traffic of its two all-reduces, in float64."""
+"""PowerSGD: where it compresses, Algorithm 1 of Vogels et al. written out by hand (warm start, error feedback),
+and the traffic of its two all-reduces, in float64. All-reduce SGD, message for message, where low rank saves
+nothing, and error feedback only delaying what it drops: tests/test_laws.py."""
 import math
 
 import pytest
 import torch
 
-from bench.algorithms import LocalStepConfig, make_algorithm
+from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator, make_network
-from bench.compressors import make_compressor
 from bench.compressors.rows import RowStream
 from bench.topology import make_topology
-from test_algorithms import LR, Quadratic, start, trajectory
+from test_algorithms import LR, Quadratic, build, start
 
 N = 8
 # a conv kernel (6 × 12: compressed for R ≤ 3), its bias, a linear layer (5 × 4: compressed for R = 1, 2)
@@ -19,37 +19,9 @@ SEGMENTS = [math.prod(s) for s in SHAPES]
 D = sum(SEGMENTS)  # 72 + 6 + 20 = 98
 
 
-def powersgd(x0, options=None, shapes=SHAPES, local_cfg=None, seed=3, network=None, n=N):
-    comm = SimulatedCommunicator(make_topology("ring", n), network)
-    return make_algorithm("powersgd", x0, comm, compressor=make_compressor("none"),
-                          local=_local(local_cfg), options=options,
-                          generator=torch.Generator().manual_seed(seed),
-                          segments=None if shapes is None else [math.prod(s) for s in shapes], shapes=shapes)
-
-
-def _local(cfg):
-    from bench.algorithms import LocalStep
-
-    return LocalStep(cfg or LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2))
-
-
-def allreduce(x0, local_cfg=None):
-    return make_algorithm("allreduce", x0, SimulatedCommunicator(make_topology("ring", N)),
-                          local=_local(local_cfg))
-
-
-@pytest.mark.parametrize("shapes,rank", [(SHAPES, 4), ([(D,)], 1), (None, 10)])
-def test_with_every_layer_exact_it_is_all_reduce_sgd(shapes, rank):
-    """R·(rows + cols) ≥ size for every layer (or only 1-D layers, or a vector too small for its square):
-    everything goes in one exact all-reduce; the same models and the same traffic as all-reduce SGD."""
-    problem = Quadratic(N, D)
-    algo = powersgd(start(N, D), {"rank": rank}, shapes)
-    assert not algo.blocks
-    ours = trajectory(algo, problem)
-    ref = allreduce(start(N, D))
-    reference = trajectory(ref, problem)
-    torch.testing.assert_close(ours, reference, rtol=0, atol=0)
-    assert algo.step(problem.grad(algo.x), LR) == ref.step(problem.grad(ref.x), LR)
+def powersgd(x0, options=None, shapes=SHAPES, local_cfg=None, network=None):
+    return build("powersgd", make_topology("ring", N), x0, "none", options, local_cfg, network=network,
+                 segments=None if shapes is None else [math.prod(s) for s in shapes], shapes=shapes)
 
 
 def test_plan_compresses_only_where_low_rank_saves_bits():
@@ -57,6 +29,8 @@ def test_plan_compresses_only_where_low_rank_saves_bits():
     assert [b[2:] for b in powersgd(start(N, D), {"rank": 3}).blocks] == [(6, 12)]  # 3·9 ≥ 20
     algo = powersgd(start(N, D), {"rank": 2}, shapes=None)  # one flat vector: a zero-padded 10 × 10
     assert [b[2:] for b in algo.blocks] == [(10, 10)] and algo.exact == []
+    # R·(rows + cols) ≥ size for every layer, or only 1-D layers: all-reduce SGD (tests/test_laws.py)
+    assert not powersgd(start(N, D), {"rank": 4}).blocks and not powersgd(start(N, D), {"rank": 1}, [(D,)]).blocks
 
 
 def test_a_gradient_of_rank_at_most_r_passes_exactly():
@@ -90,7 +64,7 @@ def test_it_is_algorithm_one_of_the_paper_with_warm_start_and_error_feedback(ran
     problem = Quadratic(N, D)
     cfg = LocalStepConfig(momentum=0.9, nesterov=True, weight_decay=1e-2)
     algo = powersgd(start(N, D), {"rank": rank}, local_cfg=cfg)
-    ref_local = _local(cfg)
+    ref_local = LocalStep(cfg)
     x, err = start(N, D).clone(), torch.zeros(N, D, dtype=torch.float64)
     blocks = algo.blocks
     assert torch.equal(algo.q, algo.q[:1].expand_as(algo.q))  # the same random Q on every worker
@@ -117,25 +91,6 @@ def test_it_is_algorithm_one_of_the_paper_with_warm_start_and_error_feedback(ran
         torch.testing.assert_close(algo.q, torch.cat([q.reshape(-1) for q in qs]).expand(N, -1), rtol=0,
                                    atol=1e-12)
     assert err.abs().sum() > 0
-
-
-@pytest.mark.parametrize("shapes,rank", [(SHAPES, 1), (SHAPES, 2), (None, 2)])
-def test_error_feedback_keeps_every_dropped_gradient_for_later(shapes, rank):
-    """All models stay equal, and with plain SGD x_T = x_0 − η Σ_t mean(g_t) + η mean(e_T): compression
-    only delays; the exact layers never keep an error."""
-    problem = Quadratic(N, D)
-    algo = powersgd(start(N, D), {"rank": rank}, shapes, local_cfg=LocalStepConfig())
-    x0 = algo.x.clone()
-    applied = torch.zeros(D, dtype=torch.float64)
-    for _ in range(30):
-        grad = problem.grad(algo.x)
-        applied += grad.mean(0)
-        algo.step(grad, LR)
-    assert torch.equal(algo.x, algo.x[:1].expand_as(algo.x))  # one model
-    torch.testing.assert_close(algo.x[0], x0[0] - LR * applied + LR * algo.error.mean(0), rtol=0, atol=1e-12)
-    assert algo.error.abs().sum() > 0
-    for s, n in algo.exact:
-        assert not algo.error[:, s : s + n].any()
 
 
 def test_rank_one_powersgd_reaches_the_optimum_of_the_mean_objective():

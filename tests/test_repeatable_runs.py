@@ -1,36 +1,24 @@
 """A run's numbers depend on its settings, not on the machine's state: the gradient path follows a rule
-that reads no clock and no cache (the same metrics whatever `gradient-paths.json` says), and one
-untimed, undone step before the first timed one keeps one-off set-up out of `time_compute_s` without
-changing any other number."""
+that reads no clock and no cache, and one untimed, undone step before the first timed one keeps one-off
+set-up out of `time_compute_s` without changing any other number."""
 import json
 import os
-import platform
 import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
-import torch
 
 from bench.cli import main
-from bench.tasks import Task, make_task
+from bench.tasks import Task
 from datafiles import write_cifar, write_wikitext
-from test_tasks import setup_for
 
 MEASURED = ["time_compute_s", "time_s", "wall_s"]  # measured times: the only columns allowed to differ
 # 20 epochs of 3 steps (1000 samples, 8 workers of 32), one row per step: every step's compute time
 LSQ = ["run", "--task", "lsq", "--algorithm", "choco", "--compressor", "top:0.1", "--topology", "ring",
        "--nodes", "8", "--seed", "0", "--epochs", "20", "--set", "gamma=0.3", "--set", "lr=0.05",
        "--set", f"eval_every={1 / 3}", "--set", "eval_local_workers=0", "--quiet"]
-
-
-def _old_cache_key(n: int, batch: int) -> str:
-    """The key under which the former `vectorize=auto` looked up the lsq run's path in gradient-paths.json."""
-    options = {k: v for k, v in sorted(make_task("lsq", setup_for("lsq", Path("."))).options.items())
-               if k != "vectorize"}
-    return json.dumps(["lsq", options, n, batch, str(torch.float32),
-                       f"cpu:{platform.machine()}:{os.cpu_count()}cores", torch.__version__], default=str)
 
 
 def _bench(out: Path, cache: Path, *extra: str) -> tuple[pd.DataFrame, dict]:
@@ -58,49 +46,20 @@ def _steps_like_the_others(df: pd.DataFrame, steps: tuple[int, ...] = (1,)) -> N
         assert this <= bound, (step, this, others.median(), others.max())
 
 
-def test_the_step_check_takes_a_scheduling_delay_and_catches_a_one_off_set_up():
-    """The check above on made-up steps of 0.26 ms: step 1 taken off the CPU for 9 ms passes, step 1 carrying the
-    0.26 s of a first-call set-up fails."""
-    def frame(first: float) -> pd.DataFrame:
-        per_step = [first] + [0.00026 + 0.00001 * (i % 7) for i in range(59)]
-        return pd.DataFrame({"step": range(61), "time_compute_s": [0.0, *pd.Series(per_step).cumsum()]})
-
-    _steps_like_the_others(frame(0.009))
-    with pytest.raises(AssertionError):
-        _steps_like_the_others(frame(0.26))
-
-
-@pytest.mark.slow  # four fresh processes
-def test_the_same_command_gives_the_same_metrics_whatever_the_cache_holds(tmp_path):
-    """`vectorize=auto` in fresh processes: the cache empty, and the cache holding either path for this run's
-    shape under the key the former `auto` read (with timings that would have decided it). The same path and
-    reason, metrics identical but for measured times, and step 1's compute time like the others'. The run of the
-    empty cache is paused half way and resumed by a second process: the runner's warm-up keeps torch.func's
-    set-up out of step 1 and out of the first step after the resume, and the resumed run is the others' too."""
-    runs, resumed_at = [], None
-    for choice in (None, "loop", "vmap"):
-        cache = tmp_path / f"cache-{choice}"
-        cache.mkdir()
-        if choice:
-            seconds = {"loop": 0.001, "vmap": 1.0} if choice == "loop" else {"loop": 1.0, "vmap": 0.001}
-            entry = {_old_cache_key(8, 32): {"path": choice, "seconds_per_step": seconds}}
-            (cache / "gradient-paths.json").write_text(json.dumps(entry))
-        else:
-            paused, info = _bench(tmp_path / f"run-{choice}", cache, "--set", "stop_at=10")
-            assert info["status"] == "paused"
-            resumed_at = int(paused["step"].iloc[-1]) + 1
-        runs.append(_bench(tmp_path / f"run-{choice}", cache))
-    (first, info), *others = runs
-    assert info["status"] == "completed" and info["task"]["gradient_path"]["path"] == "vmap"
-    assert info["task"]["gradient_path"]["reason"].startswith("task_options.vectorize=auto")
-    assert "seconds_per_step" not in info["task"]["gradient_path"]  # no timing decided it
-    assert not list((tmp_path / "cache-None").iterdir())  # and nothing was remembered
-    for df, other in others:
-        assert other["task"]["gradient_path"] == info["task"]["gradient_path"]
-        pd.testing.assert_frame_equal(first.drop(columns=MEASURED), df.drop(columns=MEASURED), check_exact=True)
-    _steps_like_the_others(first, (1, resumed_at))
-    for df, _ in others:
-        _steps_like_the_others(df)
+@pytest.mark.slow  # fresh processes
+def test_a_fresh_process_takes_its_path_by_rule_and_no_set_up_in_the_first_step_nor_after_a_resume(tmp_path):
+    """`vectorize=auto` in fresh processes: the path by its rule (no timing decides it, nothing is cached), and the
+    runner's warm-up keeps torch.func's set-up out of step 1 and out of the first step after a resume (the run
+    paused half way and resumed by a second process)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    paused, info = _bench(tmp_path / "run", cache, "--set", "stop_at=10")
+    assert info["status"] == "paused"
+    df, info = _bench(tmp_path / "run", cache)
+    path = info["task"]["gradient_path"]
+    assert info["status"] == "completed" and path["path"] == "vmap" and "seconds_per_step" not in path
+    assert path["reason"].startswith("task_options.vectorize=auto") and not list(cache.iterdir())
+    _steps_like_the_others(df, (1, int(paused["step"].iloc[-1]) + 1))
 
 
 @pytest.mark.slow

@@ -20,7 +20,7 @@ from bench.compressors import make_compressor
 from bench.run import resolve
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
-from hostile import assert_refused, run_cli
+from hostile import refused
 from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
 
 RING4 = "0 1\n1 2\n2 3\n3 0\n"
@@ -35,10 +35,6 @@ def _on_file(argv, path):
 
 def _temps(directory):
     return sorted(p.name for p in Path(directory).iterdir() if ".tmp" in p.name)
-
-
-def _err_lines(capsys):
-    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
 # ---- 1. a file topology is its contents, not its path ---------------------------------------
@@ -68,24 +64,14 @@ def test_run_ids_of_built_in_topologies_are_unchanged():
             == "mnist1d-mlp_choco_none_erdos-renyi0.38_s2_49eaec5829")
 
 
-def test_a_finished_run_on_an_edited_edge_list_is_not_already_completed(tmp_path, capsys):
-    edges, out = tmp_path / "edges.txt", tmp_path / "run"
-    edges.write_text(RING4)
-    assert main(["run", *_on_file(SMALL, edges), "--out", str(out)]) == 0
-    capsys.readouterr()
-    edges.write_text(COMPLETE4)
-    assert main(["run", *_on_file(SMALL, edges), "--out", str(out)]) == 2
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "other settings" in err[0]
-
-
-def test_two_graphs_at_one_path_are_two_runs_for_analysis(tmp_path):
+def test_two_graphs_at_one_path_are_two_runs_not_one_already_completed(tmp_path, capsys):
     from analysis.load import load_runs
 
     edges = tmp_path / "edges.txt"
     edges.write_text(RING4)
     assert main(["run", *_on_file(SMALL, edges), "--out", str(tmp_path / "results" / "a")]) == 0
-    edges.write_text(COMPLETE4)
+    edges.write_text(COMPLETE4)  # the finished ring's folder is no finished run of this graph
+    refused(main, ["run", *_on_file(SMALL, edges), "--out", str(tmp_path / "results" / "a")], capsys, "other settings")
     assert main(["run", *_on_file(SMALL, edges), "--out", str(tmp_path / "results" / "b")]) == 0
     runs = load_runs(tmp_path / "results")
     assert len(runs.runs) == 2 and not runs.problems
@@ -146,9 +132,7 @@ def test_a_second_run_on_a_busy_directory_is_refused_and_the_lock_dies_with_its_
     first = _cli(["run", *LONG, "--out", str(out)])
     try:
         _wait_for_checkpoint(out, first)
-        assert main(["run", *LONG, "--out", str(out)]) == 2
-        err = _err_lines(capsys)
-        assert len(err) == 1 and str(out) in err[0] and "another" in err[0]
+        refused(main, ["run", *LONG, "--out", str(out)], capsys, out, "another")
         assert first.poll() is None  # the holder goes on
     finally:
         first.send_signal(signal.SIGKILL)
@@ -163,9 +147,7 @@ def test_a_held_lock_refuses_a_dist_run_too(tmp_path, capsys):
 
     out = tmp_path / "run"
     with run_directory_lock(out):
-        assert main(["run", *SMALL, "--backend", "dist", "--out", str(out)]) == 2
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "another" in err[0]
+        refused(main, ["run", *SMALL, "--backend", "dist", "--out", str(out)], capsys, "another")
     assert not (out / "run.json").exists()
 
 
@@ -182,7 +164,7 @@ def test_metrics_without_a_readable_run_json_are_refused_not_overwritten(tmp_pat
         kept, words = out / "metrics.parquet", ["run.json", "metrics.parquet", "--out"]
     before = kept.read_bytes()
     capsys.readouterr()
-    assert_refused(*run_cli(main, ["run", *SMALL, "--out", str(out)], capsys)[::2], *words)
+    refused(main, ["run", *SMALL, "--out", str(out)], capsys, *words)
     assert kept.read_bytes() == before and (damage == "unreadable" or not (out / "run.json").exists())
 
 
@@ -226,8 +208,7 @@ def test_a_damaged_checkpoint_names_the_file_and_how_to_restart(kind, finished_r
     (out / "run.json").write_text(json.dumps({**record, "status": "running"}))  # interrupted: resumed from it
     _checkpoint(kind, out / "checkpoint.pt")
     before = {p.name: p.read_bytes() for p in out.iterdir()}
-    assert_refused(*run_cli(main, ["run", *FAST, "--out", str(out)], capsys)[::2], str(out / "checkpoint.pt"),
-                   "remove")
+    refused(main, ["run", *FAST, "--out", str(out)], capsys, out / "checkpoint.pt", "remove")
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # the damaged checkpoint is kept too
     (out / "checkpoint.pt").unlink()  # and, as the line says, without it the same command starts again
     assert main(["run", *FAST, "--out", str(out)]) == 0
@@ -235,34 +216,23 @@ def test_a_damaged_checkpoint_names_the_file_and_how_to_restart(kind, finished_r
 
 
 # ---- 3. a full disk -------------------------------------------------------------------------
-def _full_after(monkeypatch, target, name, calls_ok, partial=b"\0" * 4096):
-    """Make ``target.name`` write ``partial`` to its file argument and raise ENOSPC after ``calls_ok`` calls."""
-    real = getattr(target, name)
-    count = []
-
-    def fill(obj, where, *args, **kwargs):
-        count.append(1)
-        if len(count) <= calls_ok:
-            return real(obj, where, *args, **kwargs)
-        if hasattr(where, "write"):
-            where.write(partial)
-        else:
-            Path(where).write_bytes(partial)
-        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
-
-    monkeypatch.setattr(target, name, fill)
-
-
 def test_a_full_disk_at_a_checkpoint_fails_the_run_cleanly_and_the_same_command_finishes(tmp_path, monkeypatch,
                                                                                           capsys):
+    """(a full disk at the metrics: tests/test_run_failures.py's test_an_error_while_writing_the_end_...)"""
     argv = [*SMALL, "--set", "checkpoint_every=0.5"]
     assert main(["run", *argv, "--out", str(tmp_path / "reference")]) == 0
-    out = tmp_path / "run"
-    _full_after(monkeypatch, torch, "save", calls_ok=2)
+    out, real, calls = tmp_path / "run", torch.save, []
+
+    def fill(obj, where, *args, **kwargs):  # the third checkpoint writes a part, then finds the disk full
+        calls.append(1)
+        if len(calls) <= 2:
+            return real(obj, where, *args, **kwargs)
+        where.write(b"\0" * 4096) if hasattr(where, "write") else Path(where).write_bytes(b"\0" * 4096)
+        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
+
+    monkeypatch.setattr(torch, "save", fill)
     capsys.readouterr()
-    assert main(["run", *argv, "--out", str(out)]) == 1
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "No space left on device" in err[0]
+    refused(main, ["run", *argv, "--out", str(out)], capsys, "No space left on device", code=1)
     info = json.loads((out / "run.json").read_text())
     assert info["status"] == "failed" and "No space left on device" in info["error"]
     assert _temps(out) == []
@@ -270,21 +240,6 @@ def test_a_full_disk_at_a_checkpoint_fails_the_run_cleanly_and_the_same_command_
     assert main(["run", *argv, "--out", str(out)]) == 0
     pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), metrics(tmp_path / "reference").drop(columns=WALL))
     assert _temps(out) == []
-
-
-def test_a_full_disk_at_the_metrics_still_records_the_failure(tmp_path, monkeypatch, capsys):
-    out = tmp_path / "run"
-    import pyarrow.parquet as pq
-
-    _full_after(monkeypatch, pq, "write_table", calls_ok=0)  # write_metrics writes with pyarrow
-    assert main(["run", *SMALL, "--out", str(out)]) == 1
-    assert len(_err_lines(capsys)) == 1
-    info = json.loads((out / "run.json").read_text())
-    assert info["status"] == "failed" and "No space left on device" in info["error"]
-    assert _temps(out) == [] and (out / "checkpoint.pt").exists()  # kept: the rerun resumes from it
-    monkeypatch.undo()
-    assert main(["run", *SMALL, "--out", str(out)]) == 0
-    assert json.loads((out / "run.json").read_text())["status"] == "completed"
 
 
 @pytest.mark.parametrize("writes_that_fit", [0, 1])
@@ -302,9 +257,7 @@ def test_a_disk_full_for_everything_ends_with_one_line_and_no_temp_files(tmp_pat
         return real(fd)
 
     monkeypatch.setattr(os, "fsync", fsync)
-    assert main(["run", *SMALL, "--out", str(out)]) == 1
-    err = _err_lines(capsys)
-    assert len(err) == 1 and "No space left on device" in err[0]
+    refused(main, ["run", *SMALL, "--out", str(out)], capsys, "No space left on device", code=1)
     if writes_that_fit:  # the failure could not be recorded: run.json says what the last write said
         assert json.loads((out / "run.json").read_text())["status"] == "running" and _temps(out) == []
     else:
@@ -392,20 +345,11 @@ def test_every_writer_leaves_the_old_file_and_no_temp_file_when_the_disk_fills(t
     assert path.read_bytes() != old and _temps(tmp_path) == []
 
 
-def _write_then_rename_copies(package: str) -> list[str]:
+@pytest.mark.parametrize("package,copies", [("bench", ["files.py", "run/launch.py"]), ("analysis", ["files.py"])])
+def test_one_write_then_rename_per_package(package, copies):
+    """Every atomic file write goes through bench/files.py or, as analysis/ never imports bench, analysis/files.py
+    (STYLE.md: no copies); the launcher moves a held run's files aside (not a file write)."""
     root = Path(__file__).resolve().parents[1] / package
-    return [str(p.relative_to(root)) for p in root.rglob("*.py")
-            if re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-|NamedTemporaryFile\(", p.read_text())]
-
-
-def test_bench_has_one_write_then_rename():
-    """Every atomic file write in bench/ goes through bench.files (STYLE.md: no copies)."""
-    root = Path(__file__).resolve().parents[1] / "bench"
-    # the launcher moves a held run's files aside (not a file write)
-    assert sorted(_write_then_rename_copies("bench")) == ["files.py", "run/launch.py"]
-    assert (root / "run" / "launch.py").read_text().count("os.replace(") == 1
-
-
-def test_analysis_has_one_write_then_rename():
-    """analysis/ never imports bench, so it has its own writer: one, in analysis/files.py."""
-    assert _write_then_rename_copies("analysis") == ["files.py"]
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
+                  if re.search(r"os\.replace\(|mkstemp\(|\.tmp\b|tmp-|NamedTemporaryFile\(", p.read_text())) == copies
+    assert package == "analysis" or (root / "run" / "launch.py").read_text().count("os.replace(") == 1

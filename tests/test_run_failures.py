@@ -16,11 +16,8 @@ from bench.run.runner import Loop
 from bench.tasks import TaskSetup, make_task
 from bench.tasks.batchnorm import batchnorm_inputs, check_batchnorm_batch
 from datafiles import write_cifar, write_imagefolder
+from hostile import refused
 from test_run import SMALL, WALL, metrics
-
-
-def _err_lines(capsys):
-    return [line for line in capsys.readouterr().err.splitlines() if line.strip()]
 
 
 def _record(out):
@@ -33,30 +30,20 @@ IMAGENET_B1 = ["run", "--task", "imagenet-resnet50", "--algorithm", "choco", "--
                "--set", "task_options.size=8", "--quiet"]
 
 
-def test_resnet50_at_size_8_and_batch_1_is_refused_before_the_run(tmp_path, capsys):
+def test_resnet50_at_size_8_and_batch_1_is_refused_before_the_run_and_changes_no_file(tmp_path, capsys):
+    """Bad input changes no file: no run directory for a fresh run, and a run.json of the same settings that an
+    earlier attempt left stays byte for byte (an unforeseen error marks it failed instead: see below)."""
     root = write_imagefolder(tmp_path / "imagenet")
-    out = tmp_path / "run"
-    assert main([*IMAGENET_B1, "--set", f"data_root={root}", "--out", str(out)]) == 2
-    lines = _err_lines(capsys)
-    assert len(lines) == 1 and "batch_size=1" in lines[0] and "BatchNorm layer" in lines[0], lines
-    assert "batch_size >= 2" in lines[0] and "Traceback" not in lines[0]
+    argv, out = [*IMAGENET_B1, "--set", f"data_root={root}", "--out", str(tmp_path / "run")], tmp_path / "run"
+    refused(main, argv, capsys, "batch_size=1", "BatchNorm layer", "batch_size >= 2")
     assert not out.exists()  # no run directory, no run.json saying running
-
-
-def test_the_refusal_leaves_an_earlier_attempts_files_as_they_were(tmp_path, capsys):
-    """Bad input changes no file: a run.json of the same settings that an earlier attempt left stays byte for
-    byte (an unforeseen error marks it failed instead: see below)."""
-    root = write_imagefolder(tmp_path / "imagenet")
-    out = tmp_path / "run"
     out.mkdir()
     flags = {"task": "imagenet-resnet50", "algorithm": "choco", "compressor": "sign", "topology": "ring",
              "nodes": 3, "epochs": 1.0, "batch_size": 1, "quiet": True}
     cfg = resolve({}, flags, {"gamma": 0.3, "task_options": {"size": 8}, "data_root": str(root)})
     earlier = json.dumps({"run_id": cfg.run_id(), "fingerprint": cfg.fingerprint(), "status": "running"})
     (out / "run.json").write_text(earlier)
-    assert main([*IMAGENET_B1, "--set", f"data_root={root}", "--out", str(out)]) == 2
-    lines = _err_lines(capsys)
-    assert len(lines) == 1 and "BatchNorm layer" in lines[0], lines  # this run's refusal, not another one's
+    refused(main, argv, capsys, "BatchNorm layer")  # this run's refusal, not another one's
     assert (out / "run.json").read_text() == earlier and sorted(p.name for p in out.iterdir()) == ["run.json"]
 
 
@@ -129,10 +116,9 @@ def test_an_unexpected_error_in_a_step_fails_the_run_with_its_reason(tmp_path, m
     out = tmp_path / "run"
     _failing_step(monkeypatch, ValueError("boom in a step\nsecond line"), after=8)
     capsys.readouterr()
-    assert main(["run", *argv, "--out", str(out)]) == 1
-    lines = _err_lines(capsys)
-    assert len(lines) == 1 and "stopped at step 8" in lines[0] and "ValueError: boom in a step" in lines[0], lines
-    assert "second line" not in lines[0]
+    line = refused(main, ["run", *argv, "--out", str(out)], capsys, "stopped at step 8", "ValueError: boom in a step",
+                   code=1)
+    assert "second line" not in line
     record = _record(out)
     assert record["status"] == "failed" and record["error"].startswith("ValueError: boom in a step")
     assert "(at bench/run/runner.py:" in record["error"] and "boom in a step" in record["traceback"]
@@ -147,28 +133,33 @@ def test_an_unexpected_error_in_a_step_fails_the_run_with_its_reason(tmp_path, m
 def test_bad_input_found_mid_run_fails_the_run_and_is_one_line_with_status_2(tmp_path, monkeypatch, capsys):
     out = tmp_path / "run"
     _failing_step(monkeypatch, BenchError("data/img7.JPEG is not an image the suite can read"))
-    assert main(["run", *SMALL, "--out", str(out)]) == 2
-    assert _err_lines(capsys) == ["bench: error: data/img7.JPEG is not an image the suite can read"]
+    line = refused(main, ["run", *SMALL, "--out", str(out)], capsys)
+    assert line == "bench: error: data/img7.JPEG is not an image the suite can read"
     record = _record(out)
     assert record["status"] == "failed" and record["error"] == "data/img7.JPEG is not an image the suite can read"
     assert "traceback" not in record
 
 
-def test_an_error_while_writing_the_end_still_marks_the_run_failed(tmp_path, monkeypatch, capsys):
-    """The final metrics cannot be written (a library error, not a full disk): run.json says failed anyway."""
-    out = tmp_path / "run"
-
+@pytest.mark.parametrize("error", [TypeError("cannot convert column"), OSError(28, "No space left on device")],
+                         ids=["library", "full-disk"])
+def test_an_error_while_writing_the_end_still_marks_the_run_failed(error, tmp_path, monkeypatch, capsys):
+    """The final metrics cannot be written (a library error, a full disk): run.json says failed anyway, the
+    checkpoint is kept and the same command then finishes."""
     import pyarrow.parquet as pq
 
-    def broken(*args, **kwargs):
-        raise TypeError("cannot convert column")
+    def broken(table, where, *args, **kwargs):
+        where.write_bytes(b"\0" * 4096)  # a part written to the temporary file (bench.files.atomic_write's)
+        raise error
 
+    out = tmp_path / "run"
     monkeypatch.setattr(pq, "write_table", broken)  # what write_metrics writes with
-    assert main(["run", *SMALL, "--out", str(out)]) == 1
-    lines = _err_lines(capsys)
-    assert len(lines) == 1 and "TypeError: cannot convert column" in lines[0]
+    refused(main, ["run", *SMALL, "--out", str(out)], capsys, error.args[-1], code=1)
     record = _record(out)
-    assert record["status"] == "failed" and "cannot convert column" in record["error"]
+    assert record["status"] == "failed" and error.args[-1] in record["error"]
+    assert not [p.name for p in out.iterdir() if ".tmp" in p.name] and (out / "checkpoint.pt").exists()
+    monkeypatch.undo()
+    assert main(["run", *SMALL, "--out", str(out)]) == 0
+    assert _record(out)["status"] == "completed"
 
 
 def test_an_error_before_the_first_step_leaves_nothing_that_says_running(tmp_path, monkeypatch, capsys):
@@ -181,9 +172,7 @@ def test_an_error_before_the_first_step_leaves_nothing_that_says_running(tmp_pat
 
     out = tmp_path / "run"
     monkeypatch.setattr(launch, "build", broken_build)
-    assert main(["run", *SMALL, "--out", str(out)]) == 1
-    lines = _err_lines(capsys)
-    assert len(lines) == 1 and "could not start" in lines[0] and "RuntimeError: no kernel" in lines[0], lines
+    refused(main, ["run", *SMALL, "--out", str(out)], capsys, "could not start", "RuntimeError: no kernel", code=1)
     assert not out.exists()
     monkeypatch.undo()
     assert main(["run", *SMALL, "--set", "stop_at=1", "--out", str(out)]) == 0  # paused at epoch 1

@@ -1,6 +1,7 @@
 """One way into a run: ``bench.run.start`` from a mapping gives the run `bench run` gives, bad settings are
 one line before anything is written, and every job the pipeline submits carries its settings as the JSON
 of the validated RunConfig (bench/run/settings_file.py), which resolves back to exactly that config."""
+import functools
 import json
 import shlex
 from pathlib import Path
@@ -13,7 +14,6 @@ from bench.errors import BenchError
 from bench.pipeline import Study
 from bench.pipeline.halving import _with_value
 from bench.run import resolve, start
-from bench.run.config import RunConfig
 from bench.run.settings_file import config_of, dumps, given, load_settings, read_settings, write_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -21,16 +21,20 @@ TINY = {"task": "lsq", "algorithm": "choco", "compressor": "sign", "nodes": 4, "
         "gamma": 0.4, "lr": 0.05, "momentum": 0, "batch_size": 8, "task_options": {"n_train": 64}, "quiet": True}
 
 
-def test_start_with_a_mapping_writes_the_run_bench_run_writes(tmp_path):
+def test_start_with_a_mapping_and_the_settings_json_write_the_run_bench_run_writes(tmp_path):
     assert start(TINY, tmp_path / "lib") == 0
     words = [f"--{k}={v}" for k, v in TINY.items() if k in ("task", "algorithm", "compressor", "nodes", "epochs",
                                                            "seed")]
     sets = ["--set", "gamma=0.4", "--set", "lr=0.05", "--set", "momentum=0", "--set", "batch_size=8",
             "--set", "task_options.n_train=64"]
     assert main(["run", *words, *sets, "--quiet", "--out", str(tmp_path / "cli")]) == 0
-    lib, cli = (json.loads((tmp_path / d / "run.json").read_text()) for d in ("lib", "cli"))
-    assert lib["run_id"] == cli["run_id"] and lib["fingerprint"] == cli["fingerprint"]
-    assert lib["config"] == cli["config"] and lib["config"]["nesterov"] is False  # derived from momentum 0
+    # the pipeline hands each job its settings as one JSON object; a flag or --set beside it wins
+    given = json.dumps({**{k: v for k, v in TINY.items() if k != "quiet"}, "nodes": 8, "lr": 0.3})
+    assert main(["run", "--settings", given, "--nodes", "4", "--set", "lr=0.05", "--quiet",
+                 "--out", str(tmp_path / "json")]) == 0
+    lib, cli, js = (json.loads((tmp_path / d / "run.json").read_text()) for d in ("lib", "cli", "json"))
+    assert lib["run_id"] == cli["run_id"] == js["run_id"] and lib["fingerprint"] == cli["fingerprint"]
+    assert lib["config"] == cli["config"] == js["config"] and lib["config"]["nesterov"] is False  # momentum 0
     assert lib["status"] == cli["status"] == "completed"
     same = ("train_loss", "test_loss", "consensus_distance", "bits_per_worker")  # not the measured times
     assert [lib["final"][k] for k in same] == [cli["final"][k] for k in same]
@@ -85,12 +89,15 @@ def test_a_bad_settings_value_or_file_is_one_line(source, content, words, tmp_pa
 
 
 # -- the pipeline's jobs ------------------------------------------------------------------------------------
-def _studies():
+@functools.cache
+def _studies() -> list[tuple[str, Study]]:
+    out = []
     for path in sorted((ROOT / "config").glob("*.yaml")):
         config = yaml.safe_load(path.read_text())
         if "blocks" in config:
             for scale in ("cpu",) + (("gpu",) if config.get("gpu") else ()):
-                yield f"{path.stem}@{scale}", Study({**config, "scale": scale})
+                out.append((f"{path.stem}@{scale}", Study({**config, "scale": scale})))
+    return out
 
 
 def _settings_word(line: str) -> dict:
@@ -112,7 +119,7 @@ def test_every_job_of_every_study_carries_the_validated_settings_of_its_runs():
                 continue
             tuned = study.tuned_cells.get(job.cell, ())
             chosen = _tuned_values(study, job.cell) if tuned else {}
-            for run in job.runs:
+            for run in job.runs[:1]:  # a job's seeds differ in the seed alone
                 settings = _settings_word(study.command(run, "out", tuned, "tuned.yaml" if tuned else None))
                 assert not set(settings) & set(tuned), name
                 # as `bench run --settings JSON --config tuned.yaml` layers them: the YAML beneath the settings
@@ -124,7 +131,8 @@ def test_every_job_of_every_study_carries_the_validated_settings_of_its_runs():
 def test_every_tuning_trial_and_grid_extension_carries_the_validated_settings():
     trials = 0
     for name, study in _studies():
-        for cell in study.tuned_cells:
+        # one cell for each set of searched knobs: the other cells' trials are made alike
+        for cell in {tuple(knobs): cell for cell, knobs in study.tuned_cells.items()}.values():
             plan = json.loads(json.dumps(study.halving_plan(cell, "tune")))  # as the rule hands it over
             for trial_name, settings in study.trials(cell).items():
                 trial = plan["trials"][trial_name]
@@ -135,17 +143,6 @@ def test_every_tuning_trial_and_grid_extension_carries_the_validated_settings():
                     assert config_of(moved) == study.run_config({**settings, knob: 0.0123}), (name, knob)
                 trials += 1
     assert trials > 50
-
-
-def test_a_job_line_is_readable_and_quotes_every_value():
-    study = Study({"study": "v", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1, "data_root": "it's $(x)"},
-                   "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}})
-    (run,) = study.runs.values()
-    line = study.command(run, "results/v/runs/r")
-    assert line.startswith("python -m bench run --settings '{\"task\": \"lsq\", \"algorithm\": \"choco\"")
-    assert shlex.split(line)[-2:] == ["--out", "results/v/runs/r"]
-    assert load_settings(shlex.split(line)[5]).data_root == "it's $(x)"
-    assert RunConfig().to_dict().keys() >= _settings_word(line).keys()
 
 
 def test_a_tuned_knob_takes_what_bench_derives_from_it_along():

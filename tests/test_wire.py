@@ -7,19 +7,16 @@ import math
 import pytest
 import torch
 
-from bench.compressors import COMPRESSORS, RowStream, make_compressor
+from bench.compressors import RowStream, make_compressor
 from bench.compressors.sparsify import kept_count, seeded_indices
 from bench.compressors.wire import decode, encode, pack_bits, payload_bytes, unpack_bits
 from bench.errors import BenchError
 
-EXAMPLE_SPECS = [spec for name in COMPRESSORS.names() for spec in COMPRESSORS.get(name).examples]
+from test_compressors import EXAMPLE_SPECS, gen
+
 # Layouts with one-entry segments (top-k indices of zero bits), odd sizes and a d that is not a
 # multiple of 8, so the padding and the bit offsets straddle bytes.
 LAYOUTS = [[1], [13], [1, 1, 1], [5, 1, 17, 40], [3, 7, 1, 9, 2]]
-
-
-def gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 def gaussian(rows: int, d: int, seed: int = 0, dtype=torch.float32) -> torch.Tensor:

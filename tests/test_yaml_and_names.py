@@ -2,9 +2,6 @@
 names that are bounded and one per training, and a study too large to build its DAG warned about or refused."""
 import glob
 import itertools
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,13 +10,10 @@ import yaml
 from bench.errors import BenchError
 from bench.pipeline import Study, names, size
 from bench.pipeline.scale import sized
-from bench.run.config import load_yaml as load_settings, parse_sets
-from bench.track import quickset
 from bench.yamlio import MAX_DEPTH, check_plain, load_yaml
-from hostile import bomb
+from hostile import bomb, dag, dag_refused
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake", "--snakefile", str(ROOT / "Snakefile")]
 
 
 def study_text(defaults: str = "{epochs: 1}") -> str:
@@ -37,28 +31,12 @@ def assert_yaml_refused(text: str, *words) -> str:
     return message
 
 
-def snakemake(config: dict, tmp_path: Path, *args) -> subprocess.CompletedProcess:
-    path = tmp_path / "study.yaml"
-    path.write_text(yaml.safe_dump(config))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    return subprocess.run([*SNAKEMAKE, *args, "--configfile", str(path), "--directory", str(tmp_path)],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-
-
 # -- 1. one loader, the same refusals ---------------------------------------------------------------------
-def test_an_alias_bomb_to_bench_track_config_is_refused_at_once(tmp_path):
+def test_an_alias_bomb_is_refused_at_the_first_anchor():
     # before: the loader gave the aliased tree, hashing it took ~3 GB and 23 s before a MemoryError
-    text = study_text(f"{{epochs: 1, network: {bomb()}}}")
+    # (`bench track --config` of it is a row of tests/test_bad_input.py's REFUSED)
     with pytest.raises(BenchError, match="anchor &a0"):  # refused at the first anchor, nothing expanded
-        load_yaml(text, "--config track.yaml")
-    path, out = tmp_path / "track.yaml", tmp_path / "history"
-    path.write_text(text)
-    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--config", str(path), "--parts", "study",
-                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=30)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert f"--config {path} uses the YAML anchor &a0" in lines[0] and "aliases are not read" in lines[0]
-    assert not out.exists()
+        load_yaml(study_text(f"{{epochs: 1, network: {bomb()}}}"), "--config track.yaml")
 
 
 DEEP = "".join("  " * i + "a:\n" for i in range(MAX_DEPTH + 1)) + "  " * (MAX_DEPTH + 1) + "b: 1\n"
@@ -90,26 +68,6 @@ def test_the_plain_tags_a_merge_and_nesting_up_to_the_limit_are_read():
     assert value == []
 
 
-def test_the_run_configs_alias_refusal_still_holds(tmp_path):
-    path = tmp_path / "bad.yaml"
-    path.write_text("base: &b {lr: 0.1}\n<<: *b\n")
-    with pytest.raises(BenchError, match=r"bad\.yaml.*alias"):
-        load_settings(str(path))
-    with pytest.raises(BenchError, match=r"--set 'network=.*alias"):
-        parse_sets([f"network={bomb()}"])
-    with pytest.raises(BenchError, match=r"--set 'lr=.*tag !!python/name:os\.system"):
-        parse_sets(["lr=!!python/name:os.system"])
-
-
-def test_bench_plan_reads_studies_with_the_same_loader(tmp_path):
-    from bench.plan.command import load_study
-
-    path = tmp_path / "s.yaml"
-    path.write_text(study_text("{epochs: 1, lr: !!binary aGk=}"))
-    with pytest.raises(BenchError, match=r"s\.yaml' uses the YAML tag !!binary"):
-        load_study([str(path)], None)
-
-
 def test_every_yaml_file_of_the_suite_reads_as_before():
     files = [p for p in glob.glob(str(ROOT / "**" / "*.yaml"), recursive=True)
              if "/.venv/" not in p and "/results/" not in p and "/.snakemake/" not in p]
@@ -132,19 +90,6 @@ def test_data_loaded_elsewhere_is_held_to_the_same_rules():
     with pytest.raises(BenchError, match="nested more than"):
         check_plain({"a": deep}, "cfg")
     check_plain(yaml.safe_load((ROOT / "config" / "table1.yaml").read_text()), "cfg")
-
-
-@pytest.mark.slow
-def test_an_alias_bomb_study_stops_the_dag_build_at_once(tmp_path):
-    # before: `snakemake -n` was still validating the expanded tree after a minute
-    path = tmp_path / "bomb.yaml"
-    path.write_text(study_text(f"{{epochs: 1, data_root: {bomb()}}}"))
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    proc = subprocess.run([*SNAKEMAKE, "-n", "--configfile", str(path), "--directory", str(tmp_path)], cwd=ROOT,
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    (line,) = [line for line in proc.stderr.splitlines() if "alias" in line]
-    assert "the study's config repeats a value at defaults.data_root[1][0]" in line
 
 
 # -- 2. names: one per training, bounded -------------------------------------------------------------------
@@ -254,19 +199,6 @@ def test_a_study_name_is_a_folder_name():
         Study({**BASE, "study": "../up", "blocks": {}})
 
 
-@pytest.mark.slow
-def test_the_dag_of_a_study_with_long_and_look_alike_names_builds_with_bounded_names(tmp_path):
-    config = {**BASE, "seeds": [0], "blocks": {
-        "er": {"method": ["dpsgd/none"], "topology": ["erdos-renyi:0.5", "erdos-renyi:0.51"], "nodes": [6, 16]},
-        "long": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4], "data_root": ["d" * 300]}}}
-    proc = snakemake(config, tmp_path, "-n")
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    runs = Study(config).runs
-    assert len(runs) == 5
-    for run in runs:
-        assert f"results/v/runs/{run}/run.json" in proc.stdout and len(run.encode()) <= 255 - 4  # + .log
-
-
 # -- 3. size -------------------------------------------------------------------------------------------------
 def huge(cells_per_knob: int, **top) -> dict:
     values = [round(0.001 * (i + 1), 6) for i in range(cells_per_knob)]
@@ -316,27 +248,32 @@ def test_the_warning_is_one_line_on_stderr_with_the_count(monkeypatch, capsys):
     assert line.startswith("warning: study 'v' at scale=cpu spells out 20 runs (10 cells") and "s and" in line
 
 
+# -- 4. the pipeline's DAG build, in this process (the command line's form of a refusal: tests/test_pipeline.py)
+ONE = {**BASE, "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}}
+
+
 @pytest.mark.slow
-def test_the_dag_build_refuses_a_huge_study_at_once_and_takes_allow_large(tmp_path):
-    proc = snakemake(huge(1000), tmp_path, "-n")  # the test's own timeout bounds it
-    assert proc.returncode != 0 and "Traceback" not in proc.stderr
-    (line,) = [line for line in proc.stderr.splitlines() if "allow_large" in line]
-    assert "2,000,002 runs" in line
-    small = huge(2)
-    assert snakemake(small, tmp_path, "-n", "--config", "allow_large=true").returncode == 0
+@pytest.mark.parametrize("config,words", [
+    ({**ONE, "blocks": {"b": {**ONE["blocks"]["b"], "topology": ["ring", "torus"], "nodes": [36, 37]}}},
+     ["study 'v'", "block 'b', cell choco-sign_torus37"]),
+    # the schema does not list the figures: the DAG checks them against analysis/figures
+    ({**ONE, "figures": ["acuracy_curves"]}, ["unknown figure", "'acuracy_curves'", "accuracy_curves"]),
+    # before: `snakemake -n` was still validating the expanded tree after a minute
+    (study_text(f"{{epochs: 1, data_root: {bomb()}}}"),
+     ["alias", "the study's config repeats a value at defaults.data_root[1][0]"]),
+    (huge(1000), ["allow_large", "2,000,002 runs"]),
+], ids=["cell", "figure", "alias-bomb", "huge"])
+def test_a_dag_build_stops_at_once_with_one_line(config, words, tmp_path):
+    dag_refused(config, tmp_path, *words)
 
 
-@pytest.mark.parametrize("kind", ["binary", "folder", "missing"])
-def test_a_config_that_is_not_a_yaml_file_is_one_line(kind, tmp_path):
-    path = tmp_path / "c.yaml"
-    if kind == "binary":
-        path.write_bytes(b"\xc8\xff\x00" * 100)
-    elif kind == "folder":
-        path.mkdir()
-    out = tmp_path / "history"
-    proc = subprocess.run([sys.executable, "-m", "bench", "track", "--config", str(path), "--parts", "study",
-                           "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    lines = proc.stderr.strip().splitlines()
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    said = {"binary": "is not text (not UTF-8)", "folder": "is a directory", "missing": "does not exist"}[kind]
-    assert f"--config {path} {said}" in lines[0] and not out.exists()
+@pytest.mark.slow
+def test_the_dag_of_long_and_look_alike_names_builds_with_bounded_names_and_takes_allow_large(tmp_path):
+    config = {**BASE, "seeds": [0], "blocks": {
+        "er": {"method": ["dpsgd/none"], "topology": ["erdos-renyi:0.5", "erdos-renyi:0.51"], "nodes": [6, 16]},
+        "long": {"method": ["dpsgd/none"], "topology": ["ring"], "nodes": [4], "data_root": ["d" * 300]}}}
+    out = dag(config, tmp_path, allow_large="true")  # as `--config allow_large=true`
+    runs = Study(config).runs
+    assert len(runs) == 5
+    for run in runs:
+        assert f"results/v/runs/{run}/run.json" in out and len(run.encode()) <= 255 - 4  # + .log

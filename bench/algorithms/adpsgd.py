@@ -77,6 +77,7 @@ class ADPSGD(Algorithm):
     fixed_graph = True  # it averages with a neighbour drawn from one graph at each event
     fault_rule = "ack"  # an averaging whose either message is lost is skipped at both ends: the average is kept
     buffers = ("snapshot", "waves")
+    gossip_alone = (("none", {}, 300, 1e-9),)  # pairwise averaging, exact
 
     @classmethod
     def check_faults(cls, spec) -> None:

@@ -41,6 +41,12 @@ class Algorithm(Method, ABC):
     # (compressor, options) under which, on heterogeneous data with exact gradients and a constant step, it reaches
     # the optimum of the mean objective, where D-PSGD keeps a bias (gradient tracking, exact diffusion)
     exact_optimum: ClassVar[tuple[tuple[str, dict], ...]] = ()
+    # (compressor, options, rounds, fraction) under which gossip alone (no gradient) on a ring of 8 keeps the average
+    # and brings the models' spread below that fraction of the start: exact consensus, or where error feedback stalls
+    gossip_alone: ClassVar[tuple[tuple[str, dict, int, float], ...]] = ()
+    # (the buffer, "step" or "gradient") that holds what compression has not applied yet, in the units of a step η·d
+    # or of a direction d: error feedback, which only delays what it drops (mean(x_T) = x_0 − η Σ mean(d_t) + it)
+    error_feedback: ClassVar[tuple[str, str] | None] = None
 
     def __init__(
         self,

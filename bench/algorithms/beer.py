@@ -85,6 +85,7 @@ class BEER(TunesItsStep, Algorithm):
     exact_forms = (({"gamma": 1.0}, "gradient-tracking", {}),)
     messages_per_round, first_round_messages = 2, 1  # q of h and of g; g first moves in step 2
     tracker = "v"
+    gossip_alone = (("top:0.25", {"gamma": 0.3}, 300, 1e-6),)  # with no gradient, Choco-Gossip on x
     exact_optimum = (("none", {"gamma": 1.0}), ("none", {"gamma": 0.5}), ("top:0.5", {"gamma": 0.5}),
                      ("qsgd:4", {"gamma": 0.5}), ("sign", {"gamma": 0.5}), ("rand:0.5", {"gamma": 0.5}))
     buffers = ("h", "u_h", "v", "g", "u_g", "previous", "t")

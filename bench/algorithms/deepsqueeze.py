@@ -53,6 +53,7 @@ class DeepSqueeze(TunesItsStep, Algorithm):
     fault_rule = "reweight"
     examples = ({"gamma": 0.5}, {"gamma": 1.0})
     exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}),)
+    gossip_alone = (("sign", {"gamma": 0.2}, 300, 0.1),)  # its error feedback stalls near a tenth of the spread
     buffers = ("error",)
 
     def setup(self) -> None:

@@ -49,6 +49,7 @@ class DGC(Algorithm):
     examples = ({}, {"factor_masking": False})
     exact_forms = (({"factor_masking": False}, "allreduce", {}),)  # momentum correction: the run's momentum
     buffers = ("u", "v")
+    error_feedback = ("v", "gradient")  # what is not sent yet (its momentum correction: with momentum, more)
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)  # momentum (corrected: kept before sparsification)

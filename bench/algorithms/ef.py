@@ -20,6 +20,7 @@ class ErrorFeedback(Algorithm):
     exact_forms = (({}, "allreduce", {}),)
     centralized = True
     buffers = ("error",)
+    error_feedback = ("error", "step")
 
     def setup(self) -> None:
         self.error = torch.zeros_like(self.x)

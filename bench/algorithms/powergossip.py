@@ -156,6 +156,7 @@ class PowerGossip(TunesItsStep, Algorithm):
     # rank ≥ every side: square orthogonal bases, each edge applies its whole difference
     exact_forms = (({"rank": 64, "gamma": 1.0}, "dpsgd", {}),
                    ({"rank": 64, "gamma": 1.0, "warm_start": False}, "dpsgd", {}))
+    gossip_alone = (("none", {"rank": 1}, 600, 1e-6), ("none", {"rank": 1, "warm_start": False}, 600, 1e-6))
     buffers = ("t", "seed", "edge_bases")
 
     @classmethod

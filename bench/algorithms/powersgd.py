@@ -90,8 +90,10 @@ class PowerSGD(Algorithm):
     centralized = True
     examples = ({}, {"rank": 1})
     exact_forms = (({"rank": 64}, "allreduce", {}),)  # low rank saves nothing: every layer in one exact all-reduce
+    same_run_as = (({"rank": 64}, "allreduce", {}),)  # ... its traffic too
     messages_per_round = 2  # the all-reduces of P (with the exact layers) and of Q
     buffers = ("error", "q")
+    error_feedback = ("error", "gradient")
 
     def setup(self) -> None:
         rank = self.options.rank
