@@ -206,6 +206,8 @@ def bad_values(field) -> list:
         bad = ["x", "auto", True, 2.5, -1, [1]]  # a count: whole and not negative
     elif isinstance(default, float):
         bad = ["x", "auto", True, math.nan, math.inf, -math.inf, [1]]
+    elif isinstance(default, tuple):  # a list of epochs: increasing, finite, not negative
+        bad = ["x", True, [-1], [2, 1], [math.inf]]
     else:
         bad = ["x", True, [1]]
     if "low" in meta:

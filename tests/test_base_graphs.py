@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,13 +70,14 @@ def test_the_pieces_by_hand():
     assert [sorted(m) for m, _ in rounds[1]] == [[0, 3, 6, 9], [1, 4, 7, 10], [2, 5, 8, 11]]
     assert all(np.all(w == 1 / len(m)) for r in rounds for m, w in r)
     # 5 nodes, k = 1: 5 = 4 + 1; pairs twice on {0..3}, then node 4 takes the share 4/5 of the group {0..3}
-    # from node 0 (and node 0 the same of node 4's), then {0..3} re-averages by two rounds of pairs: 5 rounds
+    # from its last node, 3 (and node 3 the same of node 4's) while 0 and 1 of the unlinked average (the authors'
+    # inner edge), then {0..3} re-averages by two rounds of pairs: 5 rounds
     simple = simple_base_graph(range(5), 1)
     assert len(simple) == 5
-    (members, weights), = simple[2]
-    assert members == [4, 0] and np.allclose(weights, [[0.2, 0.8], [0.8, 0.2]])
+    (members, weights), (inner, _) = simple[2]
+    assert members == [4, 3] and inner == [0, 1] and np.allclose(weights, [[0.2, 0.8], [0.8, 0.2]])
     x = np.array([1.0, 1.0, 1.0, 1.0, 6.0])  # {0..3} averaged to 1; node 4 alone: the average is 2
-    x[[4, 0]] = weights @ x[[4, 0]]
+    x[[4, 3]] = weights @ x[[4, 3]]
     assert x[4] == pytest.approx(2.0) and x[:4].mean() == pytest.approx(2.0)
     # 10 = 2·5, k = 1: the simple graph on each half (5 rounds) then one round of pairs i, i + 5 (6 rounds),
     # where the simple graph on all 10 (10 = 8 + 2) takes 3 + 1 + 3 = 7
@@ -148,3 +150,22 @@ def test_bench_run_records_the_spectrum_and_n_eff(tmp_path):
     assert len(topology["spectrum"]) == 6 and "product over one period" in topology["spectrum_of"]
     assert set(topology["n_eff"]) == {"gamma=0.5", "gamma=0.9", "gamma=0.99"} and "rounds" in topology["n_eff_of"]
     assert all(1 < v < 6 for v in topology["n_eff"].values())
+
+
+AUTHORS = json.loads((Path(__file__).with_name("base_graph_authors.json")).read_text())["cases"]
+
+
+@pytest.mark.parametrize("case", AUTHORS, ids=lambda c: f"n{c['n']}-k{c['k']}-inner{c['inner_edges']}")
+def test_the_round_matrices_are_the_authors(case):
+    """Every round as the authors' code builds it (tests/base_graph_authors.json, from their BaseGraph): a group
+    that is done keeps averaging within itself instead of idling, and with inner_edges the unlinked nodes of a
+    group average in its round of phase 2. (All 252 cases n = 2..64, k = 1..4 and both variants matched when the
+    rule was written; these are the ones where the idle-node form differed.)"""
+    n, k = case["n"], case["k"]
+    topology = make_topology(f"base:{k}" + ("" if case["inner_edges"] else ",inner_edges=false"), n)
+    assert topology.period == len(case["rounds"])
+    for t, entries in enumerate(case["rounds"]):
+        theirs = np.zeros((n, n))
+        for i, j, w in entries:
+            theirs[i, j] = w
+        np.testing.assert_allclose(topology.W_at(t), theirs, rtol=0, atol=1e-6)

@@ -232,15 +232,22 @@ KNOBS = [pytest.param(name, knob, id=f"{name}-{knob}") for name in NAMES
 @pytest.mark.parametrize("name, knob", KNOBS)
 def test_a_knob_anywhere_inside_its_declared_range_runs(name, knob):
     """Near its low end, in the middle and at its high end (the ranges are (low, high]): the value is taken as
-    given, a few rounds of the method stay finite, and each value leads elsewhere (the knob is used)."""
+    given, a few rounds of the method stay finite, and each value leads elsewhere (the knob is used). The gradients
+    carry a minibatch's error, the same for both of a step's gradients where a method takes two (as the runner
+    gives them): DoCoM's β weighs that error and nothing else."""
     cls = ALGORITHMS.get(name)
     low, high = cls.knobs()[knob]["low"], cls.knobs()[knob]["high"]
     topo, problem, ends = make_topology("ring", 8), Quadratic(8, D), []
     for value in (low + 1e-3 * (high - low), (low + high) / 2, high):
         algo = build(name, topo, start(8, identical=False), compressor_of(cls), {**cls.examples[0], knob: value})
         assert getattr(algo.options, knob) == value
+        draws = torch.Generator().manual_seed(0)
         for _ in range(5):
-            algo.step(problem.grad(algo.x), LR)
+            error = 0.1 * torch.randn(algo.x.shape, generator=draws, dtype=algo.x.dtype)
+            point = algo.second_gradient_point()
+            if point is not None:
+                algo.take_second_gradient(problem.grad(point) + error)
+            algo.step(problem.grad(algo.x) + error, LR)
         assert torch.isfinite(algo.x).all()
         assert not any(torch.equal(algo.x, x) for x in ends), value
         ends.append(algo.x)

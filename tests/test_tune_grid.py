@@ -52,3 +52,30 @@ def test_a_knob_given_a_word_later_keeps_the_run_ids_of_its_runs():
     identity = identity_dict(cfg)
     assert identity["algorithm_options"] == {"copy_step": 0.5} and "copy_step" not in identity
     assert {"gamma", "gamma_tune_steps", "order"} <= set(identity)
+
+
+def test_a_methods_own_grid_adds_to_the_shared_one_for_its_cells_only():
+    study = Study({"study": "t", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1},
+                   "blocks": {"b": {"method": ["cedas/qsgd:16", "lead/qsgd:16", "docom/sign"], "topology": ["ring"],
+                                    "nodes": [4]}},
+                   "tune": {"grid": {"lr": [0.1, 0.2], "copy_step": [0.1]},
+                            "methods": {"cedas": {"copy_step": [0.2, 0.4], "lr": [0.05]}, "docom": {"beta": [0.01, 0.3]}}}})
+    grids = {cell.partition("_")[0]: study.grid_for(study.cells[cell]) for cell in study.tuned_cells}
+    assert grids["cedas-qsgd16"] == {"lr": [0.05], "copy_step": [0.2, 0.4]}
+    assert grids["lead-qsgd16"] == {"lr": [0.1, 0.2], "copy_step": [0.1]}
+    assert grids["docom-sign"]["beta"] == [0.01, 0.3]
+    docom = next(c for c in study.tuned_cells if c.startswith("docom"))
+    assert study.tuned_cells[docom] == ["beta", "lr"] and len(study.trials(docom)) == 4  # no γ in either grid
+
+
+@pytest.mark.parametrize("methods, line", [
+    ({"nosuch": {"lr": [0.1]}}, "tune.methods: 'nosuch' is not a method"),
+    ({"cedas": {"gamma": [0.5]}}, "tune.methods.cedas: 'gamma' is not a knob cedas tunes; it tunes: mix_step, copy_step"),
+    ({"docom": {"beta": [2.0]}}, "tune.grid: beta=2.0 must be a number in (0, 1]"),
+])
+def test_a_methods_grid_naming_what_it_does_not_tune_is_one_line(methods, line):
+    with pytest.raises(BenchError) as err:
+        Study({"study": "t", "task": "lsq", "blocks": {"b": {"method": ["cedas/qsgd:16"], "topology": ["ring"],
+                                                             "nodes": [4]}},
+               "tune": {"grid": {"lr": [0.1]}, "methods": methods}})
+    assert line in str(err.value) and "\n" not in str(err.value)

@@ -103,6 +103,18 @@ class Algorithm(Method, ABC):
         on instead (AD-PSGD: each worker's snapshot, read when its computation started)."""
         return self.x
 
+    def second_gradient_point(self) -> torch.Tensor | None:
+        """Where the runner takes a second gradient ``[w, d]`` on the round's batch before ``step``, handed over by
+        ``take_second_gradient`` (DoCoM's STORM correction: its previous model); None: one gradient a round."""
+        return None
+
+    def take_second_gradient(self, grad: torch.Tensor) -> None:
+        raise NotImplementedError(f"{self.name} asks for no second gradient")
+
+    def initial_batches(self) -> int:
+        """How many of the epoch's first batches the first step's gradient averages (DoCoM's large first batch)."""
+        return 1
+
     def compute_units(self) -> float | None:
         """After a step: how long it computed, in units of one gradient's compute time, when the method keeps
         its own clock (AD-PSGD: the wave's advance); None: a synchronous round (the runner's straggler factor)."""
@@ -122,6 +134,7 @@ class Algorithm(Method, ABC):
 
     # Checkpointing: every tensor/int attribute named in `buffers` plus the local step.
     buffers: ClassVar[tuple[str, ...]] = ()
+    epoch: float = 0.0  # the run's epoch at this round (the runner sets it; a schedule by epoch reads it)
 
     def state_dict(self) -> dict:
         state = {"x": self.x, "local": self.local.state_dict()}

@@ -32,12 +32,15 @@ message per active out-link (one on one-peer-exp).
 AdaGossip (Aketi, Hashemi & Roy 2024, AdaG-SGD: option ``adagossip``) replaces the one γ by a step per worker
 and coordinate from the consensus direction itself (the compressed model differences): with u_i as above,
 
-    v_i ← β v_i + (1 − β) u_i ⊙ u_i,        γ_i = γ / (√(v_i / (1 − βᵗ)) + ε),        x_i += γ_i ⊙ u_i
+    v_i ← β v_i + (1 − β) u_i ⊙ u_i,    γ_i = min(γ / (√(v_i / (1 − βᵗ)) + ε), 1),    x_i += γ_i ⊙ u_i
 
-(the paper's second moment of the gossip error, divided by 1 − βᵗ as in Adam so that the first rounds are not
-1/√(1 − β) times longer; t counts consensus steps). A coordinate whose neighbours disagree little gets a
-long step, one that swings gets a short one; γ is the base, an absolute step per coordinate (no tuning:
-``auto`` is ``ADAGOSSIP_GAMMA``). The steps differ between workers, so the average is no longer kept exactly.
+(the paper's second moment of the gossip error, divided by 1 − βᵗ as in Adam; t counts consensus steps), as the
+authors run it (aparna-aketi/AdaG_SGD, ``gossip_choco/distributed.py``): each coordinate's step capped at 1, so
+that a coordinate whose neighbours barely disagree moves at most to the exchanged average, and γ = 1 by default
+(their ``trainer.py``; ``auto`` is ``ADAGOSSIP_GAMMA``, and a study's grid tunes γ like any other knob). Without
+the cap (``ada_cap=false``, this suite's form before 2026-12-07) a step of
+γ/ε on a settled coordinate overshoots: gossip alone stalls (tests/test_adagossip.py). The steps differ between
+workers, so the average is no longer kept exactly.
 """
 from __future__ import annotations
 
@@ -53,21 +56,21 @@ from .knobs import decay, flag, knob, order_knob, positive
 from .step_tuning import ConsensusStepOptions, TunesItsStep
 from .link_copies import LinkCopies
 
-# AdaGossip's base step γ when left to auto: a step per coordinate of about γ where the consensus direction is
-# steady; the best of 0.003, 0.01 and 0.03 on one MNIST-1D run (docs/reference.md)
-ADAGOSSIP_GAMMA = 0.01
+# AdaGossip's base step γ when left to auto: the authors' default (AdaG_SGD trainer.py, --gamma 1.0)
+ADAGOSSIP_GAMMA = 1.0
 
 
 @dataclass(frozen=True)
 class ChocoOptions(ConsensusStepOptions):
     """γ, the order of step and gossip, and AdaGossip, which turns γ into the base of a step per coordinate,
-    γ/(√v + ε), v the running mean of the squared consensus direction; under it γ = auto is AdaGossip's base
-    step, not tuned."""
+    min(γ/(√v + ε), 1), v the running mean of the squared consensus direction; under it γ = auto is the
+    authors' base step 1."""
 
     order: Literal["paper", "code"] = order_knob()
     adagossip: bool = knob(False, flag)  # AdaGossip's adaptive consensus step (AdaG-SGD)
     ada_beta: float = knob(0.999, decay)  # β of v ← βv + (1 − β) u², bias-corrected as in Adam
     ada_eps: float = knob(1e-8, positive)  # ε of γ/(√v + ε)
+    ada_cap: bool = knob(True, flag)  # each coordinate's step at most 1, as the authors' code clamps it
 
 
 @register
@@ -85,10 +88,10 @@ class Choco(TunesItsStep, Algorithm):
     buffers = ("x_hat", "u")
 
     @classmethod
-    def tunable(cls, compressor: str, options: dict | None = None) -> tuple[str, ...]:
-        # AdaGossip adapts the consensus step per coordinate: γ is its base, not a knob a grid searches
-        knobs = super().tunable(compressor, options)
-        return tuple(k for k in knobs if k != "gamma") if (options or {}).get("adagossip") is True else knobs
+    def identity(cls, raw: dict, compressor: str) -> dict:
+        # AdaGossip's step gained the authors' cap (2026-12-07): its earlier runs are not these; Choco's keep their ids
+        out = super().identity(raw, compressor)
+        return {**out, "adagossip_revision": 1} if raw.get("adagossip") is True else out
 
     @classmethod
     def keeps_average_with(cls, options) -> bool:
@@ -104,7 +107,7 @@ class Choco(TunesItsStep, Algorithm):
         if options.adagossip and options.gamma == AUTO:  # adaptive: nothing to tune
             gamma = ADAGOSSIP_GAMMA
             return dataclasses.replace(options, gamma=gamma), {
-                "gamma": {"value": gamma, "source": "AdaGossip's base step (adapted per coordinate, not tuned)"}}
+                "gamma": {"value": gamma, "source": "AdaGossip's base step (the authors' default)"}}
         return super().resolve_options(options, topology, compressor, seed, quiet)
 
     def setup(self) -> None:
@@ -149,11 +152,14 @@ class Choco(TunesItsStep, Algorithm):
             # x += γ u: the mean over workers of u is zero because W is doubly stochastic
             self.x.add_(self.u, alpha=o.gamma)
             return
-        # AdaGossip: x += γ u / (√(v / (1 − βᵗ)) + ε), v ← βv + (1 − β) u²
+        # AdaGossip: x += min(γ / (√(v / (1 − βᵗ)) + ε), 1) u, v ← βv + (1 − β) u²
         self.ada_steps += 1
         self.v.mul_(o.ada_beta).addcmul_(self.u, self.u, value=1.0 - o.ada_beta)
         torch.div(self.v, 1.0 - o.ada_beta ** self.ada_steps, out=self._ada).sqrt_().add_(o.ada_eps)
-        self.x.addcdiv_(self.u, self._ada, value=o.gamma)
+        torch.div(o.gamma, self._ada, out=self._ada)  # the step per coordinate
+        if o.ada_cap:
+            self._ada.clamp_(max=1.0)
+        self.x.addcmul_(self.u, self._ada)
 
     def step(self, grad, lr: float) -> Traffic:
         self._descend(grad, lr)

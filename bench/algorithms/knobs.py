@@ -95,6 +95,24 @@ def positive(where: str, value: Any) -> float:
     return number
 
 
+def above_one(where: str, value: Any) -> float:
+    """A divisor that shrinks what it divides: a finite number > 1."""
+    number = _number(value)
+    if number is None or not 1.0 < number < float("inf"):
+        raise BenchError(f"{where}={value!r} must be a number > 1")
+    return number
+
+
+def epochs_list(where: str, value: Any) -> tuple[float, ...]:
+    """Epochs at which something changes: finite numbers >= 0 in increasing order (a list; a tuple once read)."""
+    if not isinstance(value, (list, tuple)):
+        raise BenchError(f"{where}={value!r} must be a list of epochs")
+    numbers = [_number(v) for v in value]
+    if any(n is None or not 0.0 <= n < float("inf") for n in numbers) or numbers != sorted(set(numbers)):
+        raise BenchError(f"{where}={list(value)!r} must be epochs >= 0 in increasing order")
+    return tuple(numbers)
+
+
 def flag(where: str, value: Any) -> bool:
     if not isinstance(value, bool):
         raise BenchError(f"{where}={value!r} must be true or false")

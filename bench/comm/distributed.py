@@ -64,7 +64,7 @@ class _Plan:
 
     @classmethod
     def of(cls, W: np.ndarray, links: Links, lo: int, hi: int, k: int,
-           delivered: np.ndarray | None = None) -> "_Plan":
+           delivered: np.ndarray | None = None, pairwise: bool = False) -> "_Plan":
         local = LocalLinks.of(links, lo, hi)
         owner_src, owner_dst = links.src // k, links.dst // k
         rank = lo // k
@@ -75,7 +75,7 @@ class _Plan:
         received = tuple(int(e) for p in sorted(recv_from) for e in recv_from[p])
         w_local = np.zeros((hi - lo, (hi - lo) + len(received)))
         w_local[:, : hi - lo] = W[lo:hi, lo:hi]  # the diagonal and the links inside this process
-        weight = links.weight if delivered is None else delivered_weights(links, delivered)  # a lost link: 0
+        weight = links.weight if delivered is None else delivered_weights(links, delivered, pairwise)  # lost: 0
         for column, e in enumerate(received):
             w_local[links.dst[e] - lo, hi - lo + column] = weight[e]
         return cls(local, send_to, recv_from, np.ascontiguousarray(w_local), received)
@@ -237,8 +237,9 @@ class DistributedCommunicator(Communicator):
         # a round with losses: every message travels and is counted; the receiver drops what was lost and keeps
         # its weight on its own row (D-PSGD's rule, bench/faults/reweight.py), as the simulator does
         delivered = self.faults.delivered(self.round, links)
-        W = reweighted(self.topology.W_at(self.round), links, delivered)
-        w_local = _Plan.of(W, links, self.lo, self.hi, self.hi - self.lo, delivered).w_local
+        pairwise = self.faults.spec.pairwise
+        W = reweighted(self.topology.W_at(self.round), links, delivered, pairwise)
+        w_local = _Plan.of(W, links, self.lo, self.hi, self.hi - self.lo, delivered, pairwise).w_local
         flat = gathered.reshape(gathered.shape[0], -1)
         mixed = torch.sparse.mm(csr_like(w_local, flat), flat).reshape(values.shape)
         self._settle_links(account_gossip, message, arrived, True, start, faulted=True)

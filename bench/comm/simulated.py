@@ -63,7 +63,7 @@ class SimulatedCommunicator(Communicator):
         links = self.links().links
         delivered = self.faults.delivered(self.round, links)
         self._record(self._faulted(account_gossip(self.network, links, message), links))
-        W = torch.as_tensor(reweighted(self.topology.W_at(self.round), links, delivered),
+        W = torch.as_tensor(reweighted(self.topology.W_at(self.round), links, delivered, self.faults.spec.pairwise),
                             dtype=message.values.dtype, device=message.values.device)
         return W @ message.values
 

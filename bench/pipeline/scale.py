@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import BenchError
 
 SCALES = ("cpu", "gpu")
-SCALE_OWNED = (("defaults", "task_options"), ("tune", "grid"))
+SCALE_OWNED = (("defaults", "task_options"), ("tune", "grid"), ("tune", "methods"))
 
 
 def merge(base: dict, over: dict) -> dict:

@@ -108,9 +108,14 @@ class Study:
         self.group_seeds = bool(sized.get("group_seeds", False))
         self.tune = dict(sized.get("tune") or {})
         self.tune_grid = {key: list(values) for key, values in self.tune.get("grid", {}).items()}
-        from ..run.config import check_tune_grid
+        # a method's own grid (tune.methods: {name or variant: {knob: values}}), added to the shared one for its cells
+        self.method_grids = {name: {key: list(values) for key, values in grid.items()}
+                             for name, grid in (self.tune.get("methods") or {}).items()}
+        from ..run.config import check_method_grid, check_tune_grid
 
         check_tune_grid(self.tune_grid)
+        for name, grid in self.method_grids.items():
+            check_method_grid(name, grid)
         if self.task is not None:
             scales.check_task_options(self.task, self.defaults.get("task_options", {}),
                                       scales.options_source(config, self.scale))
@@ -188,7 +193,7 @@ class Study:
         """The grid's knobs a cell searches: those its block does not fix by hand, and an algorithm's knob only
         where its class tunes it (γ for a method with a consensus step under compression)."""
         keys = []
-        for key in sorted(self.tune_grid):
+        for key in sorted(self.grid_for(settings)):
             if key in settings:
                 continue
             options = self.merged(settings).get("algorithm_options")
@@ -196,6 +201,22 @@ class Study:
                 continue
             keys.append(key)
         return keys
+
+    def grid_for(self, settings: dict[str, Any]) -> dict[str, list]:
+        """The grid a cell searches from: the shared ``tune.grid`` with its method's own (``tune.methods``, by the
+        variant's name, e.g. choco+adagossip, or else the method's) on top."""
+        if not self.method_grids:
+            return self.tune_grid
+        from ..algorithms import ALGORITHMS, parse_options
+
+        name = settings["algorithm"]
+        own = self.method_grids.get(name, {})
+        options = self.merged(settings).get("algorithm_options") or {}
+        method = ALGORITHMS.get(name)
+        variant = method.variant(parse_options(method, options)) if options else None
+        if variant is not None and variant[0] in self.method_grids:
+            own = self.method_grids[variant[0]]
+        return {**self.tune_grid, **own}
 
     def rungs(self, settings: dict[str, Any]) -> list[float]:
         """Epochs of each rung of successive halving: the first a share of the schedule (``tune.budget``,
@@ -215,7 +236,8 @@ class Study:
         settings = self.cells[cell]
         keys = self.tuned_keys(settings)
         out = {}
-        for values in itertools.product(*(self.tune_grid[k] for k in keys)):
+        grid = self.grid_for(settings)
+        for values in itertools.product(*(grid[k] for k in keys)):
             point = dict(zip(keys, values))
             for seed in self.tune.get("seeds", [0]):
                 out[trial_name(point, seed)] = {**settings, **point, "seed": seed,
@@ -246,7 +268,8 @@ class Study:
             work += [{**t, "stop_at": epochs - done} for t in trials[: points * seeds]]
             done = epochs
         if self.tune.get("extend", True):
-            edges = sum(len(self.tune_grid.get(k, ())) >= 3 for k in self.tuned_cells[cell])
+            grid = self.grid_for(self.cells[cell])
+            edges = sum(len(grid.get(k, ())) >= 3 for k in self.tuned_cells[cell])
             work += [dict(t) for t in trials[:seeds]] * edges
         return tuple(work)
 

@@ -167,6 +167,22 @@ def check_tune_grid(grid: dict[str, Any]) -> None:
                 raise BenchError(f"tune.grid: {err}") from None
 
 
+def check_method_grid(name: str, grid: dict[str, Any]) -> None:
+    """One line for a method's own grid (``tune.methods.NAME``) that names no registered method or variant, or a
+    knob the method does not declare tunable, or a value outside the knob's range."""
+    from ..algorithms import ALGORITHMS
+
+    method = name.split("+")[0]  # a variant is named METHOD+WHAT (choco+adagossip)
+    if method not in ALGORITHMS:
+        raise BenchError(f"tune.methods: {name!r} is not a method; known: {', '.join(ALGORITHMS.names())}")
+    own = [f.name for f in fields(ALGORITHMS.get(method).Options) if f.metadata.get("tune")]
+    for key in grid:
+        if key not in own and key not in KEYS:
+            raise BenchError(f"tune.methods.{name}: {key!r} is not a knob {method} tunes; it tunes: "
+                             f"{', '.join(own) or 'none of its own'}")
+    check_tune_grid(grid)
+
+
 def _knobs_inside(values: dict[str, Any]) -> dict[str, Any]:
     """One layer's values with each knob's shortcut word moved into ``algorithm_options`` (within the layer the
     later of ``gamma: …`` and ``algorithm_options: {gamma: …}`` wins)."""

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..algorithms import ALGORITHMS, shortcuts
+from ..specs import parse_spec
+from ..topology.kinds import TOPOLOGIES
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -46,6 +48,13 @@ def identity_dict(cfg: "RunConfig") -> dict[str, Any]:
             d.pop(key)
     if cfg.graph_digest is not None:  # file:PATH names a place; the run is on the edges it held
         d["graph_digest"] = cfg.graph_digest
+    spec = parse_spec(cfg.topology)
+    kind = TOPOLOGIES.get(spec.name) if spec.name in TOPOLOGIES else None
+    revision = kind.revision(spec, cfg.nodes) if kind is not None and kind.revision else 0
+    if revision:  # the graph's matrices changed since earlier runs on it
+        d["topology_revision"] = revision
+    if isinstance(cfg.faults, dict) and cfg.faults.get("pairwise") is True:  # Boyd's exact average since 2026-12-07
+        d["pairwise_revision"] = 1
     if cfg.algorithm in ALGORITHMS:  # its revisions (Method.revision, auto_revision): earlier runs are not this one
         d.update(ALGORITHMS.get(cfg.algorithm).identity(cfg.algorithm_options, cfg.compressor))
     return d

@@ -199,10 +199,9 @@ class Loop:
         cfg, p, c = self.cfg, self.p, self.counters
         lr = lr_at(cfg, self.epoch_now())
         p.algo.start_round()  # what the round sends regardless of the gradient goes out first (dist: while it computes)
+        p.algo.epoch = self.epoch_now()
         tick = time.perf_counter()
-        grads, losses = p.task.gradients(p.algo.gradient_point(), batch)
-        if cfg.grad_clip is not None:
-            clip_rows_(grads, cfg.grad_clip)
+        grads, losses, taken = self._gradients(batch)
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
         computed = time.perf_counter() - tick
@@ -217,11 +216,45 @@ class Loop:
         # a synchronous round waits for its slowest worker (faults.straggler; 1 without); a method with a clock
         # of its own (AD-PSGD) says how far the step moved it
         units = p.algo.compute_units()
-        c.time_compute_s += base * (units if units is not None
-                                    else round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step))
+        c.time_compute_s += base * taken * (units if units is not None
+                                            else round_factor(self.straggler, cfg.nodes, cfg.seed, c.global_step))
         c.global_step += 1
         c.time_comm_s += traffic.comm_time_s
         c.add_bits(traffic)
+
+    def _gradients(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """The round's gradients and losses at the method's point, clipped as the run asks, and how many gradients
+        each worker computed for them: one, or more where the method asks for them (DoCoM: a second at its
+        previous model on the same batch, and at the first step the mean over the epoch's first batches). The
+        extra ones leave BatchNorm's running statistics as the first left them."""
+        p, clip = self.p, self.cfg.grad_clip
+        grads, losses = p.task.gradients(p.algo.gradient_point(), batch)
+        if clip is not None:
+            clip_rows_(grads, clip)
+        first = p.algo.initial_batches() if self.counters.global_step == 0 else 1
+        second = p.algo.second_gradient_point()
+        if first == 1 and second is None:
+            return grads, losses, 1
+        buffers = p.task.local_buffers()
+        kept = None if buffers is None else buffers.clone()
+        taken = 1
+        if first > 1:  # the mean gradient at the same point over the first batches (this one included)
+            for more in itertools.islice(p.task.batches(0), 1, first):
+                extra, _ = p.task.gradients(p.algo.gradient_point(), more)
+                if clip is not None:
+                    clip_rows_(extra, clip)
+                grads.add_(extra)
+                taken += 1
+            grads.div_(taken)
+        if second is not None:
+            extra, _ = p.task.gradients(second, batch)
+            if clip is not None:
+                clip_rows_(extra, clip)
+            p.algo.take_second_gradient(extra)
+            taken += 1
+        if kept is not None:
+            buffers.copy_(kept)
+        return grads, losses, taken
 
     def _away_rows(self, step: int) -> torch.Tensor | None:
         """This process's rows of the workers that sit out round ``step`` (faults.active/absent), or None."""

@@ -18,8 +18,11 @@ exactly J = 11ᵀ/n, for any n. Three pieces, as in the paper:
   on the s blocks of r consecutive nodes in parallel and then a hyper-hypercube across the blocks; keep whichever
   of this and the simple graph on all n nodes takes fewer rounds (the authors' rule; a tie keeps the split).
 
-A round is a list of disjoint blocks (members, their symmetric doubly stochastic weights); a node in no block
-keeps its value (W_ii = 1).
+The rounds a group would otherwise sit out are the authors' (yukiTakezawa/BaseGraph): it repeats its own
+averaging, and in a group's round of phase (2) its unlinked nodes average in cliques (``inner_edges``, on by
+default; the iterates are the same either way, W and its spectral quantities are not). The matrices equal the
+authors' in all cases n = 2..64, k = 1..4, both variants (tests/test_base_graphs.py keeps some). A round is a list
+of disjoint blocks (members, their symmetric doubly stochastic weights); a node in no block keeps its value.
 """
 from __future__ import annotations
 
@@ -39,8 +42,8 @@ Round = list[Block]
 
 
 def peers_of(spec: Spec) -> int:
-    """K of ``base:K``: an integer >= 1 (no options)."""
-    spec.check_options(set())
+    """K of ``base:K``: an integer >= 1 (its one option, ``inner_edges``, is read by the builder)."""
+    spec.check_options({"inner_edges"})
     if spec.arg is None:
         raise BenchError(f"{spec.text!r} needs the most peers a round, e.g. base:1 (an integer K >= 1)")
     if not re.fullmatch(r"[+-]?[0-9]+", spec.arg):  # not int(): it takes "1_0" and "²"
@@ -108,8 +111,39 @@ def _merge(into: list[Round], rounds: list[Round], offset: int) -> None:
         into[offset + r].extend(blocks)
 
 
-def simple_base_graph(nodes: Sequence[int], k: int) -> list[Round]:
-    """The Simple Base-(k+1) graph on ``nodes`` (module docstring, phases 1–3)."""
+def _cycling(rounds: list[Round], m: int) -> Round:
+    """Round ``m`` of a sequence repeated for as long as asked (none for a sequence of no rounds)."""
+    return rounds[m % len(rounds)] if rounds else []
+
+
+def _star_round(groups: list[list[int]], subgroups: list[list[int]], l: int, k: int, inner_edges: bool) -> Round:
+    """Phase (2), group ``l``'s round: every node of a later group, the last group first, links to the last
+    not yet linked node of each subgroup of V_l, taking the share c_l of V_l's value (c_l / a_l from each); with
+    ``inner_edges`` the nodes of V_l left unlinked average in cliques of k+1 (of what is left), as the authors'
+    code does (their values are equal by then: it changes W, not the iterates)."""
+    remaining = sum(len(g) for g in groups[l:])
+    share, a = len(groups[l]) / remaining, len(subgroups[l])
+    free = [list(u) for u in subgroups[l]]
+    blocks: Round = []
+    for group in reversed(groups[l + 1:]):
+        for i in group:  # fewer later nodes than a subgroup has: a free node is always left
+            weights = np.zeros((a + 1, a + 1))
+            weights[0, 0] = 1.0 - share
+            weights[0, 1:] = weights[1:, 0] = share / a
+            weights[np.arange(1, a + 1), np.arange(1, a + 1)] = 1.0 - share / a
+            blocks.append(([i] + [u.pop() for u in free], weights))
+    left = [i for u in free for i in u]
+    while inner_edges and len(left) > 1:
+        blocks.append(_clique(left[:k + 1]))
+        left = left[k + 1:]
+    return blocks
+
+
+def simple_base_graph(nodes: Sequence[int], k: int, inner_edges: bool = True) -> list[Round]:
+    """The Simple Base-(k+1) graph on ``nodes`` (module docstring, phases 1–3), with the authors' schedule of
+    the rounds a group would otherwise sit out: in phase (1) a group whose hyper-hypercube is done runs it again,
+    and after its round of phase (2) a group's subgroups (a group smaller than k+1: the group) repeat theirs
+    until the period ends, which is when the first group's subgroups have averaged once."""
     nodes = list(nodes)
     if len(nodes) == 1:
         return []
@@ -122,39 +156,34 @@ def simple_base_graph(nodes: Sequence[int], k: int) -> list[Round]:
         groups.append(group)
         subgroups.append([group[t * size:(t + 1) * size] for t in range(a)])
         start += a * size
-
-    rounds: list[Round] = []
-    for group in groups:  # (1): the first group is the largest and takes the most rounds
-        _merge(rounds, hyper_hypercube(group, k), 0)
-    first = len(rounds)
-    remaining = len(nodes)
-    for l in range(len(groups) - 1):
-        share = len(groups[l]) / remaining  # c_l: V_l's share of the nodes not yet averaged in
-        remaining -= len(groups[l])
-        a = len(subgroups[l])
-        later = [i for group in groups[l + 1:] for i in group]
-        stars: Round = []
-        for q, i in enumerate(later):  # (2): fewer later nodes than a subgroup has, so u[q] always exists
-            weights = np.zeros((a + 1, a + 1))
-            weights[0, 0] = 1.0 - share
-            weights[0, 1:] = weights[1:, 0] = share / a
-            weights[np.arange(1, a + 1), np.arange(1, a + 1)] = 1.0 - share / a
-            stars.append(([i] + [u[q] for u in subgroups[l]], weights))
-        _merge(rounds, [stars], first + l)
-        for u in subgroups[l]:  # (3): from the next round on, while later groups still exchange
-            _merge(rounds, hyper_hypercube(u, k), first + l + 1)
+    L = len(groups)
+    whole = [hyper_hypercube(g, k) for g in groups]  # (1), the first group's the longest
+    # (3): each subgroup's hyper-hypercube; a group of fewer than k+1 nodes (single-node subgroups) its own
+    parts = [[hyper_hypercube(u, k) for u in subs] if len(g) >= k + 1 else [whole[l]]
+             for l, (g, subs) in enumerate(zip(groups, subgroups))]
+    first = len(whole[0])
+    rounds: list[Round] = [[b for rs in whole for b in _cycling(rs, m)] for m in range(first)]
+    period = first + 1 + len(parts[0][0])
+    for m in range(first, period):
+        star = m - first  # the group whose round of phase (2) this is, while there is one
+        blocks = _star_round(groups, subgroups, star, k, inner_edges) if star < L - 1 else []
+        for l in range(L):
+            since = m - first - l - 1 if l < L - 1 else m - first - (L - 1)  # rounds of (3) before this one
+            if since >= 0:
+                blocks.extend(b for rs in parts[l] for b in _cycling(rs, since))
+        rounds.append(blocks)
     return rounds
 
 
-def base_graph(n: int, k: int) -> list[Round]:
+def base_graph(n: int, k: int, inner_edges: bool = True) -> list[Round]:
     """The Base-(k+1) graph on n nodes: the shorter of the simple graph and the split n = s·r (module docstring)."""
-    simple = simple_base_graph(range(n), k)
+    simple = simple_base_graph(range(n), k, inner_edges)
     s = smooth_part(n, k)
     r = n // s
     if s == 1 or r == 1:  # the split is the simple graph itself
         return simple
     split: list[Round] = []
-    for b in range(s):
+    for b in range(s):  # the blocks keep their inner edges whatever is asked: the authors' code does so
         _merge(split, simple_base_graph(range(b * r, (b + 1) * r), k), 0)
     inner = len(split)
     for j in range(r):
@@ -183,6 +212,6 @@ def round_matrix(n: int, blocks: Round) -> csr_matrix:
     return csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
 
 
-def base_graph_matrices(n: int, k: int) -> list[csr_matrix]:
+def base_graph_matrices(n: int, k: int, inner_edges: bool = True) -> list[csr_matrix]:
     """W_0 … W_{τ−1} of the Base-(k+1) graph on n nodes."""
-    return [round_matrix(n, blocks) for blocks in base_graph(n, k)]
+    return [round_matrix(n, blocks) for blocks in base_graph(n, k, inner_edges)]

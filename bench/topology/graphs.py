@@ -26,7 +26,7 @@ from ..errors import BenchError
 from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n, components
 from .kinds import TOPOLOGIES, Example, topology
-from .base_graph import base_graph_matrices, peers_of
+from .base_graph import base_graph_matrices, factors, peers_of
 from .scheduled import RoundMatrices, ScheduledTopology
 from .time_varying import PeerSchedule, TimeVaryingTopology
 
@@ -317,11 +317,14 @@ def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
 # split, 7 and 25 the base-(k+1) groups, 9 with K = 2 is a hyper-hypercube
 @topology("base", Example("base:1", 6, (1.0, 1.0)), Example("base:1", 7, (1.0, 1.0)), Example("base:2", 9, (1.0, 1.0)),
           Example("base:2", 10, (1.0, 1.0)), Example("base:3", 25, (1.0, 1.0)), usage="base:K",
-          note="time-varying Base-(K+1) graph, at most K peers a round, any n", time_varying=True)
+          note="time-varying Base-(K+1) graph, at most K peers a round, any n (inner_edges=false: the authors' "
+               "variant without the edges inside a group in its round of phase 2)", time_varying=True,
+          revision=lambda spec, n: int(factors(n, peers_of(spec)) is None))  # a hyper-hypercube never changed
 def base_graph(spec: Spec, n: int, seed: int) -> RoundMatrices:
     """Base-(K+1) graph (Takezawa et al. 2023; bench/topology/base_graph.py): every worker has at most K peers
     a round and the product over one period is exactly 11ᵀ/n, for any n."""
-    return RoundMatrices(base_graph_matrices(n, peers_of(spec)), "base-graph")
+    k = peers_of(spec)
+    return RoundMatrices(base_graph_matrices(n, k, spec.option_bool("inner_edges", True)), "base-graph")
 
 
 # ---- user-supplied graphs --------------------------------------------------------------------

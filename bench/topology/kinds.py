@@ -43,6 +43,9 @@ class Kind:
     time_varying: bool = False  # its builder gives a PeerSchedule: W changes every round
     # the eigenvalues of its default W in closed form, where there is one (the generic tests check W's against it)
     spectrum: Spectrum | None = None
+    # (parsed spec, n) -> the revision of the graph it gives, bumped where its matrices changed after runs on it
+    # were written (their ids change; base: the authors' idle rounds, 2026-12-07, only where n needs them)
+    revision: Callable[[Spec, int], int] | None = None
 
 
 TOPOLOGIES: Registry[Kind] = Registry("topology")
@@ -50,14 +53,15 @@ TOPOLOGIES: Registry[Kind] = Registry("topology")
 
 def topology(name: str, *examples: Example, usage: str | None = None, note: str = "", single_node: bool = False,
              external: bool = False, time_varying: bool = False,
-             spectrum: Spectrum | None = None) -> Callable[[Builder], Builder]:
+             spectrum: Spectrum | None = None,
+             revision: Callable[[Spec, int], int] | None = None) -> Callable[[Builder], Builder]:
     """Decorator: file the builder under ``name`` with what it declares of itself."""
     if not examples:
         raise RuntimeError(f"topology {name!r} declares no examples for the tests")
 
     def add(build: Builder) -> Builder:
         TOPOLOGIES.register(name)(Kind(name, build, usage or name, note, examples, single_node, external,
-                                                time_varying, spectrum))
+                                                time_varying, spectrum, revision))
         return build
 
     return add
