@@ -4,7 +4,7 @@ reference written out here in numpy (exact_forms), under given options it is ano
 message (same_run_as), on heterogeneous least squares it reaches the optimum D-PSGD misses (exact_optimum), a round
 sends its declared messages with the compressor's bits on each link, every knob runs anywhere inside its declared
 range, gossip alone brings the models to their average (gossip_alone), error feedback only delays what it drops
-(error_feedback), and what its declarations say it cannot run is refused in one line. A new method is in by
+(error_feedback) and so reaches the optimum under a decaying step (decaying_optimum), and what its declarations say it cannot run is refused in one line. A new method is in by
 declaring; no list of names here."""
 import functools
 import math
@@ -21,7 +21,8 @@ from bench.faults import parse_faults
 from bench.topology import make_topology
 from test_algorithms import Quadratic, start
 from test_algorithms import build as build_with
-from test_keeping_the_average import COMPRESSORS, takes
+from test_keeping_the_average import COMPRESSORS, SHAPES, takes
+from test_keeping_the_average import SEGMENTS as LAYERS
 
 D, STEPS, LR = 40, 25, 0.05
 LOCAL = LocalStepConfig(momentum=0.5, nesterov=True, weight_decay=1e-2)
@@ -368,3 +369,24 @@ def test_error_feedback_loses_nothing_compression_dropped_it_only_delays_it(name
     assert torch.equal(algo.x, algo.x[:1].expand_as(algo.x))  # one model
     torch.testing.assert_close(algo.x[0], x0[0] - LR * applied + late, rtol=0, atol=1e-10)
     assert getattr(algo, buffer).abs().sum() > 0  # the compressor did drop something
+
+
+DECAYING = [pytest.param(name, *law, id=f"{name}-{law[0]}") for name in NAMES
+            for law in ALGORITHMS.get(name).decaying_optimum]
+
+
+@pytest.mark.parametrize("name, compressor, options, momentum, tolerance", DECAYING)
+def test_under_a_decaying_step_a_method_reaches_the_optimum_of_the_mean_objective(name, compressor, options,
+                                                                                  momentum, tolerance):
+    """Heterogeneous workers, exact gradients, per-layer messages, η_t = 0.2/(1 + t/50) for 3000 steps: the farthest
+    worker ends within the declared relative error of the optimum and still falling (below half its error after
+    750 steps), or at float64's floor."""
+    problem = Quadratic(8, D, seed=4)
+    optimum = (problem.a * problem.c).sum(0) / problem.a.sum()
+    algo = build_with(name, make_topology("ring", 8), start(8), compressor, options, LocalStepConfig(momentum=momentum),
+                      segments=LAYERS, shapes=SHAPES)
+    errors = []
+    for t in range(3000):
+        algo.step(problem.grad(algo.x), 0.2 / (1 + t / 50))
+        errors.append(float((algo.x - optimum).norm(dim=1).max() / optimum.norm()))
+    assert errors[-1] < tolerance and (errors[-1] < errors[749] / 2 or errors[-1] < 1e-12), errors[::750]

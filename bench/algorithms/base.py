@@ -47,6 +47,10 @@ class Algorithm(Method, ABC):
     # (the buffer, "step" or "gradient") that holds what compression has not applied yet, in the units of a step η·d
     # or of a direction d: error feedback, which only delays what it drops (mean(x_T) = x_0 − η Σ mean(d_t) + it)
     error_feedback: ClassVar[tuple[str, str] | None] = None
+    # (compressor, options, momentum, tolerance) under which, on heterogeneous workers with exact gradients and a
+    # decaying step η_t = 0.2/(1 + t/50), it reaches the optimum of the mean objective within that relative error
+    # in 3000 steps: what compression drops is only delayed (error feedback), not lost nor weighted unequally
+    decaying_optimum: ClassVar[tuple[tuple[str, dict, float, float], ...]] = ()
 
     def __init__(
         self,
