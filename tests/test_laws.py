@@ -19,7 +19,7 @@ from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.faults import parse_faults
 from bench.topology import make_topology
-from test_algorithms import Quadratic, start
+from test_algorithms import Quadratic, runs_on, start
 from test_algorithms import build as build_with
 from test_keeping_the_average import COMPRESSORS, SHAPES, takes
 from test_keeping_the_average import SEGMENTS as LAYERS
@@ -27,14 +27,6 @@ from test_keeping_the_average import SEGMENTS as LAYERS
 D, STEPS, LR = 40, 25, 0.05
 LOCAL = LocalStepConfig(momentum=0.5, nesterov=True, weight_decay=1e-2)
 NAMES = ALGORITHMS.names()
-
-
-def runs_on(cls, spec: str, n: int, options: dict) -> bool:
-    try:
-        cls.check_topology(spec, make_topology(spec, n).time_varying, cls.Options(**options))
-    except BenchError:
-        return False
-    return True
 
 
 def build(name, topo, x0, compressor, options, faults=None, segments=None):

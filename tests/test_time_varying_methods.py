@@ -1,8 +1,8 @@
 """Choco, DCD, ECD and BEER on a time-varying graph (one-peer-exp), their copies kept per directed link
 (bench/algorithms/link_copies.py): where every link is used every round they are the static methods, without
 compression they are exact gossip x ← W_t x, Choco-Gossip converges at a linear rate, DCD and ECD move the
-average when they compress and send a link's first message exactly, the state resumes, and Choco-sign trains as
-D-PSGD does. One message per active link: tests/test_laws.py."""
+average when they compress and send a link's first message exactly, and Choco-sign trains as
+D-PSGD does. One message per active link: tests/test_laws.py; the state resuming: tests/test_algorithms.py."""
 import json
 import math
 
@@ -129,27 +129,6 @@ def test_dcd_and_ecd_move_the_average_with_compression_on_any_graph(name, compre
     for _ in range(10):
         algo.step(None, 0.0)
     assert float((algo.x.mean(0) - x0.mean(0)).norm()) > 1e-3
-
-
-@pytest.mark.parametrize("compressor", ["sign", "top:0.2"])
-@pytest.mark.parametrize("name", COPYING)
-def test_state_resumes_identically_on_the_one_peer_graph(name, compressor):
-    """The per-link copies, counts and first-use flags are checkpointed; the round counter is the runner's."""
-    n = 8
-    topo, problem = make_topology("one-peer-exp", n), Quadratic(n, D)
-    a = build(name, SimulatedCommunicator(topo), start(n), compressor)
-    for _ in range(5):
-        a.step(problem.grad(a.x), 0.05)
-    saved = {k: v.clone() if torch.is_tensor(v) else v for k, v in a.state_dict().items() if k != "local"}
-    saved["local"] = a.state_dict()["local"]
-    comm = SimulatedCommunicator(topo)
-    comm.round = 5  # 5 is not a multiple of the period 3
-    b = build(name, comm, start(n, seed=99), compressor)
-    b.load_state_dict(saved)
-    for _ in range(5):
-        a.step(problem.grad(a.x), 0.05)
-        b.step(problem.grad(b.x), 0.05)
-    torch.testing.assert_close(b.x, a.x, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", ["dcd", "ecd"])
