@@ -59,22 +59,24 @@ def test_where_every_link_is_used_every_round_the_per_link_form_is_the_static_me
     assert b.paper_bits == a.paper_bits * topo.describe()["max_degree"]
 
 
-def test_choco_without_compression_is_dpsgd_in_either_order():
-    """γ = 1, identity: x̂_e = x_j after the refresh, u = (W_t − I) x, so x ← W_t x, D-PSGD's gossip (without
-    gradients: tests/test_time_varying.py); with gradients the paper order is D-PSGD's step-then-gossip, and the
-    code order applies the previous round's W (from equal models: D-PSGD's gossip-then-step one round behind)."""
+@pytest.mark.parametrize("name, options, dpsgd_order, equal_start, lag", [
+    ("choco", {"gamma": 1.0, "order": "paper"}, "code", False, 0), ("choco", {"gamma": 1.0, "order": "code"}, "paper",
+                                                                    True, 1),
+    ("dcd", {}, "paper", False, 0), ("ecd", {}, "paper", False, 0)])
+def test_without_compression_the_per_link_forms_are_dpsgd(name, options, dpsgd_order, equal_start, lag):
+    """The identity: Choco's (γ = 1) x̂_e = x_j after the refresh, u = (W_t − I) x, so x ← W_t x, D-PSGD's gossip; with
+    gradients its paper order is D-PSGD's step-then-gossip, and its code order applies the previous round's W (from
+    equal models: D-PSGD's gossip-then-step one round behind); DCD's and ECD's replicas are the models."""
     topo = make_topology("one-peer-exp", 16)
-    problem = Quadratic(16, D)
-    for order, dpsgd_order, equal_start, lag in (("paper", "code", False, 0), ("code", "paper", True, 1)):
-        x0 = start(16, identical=equal_start)
-        reference_comm = SimulatedCommunicator(topo)
-        reference_comm.round = (topo.period - lag) % topo.period
-        reference = make_algorithm("dpsgd", x0, reference_comm, options={"order": dpsgd_order})
-        choco = build("choco", SimulatedCommunicator(topo), x0, "none", {"gamma": 1.0, "order": order})
-        for _ in range(10):
-            reference.step(problem.grad(reference.x), 0.05)
-            choco.step(problem.grad(choco.x), 0.05)
-            torch.testing.assert_close(choco.x, reference.x, rtol=0, atol=1e-13, msg=lambda m: f"{order}: {m}")
+    problem, x0 = Quadratic(16, D), start(16, identical=equal_start)
+    reference_comm = SimulatedCommunicator(topo)
+    reference_comm.round = (topo.period - lag) % topo.period
+    reference = make_algorithm("dpsgd", x0, reference_comm, options={"order": dpsgd_order})
+    algo = build(name, SimulatedCommunicator(topo), x0, "none", options)
+    for _ in range(10):
+        reference.step(problem.grad(reference.x), 0.05)
+        algo.step(problem.grad(algo.x), 0.05)
+        torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-13)
 
 
 def test_beer_without_compression_is_gradient_tracking_with_the_previous_rounds_w():
