@@ -1,11 +1,10 @@
 """Mathematical identities of the algorithms, in float64, on the simulated communicator."""
-import math
 
 import pytest
 import torch
 
 from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm, parse_options
-from bench.comm import SimulatedCommunicator, make_network
+from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults
@@ -106,15 +105,8 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
         assert torch.equal(algo.x, want_x) and torch.equal(algo.x_hat, want_hat)
 
 
-# where the average of the models goes, for every method: tests/test_keeping_the_average.py
-
-
-def test_traffic_time_follows_the_network_model():
-    n, net = 8, make_network("p2p-100m")
-    algo = build("choco", make_topology("ring", n), start(n), "top:0.1", {"gamma": 0.5}, seed=0, network=net)
-    traffic = algo.step(Quadratic(n, D).grad(algo.x), LR)
-    bits = 8 * math.ceil(make_compressor("top:0.1").wire_bits([D]) / 8)  # whole bytes on a link
-    assert traffic.comm_time_s == pytest.approx(2 * (net.latency_s + bits / net.bandwidth_bps))
+# where the average of the models goes, for every method: tests/test_keeping_the_average.py; a round's messages and
+# bits: tests/test_laws.py; their time on the network model: tests/test_comm.py
 
 
 EXAMPLES = [(name, opts) for name in ALGORITHMS.names() for opts in ALGORITHMS.get(name).examples]
