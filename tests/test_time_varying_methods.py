@@ -1,8 +1,9 @@
 """Choco, DCD, ECD and BEER on a time-varying graph (one-peer-exp), their copies kept per directed link
 (bench/algorithms/link_copies.py): where every link is used every round they are the static methods, without
-compression they are exact gossip x ← W_t x, Choco-Gossip converges at a linear rate, DCD and ECD move the
-average when they compress and send a link's first message exactly, and Choco-sign trains as
-D-PSGD does. One message per active link: tests/test_laws.py; the state resuming: tests/test_algorithms.py."""
+compression they are D-PSGD and gradient tracking with the round's W_t (tests/test_laws.py), Choco-Gossip
+converges at a linear rate, DCD and ECD move the average when they compress and send a link's first message exactly,
+and Choco-sign trains as D-PSGD does. One message per active link: tests/test_laws.py; the state resuming:
+tests/test_algorithms.py."""
 import json
 import math
 
@@ -57,47 +58,6 @@ def test_where_every_link_is_used_every_round_the_per_link_form_is_the_static_me
     assert (a.wire_bits, a.messages) == (b.wire_bits, b.messages)
     # the paper's count takes each distinct message once: a gossip is one, an exchange one per link
     assert b.paper_bits == a.paper_bits * topo.describe()["max_degree"]
-
-
-@pytest.mark.parametrize("name, options, dpsgd_order, equal_start, lag", [
-    ("choco", {"gamma": 1.0, "order": "paper"}, "code", False, 0), ("choco", {"gamma": 1.0, "order": "code"}, "paper",
-                                                                    True, 1),
-    ("dcd", {}, "paper", False, 0), ("ecd", {}, "paper", False, 0)])
-def test_without_compression_the_per_link_forms_are_dpsgd(name, options, dpsgd_order, equal_start, lag):
-    """The identity: Choco's (γ = 1) x̂_e = x_j after the refresh, u = (W_t − I) x, so x ← W_t x, D-PSGD's gossip; with
-    gradients its paper order is D-PSGD's step-then-gossip, and its code order applies the previous round's W (from
-    equal models: D-PSGD's gossip-then-step one round behind); DCD's and ECD's replicas are the models."""
-    topo = make_topology("one-peer-exp", 16)
-    problem, x0 = Quadratic(16, D), start(16, identical=equal_start)
-    reference_comm = SimulatedCommunicator(topo)
-    reference_comm.round = (topo.period - lag) % topo.period
-    reference = make_algorithm("dpsgd", x0, reference_comm, options={"order": dpsgd_order})
-    algo = build(name, SimulatedCommunicator(topo), x0, "none", options)
-    for _ in range(10):
-        reference.step(problem.grad(reference.x), 0.05)
-        algo.step(problem.grad(algo.x), 0.05)
-        torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-13)
-
-
-def test_beer_without_compression_is_gradient_tracking_with_the_previous_rounds_w():
-    """As on a static graph its consensus step applies the copies the step before refreshed, so step k mixes
-    with W_{k−1}: x ← W x − η v, v ← W v + d_new − d_old, after a first local step (h⁰ = 0)."""
-    n = 16
-    topo = make_topology("one-peer-exp", n)
-    problem, x0 = Quadratic(n, D), start(n, identical=False)
-    algo = build("beer", SimulatedCommunicator(topo), x0, "none", {"gamma": 1.0})
-    x, v, previous = x0.clone(), None, None
-    for k in range(12):
-        d = problem.grad(x)
-        if k == 0:
-            x = x - 0.05 * d
-        else:
-            W = torch.tensor(topo.W_at(k - 1))
-            v = d if k == 1 else W @ v + d - previous
-            x = W @ x - 0.05 * v
-        previous = d
-        algo.step(problem.grad(algo.x), 0.05)
-        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("compressor, gamma, steps", [("top:0.1", 0.05, 2000), ("sign", 0.007, 5000)])
