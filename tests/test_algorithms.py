@@ -85,7 +85,8 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
     comp = make_compressor(compressor, contraction=True)
     # the textbook round, every pass whole
     monkeypatch.setattr(mixing, "_block_columns", lambda x: None)
-    x, x_hat, u, gen, mixer = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0), torch.Generator().manual_seed(3), Mixer(topo.W, topo.grid_shape)
+    x, x_hat, u = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0)
+    gen, mixer = torch.Generator().manual_seed(3), Mixer(topo.W, topo.grid_shape)
     expected = []
     for _ in range(3):
         q = comp.compress(x - x_hat, gen, segments).values

@@ -1,11 +1,12 @@
 """The laws each algorithm declares on its class (bench/algorithms/base.py), one test per law over every registered
 algorithm, in float64 on the simulated communicator: with exact messages and given options it is another method or a
-reference written out here in numpy, on static graphs and a changing one (exact_forms), under given options it is another method's run message for
-message (same_run_as), on heterogeneous least squares it reaches the optimum D-PSGD misses (exact_optimum), a round
-sends its declared messages with the compressor's bits on each link, every knob runs anywhere inside its declared
-range, gossip alone brings the models to their average (gossip_alone), error feedback only delays what it drops
-(error_feedback) and so reaches the optimum under a decaying step (decaying_optimum), and what its declarations say it cannot run is refused in one line. A new method is in by
-declaring; no list of names here."""
+reference written out here in numpy, on static graphs and a changing one (exact_forms), under given options it is
+another method's run message for message (same_run_as), on heterogeneous least squares it reaches the optimum D-PSGD
+misses (exact_optimum), a round sends its declared messages with the compressor's bits on each link, every knob runs
+anywhere inside its declared range, gossip alone brings the models to their average (gossip_alone), error feedback
+only delays what it drops (error_feedback) and so reaches the optimum under a decaying step (decaying_optimum), and
+what its declarations say it cannot run is refused in one line. A new method is in by declaring; no list of names
+here."""
 import functools
 import math
 
@@ -305,7 +306,8 @@ def test_on_heterogeneous_least_squares_a_method_reaches_the_optimum_dpsgd_misse
     assert settle(name, compressor, options)[2] < 1e-7
 
 
-ALONE = [pytest.param(name, k, id=f"{name}-{k}") for name in NAMES for k in range(len(ALGORITHMS.get(name).gossip_alone))]
+ALONE = [pytest.param(name, k, id=f"{name}-{k}") for name in NAMES
+         for k in range(len(ALGORITHMS.get(name).gossip_alone))]
 
 
 @pytest.mark.parametrize("name, k", ALONE)
@@ -350,7 +352,8 @@ def test_what_a_method_declares_it_cannot_run_is_refused_in_one_line_naming_it(n
 
 FEEDBACK = [pytest.param(name, options, c, id=f"{name}-{options}-{c}") for name in NAMES
             if ALGORITHMS.get(name).error_feedback for options in ALGORITHMS.get(name).examples
-            for c in COMPRESSORS if takes(ALGORITHMS.get(name), c) and (c == "none") == ALGORITHMS.get(name).own_compression]
+            for c in COMPRESSORS
+            if takes(ALGORITHMS.get(name), c) and (c == "none") == ALGORITHMS.get(name).own_compression]
 
 
 @pytest.mark.parametrize("name, options, compressor", FEEDBACK)
