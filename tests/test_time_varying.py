@@ -143,7 +143,7 @@ def test_bench_topology_refuses_a_bad_n_in_one_line(capsys):
 def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
     """Choco, DCD, ECD and BEER keep their copies per link there (tests/test_time_varying_methods.py); a method
     that declares ``fixed_graph`` (CEDAS, LEAD, AD-PSGD) is refused by the one check, naming the method, the graph
-    and what to use."""
+    and what to use (that a static graph is fine: tests/test_laws.py's refusals)."""
     from bench.algorithms import ALGORITHMS
 
     fixed = [name for name in ALGORITHMS.names() if ALGORITHMS.get(name).fixed_graph]
@@ -154,4 +154,3 @@ def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
         said = str(refused.value)
         assert len(said.splitlines()) == 1 and "fixed graph" in said and f"{name!r}" in said, said
         assert "'one-peer-exp'" in said and "static graph" in said and "choco" in said and "dpsgd" in said
-        ALGORITHMS.get(name).check_topology("exponential", False)  # a static graph is fine
