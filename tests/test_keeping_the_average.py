@@ -22,7 +22,7 @@ from bench.errors import BenchError
 from bench.faults import parse_faults
 from bench.faults.away import kept_rows, restore_rows
 from bench.topology import make_topology
-from test_algorithms import Quadratic, build, start
+from test_algorithms import Quadratic, build, runs_on, start
 
 LR = 0.05
 # three layers compressed by themselves (low rank by their shape) and a row of 3: per-layer compression
@@ -69,15 +69,6 @@ def _examples(cls) -> list[dict]:
         unique.setdefault(repr(parse_options(cls, example)), example)
     # an option may give the promise up (AdaGossip's step per coordinate): held to it without that option
     return [e for e in unique.values() if cls.keeps_average_with(parse_options(cls, e))]
-
-
-def _runs_on(cls, spec: str, n: int, example: dict) -> bool:
-    topo = make_topology(spec, n)
-    try:
-        cls.check_topology(spec, topo.time_varying, parse_options(cls, example))
-    except BenchError:
-        return False
-    return True
 
 
 def build_method(name, topo, x0, compressor, options, faults=None, layers=False):
@@ -129,7 +120,7 @@ GRAPHS = [("torus", 9), ("star", 7), ("one-peer-exp", 16)]  # regular, irregular
 # every method on every graph it runs on with some example of its options (a method may refuse a changing graph)
 ON_GRAPHS = [pytest.param(name, spec, n, id=f"{name}-{spec}") for name in ALGORITHMS.names() for spec, n in GRAPHS
              if _compressors(ALGORITHMS.get(name))
-             and any(_runs_on(ALGORITHMS.get(name), spec, n, e) for e in _examples(ALGORITHMS.get(name)))]
+             and any(runs_on(ALGORITHMS.get(name), spec, n, e) for e in _examples(ALGORITHMS.get(name)))]
 
 
 @pytest.mark.parametrize("name, spec, n", ON_GRAPHS)
@@ -137,7 +128,7 @@ def test_the_average_moves_as_sgd_on_the_average_direction(name, spec, n):
     """Each example of options the graph takes × each compressor of ``_compressors``: per layer with gradients,
     flat with gradients, and per layer without (the average does not move); exact up to float64 rounding."""
     cls = ALGORITHMS.get(name)
-    for example in (e for e in _examples(cls) if _runs_on(cls, spec, n, e)):
+    for example in (e for e in _examples(cls) if runs_on(cls, spec, n, e)):
         for compressor in _compressors(cls):
             for layers, gradient in ((True, True), (False, True), (True, False)):
                 d = sum(SEGMENTS) if layers else 40

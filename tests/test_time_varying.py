@@ -2,6 +2,7 @@
 communicators' round counter that picks W_t (advanced by drain, the end of every algorithm's step)."""
 from __future__ import annotations
 
+import functools
 import json
 
 import numpy as np
@@ -9,13 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from bench.algorithms import make_algorithm
 from bench.cli import main
 from bench.comm import Mixer, SimulatedCommunicator
 from bench.compressors import make_compressor
-from bench.algorithms.gossip import initial_vectors
 from bench.errors import BenchError
-from bench.topology import TOPOLOGIES, TimeVaryingTopology, make_topology
+from bench.topology import TimeVaryingTopology, make_topology
 
 POWERS = [2, 4, 8, 16, 64, 256]
 
@@ -44,6 +43,8 @@ def test_each_round_is_half_self_half_one_peer(n):
     # one period averages exactly, not merely to rounding (test_topology: any period to 1e-12, not a round earlier)
     J = np.full((n, n), 1.0 / n)
     assert np.array_equal(dense_product(topology), J) and np.array_equal(topology.product(), J)
+    later = functools.reduce(lambda out, t: topology.W_at(t % tau) @ out, range(3, 3 + tau), np.eye(n))
+    assert np.array_equal(later, J)  # the rounds commute: a period from any round averages exactly too
     info = topology.describe()
     assert info["time_varying"] is (tau > 1) and info["period"] == tau  # n = 2: one matrix, static
     assert info["spectral_gap"] == 1.0 and info["lambda2"] == 0.0 and info["n"] == n
@@ -116,72 +117,6 @@ def test_static_graphs_ignore_the_round():
     torch.testing.assert_close(comm.gossip(exact.compress(x)), before, rtol=0, atol=0)
 
 
-EXACT_IN_A_PERIOD = [(e.spec, e.n) for name in TOPOLOGIES.names() for e in TOPOLOGIES.get(name).examples
-                     if TOPOLOGIES.get(name).time_varying and e.gap == (1.0, 1.0)]
-
-
-@pytest.mark.parametrize("spec, n, start", [(*case, 0) for case in EXACT_IN_A_PERIOD] + [("one-peer-exp", 16, 3)])
-def test_exact_gossip_reaches_the_exact_average_after_one_period(spec, n, start):
-    """D-PSGD without gradients on the simulated communicator is exact gossip x ← W_t x: on every time-varying
-    example that declares a gap of 1, one period from round 0 (and, the one-peer W_t commuting, from any round)
-    gives the exact average, a round fewer does not."""
-    topology = make_topology(spec, n)
-    x0 = initial_vectors(n, 20, seed=4)
-    comm = SimulatedCommunicator(topology)
-    comm.round = start
-    algo = make_algorithm("dpsgd", x0, comm)
-    target = x0.mean(dim=0)
-    for t in range(1, topology.period + 1):
-        algo.step(None, 0.0)
-        if t < topology.period:
-            assert float(((algo.x - target) ** 2).sum(dim=1).mean()) > 1e-6
-    torch.testing.assert_close(algo.x, target.expand_as(algo.x), rtol=0, atol=1e-12)
-    assert comm.round == start + topology.period
-
-
-@pytest.mark.parametrize("topology", ["exponential", "one-peer-exp"])
-@pytest.mark.parametrize("algorithm", ["choco", "dcd", "ecd", "beer"])
-def test_methods_with_copies_equal_exact_gossip_without_compression(algorithm, topology):
-    """On a fixed W Choco (γ = 1), DCD, ECD and BEER (γ = 1, gossip alone) without compression are exact gossip;
-    on one-peer-exp too, with their copies kept per link (tests/test_time_varying_methods.py: the rest)."""
-    x0 = initial_vectors(16, 20, seed=1)
-    reference = make_algorithm("dpsgd", x0, SimulatedCommunicator(make_topology(topology, 16)))
-    options = {"gamma": 1.0} if algorithm in ("choco", "beer") else None
-    algo = make_algorithm(algorithm, x0, SimulatedCommunicator(make_topology(topology, 16)),
-                          compressor=make_compressor("none"), options=options)
-    if algorithm == "beer":  # its consensus step applies the copies of the previous step: one round behind
-        algo.step(None, 0.0)
-    for _ in range(6):
-        reference.step(None, 0.0)
-        algo.step(None, 0.0)
-    torch.testing.assert_close(algo.x, reference.x, rtol=0, atol=1e-12)
-
-
-def test_resuming_with_the_round_restored_continues_the_same_sequence():
-    """What the runner must do on resume: comm.round = the step it resumes at (counters.global_step)."""
-    topology = make_topology("one-peer-exp", 8)
-    x0 = initial_vectors(8, 10, seed=2)
-    grads = [initial_vectors(8, 10, seed=10 + s) for s in range(6)]
-    straight = make_algorithm("dpsgd", x0, SimulatedCommunicator(topology))
-    for g in grads:
-        straight.step(g, 0.1)
-    first = make_algorithm("dpsgd", x0, SimulatedCommunicator(topology))
-    for g in grads[:2]:  # 2 is not a multiple of the period 3: a counter left at 0 is visibly wrong
-        first.step(g, 0.1)
-    state = {k: v.clone() if torch.is_tensor(v) else v for k, v in first.state_dict().items()}
-    outcomes = []
-    for restore in (True, False):
-        comm = SimulatedCommunicator(topology)
-        again = make_algorithm("dpsgd", x0, comm)
-        again.load_state_dict({k: v.clone() if torch.is_tensor(v) else v for k, v in state.items()})
-        if restore:
-            comm.round = 2
-        for g in grads[2:]:
-            again.step(g, 0.1)
-        outcomes.append(torch.equal(again.x, straight.x))
-    assert outcomes == [True, False]
-
-
 # ---- bench run and bench topology ---------------------------------------------------------------------------
 LSQ = ["--task", "lsq", "--nodes", "8", "--epochs", "2", "--seed", "5", "--set", "lr=0.05", "--set", "eval_every=0.5",
        "--set", "batch_size=8", "--set", "compute_time=0.01", "--quiet"]
@@ -208,7 +143,7 @@ def test_bench_topology_refuses_a_bad_n_in_one_line(capsys):
 def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
     """Choco, DCD, ECD and BEER keep their copies per link there (tests/test_time_varying_methods.py); a method
     that declares ``fixed_graph`` (CEDAS, LEAD, AD-PSGD) is refused by the one check, naming the method, the graph
-    and what to use."""
+    and what to use (that a static graph is fine: tests/test_laws.py's refusals)."""
     from bench.algorithms import ALGORITHMS
 
     fixed = [name for name in ALGORITHMS.names() if ALGORITHMS.get(name).fixed_graph]
@@ -219,4 +154,3 @@ def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
         said = str(refused.value)
         assert len(said.splitlines()) == 1 and "fixed graph" in said and f"{name!r}" in said, said
         assert "'one-peer-exp'" in said and "static graph" in said and "choco" in said and "dpsgd" in said
-        ALGORITHMS.get(name).check_topology("exponential", False)  # a static graph is fine

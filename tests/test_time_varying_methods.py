@@ -1,8 +1,9 @@
 """Choco, DCD, ECD and BEER on a time-varying graph (one-peer-exp), their copies kept per directed link
 (bench/algorithms/link_copies.py): where every link is used every round they are the static methods, without
-compression they are exact gossip x ← W_t x, Choco-Gossip converges at a linear rate, DCD and ECD move the
-average when they compress and send a link's first message exactly, the state resumes, and Choco-sign trains as
-D-PSGD does. One message per active link: tests/test_laws.py."""
+compression they are D-PSGD and gradient tracking with the round's W_t (tests/test_laws.py), Choco-Gossip
+converges at a linear rate, DCD and ECD move the average when they compress and send a link's first message exactly,
+and Choco-sign trains as D-PSGD does. One message per active link: tests/test_laws.py; the state resuming:
+tests/test_algorithms.py."""
 import json
 import math
 
@@ -59,45 +60,6 @@ def test_where_every_link_is_used_every_round_the_per_link_form_is_the_static_me
     assert b.paper_bits == a.paper_bits * topo.describe()["max_degree"]
 
 
-def test_choco_without_compression_is_dpsgd_in_either_order():
-    """γ = 1, identity: x̂_e = x_j after the refresh, u = (W_t − I) x, so x ← W_t x, D-PSGD's gossip (without
-    gradients: tests/test_time_varying.py); with gradients the paper order is D-PSGD's step-then-gossip, and the
-    code order applies the previous round's W (from equal models: D-PSGD's gossip-then-step one round behind)."""
-    topo = make_topology("one-peer-exp", 16)
-    problem = Quadratic(16, D)
-    for order, dpsgd_order, equal_start, lag in (("paper", "code", False, 0), ("code", "paper", True, 1)):
-        x0 = start(16, identical=equal_start)
-        reference_comm = SimulatedCommunicator(topo)
-        reference_comm.round = (topo.period - lag) % topo.period
-        reference = make_algorithm("dpsgd", x0, reference_comm, options={"order": dpsgd_order})
-        choco = build("choco", SimulatedCommunicator(topo), x0, "none", {"gamma": 1.0, "order": order})
-        for _ in range(10):
-            reference.step(problem.grad(reference.x), 0.05)
-            choco.step(problem.grad(choco.x), 0.05)
-            torch.testing.assert_close(choco.x, reference.x, rtol=0, atol=1e-13, msg=lambda m: f"{order}: {m}")
-
-
-def test_beer_without_compression_is_gradient_tracking_with_the_previous_rounds_w():
-    """As on a static graph its consensus step applies the copies the step before refreshed, so step k mixes
-    with W_{k−1}: x ← W x − η v, v ← W v + d_new − d_old, after a first local step (h⁰ = 0)."""
-    n = 16
-    topo = make_topology("one-peer-exp", n)
-    problem, x0 = Quadratic(n, D), start(n, identical=False)
-    algo = build("beer", SimulatedCommunicator(topo), x0, "none", {"gamma": 1.0})
-    x, v, previous = x0.clone(), None, None
-    for k in range(12):
-        d = problem.grad(x)
-        if k == 0:
-            x = x - 0.05 * d
-        else:
-            W = torch.tensor(topo.W_at(k - 1))
-            v = d if k == 1 else W @ v + d - previous
-            x = W @ x - 0.05 * v
-        previous = d
-        algo.step(problem.grad(algo.x), 0.05)
-        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
-
-
 @pytest.mark.parametrize("compressor, gamma, steps", [("top:0.1", 0.05, 2000), ("sign", 0.007, 5000)])
 def test_choco_gossip_converges_at_a_linear_rate_on_the_one_peer_graph(compressor, gamma, steps):
     """n = 16, d = 200. top-10 %: 2.3 decades every 200 rounds, to 6e-26 in 2000. Scaled sign needs a smaller γ
@@ -129,27 +91,6 @@ def test_dcd_and_ecd_move_the_average_with_compression_on_any_graph(name, compre
     for _ in range(10):
         algo.step(None, 0.0)
     assert float((algo.x.mean(0) - x0.mean(0)).norm()) > 1e-3
-
-
-@pytest.mark.parametrize("compressor", ["sign", "top:0.2"])
-@pytest.mark.parametrize("name", COPYING)
-def test_state_resumes_identically_on_the_one_peer_graph(name, compressor):
-    """The per-link copies, counts and first-use flags are checkpointed; the round counter is the runner's."""
-    n = 8
-    topo, problem = make_topology("one-peer-exp", n), Quadratic(n, D)
-    a = build(name, SimulatedCommunicator(topo), start(n), compressor)
-    for _ in range(5):
-        a.step(problem.grad(a.x), 0.05)
-    saved = {k: v.clone() if torch.is_tensor(v) else v for k, v in a.state_dict().items() if k != "local"}
-    saved["local"] = a.state_dict()["local"]
-    comm = SimulatedCommunicator(topo)
-    comm.round = 5  # 5 is not a multiple of the period 3
-    b = build(name, comm, start(n, seed=99), compressor)
-    b.load_state_dict(saved)
-    for _ in range(5):
-        a.step(problem.grad(a.x), 0.05)
-        b.step(problem.grad(b.x), 0.05)
-    torch.testing.assert_close(b.x, a.x, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("name", ["dcd", "ecd"])

@@ -84,7 +84,9 @@ class Choco(TunesItsStep, Algorithm):
     fault_rule = "ack"  # copies per link, a lost message added at neither end: the average is kept
     late_rule = "ack"  # a late message added at both ends when it arrives
     examples = ({"gamma": 0.5}, {"gamma": 0.5, "order": "code"}, {"gamma": 0.05, "adagossip": True})
-    exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}), ({"gamma": 1.0, "order": "code"}, "dpsgd", {}))
+    # the code order: D-PSGD's gossip-then-step, with the previous round's W (the copies the step before refreshed)
+    exact_forms = (({"gamma": 1.0}, "dpsgd", {"order": "code"}), ({"gamma": 1.0, "order": "code"}, "gossip-then-step",
+                                                                  {"lag": 1}))
     buffers = ("x_hat", "u")
 
     @classmethod

@@ -50,6 +50,8 @@ class DGC(Algorithm):
     exact_forms = (({"factor_masking": False}, "allreduce", {}),)  # momentum correction: the run's momentum
     buffers = ("u", "v")
     error_feedback = ("v", "gradient")  # what is not sent yet (its momentum correction: with momentum, more)
+    # without factor masking (with it, a coordinate sent often has its momentum reset often, and it stalls near)
+    decaying_optimum = (("top:0.1", {"factor_masking": False}, 0.5, 2e-2),)
 
     def setup(self) -> None:
         self.u = torch.zeros_like(self.x)  # momentum (corrected: kept before sparsification)

@@ -21,6 +21,7 @@ class ErrorFeedback(Algorithm):
     centralized = True
     buffers = ("error",)
     error_feedback = ("error", "step")
+    decaying_optimum = (("sign", {}, 0.0, 5e-3),)  # EF-signSGD: each sign drops most of a gradient
 
     def setup(self) -> None:
         self.error = torch.zeros_like(self.x)

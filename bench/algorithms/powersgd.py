@@ -94,6 +94,7 @@ class PowerSGD(Algorithm):
     messages_per_round = 2  # the all-reduces of P (with the exact layers) and of Q
     buffers = ("error", "q")
     error_feedback = ("error", "gradient")
+    decaying_optimum = (("none", {"rank": 1}, 0.5, 1e-2),)
 
     def setup(self) -> None:
         rank = self.options.rank
