@@ -18,8 +18,8 @@ from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
 from bench.track.bisection import commit_range
-from track_records import (CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history, one_line,
-                           record, sha, tracked, write)
+from track_records import (CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history,
+                           make_checkout, one_line, record, sha, tracked, write)
 
 ACC = f"study.{CELL}.final_test_acc"
 PERF = {"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.02]}
@@ -285,20 +285,9 @@ def test_measured_reads_a_folder_of_odd_json_without_a_traceback(tmp_path):
 
 
 # -- bench track: dirty means any change to what computes the numbers -----------------------------------------
-FILES = ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile")
-
-
-def _files(repo):
-    for path in FILES:
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text("x = 1\n")
-
-
 @pytest.fixture
 def checkout(tmp_path) -> Path:
-    repo = tmp_path / "repo"
-    git_repo(repo, 1, change=lambda i: _files(repo))
-    return repo
+    return make_checkout(tmp_path / "repo")
 
 
 def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, monkeypatch):

@@ -116,3 +116,15 @@ def one_line(capsys) -> str:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err
+
+
+
+def make_checkout(repo: Path) -> Path:
+    """A git checkout at ``repo`` of one commit holding a bench package and other files bench track counts as
+    code (what it measures is faked in the tests that use it)."""
+    def files(i):
+        for path in ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile"):
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text("x = 1\n")
+    git_repo(repo, 1, change=files)
+    return repo
