@@ -10,7 +10,7 @@ import pytest
 
 from matplotlib.colors import to_rgba
 
-from analysis import labels, report
+from analysis import labels
 from analysis.figures import (accuracy_curves, accuracy_vs_spectral_gap, command, consensus, gap_vs_nodes,
                               lag_vs_consensus, methods, time_to_accuracy)
 from analysis.load import load_runs
@@ -356,13 +356,6 @@ def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, mo
     assert command.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
     index = json.loads((tmp_path / "figures" / "index.json").read_text())
     assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}
-
-
-def test_missing_directory_exits_2(tmp_path, capsys):
-    assert report.main([str(tmp_path / "nope")]) == 2
-    assert command.main([str(tmp_path / "nope")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 2 and "nope" in err
 
 
 def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(tmp_path):
