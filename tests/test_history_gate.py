@@ -77,6 +77,13 @@ def busy(*newest, load_start=0.5):
     return build
 
 
+def _expected(root):
+    """Commits 0..2 of a perf figure, commit 2 timed on a busy machine, and a dirty tree of commit 3."""
+    for i in range(4):
+        write(root, record(i, perf={"a.speedup_n4": [5.0, 5.1]}, dirty=i == 3,
+                           load_average_1m={"start": 10.0 if i == 2 else 0.5}))
+
+
 def _copied_into_the_newest_folder(root):
     (root / MACHINE / sha(4) / "copied.json").write_text(json.dumps(tracked(0, acc=(0.1, 0.1, 0.1))))
 
@@ -172,6 +179,29 @@ SPEEDUP = "perf.a.speedup_n4"
      [f"copied.json: its commit {sha(0)[:12]} is not that of its folder {sha(4)[:12]}"], {}),
     (given(tracked(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
      [f"share the point {sha(4)[:12]}"], {}),
+    (_expected, ["--expect", sha(2), "--clean-only", "--keep-busy"], 0, [], {}),
+    (lambda root: None, [], 2, ["history directory not found"], {}),
+    (lambda root: (root.mkdir(), (root / "junk.json").write_text("{not json")), [], 2, ["no bench track records"], {}),
+    # bad options, and an --expect or --compare that names no commit measured as it asks
+    *[(_expected, args, 2, [message], {}) for args, message in [
+        (["--expect", sha(2), "--keep-busy"], f"{sha(2)[:12]} is not the newest commit read"),  # a dirty 3 later
+        (["--tol", "speed=0.1"], "KIND=VALUE"),
+        (["--tol", "ratio=-1"], "finite and > 0"),
+        (["--kinds", "ratio,bogus"], "--kinds"),
+        (["--alpha", "2"], "--alpha"),
+        (["--only", "nothing.*"], "no tracked values left"),
+        (["--max-busy", "1.5"], "must be a share of the CPU, in [0, 1]"),
+        (["--max-load", "-1"], "must be a finite load per core >= 0"),
+        (["--confirm", "0"], "must be >= 1"),
+        (["--confirm", "two"], "not a whole number"),
+        (["--compare", sha(0), sha(7)], f"--compare {sha(7)}: no record of {sha(7)[:12]} left"),
+        (["--compare", sha(0), sha(2), "--expect", sha(2)], "--compare and --expect: one at a time"),
+        (["--compare", "HEAD~999999", sha(2), "--repo", "/nonexistent/repo"], "--compare HEAD~999999: not a commit"),
+        (["--expect", sha(2), "--clean-only"], f"the records of {sha(2)[:12]} have no values left"),
+        (["--expect", sha(3), "--clean-only"], f"no clean record of {sha(3)[:12]}"),
+        (["--expect", sha(1)], f"{sha(1)[:12]} is not the newest commit read"),
+        (["--expect", sha(9)], f"no record of {sha(9)[:12]}"),
+        (["--expect", "no-such-rev", "--repo", "/nonexistent/repo"], "--expect no-such-rev: not a commit of")]],
 ])
 def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, said, verdicts):
     build(tmp_path / "h")
@@ -181,7 +211,7 @@ def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, sa
     text = err + ((out / "history.md").read_text() if status != 2 else "")
     assert all(s in text for s in said), text
     assert status != 0 or "FAILED" not in err
-    assert status != 2 or not out.exists()  # a refusal writes nothing
+    assert status != 2 or (not out.exists() and err.startswith("analysis history: error:"))  # nothing written
     table = read_output(out / "newest.csv").set_index("quantity") if verdicts else None
     for quantity, expected in verdicts.items():
         expected = expected if isinstance(expected, dict) else {"verdict": expected}
