@@ -88,21 +88,6 @@ def test_repeats_of_a_commit_are_pooled_and_drawn(tmp_path):
     assert "Newest commit" in (tmp_path / "out" / "history.md").read_text()
 
 
-def test_ratios_are_pooled_across_machines_absolute_times_are_not(tmp_path):
-    root = tmp_path / "history"
-    for i in range(5):
-        for machine, scale in (("cpu-2c-aaaa", 1.0), ("cuda-8c-bbbb", 10.0)):
-            write(root, record(i, machine=machine, perf={"b.round_vs_copy_sign": [1.0, 1.01],
-                                                         "b.round_seconds_sign": [0.1 * scale, 0.1 * scale]},
-                               kinds={"b.round_seconds_sign": "absolute"}))
-    assert history(root, "--out", tmp_path / "out", *NO_FIGURES) == 0
-    quantities = set(hist.read_output(tmp_path / "out" / "history.csv")["quantity"])
-    assert quantities == {"perf.b.round_vs_copy_sign", "perf.b.round_seconds_sign@cpu-2c-aaaa",
-                          "perf.b.round_seconds_sign@cuda-8c-bbbb"}
-    # the newest commit's absolute times (10x apart between machines) are no regression: never compared
-    assert set(hist.read_output(tmp_path / "out" / "newest.csv")["verdict"]) == {"within tolerance"}
-
-
 def test_the_report_lands_beside_the_history_or_outside_a_committed_one(tmp_path, monkeypatch):
     root = tmp_path / "history"
     accuracy_history(root, 3)

@@ -84,6 +84,14 @@ def _expected(root):
                            load_average_1m={"start": 10.0 if i == 2 else 0.5}))
 
 
+def _two_machines(root):  # the same ratio on both; times 10x apart
+    for i in range(5):
+        for machine, scale in (("cpu-2c-aaaa", 1.0), ("cuda-8c-bbbb", 10.0)):
+            write(root, record(i, machine=machine, perf={"b.round_vs_copy_sign": [1.0, 1.01],
+                                                         "b.round_seconds_sign": [0.1 * scale, 0.1 * scale]},
+                               kinds={"b.round_seconds_sign": "absolute"}))
+
+
 def _copied_into_the_newest_folder(root):
     (root / MACHINE / sha(4) / "copied.json").write_text(json.dumps(tracked(0, acc=(0.1, 0.1, 0.1))))
 
@@ -180,6 +188,9 @@ SPEEDUP = "perf.a.speedup_n4"
     (given(tracked(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
      [f"share the point {sha(4)[:12]}"], {}),
     (_expected, ["--expect", sha(2), "--clean-only", "--keep-busy"], 0, [], {}),
+    # ratios are pooled across machines; absolute times are compared only with the same machine's
+    (_two_machines, [], 0, [], {"perf.b.round_vs_copy_sign": "within tolerance", **{
+        f"perf.b.round_seconds_sign@{m}": "within tolerance" for m in ("cpu-2c-aaaa", "cuda-8c-bbbb")}}),
     (lambda root: None, [], 2, ["history directory not found"], {}),
     (lambda root: (root.mkdir(), (root / "junk.json").write_text("{not json")), [], 2, ["no bench track records"], {}),
     # bad options, and an --expect or --compare that names no commit measured as it asks
