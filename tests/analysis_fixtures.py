@@ -113,27 +113,9 @@ def make_cell(root, name, accs, **kw) -> list[Path]:
             for i, a in enumerate(accs)]
 
 
-# a two-method study: all-reduce and sign-Choco, two seeds in five settings (an i.i.d. and a sorted partition at two
-# n on a ring, a torus at the larger n); Choco lags more on sparser graphs, larger n and sorted data, and keeps a
-# consensus distance that grows as ρ shrinks
+# a two-method study's methods, and the settings of the figure catalog's tiny grid study (an i.i.d. and a sorted
+# partition at two n on a ring, a torus at the larger n) with the spectral gap ρ of each graph
 TWO = [("allreduce", "none"), ("choco", "sign")]
 RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
 SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
             ("ring", 9, "sorted")]
-
-
-def two_method_runs(root: Path) -> Path:
-    """The run directories of that study under ``root``."""
-    for algorithm, compressor in TWO:
-        for topology, nodes, data in SETTINGS:
-            rho = RHO[(topology, nodes)]
-            lag = 0.0 if algorithm == "allreduce" else (0.02 + 0.1 * (1 - rho)) * (3 if data == "sorted" else 1)
-            for seed in range(2):
-                final = 0.9 - lag - (0.03 if data == "sorted" else 0.0) + 0.002 * seed
-                xi = 0.0 if algorithm == "allreduce" else 1e-3 / rho**2
-                make_run(root / f"{algorithm}_{topology}{nodes}_{data}_s{seed}", algorithm=algorithm,
-                         compressor=compressor, topology=topology, nodes=nodes, data=data, seed=seed,
-                         spectral_gap=1.0 if algorithm == "allreduce" else rho,
-                         epochs_points=[{"epoch": e, "test_acc": 0.1 + (final - 0.1) * e / 4,
-                                         "consensus_distance": xi} for e in range(5)])
-    return root

@@ -236,9 +236,11 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch):
     capsys.readouterr()
     for bad in (["summarize", str(tmp_path / "nope")], ["summarize", str(base), "--target-acc", "0.5", "--target-rel",
                 "0.9"], ["summarize", str(base), "--target-rel", "x"], ["summarize", str(tmp_path / "empty_dir")], [],
-                ["regress", "--baseline", str(p1), "--current", str(cur)]):
+                ["regress", "--baseline", str(p1), "--current", str(cur)], ["report", str(tmp_path / "nope")],
+                ["figures", str(tmp_path / "nope")]):
         assert cli.main(bad) == 2
-        assert len(capsys.readouterr().err.strip().splitlines()) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and all(a in err[0] for a in bad if a.endswith("nope")), (bad, err)  # names it
     monkeypatch.setitem(sys.modules, "analysis.report", None)  # an import that fails
     assert cli.main(["report", "x"]) == 2
 

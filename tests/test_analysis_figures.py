@@ -10,7 +10,7 @@ import pytest
 
 from matplotlib.colors import to_rgba
 
-from analysis import labels, report
+from analysis import labels
 from analysis.figures import (accuracy_curves, accuracy_vs_spectral_gap, command, consensus, gap_vs_nodes,
                               lag_vs_consensus, methods, time_to_accuracy)
 from analysis.load import load_runs
@@ -130,17 +130,12 @@ def test_accuracy_curves_draw_each_of_a_few_seeds_and_their_median_and_the_band_
 ])
 def test_a_caption_says_how_many_seeds_and_promises_no_spread_from_one(points, summary, module, seeds, said, unsaid,
                                                                        monkeypatch, tmp_path):
-    kept_figures(monkeypatch, module)
+    kept = kept_figures(monkeypatch, module)
     _, caption = module.draw(tmp_path, points[points["seed"] < seeds], summary[summary["seed"] < seeds], tmp_path / "f")
     assert all(words in caption for words in said) and unsaid not in caption, caption
-
-
-def test_gap_vs_nodes_names_its_metric_and_shares_y_across_n(summary, points, monkeypatch, tmp_path):
-    kept = kept_figures(monkeypatch, gap_vs_nodes)
-    gap_vs_nodes.draw(tmp_path, points, summary, tmp_path / "g")
-    panels = kept[0].axes
-    assert "averaged model" in panels[0].get_ylabel() and len(panels) == 3
-    assert all(panels[0].get_shared_y_axes().joined(panels[0], ax) for ax in panels[1:])
+    panels = kept[0].axes  # the gap to all-reduce names its metric, one panel per n on a shared y axis
+    assert module is not gap_vs_nodes or ("averaged model" in panels[0].get_ylabel() and len(panels) == 3 and all(
+        panels[0].get_shared_y_axes().joined(panels[0], ax) for ax in panels[1:]))
 
 
 def test_accuracy_vs_spectral_gap_keeps_seed_noise_small_on_its_axis(summary, points, monkeypatch, tmp_path):
@@ -356,13 +351,6 @@ def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, mo
     assert command.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
     index = json.loads((tmp_path / "figures" / "index.json").read_text())
     assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}
-
-
-def test_missing_directory_exits_2(tmp_path, capsys):
-    assert report.main([str(tmp_path / "nope")]) == 2
-    assert command.main([str(tmp_path / "nope")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 2 and "nope" in err
 
 
 def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(tmp_path):

@@ -12,6 +12,7 @@ from analysis.lag import fit_band, fit_lag, lag_fits, lag_table, training_consen
 from analysis.load import load_runs
 from analysis.summary import summarize
 from analysis_fixtures import make_run
+from figure_probe import kept_figures
 
 
 def planted(rng, a=2.0, b=0.7, sigma=0.15, k=12):
@@ -114,8 +115,6 @@ def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
 
 
 def test_figure_caption_and_report_section(lag_runs, monkeypatch):
-    from figure_probe import kept_figures
-
     runs = load_runs(lag_runs)
     summary = summarize(runs, target_rel=0.95)
     kept = kept_figures(monkeypatch, lag_vs_consensus)
@@ -140,8 +139,6 @@ def test_figure_tells_topology_and_a_gap_below_zero_apart(tmp_path, monkeypatch)
     from matplotlib.colors import to_rgba
     from matplotlib.patches import Patch
 
-    from figure_probe import kept_figures
-
     kept = kept_figures(monkeypatch, lag_vs_consensus)
     # ring at n = 4 and 16 (both in the fit), complete at n = 16 with gap ≤ 0 (out of the log fit)
     table = pd.DataFrame({"task": "t", "data": "shuffle", "method": "Choco-SGD (sign)",
@@ -164,8 +161,6 @@ def test_figure_tells_topology_and_a_gap_below_zero_apart(tmp_path, monkeypatch)
 
 
 def test_four_partitions_are_a_grid_and_two_points_are_no_fit(tmp_path, monkeypatch):
-    from figure_probe import kept_figures
-
     kept = kept_figures(monkeypatch, lag_vs_consensus)
     # the sorted panel has two settings: a line through them is no fit
     rows = [{"data": data, "nodes": 4 * (k + 1), "topology": "ring", "method": "Choco-SGD (sign)", "algorithm": "choco",

@@ -23,10 +23,6 @@ def parsed(*argv: str):
     return args
 
 
-def call(argv: list[str], capsys) -> tuple[int, str, str]:
-    return run_cli(main, argv, capsys)
-
-
 def test_the_default_baselines_are_the_exact_ones_and_choco_with_each_compressor_used():
     assert compare.baselines(["deepsqueeze/sign"]) == ["allreduce/none", "dpsgd/none", "choco/sign"]
     assert compare.baselines(["ef/sign", "dgc/top:0.01", "ecd/qsgd:4"]) == [
@@ -99,7 +95,7 @@ def test_against_none_compares_the_methods_alone():
 ])
 def test_bad_input_is_one_line_status_two_and_nothing_written(argv, word, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    status, out, err = call(["compare", *argv, "--dry-run"], capsys)
+    status, out, err = run_cli(main, ["compare", *argv, "--dry-run"], capsys)
     lines = err.strip().splitlines()
     assert status == 2 and len(lines) == 1 and word in lines[0], err
     assert out == "" and list(tmp_path.iterdir()) == []
@@ -123,7 +119,7 @@ def _compare(monkeypatch, capfd, tmp_path, *argv: str) -> tuple[int, str]:
     activated: its exit status and what it and the pipeline printed."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    status, out, err = call(["compare", *argv], capfd)
+    status, out, err = run_cli(main, ["compare", *argv], capfd)
     return status, out + err
 
 

@@ -16,6 +16,7 @@ from analysis.labels import method_label
 from analysis.load import load_runs
 from analysis.summary import load_tables
 from analysis_fixtures import make_run
+from figure_probe import kept_figures
 
 NODES = 16
 DECENTRALIZED = {("dpsgd", "none"): (0.90, 0.5), ("choco", "sign"): (0.88, 0.2)}
@@ -75,8 +76,7 @@ def study(tmp_path_factory):
 
 def drawn(monkeypatch, root, points, summary, tmp_path):
     """The figure's panels by title, kept open instead of saved, and its caption."""
-    kept = []
-    monkeypatch.setattr(faults_effect, "save_figure", lambda fig, out_stem: kept.append(fig) or [])
+    kept = kept_figures(monkeypatch, faults_effect)
     _, caption = faults_effect.draw(root, points, summary, tmp_path / "faults_effect")
     return {ax.get_title(): ax for ax in kept[0].axes if ax.get_title()}, caption
 

@@ -18,8 +18,8 @@ from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
 from bench.track.bisection import commit_range
-from track_records import (CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history, one_line,
-                           record, sha, tracked, write)
+from track_records import (CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history,
+                           make_checkout, one_line, record, sha, tracked, write)
 
 ACC = f"study.{CELL}.final_test_acc"
 PERF = {"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.02]}
@@ -75,6 +75,21 @@ def busy(*newest, load_start=0.5):
                 write(root, record(i, perf={"a.speedup_n4": values}, higher=True, load_average_1m={"start": load_start},
                                    contention={"method": "proc-stat", "others_cpu_share": share}))
     return build
+
+
+def _expected(root):
+    """Commits 0..2 of a perf figure, commit 2 timed on a busy machine, and a dirty tree of commit 3."""
+    for i in range(4):
+        write(root, record(i, perf={"a.speedup_n4": [5.0, 5.1]}, dirty=i == 3,
+                           load_average_1m={"start": 10.0 if i == 2 else 0.5}))
+
+
+def _two_machines(root):  # the same ratio on both; times 10x apart
+    for i in range(5):
+        for machine, scale in (("cpu-2c-aaaa", 1.0), ("cuda-8c-bbbb", 10.0)):
+            write(root, record(i, machine=machine, perf={"b.round_vs_copy_sign": [1.0, 1.01],
+                                                         "b.round_seconds_sign": [0.1 * scale, 0.1 * scale]},
+                               kinds={"b.round_seconds_sign": "absolute"}))
 
 
 def _copied_into_the_newest_folder(root):
@@ -172,6 +187,36 @@ SPEEDUP = "perf.a.speedup_n4"
      [f"copied.json: its commit {sha(0)[:12]} is not that of its folder {sha(4)[:12]}"], {}),
     (given(tracked(sha(4)[:12] + "0" * 28, START + timedelta(hours=9)), perf=False), [], 2,
      [f"share the point {sha(4)[:12]}"], {}),
+    (_expected, ["--expect", sha(2), "--clean-only", "--keep-busy"], 0, [], {}),
+    # one record: the noise of its repeats is said, a record's distance from its segment cannot be
+    (series([1.0, 1.02], perf="c.overhead"), [], 0, [
+        "ratio (tolerance 15%): the repeats of a commit span 2% of their median (median over 1 figures; 90th "
+        "percentile 2%, max 2%)\n"], {}),
+    # ratios are pooled across machines; absolute times are compared only with the same machine's
+    (_two_machines, [], 0, [], {"perf.b.round_vs_copy_sign": "within tolerance", **{
+        f"perf.b.round_seconds_sign@{m}": "within tolerance" for m in ("cpu-2c-aaaa", "cuda-8c-bbbb")}}),
+    (lambda root: None, [], 2, ["history directory not found"], {}),
+    (lambda root: (root.mkdir(), (root / "junk.json").write_text("{not json")), [], 2, ["no bench track records"], {}),
+    # bad options, and an --expect or --compare that names no commit measured as it asks
+    *[(_expected, args, 2, [message], {}) for args, message in [
+        (["--expect", sha(2), "--keep-busy"], f"{sha(2)[:12]} is not the newest commit read"),  # a dirty 3 later
+        (["--tol", "speed=0.1"], "KIND=VALUE"),
+        (["--tol", "ratio=-1"], "finite and > 0"),
+        (["--kinds", "ratio,bogus"], "--kinds"),
+        (["--alpha", "2"], "--alpha"),
+        (["--only", "nothing.*"], "no tracked values left"),
+        (["--max-busy", "1.5"], "must be a share of the CPU, in [0, 1]"),
+        (["--max-load", "-1"], "must be a finite load per core >= 0"),
+        (["--confirm", "0"], "must be >= 1"),
+        (["--confirm", "two"], "not a whole number"),
+        (["--compare", sha(0), sha(7)], f"--compare {sha(7)}: no record of {sha(7)[:12]} left"),
+        (["--compare", sha(0), sha(2), "--expect", sha(2)], "--compare and --expect: one at a time"),
+        (["--compare", "HEAD~999999", sha(2), "--repo", "/nonexistent/repo"], "--compare HEAD~999999: not a commit"),
+        (["--expect", sha(2), "--clean-only"], f"the records of {sha(2)[:12]} have no values left"),
+        (["--expect", sha(3), "--clean-only"], f"no clean record of {sha(3)[:12]}"),
+        (["--expect", sha(1)], f"{sha(1)[:12]} is not the newest commit read"),
+        (["--expect", sha(9)], f"no record of {sha(9)[:12]}"),
+        (["--expect", "no-such-rev", "--repo", "/nonexistent/repo"], "--expect no-such-rev: not a commit of")]],
 ])
 def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, said, verdicts):
     build(tmp_path / "h")
@@ -181,7 +226,7 @@ def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, sa
     text = err + ((out / "history.md").read_text() if status != 2 else "")
     assert all(s in text for s in said), text
     assert status != 0 or "FAILED" not in err
-    assert status != 2 or not out.exists()  # a refusal writes nothing
+    assert status != 2 or (not out.exists() and err.startswith("analysis history: error:"))  # nothing written
     table = read_output(out / "newest.csv").set_index("quantity") if verdicts else None
     for quantity, expected in verdicts.items():
         expected = expected if isinstance(expected, dict) else {"verdict": expected}
@@ -285,20 +330,9 @@ def test_measured_reads_a_folder_of_odd_json_without_a_traceback(tmp_path):
 
 
 # -- bench track: dirty means any change to what computes the numbers -----------------------------------------
-FILES = ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile")
-
-
-def _files(repo):
-    for path in FILES:
-        (repo / path).parent.mkdir(parents=True, exist_ok=True)
-        (repo / path).write_text("x = 1\n")
-
-
 @pytest.fixture
 def checkout(tmp_path) -> Path:
-    repo = tmp_path / "repo"
-    git_repo(repo, 1, change=lambda i: _files(repo))
-    return repo
+    return make_checkout(tmp_path / "repo")
 
 
 def test_a_modified_tracker_makes_the_record_dirty(tmp_path, checkout, monkeypatch):

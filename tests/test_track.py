@@ -10,7 +10,7 @@ import pytest
 
 from bench import track
 from bench.cli import main as bench_main
-from track_records import git, git_repo
+from track_records import git, make_checkout, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,15 +21,6 @@ def test_no_module_beside_the_benchmark_runner_hides_one_of_the_standard_library
     names = {p.stem for p in (ROOT / "bench" / "track").glob("*.py")}
     assert (ROOT / "bench" / "track" / "benchfile.py").is_file()
     assert not names & set(sys.stdlib_module_names)
-
-
-@pytest.fixture
-def checkout(tmp_path) -> Path:
-    """A git checkout with a bench package (what bench track measures is faked in these tests)."""
-    repo = tmp_path / "repo"
-    git_repo(repo, 1, change=lambda i: ((repo / "bench").mkdir(parents=True),
-                                        (repo / "bench" / "__init__.py").write_text("")))
-    return repo
 
 
 @pytest.fixture
@@ -45,6 +36,11 @@ def fake_perf(monkeypatch):
     monkeypatch.setattr(track.quickset, "tracker_state", lambda repo: {
         "commit": None, "same_checkout": False, "dirty": False, "dirty_files": []})
     return calls
+
+
+@pytest.fixture
+def checkout(tmp_path) -> Path:
+    return make_checkout(tmp_path / "repo")
 
 
 def records(out: Path) -> list[Path]:
@@ -112,11 +108,17 @@ def test_the_tracking_study_is_a_small_slice_with_three_seeds():
     (["--skip-measured"], "goes with --commits"),
     (["--commits", "nope..HEAD"], "not a range of"),
     (["--commits", "HEAD,nope"], "'nope' is not a commit"),
+    (["--parts", "user"], "the user part needs --benchmarks"),
+    (["--parts", "perf", "--benchmarks", "{tmp}/b.py"], "--benchmarks needs the user part"),
+    (["--benchmarks", "nowhere.py"], "--benchmarks nowhere.py: not a .py file or a folder of them"),
+    (["--benchmarks", "{tmp}/empty"], "no .py files in that folder"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, checkout, args, message):
     nogit = tmp_path / "nogit"
     (nogit / "bench").mkdir(parents=True)
     (nogit / "bench" / "__init__.py").write_text("")
+    (tmp_path / "b.py").write_text("def track_x():\n    return 1\n")
+    (tmp_path / "empty").mkdir()
     args = [a.format(tmp=tmp_path, nogit=nogit) for a in args]
     if "--repo" not in args:
         args += ["--repo", str(checkout)]
@@ -124,9 +126,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys, checkout, args, mess
         status = bench_main(["track", "--out", str(tmp_path / "history"), *args])
     except SystemExit as stop:  # refused by the argument parser
         status = stop.code
-    assert status == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err, err
+    assert status == 2 and message in one_line(capsys)
     assert not (tmp_path / "history").exists()  # nothing ran, nothing written
 
 

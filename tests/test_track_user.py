@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from analysis.cli import main as analysis_main
 from analysis.history import read_output
 from bench.cli import main as bench_main
@@ -104,19 +102,3 @@ def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, mon
     assert step.iloc[0]["verdict"] == "regression"  # 0.5 -> 0.9 loss, lower is better, beyond 2 points
     assert status == 0  # the newest commit is not where it started
     assert "user.bench_mine.Suite.track_length" in set(read_output(report / "newest.csv")["quantity"])
-
-
-@pytest.mark.parametrize("args, message", [
-    (["--parts", "user"], "the user part needs --benchmarks"),
-    (["--parts", "perf", "--benchmarks", "BENCH"], "--benchmarks needs the user part"),
-    (["--benchmarks", "nowhere.py"], "--benchmarks nowhere.py: not a .py file or a folder of them"),
-    (["--benchmarks", "EMPTY"], "no .py files in that folder"),
-])
-def test_bad_benchmark_options_are_one_line(tmp_path, capsys, args, message):
-    (tmp_path / "b.py").write_text("def track_x():\n    return 1\n")
-    (tmp_path / "empty").mkdir()
-    args = [str(tmp_path / "b.py") if a == "BENCH" else str(tmp_path / "empty") if a == "EMPTY" else a for a in args]
-    assert bench_main(["track", "--out", str(tmp_path / "h"), *args]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err, err
-    assert not (tmp_path / "h").exists()

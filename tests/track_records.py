@@ -58,12 +58,11 @@ def tracked(commit: int | str, date: datetime | None = None, acc=(0.60, 0.61, 0.
     return rec
 
 
-def accuracy_history(root: Path, n: int, step_at: int | None = None, drop: float = 0.0, newest_drop: float = 0.0):
-    """n commits of the tracked cell, 3 noisy seeds at 60 %; ``drop`` from commit ``step_at`` on, ``newest_drop``
-    at the newest commit alone."""
+def accuracy_history(root: Path, n: int, newest_drop: float = 0.0):
+    """n commits of the tracked cell, 3 noisy seeds at 60 %, less ``newest_drop`` at the newest commit."""
     rng = np.random.default_rng(0)
     for i in range(n):
-        level = 0.60 - (drop if step_at is not None and i >= step_at else 0.0) - (newest_drop if i == n - 1 else 0.0)
+        level = 0.60 - (newest_drop if i == n - 1 else 0.0)
         write(root, tracked(i, acc=np.round(level + rng.normal(0, 0.005, 3), 4).tolist()))
 
 
@@ -116,3 +115,15 @@ def one_line(capsys) -> str:
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "Traceback" not in err, err
     return err
+
+
+
+def make_checkout(repo: Path) -> Path:
+    """A git checkout at ``repo`` of one commit holding a bench package and other files bench track counts as
+    code (what it measures is faked in the tests that use it)."""
+    def files(i):
+        for path in ("bench/__init__.py", "bench/track/quickset.py", "analysis/summary.py", "Makefile"):
+            (repo / path).parent.mkdir(parents=True, exist_ok=True)
+            (repo / path).write_text("x = 1\n")
+    git_repo(repo, 1, change=files)
+    return repo
