@@ -5,8 +5,6 @@ import dataclasses
 import json
 import math
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,27 +14,13 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.pipeline import Study
 from test_keeping_the_average import takes
-from hostile import assert_refused, bomb, refused, run_cli
+from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench
 from shared_studies import snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-RUN = ["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]  # a run of a second
-CHILD = "child"  # a row that once hung or ran out of memory: `python -m bench` in a child, under a timeout
+RUN = ["run", *LSQ]
 TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 TRACK = ["--parts", "study", "--out", "TMP/out"]
-
-
-def _bench(argv, capsys, timeout=60):
-    """(status, stderr) of ``bench ARGV``: in this process, or in a child for a CHILD row."""
-    if argv[0] != CHILD:
-        return run_cli(main, argv, capsys)[::2]
-    try:
-        proc = subprocess.run([sys.executable, "-m", "bench", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"bench {' '.join(argv)[:80]} still running after {timeout} s")
-    return proc.returncode, proc.stderr
 
 
 def sizes(command):
@@ -193,7 +177,7 @@ def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_
         words.append(word.replace("TMP", str(tmp_path)))
     if words[words[0] == CHILD] in ("run", "consensus") and "--out" not in words:
         words += ["--out", str(tmp_path / "out")]
-    line = assert_refused(*_bench(words, capsys), *[f.replace("TMP", str(tmp_path)) for f in fragments])
+    line = assert_refused(*run_bench(words, capsys), *[f.replace("TMP", str(tmp_path)) for f in fragments])
     assert "nan" not in line or "negative" not in line  # lr=nan was called a negative learning rate
     assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me\n"
 
@@ -205,7 +189,7 @@ def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkey
         raise PermissionError(13, "Permission denied", str(tmp_path / "run.json"))
 
     monkeypatch.setattr(bench.run, "start", refuse)  # what `bench run` calls
-    assert_refused(*_bench([*RUN, "--out", str(tmp_path)], capsys), str(tmp_path / "run.json"), "Permission denied")
+    assert_refused(*run_bench([*RUN, "--out", str(tmp_path)], capsys), str(tmp_path / "run.json"), "Permission denied")
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", bytes(range(256)), b'{"ring|4": "fast"}'])
@@ -213,7 +197,7 @@ def test_a_corrupt_gamma_cache_names_the_file_and_is_kept(content, tmp_path, cap
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path))  # never the session's shared cache
     (tmp_path / "gamma.json").write_bytes(content)
     argv = [*RUN, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    assert_refused(*_bench(argv, capsys), str(tmp_path / "gamma.json"), "remove")
+    assert_refused(*run_bench(argv, capsys), str(tmp_path / "gamma.json"), "remove")
     assert (tmp_path / "gamma.json").read_bytes() == content and not (tmp_path / "run" / "run.json").exists()
 
 
@@ -264,7 +248,7 @@ def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming
         value = json.dumps(f.metadata["high"] + 1) if "high" in f.metadata else "x"
         argv = [*RUN, "--algorithm", name, "--compressor", compressor, "--set", f"algorithm_options.{f.name}={value}",
                 "--out", str(tmp_path / "r")]
-        assert_refused(*_bench(argv, capsys), f"{f.name}=")
+        assert_refused(*run_bench(argv, capsys), f"{f.name}=")
         assert not (tmp_path / "r").exists()
 
 

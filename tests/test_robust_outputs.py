@@ -20,7 +20,7 @@ from bench.compressors import make_compressor
 from bench.run import resolve
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
-from hostile import refused
+from hostile import LSQ as FAST, refused
 from test_run import LONG, SMALL, _cli, _wait_for_checkpoint
 
 RING4 = "0 1\n1 2\n2 3\n3 0\n"
@@ -176,9 +176,6 @@ def test_replace_stale_sets_results_without_run_json_aside(tmp_path, capsys):
     (kept,) = (tmp_path / ".stale").iterdir()
     assert (kept / "metrics.parquet").read_bytes() == b"another run's metrics"
     assert json.loads((out / "run.json").read_text())["status"] == "completed"
-
-
-FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
 
 
 @pytest.fixture(scope="module")
