@@ -143,7 +143,8 @@ REFUSED = [
     (["tune-gamma", "--compressor", "sign", "--nodes", "0"], ["0"]),
     (["perf", "--device", "tpu", "--quick"], ["tpu", "cpu"]),
     *[(["perf", "--quick", "--only", "c", "--name", name, "--out-dir", "TMP/out"],  # the file's name: one name
-       [f"--name {name!r}", "plain file name", "allowed"]) for name in ["../escaped", "a/b", "..", ".", "", "/tmp/abs"]],
+       [f"--name {name!r}", "plain file name", "allowed"])
+      for name in ["../escaped", "a/b", "..", ".", "", "/tmp/abs"]],
     (["perf", "--quick", "--only", "c,z", "--out-dir", "TMP/out"], ["'z'", "allowed"]),  # an unknown group
     (["plan", "--configfile", str(ROOT / "config" / "smoke.yaml"), "--device", "cuda:x"], ["cuda:x", "auto"]),
     (["plan", "--configfile", str(ROOT / "config" / "nope.yaml")], ["nope.yaml"]),
