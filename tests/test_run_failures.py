@@ -163,7 +163,7 @@ def reference(tmp_path_factory):
 @pytest.mark.parametrize("failure", FAILURES)
 def test_an_error_mid_run_fails_it_with_its_reason_and_the_same_command_finishes(failure, reference, tmp_path,
                                                                                   monkeypatch, capsys):
-    """run.json says failed with the reason (the first line of it on stderr, status 1), no temporary file is
+    """run.json says failed with the reason (its first line on stderr; status 1, bad input 2), no temporary file is
     left, the checkpoint is kept, and the same command then finishes with the metrics of one run."""
     out, (fail, words, code) = tmp_path / "run", FAILURES[failure]
     fail(monkeypatch)
