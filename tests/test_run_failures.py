@@ -148,7 +148,8 @@ FAILURES = {
                                 [f"bench: error: {IMG7} is not an image"], 2),  # the line is BenchError's alone
     "a full disk at a checkpoint": (_full_disk_at_the_third_checkpoint, ["No space left on device"], 1),
     "a library error at the end": (_end_not_written(TypeError("cannot convert column")), ["cannot convert column"], 1),
-    "a full disk at the end": (_end_not_written(OSError(28, "No space left on device")), ["No space left on device"], 1),
+    "a full disk at the end": (_end_not_written(OSError(errno.ENOSPC, "No space left on device")),
+                               ["No space left on device"], 1),
 }
 CHECKPOINTED = [*SMALL, "--set", "checkpoint_every=0.5"]
 
