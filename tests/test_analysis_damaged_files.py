@@ -42,10 +42,8 @@ def _without(*keys):
 
 
 DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is skipped for says)
+    # (each required column alone: test_a_study_whose_every_run_lacks_a_column)
     "no-epoch": (_metrics(lambda m: m.drop(columns="epoch")), "lacks column epoch"),
-    "no-time": (_metrics(lambda m: m.drop(columns="time_s")), "lacks column time_s"),
-    "no-accuracy": (_metrics(lambda m: m.drop(columns="test_acc")), "lacks column test_acc"),
-    "no-bits": (_metrics(lambda m: m.drop(columns="bits_per_worker")), "lacks column bits_per_worker"),
     "only-step": (_metrics(lambda m: m[["step"]]), "lacks columns epoch, test_acc, time_s, bits_per_worker"),
     "time-words": (_metrics(lambda m: m.assign(time_s=["a", "b", "c"])), "column 'time_s' holds"),
     "step-nan": (_metrics(lambda m: m.assign(step=[0.0, np.nan, 20.0])), "column 'step' holds nan in row 2"),
