@@ -18,6 +18,7 @@ from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench
 from shared_studies import snakemake
 
 RUN = ["run", *LSQ]
+DPSGD = ["--algorithm", "dpsgd", "--compressor", "none"]
 TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 TRACK = ["--parts", "study", "--out", "TMP/out"]
@@ -89,6 +90,17 @@ REFUSED = [
     ([*RUN, "--set", "algorithm_options=[0.3]"], ["algorithm_options=[0.3] must be a mapping of option names"]),
     ([*RUN, "--settings", "{not json"], ["not JSON"]),
     ([*RUN, "--task", "cifar10-resnet8", "--set", "data_root=TMP/none"], ["cifar-10-batches-py"]),  # the layout
+    *[([*RUN, "--set", f"val_fraction={bad}"], ["val_fraction"]) for bad in ("1", "-0.1")],
+    # faults: what a method lacks is named with the methods that have it (its rule's declared facts)
+    ([*RUN, "--algorithm", "dcd", "--compressor", "sign", "--set", "faults.drop=0.1"],
+     ["faults: algorithm 'dcd' has no rule for a lost message yet", "take faults: ", "beer", "choco", "deepsqueeze"]),
+    ([*RUN, "--algorithm", "allreduce", "--set", "faults.drop=0.1"], ["a collective has no partial form"]),
+    ([*RUN, *DPSGD, "--set", "faults.drop=2"], ["faults.drop=2: a probability in [0, 1]"]),
+    ([*RUN, *DPSGD, "--set", "faults.down=[{edge: [0, 7], rounds: [0, 5]}]"], ["i != j are workers 0..3"]),
+    ([*RUN, "--algorithm", "beer", "--compressor", "sign", "--set", "faults.active=0.5"],
+     ["faults.active/absent: algorithm 'beer' cannot sit a worker out yet", "take workers away: ", "deepsqueeze"]),
+    ([*RUN, "--algorithm", "deepsqueeze", "--compressor", "sign", "--set", "faults.late=0.1"], ["faults.late"]),
+    ([*RUN, "--algorithm", "choco", "--compressor", "sign", "--set", "faults.pairwise=true"], ["faults.pairwise"]),
     # a collective cannot ride a broadcast medium; unknown media and send orders
     ([*RUN, "--algorithm", "allreduce", "--compressor", "none", "--set", "network=edge-10m,medium=broadcast"],
      ["medium=broadcast", "allreduce", "medium=links"]),
@@ -138,6 +150,12 @@ REFUSED = [
     (["topology", "--topology", "ring", "--nodes", "8", "--weights", "heat"], ["heat"]),
     (["topology", "--topology", "social", "--nodes", "31"], ["32"]),
     (["topology", "--topology", "ring", "--nodes", "1"], ["n=1"]),  # one node: on complete only
+    *[(["topology", "--topology", spec, "--nodes", "10"], words) for spec, words in [  # the base-(k+1) graph's k
+        ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
+        ("base:two", ["'two'", "not an integer"]), ("base", ["base:1", "K >= 1"]),
+        ("base:1,k=2", ["unknown option 'k'"])]],
+    (["topology", "--topology", "base:2", "--nodes", "10", "--weights", "uniform"],
+     ["base:2", "fixes its own weights"]),
     (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], ["1.5"]),
     (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], ["zip"]),
     (["tune-gamma", "--compressor", "sign", "--nodes", "0"], ["0"]),
