@@ -25,19 +25,19 @@ def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
     return status, captured.out, captured.err
 
 
-def run_bench(argv: list[str], capsys, timeout=60) -> tuple[int, str]:
-    """(status, stderr) of ``bench ARGV``: in this process, or `python -m bench` in a child under ``timeout``
-    when ``argv[0]`` is CHILD (a hang or a MemoryError fails the test, not the session)."""
+def run_bench(argv: list[str], capsys, timeout=60) -> tuple[int, str, str]:
+    """(status, stdout, stderr) of ``bench ARGV``: in this process, or `python -m bench` in a child under
+    ``timeout`` when ``argv[0]`` is CHILD (a hang or a MemoryError fails the test, not the session)."""
     from bench.cli import main
 
     if argv[0] != CHILD:
-        return run_cli(main, argv, capsys)[::2]
+        return run_cli(main, argv, capsys)
     try:
         proc = subprocess.run([sys.executable, "-m", "bench", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
                               timeout=timeout)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"bench {' '.join(argv)[:80]} still running after {timeout} s") from None
-    return proc.returncode, proc.stderr
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def assert_refused(status, err, *words, code: int = 2) -> str:

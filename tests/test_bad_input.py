@@ -129,6 +129,17 @@ REFUSED = [
      ["n >= 2", "n=1"]),
     (["tune-gamma", "--nodes", "4", "--dim", "1", "--steps", "1", "--compressor", "sign", "--grid=--"],
      ["--grid", "'--'"]),  # argparse made it an empty grid: min() of nothing
+    # `bench compare` (a dry run: it would write the study's files in the working folder)
+    *[(["compare", *args, "--dry-run"], [word]) for args, word in [
+        (["nosuch/sign"], "nosuch"), (["choco/zip:3"], "zip"), (["choco/top:2"], "top:2"),
+        (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
+        (["choco/sign", "--against", "nosuch/none"], "nosuch"), (["choco/sign", "--against", ","], "--against"),
+        (["choco/sign", "--task", "nope"], "nope"), (["choco/sign", "--topology", "hypercube"], "hypercube"),
+        (["choco/sign", "--topology", "torus", "--nodes", "8"], "torus"), (["choco/sign", "--data", "bogus"], "bogus"),
+        (["choco/sign", "--data", "dirichlet:-1"], "dirichlet"), (["choco/sign", "--seeds", "0,x"], "0,x"),
+        (["choco/sign", "--seeds", "1,1"], "twice"), (["choco/sign", "--nodes", "0"], "0"),
+        (["choco/sign", "--epochs", "-1"], "-1"), (["choco/sign", "--name", "../x"], "../x"),
+        (["choco/sign", "--snakemake-args", "--config 'x"], "quotation")]],
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
@@ -189,7 +200,9 @@ def _name(argv) -> str:
 
 @pytest.mark.parametrize("argv,fragments", REFUSED, ids=[_name(getattr(r, "values", r)[0])
                                                          for r in REFUSED])
-def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys):
+def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys, monkeypatch):
+    """Nothing on stdout, nothing written: not --out, not the user's file, nothing in the working folder."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("keep me\n")
     words = []
     for word in argv:
@@ -199,9 +212,11 @@ def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_
         words.append(word.replace("TMP", str(tmp_path)))
     if words[words[0] == CHILD] in ("run", "consensus") and "--out" not in words:
         words += ["--out", str(tmp_path / "out")]
-    line = assert_refused(*run_bench(words, capsys), *[f.replace("TMP", str(tmp_path)) for f in fragments])
+    status, out, err = run_bench(words, capsys)
+    line = assert_refused(status, err, *[f.replace("TMP", str(tmp_path)) for f in fragments])
     assert "nan" not in line or "negative" not in line  # lr=nan was called a negative learning rate
-    assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me\n"
+    assert out == "" and {p.name for p in tmp_path.iterdir()} <= {"notes.txt", "bad.yaml"}
+    assert (tmp_path / "notes.txt").read_text() == "keep me\n"
 
 
 def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkeypatch):
@@ -211,7 +226,8 @@ def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkey
         raise PermissionError(13, "Permission denied", str(tmp_path / "run.json"))
 
     monkeypatch.setattr(bench.run, "start", refuse)  # what `bench run` calls
-    assert_refused(*run_bench([*RUN, "--out", str(tmp_path)], capsys), str(tmp_path / "run.json"), "Permission denied")
+    status, _, err = run_bench([*RUN, "--out", str(tmp_path)], capsys)
+    assert_refused(status, err, str(tmp_path / "run.json"), "Permission denied")
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", bytes(range(256)), b'{"ring|4": "fast"}'])
@@ -219,7 +235,7 @@ def test_a_corrupt_gamma_cache_names_the_file_and_is_kept(content, tmp_path, cap
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path))  # never the session's shared cache
     (tmp_path / "gamma.json").write_bytes(content)
     argv = [*RUN, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    assert_refused(*run_bench(argv, capsys), str(tmp_path / "gamma.json"), "remove")
+    assert_refused(*run_bench(argv, capsys)[::2], str(tmp_path / "gamma.json"), "remove")
     assert (tmp_path / "gamma.json").read_bytes() == content and not (tmp_path / "run" / "run.json").exists()
 
 
@@ -270,7 +286,7 @@ def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming
         value = json.dumps(f.metadata["high"] + 1) if "high" in f.metadata else "x"
         argv = [*RUN, "--algorithm", name, "--compressor", compressor, "--set", f"algorithm_options.{f.name}={value}",
                 "--out", str(tmp_path / "r")]
-        assert_refused(*run_bench(argv, capsys), f"{f.name}=")
+        assert_refused(*run_bench(argv, capsys)[::2], f"{f.name}=")
         assert not (tmp_path / "r").exists()
 
 

@@ -46,7 +46,7 @@ WHY = {"symlink": "symbolic link", "dangling": "symbolic link", "hardlink": "har
 def _run_lock(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     out.mkdir()
-    return out / ".bench.lock", lambda: run_bench(["run", *FAST, "--out", str(out)], capsys)
+    return out / ".bench.lock", lambda: run_bench(["run", *FAST, "--out", str(out)], capsys)[::2]
 
 
 def _figures_lock(tmp_path, capsys, monkeypatch):
@@ -60,7 +60,7 @@ def _cache_lock(tmp_path, capsys, monkeypatch):
     (tmp_path / "cache").mkdir()
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))  # a run tunes γ there
     argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    return tmp_path / "cache" / ".gamma.json.lock", lambda: run_bench(argv, capsys)
+    return tmp_path / "cache" / ".gamma.json.lock", lambda: run_bench(argv, capsys)[::2]
 
 
 # where a lock lives -> (its path, the command that takes it) after setting up what it guards
@@ -136,7 +136,7 @@ def test_perf_refuses_a_link_that_leads_out_of_out_dir(tmp_path, capsys):
     out_dir, victim = tmp_path / "perf", tmp_path / "elsewhere.json"
     out_dir.mkdir()
     _plant("symlink", out_dir / "latest.json", victim)
-    assert_refused(*run_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys),
+    assert_refused(*run_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys)[::2],
                    out_dir / "latest.json", "outside")
     assert_untouched("symlink", victim)
 
