@@ -91,6 +91,8 @@ REFUSED = [
     ([*RUN, "--settings", "{not json"], ["not JSON"]),
     ([*RUN, "--task", "cifar10-resnet8", "--set", "data_root=TMP/none"], ["cifar-10-batches-py"]),  # the layout
     *[([*RUN, "--set", f"val_fraction={bad}"], ["val_fraction"]) for bad in ("1", "-0.1")],
+    # a graph that cannot be built under dist: found by the launcher, not by each rank after a failed launch
+    ([*RUN, *DPSGD, "--backend", "dist", "--set", "nodes=2"], ["bench: error: ring needs n >= 3; got n=2"]),
     # faults: what a method lacks is named with the methods that have it (its rule's declared facts)
     ([*RUN, "--algorithm", "dcd", "--compressor", "sign", "--set", "faults.drop=0.1"],
      ["faults: algorithm 'dcd' has no rule for a lost message yet", "take faults: ", "beer", "choco", "deepsqueeze"]),
@@ -161,6 +163,7 @@ REFUSED = [
     (["topology", "--topology", "ring", "--nodes", "8", "--weights", "heat"], ["heat"]),
     (["topology", "--topology", "social", "--nodes", "31"], ["32"]),
     (["topology", "--topology", "ring", "--nodes", "1"], ["n=1"]),  # one node: on complete only
+    (["topology", "--topology", "one-peer-exp", "--nodes", "24"], ["16 or 32"]),
     *[(["topology", "--topology", spec, "--nodes", "10"], words) for spec, words in [  # the base-(k+1) graph's k
         ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
         ("base:two", ["'two'", "not an integer"]), ("base", ["base:1", "K >= 1"]),
