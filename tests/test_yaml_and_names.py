@@ -249,11 +249,14 @@ ONE = {**BASE, "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], 
 @pytest.mark.parametrize("config,words", [  # Study's refusals end here as the huge one's (theirs: BAD_STUDIES)
     # the schema does not list the figures: the DAG checks them against analysis/figures
     ({**ONE, "figures": ["acuracy_curves"]}, ["unknown figure", "'acuracy_curves'", "accuracy_curves"]),
+    ({**yaml.safe_load((ROOT / "tests" / "two_methods.yaml").read_text()), "figures": ["accuracy_curves", "speedup"]},
+     ["error: study 'two-methods' at scale=cpu: figure 'speedup' cannot be drawn from its cells: needs runs with "
+      "train_subopt (the lsq and logreg tasks record it)"]),  # a known figure the cells cannot give
     # before: `snakemake -n` was still validating the expanded tree after a minute
     (study_text(f"{{epochs: 1, data_root: {bomb()}}}"),
      ["alias", "the study's config repeats a value at defaults.data_root[1][0]"]),
     (huge(1000), ["allow_large", "2,000,002 runs"]),
-], ids=["figure", "alias-bomb", "huge"])
+], ids=["figure", "figure-unmet", "alias-bomb", "huge"])
 def test_a_dag_build_stops_at_once_with_one_line(config, words, tmp_path):
     dag_refused(config, tmp_path, *words)
 
