@@ -315,6 +315,8 @@ BAD_STUDIES = [
     (None, {"defaults": {"epochs": 1, "colour": "blue"}}, ["unknown setting 'colour' in the study's defaults"]),
     (None, {"gpu": {"defaults": {"network": "lan-1g"}}, "scale": "gpu"},  # the GPU cells, at scale=gpu
      ["at scale=gpu: block 'b', cell choco-sign_ring4", "'lan-1g'"]),
+    (None, {"gpu": {"defaults": {"task_options": 0}}, "scale": "gpu"},  # was 'int' object is not iterable
+     ["at scale=gpu: gpu.defaults.task_options=0 must be a mapping"]),  # (found by test_entry_properties)
     (None, {"consensus": {**CONSENSUS, "topology": "torus", "nodes": 37}}, ["consensus", "n=37"]),
     (None, {"consensus": {**CONSENSUS, "methods": ["exact", "top:2"]}}, ["consensus", "'top:2'"]),
 ]
