@@ -4,7 +4,13 @@ every bad input must end in, a command run in this process, a study's DAG built 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LSQ = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]  # a run of a second
+CHILD = "child"  # argv[0] of a row run in a child process: one that once hung or ran out of memory
 
 
 def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
@@ -17,6 +23,21 @@ def run_cli(main, argv: list[str], capsys) -> tuple[int, str, str]:
         status = stop.code
     captured = capsys.readouterr()
     return status, captured.out, captured.err
+
+
+def run_bench(argv: list[str], capsys, timeout=60) -> tuple[int, str, str]:
+    """(status, stdout, stderr) of ``bench ARGV``: in this process, or `python -m bench` in a child under
+    ``timeout`` when ``argv[0]`` is CHILD (a hang or a MemoryError fails the test, not the session)."""
+    from bench.cli import main
+
+    if argv[0] != CHILD:
+        return run_cli(main, argv, capsys)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "bench", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
+                              timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"bench {' '.join(argv)[:80]} still running after {timeout} s") from None
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 def assert_refused(status, err, *words, code: int = 2) -> str:

@@ -42,10 +42,8 @@ def _without(*keys):
 
 
 DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is skipped for says)
+    # (each required column alone: test_a_study_whose_every_run_lacks_a_column)
     "no-epoch": (_metrics(lambda m: m.drop(columns="epoch")), "lacks column epoch"),
-    "no-time": (_metrics(lambda m: m.drop(columns="time_s")), "lacks column time_s"),
-    "no-accuracy": (_metrics(lambda m: m.drop(columns="test_acc")), "lacks column test_acc"),
-    "no-bits": (_metrics(lambda m: m.drop(columns="bits_per_worker")), "lacks column bits_per_worker"),
     "only-step": (_metrics(lambda m: m[["step"]]), "lacks columns epoch, test_acc, time_s, bits_per_worker"),
     "time-words": (_metrics(lambda m: m.assign(time_s=["a", "b", "c"])), "column 'time_s' holds"),
     "step-nan": (_metrics(lambda m: m.assign(step=[0.0, np.nan, 20.0])), "column 'step' holds nan in row 2"),
@@ -330,8 +328,10 @@ def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
     assert len(gossip) and set(gossip["verdict"]) == {"incomplete"}
 
 
-@pytest.mark.slow  # every figure drawn: `make test` runs it, test-fast does not
-@pytest.mark.parametrize("tuned,trace", list(zip(TUNED_DAMAGE, TRACE_DAMAGE)))
+# every figure drawn (`make test` runs it, test-fast does not): a table pandas reads but the suite refuses, and
+# bytes that are no CSV; each damage's line is the tests above's (the figures catch every damage in one place)
+@pytest.mark.slow
+@pytest.mark.parametrize("tuned,trace", [("other columns", "other columns"), ("not csv", "not csv")])
 def test_a_damaged_tuned_csv_and_trace_leave_their_figures_out_and_the_others_are_drawn(tuned, trace, tmp_path,
                                                                                         capsys):
     study = _study(tmp_path / "study")

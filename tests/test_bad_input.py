@@ -5,8 +5,6 @@ import dataclasses
 import json
 import math
 import shlex
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,27 +14,14 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.pipeline import Study
 from test_keeping_the_average import takes
-from hostile import assert_refused, bomb, refused, run_cli
+from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench
 from shared_studies import snakemake
 
-ROOT = Path(__file__).resolve().parents[1]
-RUN = ["run", "--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]  # a run of a second
-CHILD = "child"  # a row that once hung or ran out of memory: `python -m bench` in a child, under a timeout
+RUN = ["run", *LSQ]
+DPSGD = ["--algorithm", "dpsgd", "--compressor", "none"]
 TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 TRACK = ["--parts", "study", "--out", "TMP/out"]
-
-
-def _bench(argv, capsys, timeout=60):
-    """(status, stderr) of ``bench ARGV``: in this process, or in a child for a CHILD row."""
-    if argv[0] != CHILD:
-        return run_cli(main, argv, capsys)[::2]
-    try:
-        proc = subprocess.run([sys.executable, "-m", "bench", *argv[1:]], cwd=ROOT, capture_output=True, text=True,
-                              timeout=timeout)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"bench {' '.join(argv)[:80]} still running after {timeout} s")
-    return proc.returncode, proc.stderr
 
 
 def sizes(command):
@@ -90,6 +75,25 @@ REFUSED = [
     ([*RUN, "--set", "lr=true"], ["lr=True", "number"]),
     ([*RUN, "--set", "divergence_loss=-1"], ["divergence_loss=-1", "> 0"]),
     ([*RUN, "--set", "divergence_loss=0"], ["divergence_loss=0", "> 0"]),
+    # (an unknown task, option, compressor, graph, deal or backend: each reader's own table, e.g. tests/test_tasks.py,
+    # test_topology.py, test_data.py, test_start.py, test_run_config_types.py; here what no such table holds)
+    ([*RUN, "--set", "colour=blue"], ["colour"]),
+    ([*RUN, "--set", "lr_schedule=cosine"], ["cosine"]),
+    ([*RUN, "--backend", "dist", "--set", "procs=3"], ["procs=3"]),
+    ([*RUN, "--task", "cifar10-resnet8", "--set", "data_root=TMP/none"], ["cifar-10-batches-py"]),  # the layout
+    *[([*RUN, "--set", f"val_fraction={bad}"], ["val_fraction"]) for bad in ("1", "-0.1")],
+    # a graph that cannot be built under dist: found by the launcher, not by each rank after a failed launch
+    ([*RUN, *DPSGD, "--backend", "dist", "--set", "nodes=2"], ["bench: error: ring needs n >= 3; got n=2"]),
+    # faults: what a method lacks is named with the methods that have it (its rule's declared facts)
+    ([*RUN, "--algorithm", "dcd", "--compressor", "sign", "--set", "faults.drop=0.1"],
+     ["faults: algorithm 'dcd' has no rule for a lost message yet", "take faults: ", "beer", "choco", "deepsqueeze"]),
+    ([*RUN, "--algorithm", "allreduce", "--set", "faults.drop=0.1"], ["a collective has no partial form"]),
+    ([*RUN, *DPSGD, "--set", "faults.drop=2"], ["faults.drop=2: a probability in [0, 1]"]),
+    ([*RUN, *DPSGD, "--set", "faults.down=[{edge: [0, 7], rounds: [0, 5]}]"], ["i != j are workers 0..3"]),
+    ([*RUN, "--algorithm", "beer", "--compressor", "sign", "--set", "faults.active=0.5"],
+     ["faults.active/absent: algorithm 'beer' cannot sit a worker out yet", "take workers away: ", "deepsqueeze"]),
+    ([*RUN, "--algorithm", "deepsqueeze", "--compressor", "sign", "--set", "faults.late=0.1"], ["faults.late"]),
+    ([*RUN, "--algorithm", "choco", "--compressor", "sign", "--set", "faults.pairwise=true"], ["faults.pairwise"]),
     # a collective cannot ride a broadcast medium; unknown media and send orders
     ([*RUN, "--algorithm", "allreduce", "--compressor", "none", "--set", "network=edge-10m,medium=broadcast"],
      ["medium=broadcast", "allreduce", "medium=links"]),
@@ -101,7 +105,7 @@ REFUSED = [
     ([*TINY, "--set", "task_options.eval_batch=0"], ["task_options.eval_batch=0", ">= 1"]),  # range(0, n, 0)
     ([*TINY, "--set", "task_options.eval_batch=.inf"], ["task_options.eval_batch=inf", ">= 1"]),
     ([*TINY, "--set", "task_options.dim=x"], ["task_options.dim='x'"]),
-    ([*RUN, "--task", "consensus"], ["consensus", "bench consensus"]),  # retired from `bench run`
+    ([*RUN, "--task", "consensus"], ["consensus", "bench consensus", "bench tune-gamma"]),  # retired from `bench run`
     ([*TINY, "--set", "task_options=0", "--set", "task_options.bptt=4"], ["task_options=0", "mapping"]),
     ([*TINY, "--set", "lerning_rate=!!float ;"], ["lerning_rate", "YAML"]),  # PyYAML's ValueError
     ([*TINY, "--set", "lr=!!float"], ["'lr=!!float'", "YAML"]),  # an IndexError
@@ -118,6 +122,17 @@ REFUSED = [
      ["n >= 2", "n=1"]),
     (["tune-gamma", "--nodes", "4", "--dim", "1", "--steps", "1", "--compressor", "sign", "--grid=--"],
      ["--grid", "'--'"]),  # argparse made it an empty grid: min() of nothing
+    # `bench compare` (a dry run: it would write the study's files in the working folder)
+    *[(["compare", *args, "--dry-run"], [word]) for args, word in [
+        (["nosuch/sign"], "nosuch"), (["choco/zip:3"], "zip"), (["choco/top:2"], "top:2"),
+        (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
+        (["choco/sign", "--against", "nosuch/none"], "nosuch"), (["choco/sign", "--against", ","], "--against"),
+        (["choco/sign", "--task", "nope"], "nope"), (["choco/sign", "--topology", "hypercube"], "hypercube"),
+        (["choco/sign", "--topology", "torus", "--nodes", "8"], "torus"), (["choco/sign", "--data", "bogus"], "bogus"),
+        (["choco/sign", "--data", "dirichlet:-1"], "dirichlet"), (["choco/sign", "--seeds", "0,x"], "0,x"),
+        (["choco/sign", "--seeds", "1,1"], "twice"), (["choco/sign", "--nodes", "0"], "0"),
+        (["choco/sign", "--epochs", "-1"], "-1"), (["choco/sign", "--name", "../x"], "../x"),
+        (["choco/sign", "--snakemake-args", "--config 'x"], "quotation")]],
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
@@ -134,8 +149,25 @@ REFUSED = [
     (["tune-gamma", "--compressor", "sign", "--grid=-3:0:2.5"], ["-3:0:2.5"]),
     (["tune-gamma", "--compressor", "sign", "--grid=-3:inf:4"], ["-3:inf:4", "finite"]),
     (["tune-gamma", "--compressor", "sign", "--grid", "0.1,,0.5"], ["0.1,,0.5"]),
+    (["topology", "--topology", "one-peer-exp", "--nodes", "24"], ["16 or 32"]),
+    *[(["topology", "--topology", spec, "--nodes", "10"], words) for spec, words in [  # the base-(k+1) graph's k
+        ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
+        ("base:two", ["'two'", "not an integer"]), ("base", ["base:1", "K >= 1"]),
+        ("base:1,k=2", ["unknown option 'k'"])]],
+    (["topology", "--topology", "base:2", "--nodes", "10", "--weights", "uniform"],
+     ["base:2", "fixes its own weights"]),
+    (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], ["1.5"]),
+    (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], ["zip"]),
+    (["tune-gamma", "--compressor", "sign", "--nodes", "0"], ["0"]),
     (["perf", "--device", "tpu", "--quick"], ["tpu", "cpu"]),
+    *[(["perf", "--quick", "--only", "c", "--name", name, "--out-dir", "TMP/out"],  # the file's name: one name
+       [f"--name {name!r}", "plain file name", "allowed"])
+      for name in ["../escaped", "a/b", "..", ".", "", "/tmp/abs"]],
+    (["perf", "--quick", "--only", "c,z", "--out-dir", "TMP/out"], ["'z'", "allowed"]),  # an unknown group
     (["plan", "--configfile", str(ROOT / "config" / "smoke.yaml"), "--device", "cuda:x"], ["cuda:x", "auto"]),
+    (["plan", "--configfile", str(ROOT / "config" / "nope.yaml")], ["nope.yaml"]),
+    *[(["plan", "--configfile", str(ROOT / "config" / "test.yaml"), flag, value], [value]) for flag, value in [
+        ("--steps", "0"), ("--steps", "many"), ("--safety", "0.5"), ("--scale", "tpu"), ("--device", "gpu")]],
     *sizes("consensus"), *sizes("tune-gamma"),
     # `bench track --config` reads with the same loader: an alias bomb took 3 GB and 23 s before a MemoryError
     ([CHILD, "track", "--config", f"defaults: {{network: {bomb()}}}\n".encode(), *TRACK],
@@ -157,7 +189,9 @@ def _name(argv) -> str:
 
 @pytest.mark.parametrize("argv,fragments", REFUSED, ids=[_name(getattr(r, "values", r)[0])
                                                          for r in REFUSED])
-def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys):
+def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys, monkeypatch):
+    """Nothing on stdout, nothing written: not --out, not the user's file, nothing in the working folder."""
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("keep me\n")
     words = []
     for word in argv:
@@ -167,9 +201,11 @@ def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_
         words.append(word.replace("TMP", str(tmp_path)))
     if words[words[0] == CHILD] in ("run", "consensus") and "--out" not in words:
         words += ["--out", str(tmp_path / "out")]
-    line = assert_refused(*_bench(words, capsys), *[f.replace("TMP", str(tmp_path)) for f in fragments])
-    assert "negative" not in line  # lr=nan was called a negative learning rate
-    assert not (tmp_path / "out").exists() and (tmp_path / "notes.txt").read_text() == "keep me\n"
+    status, out, err = run_bench(words, capsys)
+    line = assert_refused(status, err, *[f.replace("TMP", str(tmp_path)) for f in fragments])
+    assert "nan" not in line or "negative" not in line  # lr=nan was called a negative learning rate
+    assert out == "" and {p.name for p in tmp_path.iterdir()} <= {"notes.txt", "bad.yaml"}
+    assert (tmp_path / "notes.txt").read_text() == "keep me\n"
 
 
 def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkeypatch):
@@ -179,7 +215,8 @@ def test_a_permission_error_is_one_line_naming_the_path(tmp_path, capsys, monkey
         raise PermissionError(13, "Permission denied", str(tmp_path / "run.json"))
 
     monkeypatch.setattr(bench.run, "start", refuse)  # what `bench run` calls
-    assert_refused(*_bench([*RUN, "--out", str(tmp_path)], capsys), str(tmp_path / "run.json"), "Permission denied")
+    status, _, err = run_bench([*RUN, "--out", str(tmp_path)], capsys)
+    assert_refused(status, err, str(tmp_path / "run.json"), "Permission denied")
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"[1, 2]", bytes(range(256)), b'{"ring|4": "fast"}'])
@@ -187,7 +224,7 @@ def test_a_corrupt_gamma_cache_names_the_file_and_is_kept(content, tmp_path, cap
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path))  # never the session's shared cache
     (tmp_path / "gamma.json").write_bytes(content)
     argv = [*RUN, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    assert_refused(*_bench(argv, capsys), str(tmp_path / "gamma.json"), "remove")
+    assert_refused(*run_bench(argv, capsys)[::2], str(tmp_path / "gamma.json"), "remove")
     assert (tmp_path / "gamma.json").read_bytes() == content and not (tmp_path / "run" / "run.json").exists()
 
 
@@ -238,7 +275,7 @@ def test_every_knob_refuses_values_outside_its_kind_and_range_in_one_line_naming
         value = json.dumps(f.metadata["high"] + 1) if "high" in f.metadata else "x"
         argv = [*RUN, "--algorithm", name, "--compressor", compressor, "--set", f"algorithm_options.{f.name}={value}",
                 "--out", str(tmp_path / "r")]
-        assert_refused(*_bench(argv, capsys), f"{f.name}=")
+        assert_refused(*run_bench(argv, capsys)[::2], f"{f.name}=")
         assert not (tmp_path / "r").exists()
 
 
@@ -278,6 +315,8 @@ BAD_STUDIES = [
     (None, {"defaults": {"epochs": 1, "colour": "blue"}}, ["unknown setting 'colour' in the study's defaults"]),
     (None, {"gpu": {"defaults": {"network": "lan-1g"}}, "scale": "gpu"},  # the GPU cells, at scale=gpu
      ["at scale=gpu: block 'b', cell choco-sign_ring4", "'lan-1g'"]),
+    (None, {"gpu": {"defaults": {"task_options": 0}}, "scale": "gpu"},  # was 'int' object is not iterable
+     ["at scale=gpu: gpu.defaults.task_options=0 must be a mapping"]),  # (found by test_entry_properties)
     (None, {"consensus": {**CONSENSUS, "topology": "torus", "nodes": 37}}, ["consensus", "n=37"]),
     (None, {"consensus": {**CONSENSUS, "methods": ["exact", "top:2"]}}, ["consensus", "'top:2'"]),
 ]

@@ -14,7 +14,6 @@ from bench.errors import BenchError
 from bench.topology import TimeVaryingTopology, make_topology
 from bench.topology.base_graph import base_digits, base_graph, factors, hyper_hypercube, simple_base_graph, smooth_part
 from bench.topology.scheduled import ScheduledTopology
-from hostile import assert_refused
 
 SIZES = [*range(2, 21), 25, 64]
 
@@ -95,22 +94,6 @@ def test_k_at_least_n_is_one_round_of_exact_averaging():
     topology = make_topology("base:9", 6)
     assert topology.period == 1 and not topology.time_varying
     assert np.allclose(topology.W_at(0), 1 / 6, atol=1e-15, rtol=0)
-
-
-@pytest.mark.parametrize("spec, words", [
-    ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
-    ("base:two", ["'two'", "not an integer"]), ("base", ["base:1", "K >= 1"]), ("base:1,k=2", ["unknown option 'k'"]),
-])
-def test_a_bad_k_is_refused_in_one_line(capsys, spec, words):
-    status = main(["topology", "--topology", spec, "--nodes", "10"])
-    assert_refused(status, capsys.readouterr().err, *words)
-    with pytest.raises(BenchError):
-        make_topology(spec, 10)
-
-
-def test_a_weight_scheme_is_refused_since_the_construction_fixes_the_weights(capsys):
-    status = main(["topology", "--topology", "base:2", "--nodes", "10", "--weights", "uniform"])
-    assert_refused(status, capsys.readouterr().err, "base:2", "fixes its own weights")
 
 
 def test_a_round_that_is_not_symmetric_doubly_stochastic_is_refused():

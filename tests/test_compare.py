@@ -74,33 +74,6 @@ def test_against_none_compares_the_methods_alone():
     assert len(compare.load(config).runs) == 2
 
 
-@pytest.mark.parametrize("argv, word", [
-    (["nosuch/sign"], "nosuch"),
-    (["choco/zip:3"], "zip"),
-    (["choco/top:2"], "top:2"),
-    (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
-    (["choco/sign", "--against", "nosuch/none"], "nosuch"),
-    (["choco/sign", "--against", ","], "--against"),
-    (["choco/sign", "--task", "nope"], "nope"),
-    (["choco/sign", "--topology", "hypercube"], "hypercube"),
-    (["choco/sign", "--topology", "torus", "--nodes", "8"], "torus"),
-    (["choco/sign", "--data", "bogus"], "bogus"),
-    (["choco/sign", "--data", "dirichlet:-1"], "dirichlet"),
-    (["choco/sign", "--seeds", "0,x"], "0,x"),
-    (["choco/sign", "--seeds", "1,1"], "twice"),
-    (["choco/sign", "--nodes", "0"], "0"),
-    (["choco/sign", "--epochs", "-1"], "-1"),
-    (["choco/sign", "--name", "../x"], "../x"),
-    (["choco/sign", "--snakemake-args", "--config 'x"], "quotation"),
-])
-def test_bad_input_is_one_line_status_two_and_nothing_written(argv, word, capsys, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    status, out, err = run_cli(main, ["compare", *argv, "--dry-run"], capsys)
-    lines = err.strip().splitlines()
-    assert status == 2 and len(lines) == 1 and word in lines[0], err
-    assert out == "" and list(tmp_path.iterdir()) == []
-
-
 def test_a_folder_holding_runs_of_another_comparison_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     config, _, _ = compare.build(parsed("choco/sign", "--epochs", "3"))

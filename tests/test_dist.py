@@ -17,7 +17,6 @@ import pytest
 import torch
 
 from bench.algorithms import ALGORITHMS, parse_options
-from bench.cli import main
 from bench.errors import BenchError
 from bench.run import start
 from test_run import metrics
@@ -267,15 +266,6 @@ def test_the_one_peer_graphs_methods_step_in_processes_as_in_the_simulator(launc
             assert part[name]["heard"] == owners
         torch.testing.assert_close(torch.cat([p[name]["x"] for p in parts]), sim["x"], rtol=1e-5, atol=1e-6,
                                    msg=lambda m: f"{name}: {m}")
-
-
-def test_a_graph_that_cannot_be_built_is_one_line_before_any_rank_starts(tmp_path, capsys):
-    """Found by the launcher (bench.run.resolved.resolve_run), not by every rank after the launch: one line, status
-    2, nothing written; not a failed launch that says the same command resumes."""
-    argv = ["run", *BASE, "--algorithm", "dpsgd", "--compressor", "none", "--backend", "dist", "--set", "nodes=2"]
-    assert main([*argv, "--out", str(tmp_path / "run")]) == 2
-    assert capsys.readouterr().err.strip().splitlines() == ["bench: error: ring needs n >= 3; got n=2"]
-    assert not (tmp_path / "run").exists()
 
 
 def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp_path, monkeypatch):

@@ -298,9 +298,6 @@ def _schema_refuses(config) -> bool:
 
 @_profile(examples=50)
 @given(case=study_case())
-@example(case=({"study": "p", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1}, "scale": "gpu",
-                "blocks": {"b": {"method": ["allreduce/none"], "topology": ["ring"], "nodes": [3]}},
-                "gpu": {"defaults": {"task_options": 0}}}, {}))  # 'int' object is not iterable
 def test_a_study_builds_and_bench_runs_its_commands_or_one_line(case, base):
     """As workflow/rules/common.smk: the schema, then the cells; every command line of a study accepted at DAG
     build is accepted by `bench run` as it is, with the settings the study asked for."""

@@ -12,7 +12,6 @@ import pytest
 from bench.cli import main
 from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
-from hostile import assert_refused
 from test_run import WALL, metrics
 
 RUN = ["--task", "mnist1d-mlp", "--algorithm", "dpsgd", "--compressor", "none", "--topology", "ring", "--nodes", "4",
@@ -54,24 +53,6 @@ def test_a_lossy_run_counts_what_its_schedule_loses_and_replays_exactly(tmp_path
     assert plain["messages_dropped"].iloc[-1] == 0 and plain["messages_sent"].iloc[-1] == df["messages_sent"].iloc[-1]
     assert not np.allclose(plain["consensus_distance"].iloc[1:], df["consensus_distance"].iloc[1:])
     assert plain["bits_per_worker"].iloc[-1] == df["bits_per_worker"].iloc[-1]  # lost messages were sent all the same
-
-
-# what a method lacks is named with the methods that have it (its rule's declared facts)
-@pytest.mark.parametrize("extra, words", [
-    (["--algorithm", "dcd", "--compressor", "sign", "--set", "faults.drop=0.1"],
-     ["faults: algorithm 'dcd' has no rule for a lost message yet", "take faults: ", "beer", "choco", "deepsqueeze"]),
-    (["--algorithm", "allreduce", "--set", "faults.drop=0.1"], ["a collective has no partial form"]),
-    (["--set", "faults.drop=2"], ["faults.drop=2: a probability in [0, 1]"]),
-    (["--set", "faults.down=[{edge: [0, 7], rounds: [0, 5]}]"], ["i != j are workers 0..3"]),
-    (["--algorithm", "beer", "--compressor", "sign", "--set", "faults.active=0.5"],
-     ["faults.active/absent: algorithm 'beer' cannot sit a worker out yet", "take workers away: ", "deepsqueeze"]),
-    (["--algorithm", "deepsqueeze", "--compressor", "sign", "--set", "faults.late=0.1"], ["faults.late"]),
-    (["--algorithm", "choco", "--compressor", "sign", "--set", "faults.pairwise=true"], ["faults.pairwise"]),
-])
-def test_what_cannot_take_faults_is_refused_before_anything_is_written(tmp_path, capsys, extra, words):
-    out = tmp_path / "run"
-    assert_refused(main(["run", *RUN, *extra, "--out", str(out)]), capsys.readouterr().err, *words)
-    assert not out.exists()
 
 
 def test_a_straggler_stretches_the_modelled_compute_time_and_nothing_else(tmp_path, perfect):

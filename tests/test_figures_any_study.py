@@ -13,7 +13,6 @@ from analysis.figures.requirements import Grid, cells_frame, unmet
 from analysis_fixtures import TWO
 from bench.pipeline import Study
 from shared_studies import snakemake
-from snakemake_api import dry_run
 
 
 # -- the study's cells, as the DAG build reads them (workflow/rules/common.smk) ---------------------------------
@@ -69,17 +68,6 @@ def test_a_figure_the_cells_cannot_give_is_named_with_why(figure, blocks, why):
 
 
 # -- the pipeline -------------------------------------------------------------------------------------------------
-@pytest.mark.slow  # snakemake's DAG build (in this process: tests/snakemake_api.py)
-def test_a_study_asking_for_a_figure_it_cannot_draw_is_refused_when_its_dag_is_built(tmp_path):
-    study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump(two_method_study(figures=["accuracy_curves", "speedup"])))
-    with pytest.raises(SystemExit) as refused:  # common.smk's sys.exit: one line on stderr, exit status 1
-        dry_run(study, tmp_path)
-    assert str(refused.value.code) == (
-        "error: study 'two-methods' at scale=cpu: figure 'speedup' cannot be drawn from its cells: needs runs with "
-        "train_subopt (the lsq and logreg tasks record it)")
-
-
 @pytest.mark.slow  # ~23 jobs: 6 small training runs, one tuned, the consensus problem, 9 figures (1-3 min)
 def test_a_two_method_study_draws_every_figure_it_asks_for_end_to_end(tmp_path):
     config = two_method_study()

@@ -11,24 +11,12 @@ from analysis import cli as analysis_cli
 from analysis import files as analysis_files
 from analysis_fixtures import make_cell
 from bench.cache import locked, update_json
-from bench.cli import main
 from bench.errors import BenchError
 from bench.files import atomic_write_text, inside, open_lock, plain_name, write_new
 from bench.perf import output_path
-from hostile import assert_refused, run_cli
+from hostile import LSQ as FAST, assert_refused, run_bench, run_cli
 
-FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
 PRECIOUS = b"someone else's file\n"
-
-
-def _bench(argv, capsys):
-    status, _, err = run_cli(main, argv, capsys)
-    return status, err
-
-
-def _analysis(argv, capsys):
-    status = analysis_cli.main(argv)
-    return status, capsys.readouterr().err
 
 
 def _plant(kind, where: Path, victim: Path) -> None:
@@ -55,29 +43,24 @@ WHY = {"symlink": "symbolic link", "dangling": "symbolic link", "hardlink": "har
 
 
 # ---- locks -------------------------------------------------------------------------------------
-def _run_lock(tmp_path, capsys):
+def _run_lock(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     out.mkdir()
-    return out / ".bench.lock", lambda: _bench(["run", *FAST, "--out", str(out)], capsys)
+    return out / ".bench.lock", lambda: run_bench(["run", *FAST, "--out", str(out)], capsys)[::2]
 
 
-def _figures_lock(tmp_path, capsys):
+def _figures_lock(tmp_path, capsys, monkeypatch):
     make_cell(tmp_path, "choco", (0.80, 0.81, 0.79))
     (tmp_path / "figures").mkdir()
-    return tmp_path / "figures" / ".index.lock", lambda: _analysis(
-        ["figures", str(tmp_path), "--only", "accuracy_curves"], capsys)
+    return tmp_path / "figures" / ".index.lock", lambda: run_cli(
+        analysis_cli.main, ["figures", str(tmp_path), "--only", "accuracy_curves"], capsys)[::2]
 
 
-def _cache_lock(tmp_path, capsys):
+def _cache_lock(tmp_path, capsys, monkeypatch):
     (tmp_path / "cache").mkdir()
-
-    def update():
-        try:
-            update_json(tmp_path / "cache" / "gamma.json", "ring|4", 0.5)
-        except BenchError as err:
-            return 2, f"{err}\n"
-        return 0, ""
-    return tmp_path / "cache" / ".gamma.json.lock", update
+    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path / "cache"))  # a run tunes γ there
+    argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
+    return tmp_path / "cache" / ".gamma.json.lock", lambda: run_bench(argv, capsys)[::2]
 
 
 # where a lock lives -> (its path, the command that takes it) after setting up what it guards
@@ -86,34 +69,25 @@ LOCKS = {"run directory": _run_lock, "figures index": _figures_lock, "cache": _c
 
 @pytest.mark.parametrize("kind", LINKS)
 @pytest.mark.parametrize("site", list(LOCKS))
-def test_a_linked_lock_is_refused_and_its_target_untouched(site, kind, tmp_path, capsys):
+def test_a_linked_lock_is_refused_and_its_target_untouched(site, kind, tmp_path, capsys, monkeypatch):
     """bench's locks (a run's, the cache's) and analysis's (the figures index) alike: one line naming the lock,
     nothing followed, nothing written beside it (no run, no figure, no cache entry)."""
-    lock, take = LOCKS[site](tmp_path, capsys)
+    lock, take = LOCKS[site](tmp_path, capsys, monkeypatch)
     victim = tmp_path / "victim.txt"
     _plant(kind, lock, victim)
     line = assert_refused(*take(), lock, WHY[kind])
     assert site != "run directory" or "remove" in line
     assert_untouched(kind, victim)
     assert sorted(p.name for p in lock.parent.iterdir()) == [lock.name]
+    assert not (tmp_path / "run" / "run.json").exists()
 
 
 def test_a_plain_run_directory_lock_left_behind_still_works(tmp_path, capsys):
     out = tmp_path / "run"
     out.mkdir()
     (out / ".bench.lock").write_text("12345\n")  # a lock file a killed run left
-    assert _bench(["run", *FAST, "--out", str(out)], capsys)[0] == 0
+    assert run_bench(["run", *FAST, "--out", str(out)], capsys)[0] == 0
     assert (out / "run.json").is_file() and not (out / ".bench.lock").exists()
-
-
-def test_a_linked_cache_lock_stops_a_run_in_one_line(tmp_path, capsys, monkeypatch):
-    cache, victim = tmp_path / "cache", tmp_path / "victim.txt"
-    cache.mkdir()
-    monkeypatch.setenv("CHOCO_BENCH_CACHE", str(cache))
-    _plant("symlink", cache / ".gamma.json.lock", victim)
-    argv = ["run", *FAST, "--compressor", "top:0.5", "--set", "gamma_tune_steps=5", "--out", str(tmp_path / "run")]
-    assert_refused(*_bench(argv, capsys), cache / ".gamma.json.lock", "symbolic link")
-    assert_untouched("symlink", victim)
 
 
 def test_locks_of_plain_files_still_lock(tmp_path):
@@ -157,25 +131,12 @@ def test_a_temporary_file_is_never_written_through_a_link(name, tmp_path, monkey
     assert path.read_text() == "new"
 
 
-# ---- names that lead out of their folder ----------------------------------------------------------
-@pytest.mark.parametrize("args, words", [
-    *[(["--name", name], [f"--name {name!r}", "plain file name", "allowed"])
-      for name in ["../escaped", "a/b", "..", ".", "", "/tmp/abs"]],
-    (["--only", "c,z"], ["'z'", "allowed"]),  # an unknown group
-])
-def test_perf_refuses_a_name_that_is_no_plain_file_name_or_an_unknown_group_and_writes_nothing(args, words, tmp_path,
-                                                                                                capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    status, err = _bench(["perf", "--quick", "--only", "c", *args, "--out-dir", str(tmp_path / "perf")], capsys)
-    assert_refused(status, err, *words)
-    assert sorted(p.name for p in tmp_path.rglob("*")) == []  # nothing written, --out-dir not even made
-
-
+# ---- names that lead out of their folder (perf's --name: rows of test_bad_input.py's REFUSED) -------------
 def test_perf_refuses_a_link_that_leads_out_of_out_dir(tmp_path, capsys):
     out_dir, victim = tmp_path / "perf", tmp_path / "elsewhere.json"
     out_dir.mkdir()
     _plant("symlink", out_dir / "latest.json", victim)
-    assert_refused(*_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys),
+    assert_refused(*run_bench(["perf", "--quick", "--only", "c", "--out-dir", str(out_dir)], capsys)[::2],
                    out_dir / "latest.json", "outside")
     assert_untouched("symlink", victim)
 
@@ -218,7 +179,7 @@ def test_a_damaged_figures_index_is_one_line_and_kept(command, damage, study, ca
     index = study / "figures" / "index.json"
     index.write_bytes(content)
     argv = [command, str(study), *(["--only", "accuracy_curves"] if command == "figures" else [])]
-    assert_refused(*_analysis(argv, capsys), index, "damaged", "remove it", *words)
+    assert_refused(*run_cli(analysis_cli.main, argv, capsys)[::2], index, "damaged", "remove it", *words)
     assert index.read_bytes() == content  # not merged into, not replaced
     assert not (study / "report.md").exists() and not (study / "figures" / "accuracy_curves.png").exists()
 
@@ -227,8 +188,8 @@ def test_a_sound_index_is_still_merged(study, capsys):
     index = study / "figures" / "index.json"
     (study / "figures" / "methods.png").write_bytes(b"png")
     index.write_text(json.dumps({"methods": "kept: its PNG is there", "gone": "dropped: no PNG"}))
-    assert _analysis(["figures", str(study), "--only", "accuracy_curves"], capsys)[0] == 0
+    assert run_cli(analysis_cli.main, ["figures", str(study), "--only", "accuracy_curves"], capsys)[0] == 0
     merged = json.loads(index.read_text())
     assert set(merged) == {"methods", "accuracy_curves"} and merged["methods"] == "kept: its PNG is there"
-    assert _analysis(["report", str(study)], capsys)[0] == 0
+    assert run_cli(analysis_cli.main, ["report", str(study)], capsys)[0] == 0
     assert "figures/accuracy_curves.png" in (study / "report.md").read_text()

@@ -14,7 +14,6 @@ from bench.plan.sizes import REAL, DataModel, sizes_of
 from bench.plan.table import COLUMNS, runtime_minutes
 from bench.tasks import TaskSetup, make_task
 from datafiles import write_cifar, write_wikitext
-from hostile import assert_refused, run_cli
 from snakemake_api import cli
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -123,20 +122,6 @@ def test_plan_true_targets_the_plan_alone(tmp_path):
                   "--directory", str(tmp_path))
     counts = {line.split()[0]: line.split()[1] for line in said.splitlines() if line[:4] in ("plan", "all ")}
     assert counts == {"plan": "1", "all": "1"}
-
-
-@pytest.mark.parametrize("argv,word", [
-    (["--configfile", "config/nope.yaml"], "nope.yaml"),
-    (["--configfile", "config/test.yaml", "--steps", "0"], "0"),
-    (["--configfile", "config/test.yaml", "--steps", "many"], "many"),
-    (["--configfile", "config/test.yaml", "--safety", "0.5"], "0.5"),
-    (["--configfile", "config/test.yaml", "--scale", "tpu"], "tpu"),
-    (["--configfile", "config/test.yaml", "--device", "gpu"], "gpu"),
-])
-def test_bad_input_is_one_line_and_status_two(argv, word, capsys, monkeypatch):
-    monkeypatch.chdir(ROOT)
-    status, _, err = run_cli(main, ["plan", *argv], capsys)
-    assert_refused(status, err, word)
 
 
 def test_a_shape_out_of_gpu_memory_is_listed_without_hours(tmp_path, monkeypatch):

@@ -20,8 +20,8 @@ from bench.compressors import make_compressor
 from bench.run import resolve
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.topology import make_topology
-from hostile import refused
-from test_run import LONG, SMALL, WALL, _cli, _wait_for_checkpoint, metrics
+from hostile import LSQ as FAST, refused
+from test_run import LONG, SMALL, _cli, _wait_for_checkpoint
 
 RING4 = "0 1\n1 2\n2 3\n3 0\n"
 COMPLETE4 = "0 1\n0 2\n0 3\n1 2\n1 3\n2 3\n"
@@ -178,9 +178,6 @@ def test_replace_stale_sets_results_without_run_json_aside(tmp_path, capsys):
     assert json.loads((out / "run.json").read_text())["status"] == "completed"
 
 
-FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--quiet"]
-
-
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     """A finished FAST run, copied by the tests that damage it."""
@@ -215,33 +212,7 @@ def test_a_damaged_checkpoint_names_the_file_and_how_to_restart(kind, finished_r
     assert json.loads((out / "run.json").read_text())["status"] == "completed"
 
 
-# ---- 3. a full disk -------------------------------------------------------------------------
-def test_a_full_disk_at_a_checkpoint_fails_the_run_cleanly_and_the_same_command_finishes(tmp_path, monkeypatch,
-                                                                                          capsys):
-    """(a full disk at the metrics: tests/test_run_failures.py's test_an_error_while_writing_the_end_...)"""
-    argv = [*SMALL, "--set", "checkpoint_every=0.5"]
-    assert main(["run", *argv, "--out", str(tmp_path / "reference")]) == 0
-    out, real, calls = tmp_path / "run", torch.save, []
-
-    def fill(obj, where, *args, **kwargs):  # the third checkpoint writes a part, then finds the disk full
-        calls.append(1)
-        if len(calls) <= 2:
-            return real(obj, where, *args, **kwargs)
-        where.write(b"\0" * 4096) if hasattr(where, "write") else Path(where).write_bytes(b"\0" * 4096)
-        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
-
-    monkeypatch.setattr(torch, "save", fill)
-    capsys.readouterr()
-    refused(main, ["run", *argv, "--out", str(out)], capsys, "No space left on device", code=1)
-    info = json.loads((out / "run.json").read_text())
-    assert info["status"] == "failed" and "No space left on device" in info["error"]
-    assert _temps(out) == []
-    monkeypatch.undo()
-    assert main(["run", *argv, "--out", str(out)]) == 0
-    pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), metrics(tmp_path / "reference").drop(columns=WALL))
-    assert _temps(out) == []
-
-
+# ---- 3. a full disk (at a checkpoint or the metrics: test_run_failures.py's test_an_error_mid_run_...) -------
 @pytest.mark.parametrize("writes_that_fit", [0, 1])
 def test_a_disk_full_for_everything_ends_with_one_line_and_no_temp_files(tmp_path, monkeypatch, capsys,
                                                                          writes_that_fit):

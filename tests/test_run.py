@@ -15,7 +15,6 @@ import torch
 from bench.cli import main
 from bench.run import resolve
 from bench.run.schedule import lr_at
-from hostile import assert_refused, run_cli
 
 CONTRACT_COLUMNS = ["step", "epoch", "train_loss", "test_loss", "test_acc", "local_test_acc_mean",
                     "consensus_distance", "bits_per_worker", "bits_paper_per_worker", "time_compute_s",
@@ -150,49 +149,6 @@ def test_a_run_stopped_by_a_signal_is_finished_by_the_same_command_with_the_metr
     assert main(["run", *LONG, "--out", str(killed)]) == 0
     assert json.loads((killed / "run.json").read_text())["status"] == "completed"
     pd.testing.assert_frame_equal(metrics(killed).drop(columns=WALL), long_metrics)
-
-
-@pytest.mark.parametrize("extra,word", [
-    (["--set", "colour=blue"], "colour"),
-    (["--lr", "-1"], "lr=-1"),
-    (["--task", "mnist2d"], "mnist2d"),
-    (["--compressor", "top:2"], "top:2"),
-    (["--topology", "torus"], "torus"),
-    (["--algorithm", "dpsgd", "--compressor", "sign"], "sign"),
-    (["--set", "task_options.depth=3"], "depth"),
-    (["--set", "lr_schedule=cosine"], "cosine"),
-    (["--data", "dirichlet:-1"], "dirichlet"),
-    (["--backend", "mpi"], "mpi"),
-    (["--backend", "dist", "--set", "procs=3"], "procs=3"),
-    (["--set", "algorithm_options.gama=0.3"], "unknown option 'gama' for algorithm 'choco'"),
-    (["--set", "algorithm_options=[0.3]"], "algorithm_options=[0.3] must be a mapping of option names to values"),
-    (["--task", "consensus"], ("bench consensus", "bench tune-gamma")),  # the consensus problem has its own path
-    (["--settings", "{not json"], "not JSON"),
-])
-def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, extra, word, capsys):
-    out = tmp_path / "run"
-    status, _, err = run_cli(main, ["run", *SMALL, *extra, "--out", str(out)], capsys)
-    assert_refused(status, err, *((word,) if isinstance(word, str) else word))
-    assert not out.exists()
-
-
-def test_bad_input_in_a_child_process_is_one_line_on_the_real_stderr(tmp_path):
-    # what `python -m bench` prints besides bench's own line (import-time warnings, native libraries) reaches
-    # only a child's stderr; tests/test_entry_properties.py runs generated commands the same way
-    out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "bench", "run", *SMALL, "--set", "colour=blue", "--out", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2, proc.stderr
-    lines = proc.stderr.strip().splitlines()
-    assert len(lines) == 1 and "colour" in lines[0]
-    assert not out.exists() or not any(out.iterdir())
-
-
-def test_missing_data_directory_names_the_layout(tmp_path, capsys):
-    argv = ["run", "--task", "cifar10-resnet8", "--set", f"data_root={tmp_path / 'none'}", "--quiet",
-            "--out", str(tmp_path / "run")]
-    assert main(argv) == 2
-    assert "cifar-10-batches-py" in capsys.readouterr().err
 
 
 TUNED = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}

@@ -157,4 +157,4 @@ def test_an_algorithm_checks_its_own_options_before_anything_is_written():
     dpsgd = resolve({}, {}, {"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5})
     assert dpsgd.algorithm_options == {"gamma": 0.5}
     assert dataclasses.asdict(parse_options(ALGORITHMS.get("dpsgd"), dpsgd.algorithm_options)) == {"order": "paper"}
-    # (the same through `bench run`: its bad-input table, tests/test_run.py)
+    # (`bench run` prints such a refusal as its one line: tests/test_bad_input.py's REFUSED)

@@ -1,9 +1,12 @@
 """A run never ends saying ``running``: a setting its BatchNorm layers cannot train on is refused before the run
 starts, and an error inside the runner, foreseen or not, leaves run.json ``failed`` with the reason and one line
 on stderr."""
+import errno
 import json
+from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 import torch
 from torch import nn
@@ -22,6 +25,10 @@ from test_run import SMALL, WALL, metrics
 
 def _record(out):
     return json.loads((out / "run.json").read_text())
+
+
+def _temps(directory):
+    return sorted(p.name for p in Path(directory).iterdir() if ".tmp" in p.name)
 
 
 # ---- 1. BatchNorm and the per-worker batch --------------------------------------------------------
@@ -110,56 +117,71 @@ def _failing_step(monkeypatch, error, after=3):
     monkeypatch.setattr(Loop, "step", step)
 
 
-def test_an_unexpected_error_in_a_step_fails_the_run_with_its_reason(tmp_path, monkeypatch, capsys):
-    argv = [*SMALL, "--set", "checkpoint_every=0.5"]
-    assert main(["run", *argv, "--out", str(tmp_path / "reference")]) == 0
-    out = tmp_path / "run"
-    _failing_step(monkeypatch, ValueError("boom in a step\nsecond line"), after=8)
-    capsys.readouterr()
-    line = refused(main, ["run", *argv, "--out", str(out)], capsys, "stopped at step 8", "ValueError: boom in a step",
-                   code=1)
-    assert "second line" not in line
-    record = _record(out)
-    assert record["status"] == "failed" and record["error"].startswith("ValueError: boom in a step")
-    assert "(at bench/run/runner.py:" in record["error"] and "boom in a step" in record["traceback"]
-    assert "end_time" in record and record["final"]["step"] == metrics(out)["step"].iloc[-1]
-    assert len(metrics(out)) >= 2 and (out / "checkpoint.pt").exists()  # kept: the same command resumes
-    monkeypatch.undo()
-    assert main(["run", *argv, "--out", str(out)]) == 0
-    assert _record(out)["status"] == "completed"
-    pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), metrics(tmp_path / "reference").drop(columns=WALL))
+def _full_disk_at_the_third_checkpoint(monkeypatch):
+    real, calls = torch.save, []
+
+    def fill(obj, where, *args, **kwargs):  # writes a part, then finds the disk full
+        calls.append(1)
+        if len(calls) <= 2:
+            return real(obj, where, *args, **kwargs)
+        where.write(b"\0" * 4096) if hasattr(where, "write") else Path(where).write_bytes(b"\0" * 4096)
+        raise OSError(errno.ENOSPC, "No space left on device", str(getattr(where, "name", where)))
+
+    monkeypatch.setattr(torch, "save", fill)
 
 
-def test_bad_input_found_mid_run_fails_the_run_and_is_one_line_with_status_2(tmp_path, monkeypatch, capsys):
-    out = tmp_path / "run"
-    _failing_step(monkeypatch, BenchError("data/img7.JPEG is not an image the suite can read"))
-    line = refused(main, ["run", *SMALL, "--out", str(out)], capsys)
-    assert line == "bench: error: data/img7.JPEG is not an image the suite can read"
-    record = _record(out)
-    assert record["status"] == "failed" and record["error"] == "data/img7.JPEG is not an image the suite can read"
-    assert "traceback" not in record
-
-
-@pytest.mark.parametrize("error", [TypeError("cannot convert column"), OSError(28, "No space left on device")],
-                         ids=["library", "full-disk"])
-def test_an_error_while_writing_the_end_still_marks_the_run_failed(error, tmp_path, monkeypatch, capsys):
-    """The final metrics cannot be written (a library error, a full disk): run.json says failed anyway, the
-    checkpoint is kept and the same command then finishes."""
-    import pyarrow.parquet as pq
-
+def _end_not_written(error):
+    """The final metrics cannot be written: pyarrow's writer (what write_metrics writes with) fails."""
     def broken(table, where, *args, **kwargs):
         where.write_bytes(b"\0" * 4096)  # a part written to the temporary file (bench.files.atomic_write's)
         raise error
 
-    out = tmp_path / "run"
-    monkeypatch.setattr(pq, "write_table", broken)  # what write_metrics writes with
-    refused(main, ["run", *SMALL, "--out", str(out)], capsys, error.args[-1], code=1)
+    return lambda monkeypatch: monkeypatch.setattr(pq, "write_table", broken)
+
+
+IMG7 = "data/img7.JPEG"
+# how the run fails -> (the failure put in, the words of its line and of run.json's error, the exit status)
+FAILURES = {
+    "a step": (lambda mp: _failing_step(mp, ValueError("boom in a step\nsecond line"), after=8),
+               ["stopped at step 8", "ValueError: boom in a step"], 1),
+    "bad input found mid-run": (lambda mp: _failing_step(mp, BenchError(f"{IMG7} is not an image"), after=8),
+                                [f"bench: error: {IMG7} is not an image"], 2),  # the line is BenchError's alone
+    "a full disk at a checkpoint": (_full_disk_at_the_third_checkpoint, ["No space left on device"], 1),
+    "a library error at the end": (_end_not_written(TypeError("cannot convert column")), ["cannot convert column"], 1),
+    "a full disk at the end": (_end_not_written(OSError(errno.ENOSPC, "No space left on device")),
+                               ["No space left on device"], 1),
+}
+CHECKPOINTED = [*SMALL, "--set", "checkpoint_every=0.5"]
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference") / "run"
+    assert main(["run", *CHECKPOINTED, "--out", str(out)]) == 0
+    return metrics(out).drop(columns=WALL)
+
+
+@pytest.mark.parametrize("failure", FAILURES)
+def test_an_error_mid_run_fails_it_with_its_reason_and_the_same_command_finishes(failure, reference, tmp_path,
+                                                                                  monkeypatch, capsys):
+    """run.json says failed with the reason (its first line on stderr; status 1, bad input 2), no temporary file is
+    left, the checkpoint is kept, and the same command then finishes with the metrics of one run."""
+    out, (fail, words, code) = tmp_path / "run", FAILURES[failure]
+    fail(monkeypatch)
+    line = refused(main, ["run", *CHECKPOINTED, "--out", str(out)], capsys, *words, code=code)
+    assert "second line" not in line and (code == 1 or line == words[0])
     record = _record(out)
-    assert record["status"] == "failed" and error.args[-1] in record["error"]
-    assert not [p.name for p in out.iterdir() if ".tmp" in p.name] and (out / "checkpoint.pt").exists()
+    assert record["status"] == "failed" and words[-1].removeprefix("bench: error: ") in record["error"]
+    assert code == 1 or (record["error"] == f"{IMG7} is not an image" and "traceback" not in record)
+    assert (out / "checkpoint.pt").exists() and not _temps(out)
+    if failure == "a step":
+        assert record["error"].startswith(words[-1]) and "(at bench/run/runner.py:" in record["error"]
+        assert words[-1] in record["traceback"] and "end_time" in record
+        assert len(metrics(out)) >= 2 and record["final"]["step"] == metrics(out)["step"].iloc[-1]
     monkeypatch.undo()
-    assert main(["run", *SMALL, "--out", str(out)]) == 0
-    assert _record(out)["status"] == "completed"
+    assert main(["run", *CHECKPOINTED, "--out", str(out)]) == 0
+    assert _record(out)["status"] == "completed" and not _temps(out)
+    pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), reference)
 
 
 def test_an_error_before_the_first_step_leaves_nothing_that_says_running(tmp_path, monkeypatch, capsys):

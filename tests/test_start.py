@@ -108,7 +108,8 @@ def _settings_word(line: str) -> dict:
 
 def _tuned_values(study, cell):
     """A tuned YAML of ``cell`` as `analysis tune select` writes it: one value of each searched knob."""
-    return {key: study.tune_grid[key][-1] for key in study.tuned_cells[cell]}
+    grid = study.grid_for(study.cells[cell])  # the shared grid with the method's own (tune.methods)
+    return {key: grid[key][-1] for key in study.tuned_cells[cell]}
 
 
 def test_every_job_of_every_study_carries_the_validated_settings_of_its_runs():

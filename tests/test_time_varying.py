@@ -134,12 +134,6 @@ def test_bench_run_on_the_one_peer_graph(tmp_path):
     assert graph["time_varying"] is True and "product" in graph["gap_of"]
 
 
-def test_bench_topology_refuses_a_bad_n_in_one_line(capsys):
-    assert main(["topology", "--topology", "one-peer-exp", "--nodes", "24"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "16 or 32" in err
-
-
 def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():
     """Choco, DCD, ECD and BEER keep their copies per link there (tests/test_time_varying_methods.py); a method
     that declares ``fixed_graph`` (CEDAS, LEAD, AD-PSGD) is refused by the one check, naming the method, the graph
