@@ -51,7 +51,7 @@ every link keep the same h_e and g_e, a lost link's stale copy stays in u at bot
 to zero over the workers. So ``mean(v^t) = mean(d_t)`` and ``mean(x^{t+1}) = mean(x^t) − η mean(d_t)`` whatever
 is lost, and a schedule that loses nothing gives the static iterates (for a compressor without randomness: a
 random one draws per link). Workers away (faults.active, absent) are refused: restoring an away worker's rows
-would leave the per-link copies of its links behind (tests/test_faults_methods.py).
+would leave the per-link copies of its links behind (the refusal: a row of tests/test_bad_input.py).
 """
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ u of the previous round's links (refreshed then), before this round's messages.
 On a network that loses messages (the run's faults) the copies are kept per link too, on any graph, with an
 acknowledgement rule: a lost q_e is added at neither end (the sender learns of the loss), so the two ends of
 every link keep the same copy and u still sums to zero over the workers: the average is kept, whatever is
-lost (tests/test_faults_choco.py). A late q_e (faults.late) is added at both ends when it arrives, staleness rounds
+lost (tests/test_faults_methods.py). A late q_e (faults.late) is added at both ends when it arrives, staleness rounds
 on (the sender learns of it then): meanwhile the sender's next q_e is taken against a copy that lacks it, so it
 is sent again in part, and the copies still agree at both ends, so the average is kept. Memory per worker: a copy per
 union out-link and one per union in-link (log₂ n of each on one-peer-exp), and u. Bits per round: one
