@@ -4,6 +4,7 @@ and a run stopped by signals, kills and a hang that the same command resumes (un
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -377,6 +378,8 @@ def test_a_run_stopped_six_ways_is_recorded_each_time_and_the_same_command_resum
                     for r in range(2)]
         assert counters == [step] * 2 and 0 < step < info["total_steps"], to
         steps.append(step)
+        if len(steps) == 1:  # kept to stand for a rank whose save of a later checkpoint never happened
+            shutil.copy(tmp_path / "checkpoint-rank1.pt", tmp_path.parent / f"{tmp_path.name}-stale-rank1.pt")
     assert steps[0] < steps[1] < steps[2]  # each stop is in the run the previous one resumed
 
     # rank 0 writes run.json; killed, it cannot say the run failed: the launcher does, and exits 1. The kill is
@@ -420,6 +423,17 @@ def test_a_run_stopped_six_ways_is_recorded_each_time_and_the_same_command_resum
     assert info["status"] == "failed" and info["error"].startswith("rank 0:")
     assert "bench: error: rank 0 stopped at step" in ranks[0].stderr.read()
     before = metrics(tmp_path)
+
+    # a process stopped between two ranks' saves leaves their checkpoints at different steps: refused in one line
+    # (exit 2) before any rank trains, run.json as it was; the right checkpoint back, the run goes on below
+    good, said = (tmp_path / "checkpoint-rank1.pt").read_bytes(), (tmp_path / "run.json").read_bytes()
+    shutil.copy(tmp_path.parent / f"{tmp_path.name}-stale-rank1.pt", tmp_path / "checkpoint-rank1.pt")
+    proc = subprocess.run([sys.executable, "-m", "bench", *argv], capture_output=True, text=True, env=ENV, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines() == [
+        f"bench: error: {tmp_path}: the ranks' checkpoints are at different steps (a process stopped between two "
+        f"ranks' saves); remove {tmp_path}/checkpoint-rank*.pt to start the run again"], proc.stderr[-2000:]
+    assert (tmp_path / "run.json").read_bytes() == said
+    (tmp_path / "checkpoint-rank1.pt").write_bytes(good)
 
     # the same command under torchrun (its ranks join torchrun's group) resumes from the last checkpoint and finishes
     proc = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",

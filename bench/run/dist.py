@@ -154,6 +154,8 @@ def _watch(children: list, grace_s: float) -> Outcome:
         first_failure = _how(*bad[0]) if bad else None
     if forwarded:
         outcome = Outcome(128 + forwarded[0])
+    elif codes and all(code == 2 for code in codes):  # every rank refused the run as given: rank 0 said why
+        return Outcome(2)
     else:
         outcome = Outcome(0 if first_failure is None else 1)
     if first_failure is not None and killed:

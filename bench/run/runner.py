@@ -83,12 +83,27 @@ class Loop:
         else:
             spread = ((parts.x0 - parts.comm.global_mean(parts.x0)) ** 2).sum(1, keepdim=True)
             self.counters.initial_distance = float(parts.comm.global_mean(spread))
+        if cfg.backend == "dist":
+            self._same_step_on_every_rank()
         self._settle_gradient_path()
         self.record = self._record(previous)
         if self.writer:
             write_json(out / "run.json", self.record)
         self.started = time.perf_counter()
         self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
+
+    def _same_step_on_every_rank(self) -> None:
+        """Under dist every rank resumes from its own checkpoint: a process stopped between two ranks' saves of one
+        leaves them at different steps, and the ranks would train on from models that never met. One line instead
+        (every rank sees the same means, so all refuse alike)."""
+        step, rows = float(self.counters.global_step), self.p.algo.x.shape[0]  # a row per worker: the mean is n's
+        mean, square = self.p.comm.global_mean(
+            torch.tensor([[step, step * step]] * rows, dtype=torch.float64, device=self.device)).tolist()
+        if square != mean * mean:  # integer steps: exact in float64, equal only when every rank has the same
+            if self.p.rank != 0:
+                raise SystemExit(2)  # rank 0 says it, once
+            raise BenchError(f"{self.out}: the ranks' checkpoints are at different steps (a process stopped between "
+                             f"two ranks' saves); remove {self.out}/checkpoint-rank*.pt to start the run again")
 
     def _settle_gradient_path(self) -> None:
         """The gradient path (by option and rule, never timing; vectorised only where it runs on every
