@@ -258,7 +258,9 @@ ONE = {**BASE, "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], 
     (huge(1000), ["allow_large", "2,000,002 runs"]),
 ], ids=["figure", "figure-unmet", "alias-bomb", "huge"])
 def test_a_dag_build_stops_at_once_with_one_line(config, words, tmp_path):
-    dag_refused(config, tmp_path, *words)
+    line = dag_refused(config, tmp_path, *words)  # one line holding every word (hostile.dag_refused asserts it)
+    assert line.startswith("error: ") and all(str(word) in line for word in words), line
+    assert not (tmp_path / "results").exists()  # nothing run
 
 
 @pytest.mark.slow

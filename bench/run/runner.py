@@ -71,10 +71,12 @@ class Loop:
         self._pending: list[torch.Tensor] = []  # the steps' losses [local workers, 1] not read yet
         self.diverged_at: int | None = None  # the step whose loss said diverged
         out.mkdir(parents=True, exist_ok=True)
-        if self.checkpoint.exists():
-            state = load_checkpoint(self.checkpoint, device)
-            if state["fingerprint"] != cfg.fingerprint():
-                raise BenchError(f"{self.checkpoint} belongs to other settings; remove it or use another --out")
+        state = load_checkpoint(self.checkpoint, device) if self.checkpoint.exists() else None
+        if state is not None and state["fingerprint"] != cfg.fingerprint():
+            raise BenchError(f"{self.checkpoint} belongs to other settings; remove it or use another --out")
+        if cfg.backend == "dist":  # before either branch's collectives: a rank without a checkpoint is at step 0
+            self._same_step_on_every_rank(state["counters"]["global_step"] if state is not None else 0)
+        if state is not None:
             parts.algo.load_state_dict(state["algo"])
             task.load_state_dict(state["task"])
             parts.generator.set_state(state["generator"].cpu())
@@ -83,8 +85,6 @@ class Loop:
         else:
             spread = ((parts.x0 - parts.comm.global_mean(parts.x0)) ** 2).sum(1, keepdim=True)
             self.counters.initial_distance = float(parts.comm.global_mean(spread))
-        if cfg.backend == "dist":
-            self._same_step_on_every_rank()
         self._settle_gradient_path()
         self.record = self._record(previous)
         if self.writer:
@@ -92,11 +92,11 @@ class Loop:
         self.started = time.perf_counter()
         self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
 
-    def _same_step_on_every_rank(self) -> None:
-        """Under dist every rank resumes from its own checkpoint: a process stopped between two ranks' saves of one
-        leaves them at different steps, and the ranks would train on from models that never met. One line instead
-        (every rank sees the same means, so all refuse alike)."""
-        step, rows = float(self.counters.global_step), self.p.algo.x.shape[0]  # a row per worker: the mean is n's
+    def _same_step_on_every_rank(self, step: int) -> None:
+        """Under dist every rank resumes from its own checkpoint (``step``: its step, 0 without one): a process
+        stopped between two ranks' saves leaves them at different steps, and the ranks would train on from models
+        that never met. One line instead (every rank sees the same means, so all refuse alike)."""
+        step, rows = float(step), self.p.algo.x.shape[0]  # a row per worker: the mean is over the n workers
         mean, square = self.p.comm.global_mean(
             torch.tensor([[step, step * step]] * rows, dtype=torch.float64, device=self.device)).tolist()
         if square != mean * mean:  # integer steps: exact in float64, equal only when every rank has the same
