@@ -132,18 +132,6 @@ def test_dpsgd_stale_rule_uses_the_model_of_the_round_a_late_message_was_sent():
         torch.testing.assert_close(history[t + 1], expect, rtol=0, atol=1e-12)
 
 
-def test_pairwise_dpsgd_averages_one_edge_a_round_and_reaches_consensus():
-    """The average kept: tests/test_keeping_the_average.py (dpsgd-pairwise)."""
-    algo = build("dpsgd", make_topology("ring", 8), {"pairwise": True}, "none", None)
-    spread, before = float((algo.x - algo.x.mean(dim=0)).norm()), algo.x.clone()
-    traffic = algo.step(None, 0.0)
-    moved = (algo.x != before).any(dim=1)
-    assert moved.sum() == 2 and traffic.link_messages == 2 and traffic.link_lost == 0
-    for _ in range(3000):
-        algo.step(None, 0.0)
-    assert float((algo.x - algo.x.mean(dim=0)).norm()) < 1e-6 * spread
-
-
 # a method without the rule for late messages or pairwise gossip is refused: tests/test_faults_run.py
 # late messages and pairwise gossip under torch.distributed: tests/test_dist.py (one launch)
 

@@ -1,5 +1,5 @@
-"""Methods on a network that loses messages, in float64. DeepSqueeze's gossip of c is reweighted (D-PSGD's rule):
-its update is the authors' with the round's reweighted W. The acknowledgement rule (fault_rule "ack": Choco-SGD,
+"""Methods on a network that loses messages, in float64 (DeepSqueeze's update with the round's reweighted W, D-PSGD's
+rule: tests/test_deepsqueeze.py). The acknowledgement rule (fault_rule "ack": Choco-SGD,
 and BEER for its h and g): copies per link on any graph, a lost message added at neither end, so the average of the
 models is kept whatever is lost, the gossip still reaches consensus, and a schedule that loses nothing is the method
 without faults. (Under torch.distributed processes: tests/test_dist.py; where the average goes under losses and with
@@ -13,11 +13,10 @@ import torch
 from bench.algorithms import ALGORITHMS, LocalStep, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
-from bench.faults import FaultSchedule, parse_faults, reweighted
+from bench.faults import FaultSchedule, parse_faults
 from bench.topology import make_topology
-from test_algorithms import Quadratic, start
+from test_algorithms import start
 
-D, LR = 40, 0.05
 BERNOULLI = {"drop": 0.3}
 BURSTS = {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 4}
 
@@ -31,32 +30,6 @@ def build(name, topo, faults, compressor="sign", gamma=0.4, x0=None, local=None)
                           compressor=make_compressor(compressor, contraction=ALGORITHMS.get(name).contraction),
                           local=LocalStep(local or LocalStepConfig()), options={"gamma": gamma} if gamma else {},
                           generator=torch.Generator().manual_seed(3))
-
-
-# -- DeepSqueeze: the reweight rule ---------------------------------------------------------------------
-@pytest.mark.parametrize("faults", [{**BERNOULLI, "symmetric": True}, {**BURSTS, "symmetric": True}, BERNOULLI])
-@pytest.mark.parametrize("compressor", ["sign", "top:0.1"])
-def test_deepsqueeze_under_losses_is_the_authors_update_with_the_reweighted_matrix(faults, compressor):
-    """x½ = x − η d; v = x½ + e; c = Q(v); e = v − c; x = x½ + γ (W'_t c − c), W'_t: the round's W with each
-    lost link's weight on its receiver's diagonal (the error does not depend on what arrived)."""
-    n, gamma = 8, 0.3
-    topo, problem = make_topology("ring", n), Quadratic(n, D)
-    algo = build("deepsqueeze", topo, faults, compressor, gamma)
-    contraction = ALGORITHMS.get("deepsqueeze").contraction
-    twin, schedule = make_compressor(compressor, contraction=contraction), algo.comm.faults
-    x, e, lost = algo.x.clone(), torch.zeros_like(algo.x), 0
-    for t in range(30):
-        links = topo.links_at(t)
-        W = torch.tensor(reweighted(topo.W_at(t), links, schedule.delivered(t, links)), dtype=torch.float64)
-        half = x - LR * problem.grad(x)
-        v = half + e
-        c = twin.compress(v, torch.Generator()).values  # sign and top-k draw nothing
-        e = v - c
-        x = half + gamma * (W @ c - c)
-        lost += algo.step(problem.grad(algo.x), LR).link_lost
-        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
-        torch.testing.assert_close(algo.error, e, rtol=0, atol=1e-12)
-    assert lost > 0
 
 
 # -- the acknowledgement rule (Choco, BEER) --------------------------------------------------------------------

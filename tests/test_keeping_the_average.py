@@ -138,6 +138,29 @@ def test_the_average_moves_as_sgd_on_the_average_direction(name, spec, n):
                 assert worst < 1e-13, (example, compressor, layers, gradient, worst)
 
 
+def _gives_up(cls, options) -> bool:
+    """Whether the method says it does not keep the average with these options and holds no error-feedback buffer
+    (one that does lags it by that buffer: tests/test_laws.py)."""
+    return not cls.error_feedback and not (cls.keeps_average and cls.keeps_average_with(parse_options(cls, options)))
+
+
+MOVERS = [pytest.param(name, e, spec, id=f"{name}-{e}-{spec}") for name in ALGORITHMS.names()
+          for e in ALGORITHMS.get(name).examples for spec in ("exponential", "one-peer-exp")
+          if _gives_up(ALGORITHMS.get(name), e) and runs_on(ALGORITHMS.get(name), spec, 16, e)]
+
+
+@pytest.mark.parametrize("name, options, spec", MOVERS)
+def test_where_a_method_says_it_does_not_keep_the_average_compression_moves_it(name, options, spec):
+    """Why it is held to the average with exact messages only (DCD and ECD compress their own step) or not at all
+    (AdaGossip's step per worker and coordinate): gossip alone, with each operator it takes, on a static and a
+    time-varying graph, moves the average (the static methods and the per-link form alike)."""
+    cls = ALGORITHMS.get(name)
+    for compressor in (c for c in COMPRESSORS if c != "none" and takes(cls, c)):
+        algo = build_method(name, make_topology(spec, 16), start(16, identical=False), compressor, options)
+        worst, _ = _misses(algo, Quadratic(16, 40), 10, gradient=False)
+        assert worst > 1e-3, (compressor, worst)
+
+
 # the networks that lose messages, and what each rule promises of them
 SYMMETRIC = {"both ways": {"drop": 0.3, "symmetric": True},
              "bursts both ways": {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 4, "symmetric": True},
