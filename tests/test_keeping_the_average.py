@@ -6,7 +6,8 @@ time-varying one, per layer and flat, with each of the method's examples of opti
 takes; and on a network that loses messages, delivers them late or sits workers out, as far as the method's fault
 rule promises it (and a one-way loss moves the average of a method that reweights).
 
-Which methods keep it is read from what their classes declare (bench/algorithms/), never from a list of names."""
+Which methods keep it is read from what their classes declare (bench/algorithms/), never from a list of names; one
+that says it does not (with no error-feedback buffer to hold it to instead) is shown to move it when it compresses."""
 from __future__ import annotations
 
 import dataclasses
