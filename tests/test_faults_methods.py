@@ -1,12 +1,12 @@
 """Methods on a network that loses messages, in float64 (DeepSqueeze's update with the round's reweighted W, D-PSGD's
-rule: tests/test_deepsqueeze.py). The acknowledgement rule (fault_rule "ack": Choco-SGD,
-and BEER for its h and g): copies per link on any graph, a lost message added at neither end, so the average of the
-models is kept whatever is lost, the gossip still reaches consensus, and a schedule that loses nothing is the method
-without faults. Late messages (faults.late, staleness τ) and pairwise gossip (faults.pairwise): what each method's
-rule keeps (Choco's average whatever is late; D-PSGD's consensus from models up to τ rounds old), that a late message
-is applied exactly τ rounds on, what is counted, and a run paused with messages on their way. (Under torch.distributed processes: tests/test_dist.py; where the average goes under losses and with
-workers away, for every method with a rule: tests/test_keeping_the_average.py; what a method without a rule is
-told: tests/test_faults_run.py.)"""
+rule: tests/test_deepsqueeze.py). The acknowledgement rule (fault_rule "ack": Choco-SGD, and BEER for its h and g):
+copies per link on any graph, a lost message added at neither end, so the average of the models is kept whatever is
+lost, the gossip still reaches consensus, and a schedule that loses nothing is the method without faults. Late
+messages (faults.late, staleness τ) and pairwise gossip (faults.pairwise): what each method's rule keeps (Choco's
+average whatever is late; D-PSGD's consensus from models up to τ rounds old), that a late message is applied exactly
+τ rounds on, what is counted, and a run paused with messages on their way. (Under torch.distributed processes:
+tests/test_dist.py; where the average goes under losses and with workers away, for every method with a rule:
+tests/test_keeping_the_average.py; what a method without a rule is told: tests/test_faults_run.py.)"""
 from __future__ import annotations
 
 import pytest
