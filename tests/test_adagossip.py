@@ -1,16 +1,18 @@
 """AdaGossip (Aketi, Hashemi & Roy 2024), Choco's option ``adagossip``, as the authors' code runs it
 (aparna-aketi/AdaG_SGD): 300 steps against their capped step written out in float64, gossip alone reaching
-consensus with the cap and stalling without, why it is excused from keeping the average, γ = auto as the
-authors' base step 1 and a study's own grid for it, distributed = simulated, and the analysis showing it apart."""
+consensus with the cap and stalling without, γ = auto as the
+authors' base step 1 and a study's own grid for it, distributed = simulated, and the analysis showing it apart.
+Why it is excused from keeping the average (its steps differ between workers, so the average moves):
+tests/test_keeping_the_average.py."""
 import json
 
 import pytest
 import torch
 
-from bench.algorithms import ALGORITHMS, LocalStepConfig
+from bench.algorithms import ALGORITHMS
 from bench.algorithms.choco import ADAGOSSIP_GAMMA
 from bench.topology import make_topology
-from test_algorithms import Quadratic, build, start
+from test_algorithms import build, start, written_out
 
 
 def adagossip_reference(x0, W, grad, steps, lr, gamma, beta=0.999, eps=1e-8, cap=True):
@@ -29,14 +31,11 @@ def adagossip_reference(x0, W, grad, steps, lr, gamma, beta=0.999, eps=1e-8, cap
 
 @pytest.mark.parametrize("cap, beta", [(True, 0.999), (True, 0.9), (False, 0.9)])
 def test_adagossip_is_the_authors_capped_step_over_three_hundred_steps(cap, beta):
-    n, steps, lr, gamma = 6, 300, 0.05, 1.0
-    topo = make_topology("ring", n)
-    problem, x0 = Quadratic(n, 40), start(n, identical=False)
-    algo = build("choco", topo, x0, "none", {"gamma": gamma, "adagossip": True, "ada_beta": beta, "ada_cap": cap},
-                 local_cfg=LocalStepConfig(momentum=0.0, weight_decay=0.0))
+    steps, lr, gamma = 300, 0.05, 1.0
+    options = {"gamma": gamma, "adagossip": True, "ada_beta": beta, "ada_cap": cap}
+    algo, problem, x0, W, _ = written_out("choco", "none", options)
     for _ in range(steps):
         algo.step(problem.grad(algo.x), lr)
-    W = torch.as_tensor(topo.W.copy(), dtype=torch.float64)
     expected = adagossip_reference(x0, W, problem.grad, steps, lr, gamma, beta, cap=cap)
     torch.testing.assert_close(algo.x, expected, rtol=0, atol=1e-10)
 
@@ -53,23 +52,6 @@ def test_adagossip_gossip_reaches_consensus_with_the_cap_and_stalls_without():
             algo.step(None, 0.0)
         spread[cap] = float(((algo.x - algo.x.mean(0)) ** 2).sum() / 8)
     assert spread[True] < 1e-20 and spread[False] > 1.0, spread
-
-
-def test_its_steps_differ_between_workers_so_the_average_moves():
-    """Why Choco declares the average not kept under AdaGossip (keeps_average_with): the same rounds with one γ
-    keep mean(x) to round-off; with a step per worker and coordinate it moves."""
-    n = 6
-    topo = make_topology("ring", n)
-    cls = ALGORITHMS.get("choco")
-    for adagossip, kept in ((False, True), (True, False)):
-        options = {"gamma": 0.05, "adagossip": adagossip}
-        assert cls.keeps_average_with(cls.Options(**options)) is kept
-        algo = build("choco", topo, start(n, identical=False), "top:0.2", options)
-        mean0 = algo.x.mean(0).clone()
-        for _ in range(20):
-            algo.step(None, 0.0)
-        moved = float((algo.x.mean(0) - mean0).abs().max())
-        assert (moved < 1e-13) if kept else (moved > 1e-6), (adagossip, moved)
 
 
 def test_auto_gamma_is_the_authors_base_step_and_a_grid_searches_it():

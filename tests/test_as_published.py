@@ -14,8 +14,10 @@ from test_algorithms import build, start
 def test_pairwise_gossip_is_boyds_exact_average_of_the_rounds_edge(graph, n):
     """Boyd, Ghosh, Prabhakar & Shah (2006): in each round the drawn edge's two workers both take the mean of their
     models, x_i = x_j = (x_i + x_j)/2, everyone else keeps theirs. D-PSGD under faults.pairwise against that
-    replay of the schedule's edges; and the exact average needs fewer rounds to bring the spread to 1e-6 of what
-    it was than the same edges mixed with the graph's w_ij (the suite's form before 2026-12-07)."""
+    replay of the schedule's edges, two messages a round and none lost (the average kept:
+    tests/test_keeping_the_average.py, dpsgd-pairwise); and the exact average needs fewer rounds to bring the
+    spread to 1e-6 of what it was than the same edges mixed with the graph's w_ij (the suite's form before
+    2026-12-07)."""
     topo = make_topology(graph, n)
     algo = build("dpsgd", topo, start(n, identical=False), faults={"pairwise": True})
     schedule = FaultSchedule(parse_faults({"pairwise": True}, n), topo.link_union(), 1)
@@ -24,7 +26,8 @@ def test_pairwise_gossip_is_boyds_exact_average_of_the_rounds_edge(graph, n):
     reached = {"boyd": None, "graph": None}
     spread = float((x - x.mean(0)).norm())
     for t in range(1500):
-        algo.step(None, 0.0)
+        traffic = algo.step(None, 0.0)
+        assert traffic.link_messages == 2 and traffic.link_lost == 0
         i, j = schedule.pair(t)
         x[[i, j]] = (x[i] + x[j]) / 2
         y[[i, j]] = torch.stack([y[i] + W[i, j] * (y[j] - y[i]), y[j] + W[j, i] * (y[i] - y[j])])

@@ -1,6 +1,7 @@
 """Unreliable networks, the schedule and D-PSGD's rule (bench/faults): losses at the rate asked, bursts of the
 length asked, the same losses for any process and any order of asking, outages exactly where they are
-said, and, in float64, that D-PSGD's reweighting still reaches consensus."""
+said, late messages the share asked of the delivered ones, pairwise gossip one edge a round, and, in float64, that
+D-PSGD's reweighting still reaches consensus."""
 from __future__ import annotations
 
 import numpy as np
@@ -131,6 +132,35 @@ def test_workers_away_lose_their_links_both_ways_at_the_rate_asked():
     # the activation draws are their own: adding losses keeps who is away
     both, _ = schedule({"active": 0.75, "drop": 0.3}, n=16)
     assert all((both.away(t) == s.away(t)).all() for t in range(50))
+
+
+def test_late_messages_are_the_asked_share_of_the_delivered_ones_and_never_lost_ones():
+    topo = make_topology("ring", 16)
+    schedule = FaultSchedule(parse_faults({"drop": 0.2, "late": 0.3, "staleness": 2}, 16), topo.link_union(), 5)
+    late = np.stack([schedule.late_union(t) for t in range(2000)])
+    lost = np.stack([schedule.lost_union(t) for t in range(2000)])
+    assert not (late & lost).any()
+    assert abs(late.sum() / (~lost).sum() - 0.3) < 0.01  # 30 % of what is delivered
+    again = FaultSchedule(parse_faults({"drop": 0.2, "late": 0.3, "staleness": 2}, 16), topo.link_union(), 5)
+    assert np.array_equal(again.late_union(1234), late[1234])  # a pure function of (seed, round, link)
+
+
+def test_pairwise_gossip_takes_one_edge_a_round_uniformly_and_sends_only_on_it():
+    topo = make_topology("ring", 8)
+    schedule = FaultSchedule(parse_faults({"pairwise": True}, 8), topo.link_union(), 2)
+    union = topo.link_union()
+    seen = []
+    for t in range(4000):
+        i, j = schedule.pair(t)
+        assert j in topo.neighbors(i) if hasattr(topo, "neighbors") else abs(i - j) in (1, 7)
+        away = schedule.away(t)
+        assert away.sum() == 6 and not away[i] and not away[j]
+        sent = ~schedule.unsent_union(t)
+        assert sorted(zip(union.src[sent].tolist(), union.dst[sent].tolist())) == [(i, j), (j, i)]
+        assert not schedule.lost_union(t)[sent].any()
+        seen.append((i, j))
+    counts = np.unique(np.array(seen), axis=0, return_counts=True)[1]
+    assert len(counts) == 8 and counts.min() > 400 and counts.max() < 600  # 500 expected per edge
 
 
 @pytest.mark.parametrize("faults, message", [

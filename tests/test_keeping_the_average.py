@@ -6,7 +6,8 @@ time-varying one, per layer and flat, with each of the method's examples of opti
 takes; and on a network that loses messages, delivers them late or sits workers out, as far as the method's fault
 rule promises it (and a one-way loss moves the average of a method that reweights).
 
-Which methods keep it is read from what their classes declare (bench/algorithms/), never from a list of names."""
+Which methods keep it is read from what their classes declare (bench/algorithms/), never from a list of names; one
+that says it does not (with no error-feedback buffer to hold it to instead) is shown to move it when it compresses."""
 from __future__ import annotations
 
 import dataclasses
@@ -136,6 +137,29 @@ def test_the_average_moves_as_sgd_on_the_average_direction(name, spec, n):
                               layers=layers)
                 worst, _ = _misses(algo, Quadratic(n, d), 10, gradient)  # 2.5 periods of one-peer-exp
                 assert worst < 1e-13, (example, compressor, layers, gradient, worst)
+
+
+def _gives_up(cls, options) -> bool:
+    """Whether the method says it does not keep the average with these options and holds no error-feedback buffer
+    (one that does lags it by that buffer: tests/test_laws.py)."""
+    return not cls.error_feedback and not (cls.keeps_average and cls.keeps_average_with(parse_options(cls, options)))
+
+
+MOVERS = [pytest.param(name, e, spec, id=f"{name}-{e}-{spec}") for name in ALGORITHMS.names()
+          for e in ALGORITHMS.get(name).examples for spec in ("exponential", "one-peer-exp")
+          if _gives_up(ALGORITHMS.get(name), e) and runs_on(ALGORITHMS.get(name), spec, 16, e)]
+
+
+@pytest.mark.parametrize("name, options, spec", MOVERS)
+def test_where_a_method_says_it_does_not_keep_the_average_compression_moves_it(name, options, spec):
+    """Why it is held to the average with exact messages only (DCD and ECD compress their own step) or not at all
+    (AdaGossip's step per worker and coordinate): gossip alone, with each operator it takes, on a static and a
+    time-varying graph, moves the average (the static methods and the per-link form alike)."""
+    cls = ALGORITHMS.get(name)
+    for compressor in (c for c in COMPRESSORS if c != "none" and takes(cls, c)):
+        algo = build_method(name, make_topology(spec, 16), start(16, identical=False), compressor, options)
+        worst, _ = _misses(algo, Quadratic(16, 40), 10, gradient=False)
+        assert worst > 1e-3, (compressor, worst)
 
 
 # the networks that lose messages, and what each rule promises of them

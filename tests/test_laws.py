@@ -20,7 +20,7 @@ from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.faults import parse_faults
 from bench.topology import make_topology
-from test_algorithms import Quadratic, runs_on, start
+from test_algorithms import Quadratic, runs_on, start, trajectory
 from test_algorithms import build as build_with
 from test_keeping_the_average import COMPRESSORS, SHAPES, takes
 from test_keeping_the_average import SEGMENTS as LAYERS
@@ -97,14 +97,6 @@ def sgd_on_the_mean(W, x, grad, d):
 REFERENCES = {"gossip-then-step": gossip_then_step, "step-then-gossip": step_then_gossip,
               "gradient-tracking": gradient_tracking, "exact-diffusion": exact_diffusion,
               "nids": lambda *args: exact_diffusion(*args, first_local=True), "sgd-on-the-mean": sgd_on_the_mean}
-
-
-def trajectory(algo, problem, steps=STEPS):
-    out = []
-    for _ in range(steps):
-        algo.step(problem.grad(algo.x), LR)
-        out.append(algo.x.numpy().copy())
-    return np.stack(out)
 
 
 def form_runs_on(name: str, k: int, spec: str, n: int) -> bool:

@@ -5,11 +5,7 @@ import pytest
 import torch
 
 from bench.algorithms import LocalStepConfig
-from bench.compressors import make_compressor
-from bench.topology import make_topology
-from test_algorithms import STEPS, Quadratic, build, start
-
-D = 40
+from test_algorithms import STEPS, agrees, written_out
 
 
 @pytest.mark.parametrize("compressor, gamma", [("top:0.25", 0.4), ("sign", 0.4), ("none", 1.0)])
@@ -18,33 +14,22 @@ def test_a_step_is_algorithm_1_written_out(compressor, gamma):
     x⁺ = x + γ(W − I)h − ηv, h⁺ = h + Q(x⁺ − h), m⁺ = (1 − λ)m + λ∇f(x⁺), v⁺ = v + γ(W − I)g + d⁺ − d,
     g⁺ = g + Q(v⁺ − g), with d = m + wd·x and v⁰ = d⁰. The module's step t takes ∇f(x^t) and leaves x^{t+1} and
     h^{t+1} beside v^t, m^t and g^t (BEER's reordering)."""
-    n, lam, lr, wd = 6, 0.3, 0.05, 1e-2
-    topo = make_topology("ring", n)
-    L = torch.tensor(topo.W, dtype=torch.float64) - torch.eye(n, dtype=torch.float64)
-    problem, x0 = Quadratic(n, D), start(n, identical=False)
-    algo = build("motef", topo, x0, compressor, {"gamma": gamma, "lam": lam},
-                 local_cfg=LocalStepConfig(weight_decay=wd))
-    twin = make_compressor(compressor, contraction=True)
-
-    def Q(value):
-        return twin.compress(value).values
-
-    x, h, g = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0)
+    lam, lr, wd = 0.3, 0.05, 1e-2
+    algo, problem, x, W, Q = written_out("motef", compressor, {"gamma": gamma, "lam": lam},
+                                         local_cfg=LocalStepConfig(weight_decay=wd))
+    L = W - torch.eye(len(W), dtype=torch.float64)
+    h, g = torch.zeros_like(x), torch.zeros_like(x)
     m = problem.grad(x)
     d = m + wd * x
     v = d.clone()
     for _ in range(STEPS):
         algo.step(problem.grad(algo.x), lr)
-        for name, value in (("v", v), ("m", m), ("g", g)):
-            torch.testing.assert_close(getattr(algo, name), value, rtol=0, atol=1e-10, msg=name)
+        agrees(algo, 1e-10, v=v, m=m, g=g)
         x = x + gamma * (L @ h) - lr * v
         h = h + Q(x - h)
-        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-10)
-        torch.testing.assert_close(algo.h, h, rtol=0, atol=1e-10)
+        agrees(algo, 1e-10, x=x, h=h)
         m = (1 - lam) * m + lam * problem.grad(x)
         d_next = m + wd * x
         v = v + gamma * (L @ g) + d_next - d
         g = g + Q(v - g)
         d = d_next
-
-

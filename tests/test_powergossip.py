@@ -13,7 +13,7 @@ from bench.algorithms import LocalStepConfig
 from bench.errors import BenchError
 from bench.topology import make_topology
 from bench.topology.links import Links
-from test_algorithms import LR, Quadratic, build, start
+from test_algorithms import LR, Quadratic, build, start, written_out
 
 # a 3×4 matrix, a bias, a 4×5 matrix, a 1×3 row: three layers compressed by rank, one exact
 SEGMENTS = [12, 5, 20, 3]
@@ -61,19 +61,15 @@ def test_a_round_is_the_authors_per_edge_update(warm_start, rank, gamma, gradien
     B of the rows on the left. Published form (warm_start=True): B is the edge's last D, orthonormalised by
     Gram–Schmidt (the module by QR: the same subspaces); shared form (synchronized_randomness): B is the round's
     shared draw. 1-D tensors by exact gossip; then the SGD step."""
-    n = 6
-    topo = make_topology("ring", n)
-    W = torch.tensor(topo.W, dtype=torch.float64)
-    d = sum(SEGMENTS)
-    problem, x0 = Quadratic(n, d), start(n, d, identical=False)
-    algo = powergossip(topo, x0, {"rank": rank, "gamma": gamma, "warm_start": warm_start})
+    n, options = 6, {"rank": rank, "gamma": gamma, "warm_start": warm_start}
+    algo, problem, x, W, _ = written_out("powergossip", "none", options, d=sum(SEGMENTS), segments=SEGMENTS,
+                                         shapes=SHAPES)
     assert [(b.rows, b.cols, b.rank) for b in algo.blocks] == [(3, 4, min(rank, 3)), (4, 5, min(rank, 4)),
                                                                (1, 3, 1)]
-    links = Links.of(topo.W)
+    links = Links.of(W.numpy())
     state = _edge_bases(algo, {(int(s), int(t)): e for e, (s, t) in enumerate(zip(links.src, links.dst))}
                         ) if warm_start else None
     assert (algo.edge_bases is None) is not warm_start
-    x = x0.clone()
     for t in range(8):
         right, shared = t % 2 == 1, None if warm_start else iter(algo.bases(algo.t))
         new, start_, blocks = x.clone(), 0, iter(range(len(algo.blocks)))

@@ -11,7 +11,7 @@ from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors.rows import RowStream
 from bench.topology import make_topology
-from test_algorithms import LR, Quadratic, build, start
+from test_algorithms import LR, Quadratic, agrees, build, start
 
 N = 8
 # a conv kernel (6 × 12: compressed for R ≤ 3), its bias, a linear layer (5 × 4: compressed for R = 1, 2)
@@ -87,10 +87,7 @@ def test_it_is_algorithm_one_of_the_paper_with_warm_start_and_error_feedback(ran
             err[:, b.start : b.start + b.size] = m[:, b.start : b.start + b.size] - approx
         x = x - LR * ref_local.direction(x, update)
         algo.step(grad, LR)
-        torch.testing.assert_close(algo.x, x, rtol=0, atol=1e-12)
-        torch.testing.assert_close(algo.error, err, rtol=0, atol=1e-12)
-        torch.testing.assert_close(algo.q, torch.cat([q.reshape(-1) for q in qs]).expand(N, -1), rtol=0,
-                                   atol=1e-12)
+        agrees(algo, x=x, error=err, q=torch.cat([q.reshape(-1) for q in qs]).expand(N, -1))
     assert err.abs().sum() > 0
 
 

@@ -23,7 +23,7 @@ the sender's own (``v − c`` whether c arrived or not) and no copy is shared. W
 doubly stochastic, the consensus term sums to zero and the average moves exactly as SGD's; one-directional
 losses move it. A worker away (faults.active, absent) loses its links both ways and the runner restores its
 x and e: the others' consensus terms still sum to zero, so the average moves by the present workers' steps
-alone (tests/test_faults_methods.py).
+alone (tests/test_deepsqueeze.py, tests/test_keeping_the_average.py).
 """
 from __future__ import annotations
 
