@@ -233,8 +233,8 @@ def test_the_gate_on_the_newest_commit(tmp_path, capsys, build, args, status, sa
 
 
 # -- commit order comes from the repository's graph, not from clocks ------------------------------------------
-def test_a_skewed_clock_does_not_hide_a_regression_nor_makes_a_commit_the_repository_lacks_the_newest(tmp_path,
-                                                                                                   capsys):
+def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys):
+    """Nor does a commit the repository lacks, whatever its date, become the newest."""
     repo = tmp_path / "repo"  # 6 commits; the newest made on a machine whose clock is a year behind
     commits = git_repo(repo, 6, [START + timedelta(hours=i) for i in range(5)] + [START - timedelta(days=365)])
     for i, commit in enumerate(commits):
