@@ -46,12 +46,8 @@ LINES = documented_lines()
 
 
 def _module_commands() -> set[tuple[str, str]]:
-    found = set()
-    for _, line in LINES:
-        for m in re.finditer(r"python -m (bench|analysis)(?:\s+([a-z][\w-]*))?", line):
-            if m.group(2):
-                found.add((m.group(1), m.group(2)))
-    return found
+    """(module, subcommand) of every `python -m bench|analysis SUBCOMMAND` the docs show."""
+    return {(m[1], m[2]) for _, line in LINES for m in re.finditer(r"python -m (bench|analysis)\s+([a-z][\w-]*)", line)}
 
 
 @pytest.mark.parametrize("module, command", sorted(_module_commands()))

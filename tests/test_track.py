@@ -3,7 +3,6 @@ repeats); the commit, its date and dirty flag, a host-independent machine finger
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,14 +12,6 @@ from bench.cli import main as bench_main
 from track_records import git, make_checkout, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def test_no_module_beside_the_benchmark_runner_hides_one_of_the_standard_library():
-    # benchfile.py runs as a script, its folder first on sys.path: a bisect.py there was the `bisect` that
-    # `random` imports, and every user benchmark failed to start
-    names = {p.stem for p in (ROOT / "bench" / "track").glob("*.py")}
-    assert (ROOT / "bench" / "track" / "benchfile.py").is_file()
-    assert not names & set(sys.stdlib_module_names)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ from analysis.cli import main as analysis_main
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 MACHINE = "cpu-2c-test"
 CELL = "choco-sign_ring8"  # the tracking study's cell
+ACC = f"study.{CELL}.final_test_acc"
 
 
 def sha(i: int) -> str:
