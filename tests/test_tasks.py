@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bench.errors import BenchError
-from bench.models import resnet_imagenet
+from bench.models import resnet_imagenet, uses_batchnorm
 from bench.tasks import TASKS, TaskSetup, check_option_values, make_task, task_option_names
 
 from datafiles import write_cifar, write_imagefolder, write_wikitext
@@ -61,9 +61,10 @@ def test_every_task_example_builds_and_steps(name, example, tmp_path):
     if buffers is not None:  # BatchNorm: each worker's statistics moved with its own batch; evaluation averages them
         assert not torch.equal(buffers[0], buffers[1])
         torch.testing.assert_close(task.averaged_buffers(), buffers.mean(0))
-    if mask is not None:  # weight decay spares exactly BatchNorm's scales and shifts
-        bn = [p for m in task.model.modules() if isinstance(m, torch.nn.BatchNorm2d) for p in m.parameters()]
-        assert mask.numel() == task.d and int((mask == 0).sum()) == sum(p.numel() for p in bn)
+    if mask is not None:  # weight decay spares exactly BatchNorm's scales and shifts, where they lie in x
+        bn = {id(p) for m in task.model.modules() if isinstance(m, torch.nn.BatchNorm2d) for p in m.parameters()}
+        spared = torch.cat([torch.full((p.numel(),), id(p) in bn) for p in task.model.parameters()])
+        assert torch.equal(mask == 0, spared) and uses_batchnorm(task.model) is bool(bn)
     metrics = task.evaluate(x[0], task.averaged_buffers())
     assert set(task.metrics) <= set(metrics)
     assert math.isnan(metrics["test_acc"]) or 0.0 <= metrics["test_acc"] <= 1.0

@@ -223,11 +223,6 @@ def test_components_are_networkx_connected_components(seed):
     assert all(label == min(part) for label, part in found.items())  # a part is named by its first node
 
 
-def test_not_connected_custom_graph_is_rejected():
-    with pytest.raises(BenchError, match="not connected"):
-        Topology(4, [(0, 1), (2, 3)], "metropolis")
-
-
 @pytest.mark.parametrize("spec, n, weights, message", [  # a line a kind
     ("torus", 8, None, "n=8"), ("torus", 4, None, "n=4"), ("torus", 7, None, "a, b >= 3"),
     ("torus,wrap=no", 9, None, "'wrap'"),
