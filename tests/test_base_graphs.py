@@ -116,8 +116,6 @@ def test_describe_and_what_a_several_peer_round_answers():
     assert info["weights"] == "base-graph" and info["gap_of"] == "product over one period"
     with pytest.raises(BenchError, match="several peers"):
         topology.peers_at(0)
-    with pytest.raises(BenchError, match="time-varying"):
-        topology.W  # noqa: B018
     links = topology.links_at(0)
     assert np.bincount(links.dst, minlength=7).max() <= 2
 

@@ -36,11 +36,7 @@ def test_resnet_counts_and_shapes():
     convs = [m for m in model.modules() if isinstance(m, nn.Conv2d)]
     assert len(convs) == 19 + 2 and all(c.bias is None for c in convs)
     assert n_params(resnet_cifar(20, num_classes=100)) == 272_474 + 90 * 65
-    model = make_model("resnet50")
-    assert n_params(model) == 25_557_032
-    model.eval()
-    with torch.no_grad():
-        assert model(torch.randn(1, 3, 64, 64)).shape == (1, 1000)
+    assert n_params(make_model("resnet50")) == 25_557_032
     # Only the classifier depends on num_classes: 2049 parameters per class.
     assert n_params(make_model("resnet50", num_classes=10)) == 25_557_032 - 990 * 2049
 

@@ -82,6 +82,18 @@ def test_float64_messages_arrive_float32_rounded(spec):
         assert torch.equal(decode(comp, torch.stack(encode(comp, msg, layout)), layout), msg.values.float())
 
 
+def test_none_s_single_copy_gives_the_per_segment_message(monkeypatch):
+    """``none`` copies x once in compress: the message and bytes of the per-segment path every other operator takes."""
+    from bench.compressors.base import Compressor
+
+    comp, layout = make_compressor("none"), [5, 1, 17, 40]
+    x = gaussian(3, sum(layout))
+    fast = comp.compress(x, None, layout)
+    monkeypatch.setattr(type(comp), "compress", Compressor.compress)
+    slow = comp.compress(x, None, layout)
+    assert torch.equal(torch.stack(encode(comp, fast, layout)), torch.stack(encode(comp, slow, layout)))
+
+
 def test_encode_and_decode_reject_mismatches():
     comp = make_compressor("sign")
     msg = comp.compress(gaussian(2, 10), None, [4, 6])
