@@ -116,8 +116,6 @@ def test_describe_and_what_a_several_peer_round_answers():
     assert info["weights"] == "base-graph" and info["gap_of"] == "product over one period"
     with pytest.raises(BenchError, match="several peers"):
         topology.peers_at(0)
-    with pytest.raises(BenchError, match="time-varying"):
-        topology.W  # noqa: B018
     links = topology.links_at(0)
     assert np.bincount(links.dst, minlength=7).max() <= 2
 
@@ -129,6 +127,7 @@ def test_bench_run_records_the_spectrum_and_n_eff(tmp_path):
     assert main(argv) == 0
     topology = json.loads((out / "run.json").read_text())["topology"]
     assert topology["name"] == "base:1" and topology["time_varying"] is True and topology["period"] == 4
+    assert topology["max_degree"] == 1  # a round costs a message to one peer
     assert topology["gap_of"] == "product over one period" and topology["spectral_gap"] == pytest.approx(1.0)
     assert len(topology["spectrum"]) == 6 and "product over one period" in topology["spectrum_of"]
     assert set(topology["n_eff"]) == {"gamma=0.5", "gamma=0.9", "gamma=0.99"} and "rounds" in topology["n_eff_of"]

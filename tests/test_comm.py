@@ -15,6 +15,7 @@ CASES = [
     ("ring", 3, "mean"), ("ring", 16, "circulant"), ("exponential", 16, "circulant"),
     ("complete", 7, "mean"), ("torus", 12, "torus"), ("torus", 36, "torus"), ("star", 6, "sparse"),
     ("social", 32, "sparse"), ("erdos-renyi:0.3", 20, "sparse"), ("random-regular:3", 10, None),
+    ("one-peer-exp", 16, "circulant"),  # each round's W_t: half self, half the peer 2^t along
 ]
 
 
@@ -22,25 +23,25 @@ CASES = [
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_structured_gossip_equals_dense_product_and_accumulates_it_in_place(spec, n, method, dtype):
     """mixer(x) = W x and accumulate(out, x, s) adds (W + s·I) x into out, in place, whatever the structure used,
-    extra dimensions included; x is left alone."""
+    extra dimensions included; x is left alone. Every round of a time-varying graph."""
     topo = make_topology(spec, n)
-    mixer = Mixer(topo.W, topo.grid_shape)
-    if method is not None:
-        assert mixer.method == method
     gen = torch.Generator().manual_seed(n)
     x, out = (torch.randn(n, 3, 11, generator=gen, dtype=dtype) for _ in range(2))
-    before, W = x.clone(), torch.tensor(topo.W, dtype=torch.float64)
+    before = x.clone()
     tol = 1e-13 if dtype == torch.float64 else 1e-5
 
     def times_x(matrix):  # the dense product in float64
         return (matrix @ x.double().reshape(n, -1)).reshape(x.shape)
 
-    torch.testing.assert_close(mixer(x).double(), times_x(W), rtol=0, atol=tol)
-    assert mixer(x).dtype == dtype and torch.equal(x, before)
-    for shift in (0.0, -1.0):
-        expected = out.double() + times_x(W + shift * torch.eye(n, dtype=torch.float64))
-        assert mixer.accumulate(out, x, self_shift=shift).data_ptr() == out.data_ptr()
-        torch.testing.assert_close(out.double(), expected, rtol=0, atol=tol * 10)
+    for t in range(topo.period):
+        mixer, W = Mixer(topo.W_at(t), topo.grid_shape), torch.tensor(topo.W_at(t), dtype=torch.float64)
+        assert method is None or mixer.method == method
+        torch.testing.assert_close(mixer(x).double(), times_x(W), rtol=0, atol=tol)
+        assert mixer(x).dtype == dtype and torch.equal(x, before)
+        for shift in (0.0, -1.0):
+            expected = out.double() + times_x(W + shift * torch.eye(n, dtype=torch.float64))
+            assert mixer.accumulate(out, x, self_shift=shift).data_ptr() == out.data_ptr()
+            torch.testing.assert_close(out.double(), expected, rtol=0, atol=tol * 10)
 
 
 @pytest.mark.parametrize("spec,n,method", [c for c in CASES if c[2] in ("circulant", "torus")])
@@ -58,7 +59,7 @@ def test_a_product_by_rolled_copies_or_in_column_blocks_gives_the_same_bits(monk
 
     def product():
         out = start.clone()
-        assert Mixer(topo.W, topo.grid_shape).accumulate(out, x, self_shift=-1.0).data_ptr() == out.data_ptr()
+        assert Mixer(topo.W_at(0), topo.grid_shape).accumulate(out, x, self_shift=-1.0).data_ptr() == out.data_ptr()
         return out
 
     rolled = product()  # x.numel() <= SMALL_SHIFT

@@ -46,7 +46,6 @@ def test_every_registered_operator_declares_itself_and_the_help_lists_it():
         assert isinstance(cls.order, int) and (cls.marker is None or isinstance(cls.marker, str))
         assert f"{cls.usage} ({cls.summary}" in text and all(option in text for option in cls.options)
     assert "\n" not in text
-    assert {n for n in COMPRESSORS.names() if COMPRESSORS.get(n).compresses_in_place} == {"sign", "none"}
     # two operators with fixed markers never share one, unless they are one family
     fixed = {}
     for cls in map(COMPRESSORS.get, COMPRESSORS.names()):
@@ -224,21 +223,6 @@ def test_topk_keeps_the_largest_unscaled():
         smallest_kept = torch.where(kept, seg_x.abs(), torch.inf).min(1).values
         largest_dropped = torch.where(kept, -torch.inf, seg_x.abs()).max(1).values
         assert (smallest_kept >= largest_dropped).all()
-
-
-def test_qsgd_values_lie_on_the_per_segment_grid():
-    for biased in (False, True):
-        comp = make_compressor(f"qsgd:3,biased={str(biased).lower()}")
-        x = gaussian(5, D, seed=2)
-        out = comp.compress(x, gen(0), SEGMENTS).values
-        for seg_x, seg_out in zip(split(x), split(out)):
-            d, s = seg_x.shape[1], comp.levels
-            tau = comp.tau(d) if biased else 1.0
-            xi = seg_out.abs() * s * tau / seg_x.norm(dim=1, keepdim=True)
-            torch.testing.assert_close(xi, xi.round(), rtol=0, atol=1e-9)
-            assert (xi.round() <= s).all()
-            nz = seg_out != 0
-            assert torch.equal(seg_out[nz].sign(), seg_x[nz].sign())
 
 
 def test_qsgd_rounds_up_with_the_fractional_part_to_sixteen_bits_and_its_levels_are_small_integers():

@@ -203,20 +203,10 @@ def _skew(hist):
     return 0.5 * (mix - overall).abs().sum(dim=1).mean().item()
 
 
-def test_dirichlet_small_alpha_is_more_skewed():
-    labels = torch.arange(2000) % 10
-    small = WorkerBatches(labels, 8, 16, "dirichlet:0.1", seed=0)
-    large = WorkerBatches(labels, 8, 16, "dirichlet:100", seed=0)
-    assert _skew(small.label_histogram()) > 0.5 > 0.1 > _skew(large.label_histogram())
-    assert small.label_histogram().sum().item() == 2000  # every sample is dealt to someone
-    assert min(small.shard_sizes) >= 16
-    assert torch.equal(small.label_histogram(0), small.label_histogram(5))  # fixed across epochs
-
-
-def test_dirichlet_too_skewed_for_every_worker_is_topped_up_to_a_batch_and_stays_skewed():
+def test_dirichlet_skew_follows_alpha_and_every_worker_gets_a_batch_of_every_sample_dealt_once():
     """α = 0.01 with 16 workers and 10 classes: no draw gives every worker a batch (each class lands on about one
     worker), so the last draw is topped up from the largest shards: each worker holds at least one batch, every
-    sample is dealt once, and a worker still sees about one or two classes (α = 10: all ten)."""
+    sample is dealt once, and a worker still sees about one or two classes (α = 10: all ten; α = 100: barely skewed)."""
     labels = torch.arange(4000) % 10
     tiny = WorkerBatches(labels, 16, 16, "dirichlet:0.01", seed=0)
     assert min(tiny.shard_sizes) >= 16
@@ -225,6 +215,9 @@ def test_dirichlet_too_skewed_for_every_worker_is_topped_up_to_a_batch_and_stays
     classes = (tiny.label_histogram() > 0).sum(dim=1).float()
     flat = WorkerBatches(labels, 16, 16, "dirichlet:10", seed=0)
     assert classes.mean() < 3 and bool((flat.label_histogram() > 0).all())
+    large = WorkerBatches(labels, 16, 16, "dirichlet:100", seed=0)
+    assert _skew(tiny.label_histogram()) > 0.5 > 0.1 > _skew(large.label_histogram())
+    assert torch.equal(tiny.label_histogram(0), tiny.label_histogram(5))  # fixed across epochs
     assert torch.equal(dealt, torch.cat(WorkerBatches(labels, 16, 16, "dirichlet:0.01", seed=0).shards(0)))
     with pytest.raises(BenchError, match="larger than the smallest shard"):  # too few samples: still refused
         WorkerBatches(torch.arange(200) % 10, 16, 16, "dirichlet:0.01", seed=0)

@@ -3,28 +3,19 @@ communicators' round counter that picks W_t (advanced by drain, the end of every
 from __future__ import annotations
 
 import functools
-import json
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 
-from bench.cli import main
-from bench.comm import Mixer, SimulatedCommunicator
+from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.topology import TimeVaryingTopology, make_topology
 
+from test_base_graphs import dense_product  # W_{τ−1} ⋯ W_0 by plain products, not TimeVaryingTopology.product
+
 POWERS = [2, 4, 8, 16, 64, 256]
-
-
-def dense_product(topology) -> np.ndarray:
-    """W_{τ−1} ⋯ W_0 by plain matrix products of the W_at(t), independent of TimeVaryingTopology.product."""
-    out = np.eye(topology.n)
-    for t in range(topology.period):
-        out = topology.W_at(t) @ out
-    return out
 
 
 @pytest.mark.parametrize("n", POWERS)
@@ -47,7 +38,6 @@ def test_each_round_is_half_self_half_one_peer(n):
     assert np.array_equal(later, J)  # the rounds commute: a period from any round averages exactly too
     info = topology.describe()
     assert info["time_varying"] is (tau > 1) and info["period"] == tau  # n = 2: one matrix, static
-    assert info["spectral_gap"] == 1.0 and info["lambda2"] == 0.0 and info["n"] == n
     # one peer a round is what a round costs; over the period a worker meets 2τ − 1 others, the exponential graph's
     assert info["max_degree"] == info["min_degree"] == 1 and info["union_max_degree"] == 2 * tau - 1
     exponential = make_topology("exponential", n)
@@ -56,8 +46,6 @@ def test_each_round_is_half_self_half_one_peer(n):
     assert np.array_equal(topology.W_at(1), topology.W_at(1 + 3 * tau))
     assert np.array_equal(make_topology("one-peer-exp", n, weights="metropolis").W_at(1), topology.W_at(1))
     assert exponential.period == 1 and exponential.W_at(5) is exponential.W
-    # β = max_t ‖I − W_t‖₂ (test_topology), here ½‖I − P‖₂ = 1 (the shift by n/2 has eigenvalue −1)
-    assert info["beta"] == pytest.approx(1.0)
 
 
 @pytest.mark.parametrize("build, says", [
@@ -73,23 +61,7 @@ def test_what_the_one_peer_graph_refuses(build, says):
         build()
 
 
-# ---- the mixing and the communicators -----------------------------------------------------------------
-@pytest.mark.parametrize("n", [4, 16, 64])
-@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_each_round_mixes_by_shifted_adds(n, dtype):
-    topology = make_topology("one-peer-exp", n)
-    x = torch.randn(n, 7, generator=torch.Generator().manual_seed(n), dtype=dtype)
-    for t in range(topology.period):
-        mixer = Mixer(topology.W_at(t), topology.grid_shape)
-        assert mixer.method == "circulant" and sorted((s.offset, s.weight) for s in mixer.shifts) == [
-            (0, 0.5), (2**t, 0.5)]
-        expected = 0.5 * (x + torch.roll(x, -(2**t), dims=0))
-        tol = 0 if dtype == torch.float64 else 1e-6
-        torch.testing.assert_close(mixer(x), expected, rtol=0, atol=tol)
-        out = torch.zeros_like(x)
-        torch.testing.assert_close(mixer.accumulate(out, x, self_shift=-1.0), expected - x, rtol=0, atol=1e-6)
-
-
+# ---- the communicators (each round's Mixer against W_t: test_comm.py's structured-gossip test) ----------------------
 def test_the_round_advances_at_drain_so_two_gossips_of_a_step_share_w():
     topology = make_topology("one-peer-exp", 8)
     comm = SimulatedCommunicator(topology)
@@ -102,8 +74,6 @@ def test_the_round_advances_at_drain_so_two_gossips_of_a_step_share_w():
         torch.testing.assert_close(first, expected, rtol=0, atol=1e-15)
         torch.testing.assert_close(second, expected, rtol=0, atol=1e-15)
         assert comm.drain().messages == 2
-    # a round costs one message to one peer in the network model
-    assert comm.topology.max_degree == 1
 
 
 def test_static_graphs_ignore_the_round():
@@ -115,23 +85,6 @@ def test_static_graphs_ignore_the_round():
     comm.drain()
     comm.round = 12345
     torch.testing.assert_close(comm.gossip(exact.compress(x)), before, rtol=0, atol=0)
-
-
-# ---- bench run and bench topology ---------------------------------------------------------------------------
-LSQ = ["--task", "lsq", "--nodes", "8", "--epochs", "2", "--seed", "5", "--set", "lr=0.05", "--set", "eval_every=0.5",
-       "--set", "batch_size=8", "--set", "compute_time=0.01", "--quiet"]
-
-
-def test_bench_run_on_the_one_peer_graph(tmp_path):
-    out = tmp_path / "deepsqueeze"  # compressed and recomputing (W_t − I)c each round: fit for a changing W
-    argv = ["run", *LSQ, "--topology", "one-peer-exp", "--algorithm", "deepsqueeze", "--compressor", "sign",
-            "--set", "gamma=0.2", "--out", str(out)]
-    assert main(argv) == 0
-    record = json.loads((out / "run.json").read_text())
-    assert record["status"] == "completed" and np.isfinite(pd.read_parquet(out / "metrics.parquet")["train_loss"]).all()
-    graph = record["topology"]
-    assert (graph["name"], graph["spectral_gap"], graph["max_degree"], graph["period"]) == ("one-peer-exp", 1.0, 1, 3)
-    assert graph["time_varying"] is True and "product" in graph["gap_of"]
 
 
 def test_a_fixed_graph_method_is_refused_on_a_time_varying_graph_in_one_line():

@@ -82,21 +82,15 @@ def test_float64_messages_arrive_float32_rounded(spec):
         assert torch.equal(decode(comp, torch.stack(encode(comp, msg, layout)), layout), msg.values.float())
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-def test_none_s_single_copy_gives_the_per_segment_message(dtype, monkeypatch):
-    """``none`` copies x once in compress: the same message and bytes as the per-segment path every other operator
-    takes."""
+def test_none_s_single_copy_gives_the_per_segment_message(monkeypatch):
+    """``none`` copies x once in compress: the message and bytes of the per-segment path every other operator takes."""
     from bench.compressors.base import Compressor
 
     comp, layout = make_compressor("none"), [5, 1, 17, 40]
-    x = gaussian(3, sum(layout), dtype=dtype)
+    x = gaussian(3, sum(layout))
     fast = comp.compress(x, None, layout)
-    out = torch.empty_like(x)
-    assert comp.compress(x, None, layout, out=out).values is out and torch.equal(out, x)
     monkeypatch.setattr(type(comp), "compress", Compressor.compress)
     slow = comp.compress(x, None, layout)
-    assert torch.equal(fast.values, slow.values) and fast.values.data_ptr() != x.data_ptr()
-    assert all(torch.equal(a["values"], b["values"]) for a, b in zip(fast.parts, slow.parts))
     assert torch.equal(torch.stack(encode(comp, fast, layout)), torch.stack(encode(comp, slow, layout)))
 
 
