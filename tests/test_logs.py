@@ -3,6 +3,7 @@
 import json
 import re
 
+from analysis.load import load_runs
 from bench.algorithms import ALGORITHMS
 from bench.cli import main
 from bench.compressors import COMPRESSORS
@@ -110,19 +111,29 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
 FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--set", "compute_time=0.01", "--quiet"]
 
 
-def test_a_refused_run_directory_names_at_most_five_settings_that_differ_and_replace_stale(tmp_path, capsys):
+def test_a_run_directory_is_not_redone_refused_to_other_settings_naming_five_and_replace_stale_sets_it_aside(tmp_path,
+                                                                                                           capsys):
     out = tmp_path / "runs" / "cell_s0"
     assert _bench(["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()}
+    assert _bench(["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0  # completed: not redone
+    assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()} == before  # not a file touched
     status, stdout, err = _bench(["run", *FAST, "--lr", "0.2", "--set", "task_options.dim=10",
                                   "--out", str(out)], capsys)
     line = assert_refused(status, err, "lr: 0.05 -> 0.2", "task_options.dim: (unset) -> 10", "--replace-stale",
                           "another --out")
-    first = json.loads(before["run.json"])
-    assert stdout == "" and str(tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}") in line  # where to
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing written
+    first = json.loads(before["run.json"][1])
+    kept = tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}"
+    assert stdout == "" and str(kept) in line  # where to
+    assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()} == before  # nothing written
     assert not (tmp_path / "runs" / ".stale").exists()
     other = ["--lr", "0.2", "--batch-size", "8", "--set", "momentum=0.5", "--set", "weight_decay=0",
              "--set", "eval_every=0.5", "--set", "grad_clip=1.0", "--set", "lr_decay=0.5"]
     line = assert_refused(*_bench(["run", *FAST, *other, "--out", str(out)], capsys)[::2], "and 2 more")
     assert line.count(" -> ") == 5
+    # set aside, the old run is kept whole, the new one takes its place, and the analysis reads the new one alone
+    status, _, err = _bench(["run", *FAST, "--lr", "0.2", "--replace-stale", "--out", str(out)], capsys)
+    assert status == 0 and "moved to" in err and json.loads((out / "run.json").read_text())["config"]["lr"] == 0.2
+    assert json.loads((kept / "run.json").read_text()) == first and (kept / "metrics.parquet").exists()
+    loaded = load_runs(tmp_path / "runs")
+    assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2
