@@ -23,21 +23,9 @@ def _add_gammas(path, worker, barrier):
         schedule.store_gamma(path, f"ring|{worker}|{i}", 0.5)
 
 
-def _parallel_gammas(path) -> dict:
-    """WORKERS processes, started together, each add KEYS distinct γ values to one cache file."""
-    barrier = FORK.Barrier(WORKERS)
-    procs = [FORK.Process(target=_add_gammas, args=(path, w, barrier), daemon=True) for w in range(WORKERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0] * WORKERS
-    return json.loads(path.read_text())
-
-
-@pytest.fixture
-def slow_reads(monkeypatch):
-    """Widen the window between reading the cache and writing it back, as a busy machine does."""
+def test_parallel_jobs_keep_each_others_gamma_values(tmp_path, monkeypatch):
+    """WORKERS processes, started together, each add KEYS distinct γ values to one cache file, with the window
+    between reading the cache and writing it back widened, as a busy machine does."""
     real = schedule.read_gamma_cache
 
     def slow(path):
@@ -46,12 +34,16 @@ def slow_reads(monkeypatch):
         return data
 
     monkeypatch.setattr(schedule, "read_gamma_cache", slow)
-
-
-def test_parallel_jobs_keep_each_others_gamma_values(tmp_path, slow_reads):
     path = tmp_path / "gamma.json"
     path.write_text(json.dumps({"earlier|entry": 0.25}))
-    cache = _parallel_gammas(path)
+    barrier = FORK.Barrier(WORKERS)
+    procs = [FORK.Process(target=_add_gammas, args=(path, w, barrier), daemon=True) for w in range(WORKERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * WORKERS
+    cache = json.loads(path.read_text())
     assert len(cache) == WORKERS * KEYS + 1 and cache["earlier|entry"] == 0.25
     assert sorted(p.name for p in tmp_path.iterdir()) == [".gamma.json.lock", "gamma.json"]  # no temp files
 
