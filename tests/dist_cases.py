@@ -1,12 +1,11 @@
 """What tests/test_dist.py compares with the simulator, all in ONE launch of gloo ranks (started by the test with
 RANK/WORLD_SIZE set), so the process start-up is paid once: `python dist_cases.py OUT RUNS_JSON`. Every rank runs
 each `bench run --backend dist` configuration of RUNS_JSON (name: settings) into OUT/name, then writes OUT/rankR.pt:
-a small global sum through rank 0 (bench/comm/distributed.py ``_star_sum``) and what the one-peer graph's methods
-did step by step on the DistributedCommunicator (``one_peer_steps``, which the test runs on the simulator)."""
+what the one-peer graph's methods did step by step on the DistributedCommunicator (``one_peer_steps``, which the
+test runs on the simulator)."""
 import json
 import sys
 from datetime import timedelta
-from types import SimpleNamespace
 
 import torch
 import torch.distributed as dist
@@ -47,16 +46,10 @@ def main() -> int:
     for name, settings in runs.items():
         status |= start({**settings, "backend": "dist", "quiet": True}, f"{out}/{name}")
         dist.barrier()
-    # parts whose float32 sum depends on the order they are added in (tests/test_dist.py)
-    part = torch.tensor([[1.0, 1e8, -1e8, 1.0][rank % 4], float(rank), 0.5 ** rank], dtype=torch.float32)
-    total = part.clone()
-    DistributedCommunicator._star_sum(SimpleNamespace(rank=rank, world=world), total)
-    after = torch.full((2,), float(rank))  # the same process group goes on working: an all-reduce after it
-    dist.all_reduce(after)
     lo, hi = block_of(N, world, rank)
     one_peer = {name: one_peer_steps(name, compressor, lambda topology, operator: DistributedCommunicator(
         topology, operator, None), slice(lo, hi)) for name, compressor in ONE_PEER_METHODS}
-    torch.save({"part": part, "total": total, "after": after, "one_peer": one_peer}, f"{out}/rank{rank}.pt")
+    torch.save({"one_peer": one_peer}, f"{out}/rank{rank}.pt")
     dist.destroy_process_group()
     return status
 

@@ -1,6 +1,5 @@
 """One cache (issue 15): its folder is computed in one place, and parallel jobs that add entries to one
 cache file, or make one data set, keep each other's work."""
-import contextlib
 import json
 import multiprocessing
 import re
@@ -10,7 +9,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import bench.cache
 import bench.algorithms.step_tuning as schedule
 from bench.cache import cache_dir, cache_path, locked, update_json
 from bench.errors import BenchError
@@ -25,21 +23,9 @@ def _add_gammas(path, worker, barrier):
         schedule.store_gamma(path, f"ring|{worker}|{i}", 0.5)
 
 
-def _parallel_gammas(path) -> dict:
-    """WORKERS processes, started together, each add KEYS distinct γ values to one cache file."""
-    barrier = FORK.Barrier(WORKERS)
-    procs = [FORK.Process(target=_add_gammas, args=(path, w, barrier), daemon=True) for w in range(WORKERS)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0] * WORKERS
-    return json.loads(path.read_text())
-
-
-@pytest.fixture
-def slow_reads(monkeypatch):
-    """Widen the window between reading the cache and writing it back, as a busy machine does."""
+def test_parallel_jobs_keep_each_others_gamma_values(tmp_path, monkeypatch):
+    """WORKERS processes, started together, each add KEYS distinct γ values to one cache file, with the window
+    between reading the cache and writing it back widened, as a busy machine does."""
     real = schedule.read_gamma_cache
 
     def slow(path):
@@ -48,20 +34,18 @@ def slow_reads(monkeypatch):
         return data
 
     monkeypatch.setattr(schedule, "read_gamma_cache", slow)
-
-
-def test_parallel_jobs_keep_each_others_gamma_values(tmp_path, slow_reads):
     path = tmp_path / "gamma.json"
     path.write_text(json.dumps({"earlier|entry": 0.25}))
-    cache = _parallel_gammas(path)
+    barrier = FORK.Barrier(WORKERS)
+    procs = [FORK.Process(target=_add_gammas, args=(path, w, barrier), daemon=True) for w in range(WORKERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * WORKERS
+    cache = json.loads(path.read_text())
     assert len(cache) == WORKERS * KEYS + 1 and cache["earlier|entry"] == 0.25
     assert sorted(p.name for p in tmp_path.iterdir()) == [".gamma.json.lock", "gamma.json"]  # no temp files
-
-
-def test_without_the_lock_parallel_jobs_lose_entries(tmp_path, slow_reads, monkeypatch):
-    """The test above can fail: a plain read-modify-write (the lock a no-op) loses entries."""
-    monkeypatch.setattr(bench.cache, "locked", lambda path: contextlib.nullcontext())
-    assert len(_parallel_gammas(tmp_path / "gamma.json")) < WORKERS * KEYS
 
 
 def test_a_gamma_stored_meanwhile_is_kept_and_a_damaged_cache_is_left_alone(tmp_path):

@@ -124,7 +124,7 @@ BASE = {"study": "s", "task": "mnist1d-mlp",
         "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4]}}}
 
 
-def test_scale_block_merges_recursively_but_owns_task_options_and_grid():
+def test_scale_block_merges_recursively_but_owns_task_options_and_grid_and_keeps_no_cpu_size():
     config = {**BASE, "gpu": {"task": "cifar10-resnet8", "defaults": {"epochs": 300, "device": "cuda"},
                               "tune": {"grid": {"lr": [0.05]}}}}
     merged = sized(config, "gpu")
@@ -132,9 +132,7 @@ def test_scale_block_merges_recursively_but_owns_task_options_and_grid():
     assert merged["defaults"] == {"epochs": 300, "lr": 0.1, "data": "shuffle", "device": "cuda"}
     assert merged["tune"] == {"grid": {"lr": [0.05]}, "budget": 0.5}  # the CPU weight-decay grid is not kept
     assert sized(config, "cpu")["defaults"]["task_options"] == {"n_train": 400, "hidden": [8]}
-
-
-def test_same_task_at_scale_keeps_no_cpu_size_and_no_block_means_not_tuned():
+    # the same task at scale keeps no CPU size, and no tune block means not tuned
     config = {**BASE, "gpu": {"defaults": {"epochs": 30}}}
     study = Study({**config, "scale": "gpu"})
     assert "task_options" not in study.defaults and not study.tuned_cells

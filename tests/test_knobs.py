@@ -1,5 +1,7 @@
 """Every knob of a method is its options class's (issue 29): one reader and range check per knob, `auto`
-found by the method on its own gossip, run-level words kept as shortcuts, and run ids as they were."""
+found by the method on its own gossip, run-level words kept as shortcuts, and run ids as they were. A study's
+tune.grid: an open map of the knobs declared tunable (run settings and each method's own), checked against the
+declarations when the DAG is built, each searched only for the cells of a method that has it."""
 import dataclasses
 
 import pytest
@@ -12,31 +14,14 @@ from bench.cache import cache_path
 from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
-from bench.run.config import KEYS, resolve
+from bench.pipeline.study import Study
+from bench.run.config import KEYS, resolve, tunable_words
 from bench.topology import make_topology
 
-# ids taken by the code before the knobs moved (git 2781234): a method's run keeps its directory
-BEFORE = [
-    ({"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5}, "867efef26d"),
-    ({"algorithm": "dpsgd", "compressor": "none", "gamma": 0.5, "gamma_tune_steps": 300}, "08a2ff9bb2"),
-    ({"algorithm": "dpsgd", "order": "code", "compressor": "none"}, "4ffe62c7ba"),
-    ({"algorithm": "choco", "compressor": "sign", "gamma_tune_steps": 300, "order": "code"}, "8737a30cf4"),
-    ({"algorithm": "choco", "compressor": "sign", "algorithm_options": {"gamma": 1}}, "881a1231b8"),
-    ({"algorithm": "allreduce", "compressor": "none", "gamma": 1}, "ce8fc85fe5"),
-    ({"algorithm": "powergossip", "compressor": "none", "algorithm_options": {"rank": 2}}, "8e5f379c9c"),
-    ({"algorithm": "beer", "compressor": "sign", "gamma": 0.3}, "aafd619a60"),
-    ({"algorithm": "beer", "compressor": "top:0.1", "gamma": 0.2, "gamma_tune_steps": 50}, "88adc261dc"),
-    ({"algorithm": "deepsqueeze", "compressor": "sign", "gamma": 1.0}, "ef1fe3a531"),
-    ({"algorithm": "deepsqueeze", "compressor": "none"}, "40b9267ae3"),
-]
-# ... and the runs whose numbers change: BEER's and DeepSqueeze's γ = auto is tuned on their own gossip now
+# the ids of the runs before the knobs moved are pinned in tests/test_run_config_types.py; the runs whose numbers
+# change get new ones: BEER's and DeepSqueeze's γ = auto is tuned on their own gossip now
 RETUNED = [({"algorithm": "beer", "compressor": "sign"}, "6e0a8889db"),
            ({"algorithm": "deepsqueeze", "compressor": "top:0.1"}, "7fd45854ca")]
-
-
-@pytest.mark.parametrize("settings,before", BEFORE, ids=[str(s) for s, _ in BEFORE])
-def test_run_ids_are_what_they_were_before_the_knobs_moved(settings, before):
-    assert resolve({}, {}, settings).fingerprint() == before
 
 
 @pytest.mark.parametrize("settings,before", RETUNED, ids=[str(s) for s, _ in RETUNED])
@@ -47,26 +32,17 @@ def test_a_run_whose_auto_step_is_now_found_otherwise_gets_a_new_id(settings, be
     assert "auto_revision" not in ALGORITHMS.get(cfg.algorithm).identity(given.algorithm_options, given.compressor)
 
 
-def test_no_knob_is_a_run_setting_and_each_shortcut_is_one_field():
+def test_no_knob_is_a_run_setting_each_shortcut_is_one_field_and_a_grid_searches_the_declared_tunable_ones():
     named = shortcuts()
     tunable = {f for n in ALGORITHMS.names() for f, info in ALGORITHMS.get(n).knobs().items() if info.get("tune")}
     assert set(named) == {"gamma", "gamma_tune_steps", "order"} | tunable  # a grid names a tunable knob by its word
+    assert set(tunable_words()) == {"lr", "momentum", "weight_decay"} | tunable
+    assert {"gamma", "copy_step", "mix_step", "dual_step"} <= tunable
     assert not set(named) & set(KEYS)
     for name in ALGORITHMS.names():  # every method that has a shortcut's knob has that very knob: default, reader
         for f in dataclasses.fields(ALGORITHMS.get(name).Options):
             if f.name in named:
                 assert (f.default, f.metadata["read"]) == (named[f.name].default, named[f.name].metadata["read"])
-
-
-def test_the_shortcut_is_read_once_whatever_the_method():
-    for algorithm in ("dpsgd", "choco"):  # the same line where the run's settings are resolved
-        with pytest.raises(BenchError, match=r"^gamma=2\.0 must be 'auto' or in \(0, 1\]$"):
-            resolve({}, {}, {"algorithm": algorithm, "gamma": 2})
-    with pytest.raises(BenchError, match=r"^gamma_tune_steps=0 must be >= 1$"):
-        resolve({}, {}, {"gamma_tune_steps": 0})
-    with pytest.raises(BenchError, match=r"^order='x'; allowed: paper, code$"):
-        resolve({}, {}, {"order": "x"})
-    assert resolve({}, {}, {"gamma": "1"}).algorithm_options == {"gamma": 1.0}  # one form: the id holds
 
 
 def test_what_a_method_tunes_and_what_a_plan_fixes():
@@ -105,13 +81,11 @@ def test_auto_gamma_is_the_best_of_the_method_s_own_gossip(method):
     assert f"{method}|ring|6|{ring.weights}|sign|40|2000" in cache  # its own entry, beside Choco's
 
 
-def test_choco_keeps_its_cache_entries_and_exact_messages_need_no_tuning():
+def test_choco_keeps_its_cache_entries():
     ring = make_topology("ring", 5)
     options, record = _resolved("choco", ring, "top:0.2", 20)
     assert f"ring|5|{ring.weights}|top:0.2|20|2000" in read_gamma_cache(cache_path("gamma.json"))
     assert record["gamma"]["source"] == "tuned on consensus (20 rounds, d=2000)"
-    options, record = _resolved("beer", ring, "none", 20)
-    assert options.gamma == 1.0 and record["gamma"]["source"] == "identity compressor"
 
 
 def test_an_algorithm_built_directly_finds_its_own_auto_step():
@@ -140,18 +114,40 @@ def test_an_options_class_serves_any_method_and_its_errors_name_that_method():
         parse_options(ALGORITHMS.get("choco"), {"order": "x"})
 
 
-def test_the_shortcut_words_follow_the_registered_methods(monkeypatch):
-    """shortcuts() is read once per state of the registry (every resolved setting asks): a method registered
-    later, or another registry, is seen at once."""
-    from bench.algorithms import method
-    from bench.registry import Registry
+# -- a study's tune.grid and tune.methods ---------------------------------------------------------------------
+@pytest.mark.parametrize("tune, line", [
+    ({"grid": {"epochs": [1, 2]}}, "tune.grid: 'epochs' is not a tunable knob; tunable: lr, momentum, weight_decay"),
+    ({"grid": {"copy_steps": [0.1]}}, "'copy_steps' is not a tunable knob"),
+    ({"grid": {"copy_step": [0.1, 1.5]}}, "tune.grid: copy_step=1.5 must be a number in (0, 1]"),
+    ({"grid": {"gamma": [0.0]}}, "tune.grid: gamma=0.0 must be 'auto' or in (0, 1]"),
+    ({"grid": {"lr": [-1]}}, "tune.grid: lr=-1"),
+    ({"grid": {"lr": [0.1]}, "methods": {"nosuch": {"lr": [0.1]}}}, "tune.methods: 'nosuch' is not a method"),
+    ({"grid": {"lr": [0.1]}, "methods": {"cedas": {"gamma": [0.5]}}},
+     "tune.methods.cedas: 'gamma' is not a knob cedas tunes; it tunes: mix_step, copy_step"),
+    ({"grid": {"lr": [0.1]}, "methods": {"docom": {"beta": [2.0]}}}, "tune.grid: beta=2.0 must be a number in (0, 1]"),
+])
+def test_a_grid_naming_what_is_not_tunable_or_a_value_outside_its_range_is_one_line(tune, line):
+    with pytest.raises(BenchError) as err:
+        Study({"study": "t", "task": "lsq", "blocks": {"b": {"method": ["cedas/qsgd:16"], "topology": ["ring"],
+                                                             "nodes": [4]}}, "tune": tune})
+    assert line in str(err.value) and "\n" not in str(err.value)
 
-    fresh = Registry("algorithm")
-    monkeypatch.setattr(method, "ALGORITHMS", fresh)
-    assert shortcuts() == {}
-    fresh.register("dpsgd-like")(ALGORITHMS.get("dpsgd"))  # D-PSGD's options: `order`, no consensus step
-    assert set(shortcuts()) == {"order"}
-    fresh.register("choco-like")(ALGORITHMS.get("choco"))
-    assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}
-    shortcuts().clear()  # a caller's copy: the next caller still gets every word
-    assert set(shortcuts()) == {"order", "gamma", "gamma_tune_steps"}
+
+def test_a_method_knob_is_searched_only_for_the_cells_of_a_method_that_has_it_and_its_own_grid_for_its_cells_only():
+    shared = {"lr": [0.1, 0.2], "copy_step": [0.1, 0.5], "mix_step": [0.5, 1.0]}
+    study = Study({"study": "t", "task": "lsq", "seeds": [0], "defaults": {"epochs": 1},
+                   "blocks": {"b": {"method": ["cedas/qsgd:16", "lead/qsgd:16", "choco/sign", "dpsgd/none",
+                                               "docom/sign"], "topology": ["ring"], "nodes": [4]}},
+                   "tune": {"grid": shared, "methods": {"cedas": {"copy_step": [0.2, 0.4], "lr": [0.05]},
+                                                        "docom": {"beta": [0.01, 0.3]}}}})
+    searched = {cell.partition("_")[0]: keys for cell, keys in study.tuned_cells.items()}
+    assert searched == {"cedas-qsgd16": ["copy_step", "lr", "mix_step"], "lead-qsgd16": ["copy_step", "lr"],
+                        "choco-sign": ["lr"], "dpsgd-none": ["lr"], "docom-sign": ["beta", "lr"]}
+    grids = {cell.partition("_")[0]: study.grid_for(study.cells[cell]) for cell in study.tuned_cells}
+    assert grids["cedas-qsgd16"] == {"lr": [0.05], "copy_step": [0.2, 0.4], "mix_step": [0.5, 1.0]}
+    assert grids["lead-qsgd16"] == shared and grids["docom-sign"] == {**shared, "beta": [0.01, 0.3]}
+    trials = {cell.partition("_")[0]: study.trials(cell) for cell in study.tuned_cells}
+    assert len(trials["cedas-qsgd16"]) == len(trials["docom-sign"]) == 4  # no γ in either grid
+    trial = next(iter(trials["lead-qsgd16"].values()))
+    cfg = resolve({}, {}, dict(trial))
+    assert cfg.algorithm_options == {"copy_step": trial["copy_step"]}  # the grid's word is the method's knob

@@ -3,6 +3,7 @@
 import json
 import re
 
+from analysis.load import load_runs
 from bench.algorithms import ALGORITHMS
 from bench.cli import main
 from bench.compressors import COMPRESSORS
@@ -17,15 +18,12 @@ STEP_LINE = re.compile(r"^step (\d+)/(\d+) epoch \d+\.\d\d train_loss \S+ test_a
                        r"Mbit/worker \S+ elapsed \d+:\d\d:\d\d ETA (\d+:\d\d:\d\d|\?)$")
 
 
-def _bench(argv, capsys):
-    return run_cli(main, argv, capsys)
-
-
 # ---- progress lines ----------------------------------------------------------------------------------
 def test_a_run_off_a_terminal_writes_a_line_per_evaluation_and_its_status_and_quiet_writes_nothing(tmp_path,
                                                                                                  capsys):
     data = tmp_path / "data"  # a fresh data folder: the data set is generated, and says so
-    status, out, err = _bench(["run", *SMALL, "--set", f"data_root={data}", "--out", str(tmp_path / "a")], capsys)
+    status, out, err = run_cli(main, ["run", *SMALL, "--set", f"data_root={data}", "--out", str(tmp_path / "a")],
+                               capsys)
     assert status == 0 and out == ""
     lines = err.splitlines()
     steps = [line for line in lines if line.startswith("step ")]
@@ -41,7 +39,7 @@ def test_a_run_off_a_terminal_writes_a_line_per_evaluation_and_its_status_and_qu
     assert generating and generating[0] < lines.index(steps[0]) and str(data) in lines[generating[0]]
     assert any(line.startswith("generated mnist1d in") for line in lines)
 
-    status, out, err = _bench(["run", *SMALL, "--set", f"data_root={tmp_path / 'data2'}", "--quiet",
+    status, out, err = run_cli(main, ["run", *SMALL, "--set", f"data_root={tmp_path / 'data2'}", "--quiet",
                                "--out", str(tmp_path / "b")], capsys)
     assert status == 0 and out == "" and err == ""
     assert (tmp_path / "data2").is_dir()  # it was generated, silently
@@ -70,7 +68,7 @@ def test_gamma_tuning_says_what_it_does_and_how_long_it_took_unless_quiet(tmp_pa
     from bench.cache import cache_path
 
     argv = ["run", *GAMMA_AUTO, "--compressor", "rand:0.3", "--set", "gamma_tune_steps=7"]
-    status, _, err = _bench([*argv, "--out", str(tmp_path / "a")], capsys)
+    status, _, err = run_cli(main, [*argv, "--out", str(tmp_path / "a")], capsys)
     lines = err.splitlines()
     assert status == 0, err
     spec = r"rand:0\.3(,unbiased=false)?"  # the compressor as it names itself
@@ -79,18 +77,18 @@ def test_gamma_tuning_says_what_it_does_and_how_long_it_took_unless_quiet(tmp_pa
     assert len(before) == 1 and len(after) == 1 and before[0] < after[0] < min(
         i for i, line in enumerate(lines) if line.startswith("step ")), err
     # tuned once: the next run of the same graph and compressor reads the cache, and says nothing of it
-    _, _, err = _bench([*argv, "--seed", "1", "--out", str(tmp_path / "b")], capsys)
+    _, _, err = run_cli(main, [*argv, "--seed", "1", "--out", str(tmp_path / "b")], capsys)
     assert "tuning γ" not in err and "step " in err
 
     quiet = ["run", *GAMMA_AUTO, "--compressor", "rand:0.3", "--set", "gamma_tune_steps=6", "--quiet"]
-    status, out, err = _bench([*quiet, "--out", str(tmp_path / "c")], capsys)
+    status, out, err = run_cli(main, [*quiet, "--out", str(tmp_path / "c")], capsys)
     assert status == 0 and out == "" and err == ""
     assert any("|rand:0.3" in key and key.endswith("|6|2000") for key in json.loads(cache_path("gamma.json").read_text()))  # it did tune
 
 
 # ---- bench run --help ----------------------------------------------------------------------------------------
 def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default(capsys):
-    status, out, _ = _bench(["run", "--help"], capsys)
+    status, out, _ = run_cli(main, ["run", "--help"], capsys)
     assert status == 0
     text = " ".join(out.split())  # argparse wraps lines
     for name in [*ALGORITHMS.names(), *TASKS.names(), *COMPRESSORS.names(), *TOPOLOGIES.names()]:
@@ -110,19 +108,29 @@ def test_run_help_gives_every_flag_a_text_with_its_choices_or_format_and_default
 FAST = ["--task", "lsq", "--nodes", "4", "--epochs", "1", "--seed", "1", "--set", "compute_time=0.01", "--quiet"]
 
 
-def test_a_refused_run_directory_names_at_most_five_settings_that_differ_and_replace_stale(tmp_path, capsys):
+def test_a_run_directory_is_not_redone_refused_to_other_settings_naming_five_and_replace_stale_sets_it_aside(tmp_path,
+                                                                                                           capsys):
     out = tmp_path / "runs" / "cell_s0"
-    assert _bench(["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
-    status, stdout, err = _bench(["run", *FAST, "--lr", "0.2", "--set", "task_options.dim=10",
+    assert run_cli(main, ["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0
+    before = {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()}
+    assert run_cli(main, ["run", *FAST, "--lr", "0.05", "--out", str(out)], capsys)[0] == 0  # completed: not redone
+    assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()} == before  # not a file touched
+    status, stdout, err = run_cli(main, ["run", *FAST, "--lr", "0.2", "--set", "task_options.dim=10",
                                   "--out", str(out)], capsys)
     line = assert_refused(status, err, "lr: 0.05 -> 0.2", "task_options.dim: (unset) -> 10", "--replace-stale",
                           "another --out")
-    first = json.loads(before["run.json"])
-    assert stdout == "" and str(tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}") in line  # where to
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing written
+    first = json.loads(before["run.json"][1])
+    kept = tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}"
+    assert stdout == "" and str(kept) in line  # where to
+    assert {p.name: (p.stat().st_mtime_ns, p.read_bytes()) for p in out.iterdir()} == before  # nothing written
     assert not (tmp_path / "runs" / ".stale").exists()
     other = ["--lr", "0.2", "--batch-size", "8", "--set", "momentum=0.5", "--set", "weight_decay=0",
              "--set", "eval_every=0.5", "--set", "grad_clip=1.0", "--set", "lr_decay=0.5"]
-    line = assert_refused(*_bench(["run", *FAST, *other, "--out", str(out)], capsys)[::2], "and 2 more")
+    line = assert_refused(*run_cli(main, ["run", *FAST, *other, "--out", str(out)], capsys)[::2], "and 2 more")
     assert line.count(" -> ") == 5
+    # set aside, the old run is kept whole, the new one takes its place, and the analysis reads the new one alone
+    status, _, err = run_cli(main, ["run", *FAST, "--lr", "0.2", "--replace-stale", "--out", str(out)], capsys)
+    assert status == 0 and "moved to" in err and json.loads((out / "run.json").read_text())["config"]["lr"] == 0.2
+    assert json.loads((kept / "run.json").read_text()) == first and (kept / "metrics.parquet").exists()
+    loaded = load_runs(tmp_path / "runs")
+    assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2

@@ -12,7 +12,7 @@ import pytest
 
 from bench.cli import main
 from bench.tasks import Task
-from datafiles import write_cifar, write_wikitext
+from datafiles import write_cifar
 
 MEASURED = ["time_compute_s", "time_s", "wall_s"]  # measured times: the only columns allowed to differ
 # 20 epochs of 3 steps (1000 samples, 8 workers of 32), one row per step: every step's compute time
@@ -62,37 +62,15 @@ def test_a_fresh_process_takes_its_path_by_rule_and_no_set_up_in_the_first_step_
     _steps_like_the_others(df, (1, int(paused["step"].iloc[-1]) + 1))
 
 
-@pytest.mark.slow
-def test_the_first_step_of_a_distributed_run_carries_no_one_off_cost(tmp_path):
-    """`--backend dist` runs the same loop in each process: its warm-up keeps set-up out of step 1 there too."""
-    df, info = _bench(tmp_path / "dist", tmp_path / "cache", "--backend", "dist", "--set", "procs=2",
-                      "--set", "task_options.vectorize=true")
-    assert info["runtime"]["processes"] == 2 and info["task"]["gradient_path"]["path"] == "vmap"
-    _steps_like_the_others(df)
-
-
-def _tiny_runs(tmp_path):
-    """(name, argv) of short runs of a BatchNorm ResNet (augmentation, running statistics), the LSTM (hidden
-    states, dropout masks) and least squares, each on its default gradient path (auto)."""
+def test_the_warm_up_changes_no_number(tmp_path, monkeypatch):
+    """With and without the warm-up step, a short run of a BatchNorm ResNet (augmentation, running statistics):
+    bit-identical metrics but for measured times (and the warm-up ran). That it leaves every task's state and
+    random streams as they were:
+    tests/test_tasks.py::test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams."""
     write_cifar(tmp_path / "data" / "cifar-10-batches-py", per_batch=8)
-    write_wikitext(tmp_path / "wt2")
-    common = ["--topology", "ring", "--nodes", "4", "--seed", "1", "--set", "gamma=0.3", "--set", "lr=0.05",
-              "--set", "eval_every=0.5", "--quiet"]
-    return {
-        "cifar10-resnet8": ["--task", "cifar10-resnet8", "--algorithm", "choco", "--compressor", "sign", "--epochs",
-                            "1", "--set", "batch_size=2", "--set", f"data_root={tmp_path / 'data'}", *common],
-        "wikitext2-lstm": ["--task", "wikitext2-lstm", "--algorithm", "dpsgd", "--epochs", "1", "--data", "split",
-                           "--set", "batch_size=2", "--set", f"data_root={tmp_path / 'wt2'}",
-                           *[a for k, v in {"emb": 16, "hidden": 16, "num_layers": 2, "bptt": 5}.items()
-                             for a in ("--set", f"task_options.{k}={v}")], *common],
-        "lsq": ["--task", "lsq", "--algorithm", "choco", "--compressor", "qsgd:4", "--epochs", "2", *common],
-    }
-
-
-@pytest.mark.parametrize("name", ["cifar10-resnet8", "wikitext2-lstm", "lsq"])
-def test_the_warm_up_changes_no_number(name, tmp_path, monkeypatch):
-    """With and without the warm-up step: bit-identical metrics but for measured times (and the warm-up ran)."""
-    argv = _tiny_runs(tmp_path)[name]
+    argv = ["--task", "cifar10-resnet8", "--algorithm", "choco", "--compressor", "sign", "--epochs", "1",
+            "--topology", "ring", "--nodes", "4", "--seed", "1", "--set", "gamma=0.3", "--set", "lr=0.05",
+            "--set", "eval_every=0.5", "--set", "batch_size=2", "--set", f"data_root={tmp_path / 'data'}", "--quiet"]
     calls = []
     warm_up = Task.warm_up
     monkeypatch.setattr(Task, "warm_up", lambda self, x, epoch=0: calls.append(epoch) or warm_up(self, x, epoch))

@@ -1,7 +1,6 @@
 """`bench run`: the output contract, determinism, divergence, resume after a kill, bad input."""
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import torch
 
 from bench.cli import main
 from bench.run import resolve
+from bench.run.parsing import parse_sets
 from bench.run.schedule import lr_at
 
 CONTRACT_COLUMNS = ["step", "epoch", "train_loss", "test_loss", "test_acc", "local_test_acc_mean",
@@ -71,13 +71,6 @@ def test_same_seed_same_metrics_other_seed_other_metrics(small, tmp_path):
     other = [*SMALL[:SMALL.index("--seed") + 1], "4", *SMALL[SMALL.index("--seed") + 2:]]
     main(["run", *other, "--out", str(tmp_path / "c")])
     assert not metrics(tmp_path / "c")["test_loss"].equals(a["test_loss"])
-
-
-def test_completed_run_is_not_redone(small):
-    # (other settings in the same folder: test_logs.py, a refused run directory)
-    before = {p.name: p.stat().st_mtime_ns for p in small.iterdir()}
-    assert main(["run", *SMALL, "--out", str(small)]) == 0
-    assert {p.name: p.stat().st_mtime_ns for p in small.iterdir()} == before  # not a file touched
 
 
 def test_divergence_is_a_result(tmp_path):
@@ -168,23 +161,17 @@ TUNED = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}
      {"lr": 0.05, "momentum": 0.5, "algorithm_options": {"gamma": 0.3}}),
     ({}, {**TUNED, "gamma": 0.7}, {"recipe": "tuned"}, {"algorithm_options": {"gamma": 0.7}}),  # a shortcut too
     ({}, TUNED, {}, {"lr": 0.1}),
+    # a knob's shortcut is its algorithm option: within one layer the later spelling wins, a mapping's later key
+    # too, and a later layer over an earlier one
+    ({}, {}, parse_sets(["algorithm_options={gamma: 0.3, order: code}"]),
+     {"algorithm_options": {"gamma": 0.3, "order": "code"}}),
+    ({}, {}, parse_sets(["algorithm_options.gamma=0.3", "gamma=0.5"]), {"algorithm_options": {"gamma": 0.5}}),
+    ({"gamma": 0.5, "algorithm_options": {"gamma": 0.3}}, {}, {}, {"algorithm_options": {"gamma": 0.3}}),
+    ({"algorithm_options": {"gamma": 0.3}}, {}, {"gamma": 0.5}, {"algorithm_options": {"gamma": 0.5}}),
 ])
 def test_settings_resolve_from_file_flags_and_set(file, flags, sets, expected):
     cfg = resolve(file, flags, sets)
     assert {key: getattr(cfg, key) for key in expected} == expected
-
-
-@pytest.mark.parametrize("flags, sets, message", [
-    ({**TUNED, "compressor": "qsgd:2"}, {"recipe": "tuned"}, "no tuned settings for choco/qsgd:2 on mnist1d-mlp; tuned: "),
-    ({"task": "lsq"}, {"recipe": "tuned"}, "no tuned settings for task 'lsq'"),
-    ({}, {"recipe": "best"}, "recipe='best'; allowed: none, tuned"),
-    ({}, {"momentum": 0, "nesterov": True}, "nesterov=true needs momentum > 0"),  # asked for both: refused
-])
-def test_settings_that_do_not_resolve_are_refused(flags, sets, message):
-    from bench.errors import BenchError
-
-    with pytest.raises(BenchError, match=re.escape(message)):
-        resolve({}, flags, sets)
 
 
 def test_learning_rate_schedules():
@@ -238,28 +225,6 @@ def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
         pd.testing.assert_series_equal(runs[algorithm]["train_subopt"], runs["allreduce"]["train_subopt"])
     assert runs["allreduce"]["train_subopt"].iloc[-1] < 0.1 * runs["allreduce"]["train_subopt"].iloc[0]
     assert (runs["choco"]["consensus_distance"] == 0).all()
-
-
-def test_replace_stale_sets_a_run_of_other_settings_aside_and_analysis_ignores_it(tmp_path, capsys):
-    out = tmp_path / "runs" / "cell_s0"
-    assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.05"]) == 0
-    first = json.loads((out / "run.json").read_text())  # (refused without the flag: test_logs.py)
-    capsys.readouterr()
-    assert main(["run", *SMALL, "--out", str(out), "--set", "lr=0.2", "--replace-stale"]) == 0
-    assert "moved to" in capsys.readouterr().err
-    assert json.loads((out / "run.json").read_text())["config"]["lr"] == 0.2
-    kept = tmp_path / "runs" / ".stale" / f"cell_s0-{first['fingerprint']}"
-    assert json.loads((kept / "run.json").read_text()) == first and (kept / "metrics.parquet").exists()
-    from analysis.load import load_runs
-
-    loaded = load_runs(tmp_path / "runs")
-    assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2
-
-
-def test_auto_records_the_path_its_rule_chose(small):
-    info = json.loads((small / "run.json").read_text())["task"]["gradient_path"]
-    assert info["path"] == "vmap" and info["reason"].startswith("task_options.vectorize=auto")
-    assert "seconds_per_step" not in info  # no timing chose it
 
 
 def test_every_local_model_is_scored_at_the_end_and_a_sample_before(tmp_path):
