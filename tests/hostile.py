@@ -1,6 +1,7 @@
 """Helpers of the hostile-input tests (test_bad_input, test_links_and_paths, test_yaml_and_names,
 test_analysis_damaged_files, test_robust_outputs, test_run_failures, test_security_data): the one-line refusal
-every bad input must end in, a command run in this process, a study's DAG built in this process, an alias bomb."""
+every bad input must end in, a command run in this process, the temporary files left in a folder, a study's DAG
+built in this process, an alias bomb."""
 from __future__ import annotations
 
 import json
@@ -55,6 +56,11 @@ def refused(main, argv: list[str], capsys, *words, code: int = 2) -> str:
     """``main(argv)`` in this process ends in ``code`` with one line holding every word of ``words``."""
     status, _, err = run_cli(main, argv, capsys)
     return assert_refused(status, err, *words, code=code)
+
+
+def temps(directory) -> list[str]:
+    """The names in ``directory`` that look like a temporary file (``.tmp`` in them), sorted."""
+    return sorted(p.name for p in Path(directory).iterdir() if ".tmp" in p.name)
 
 
 def dag(config: dict | str, where: Path, **overrides) -> str:

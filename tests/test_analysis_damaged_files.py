@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import cli, tuning
+from analysis import cli, consensus, tuning
 from analysis.checks import REQUIRED_METRICS
 from analysis.load import load_runs
 from analysis.summary import SUMMARY_COLUMNS, read_summary, summarize
@@ -54,6 +54,8 @@ DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is s
     "run-id-column": (_metrics(lambda m: m.assign(run_id="other")), "column 'run_id', which is the run's own"),
     "not-parquet": (lambda run: (run / "metrics.parquet").write_text("PAR1 not really"), "unreadable metrics.parquet"),
     "record-list": (lambda run: (run / "run.json").write_text("[1, 2]"), "run.json holds a JSON list"),
+    "record-cut": (lambda run: (run / "run.json").write_text("{"), "unreadable run.json"),
+    "no-metrics": (lambda run: (run / "metrics.parquet").unlink(), "no metrics.parquet (status completed)"),
     "status-number": (_record(lambda r: r.update(status=3)), "status is 3, not a string"),
     "weights-list": (_record(lambda r: r["topology"].update(weights=[1])), "topology.weights is [1], not a string"),
     "bits-count-list": (_record(lambda r: r.update(bits_count=["links"])), "bits_count is ['links'], not a string"),
@@ -80,9 +82,9 @@ DAMAGED_RUNS = {  # run directory -> (how it is damaged, what the reason it is s
     "seed-huge": (_record(lambda r: r["config"].update(seed=2**40)), f"config.seed is {2**40}, outside"),
 }
 COMMANDS = {  # name -> argv after the results directory's path is put in for DIR
-    "summarize": ["summarize", "DIR"], "claims": ["claims", "DIR"], "baseline": ["baseline", "DIR", "--out", "BASE"],
-    "regress": ["regress", "--baseline", "BASE", "--current", "DIR"], "figures": ["figures", "DIR"],
-    "report": ["report", "DIR"],
+    "summarize": ["summarize", "DIR", "--target-rel", "0.9"], "claims": ["claims", "DIR"],
+    "baseline": ["baseline", "DIR", "--out", "BASE"], "regress": ["regress", "--baseline", "BASE", "--current", "DIR"],
+    "figures": ["figures", "DIR"], "report": ["report", "DIR"],
 }
 
 
@@ -98,6 +100,8 @@ def damaged_study(tmp_path_factory):
     root = _study(tmp_path_factory.mktemp("damaged") / "study")
     base = tmp_path_factory.mktemp("clean") / "baseline.json"
     assert cli.main(["baseline", str(root), "--out", str(base), "--target-rel", "0.95"]) == 0
+    _record(lambda r: r.pop("run_id"))(root / "choco" / "s0")  # runs still sound (each was a KeyError): kept
+    _record(_without("task"))(root / "ar" / "s0")
     for k, (name, (damage, _)) in enumerate(DAMAGED_RUNS.items()):
         damage(make_run(root / "broken" / name, seed=100 + k))
     return root, base
@@ -310,8 +314,6 @@ TRACE_DAMAGE = {  # how a traces.csv is damaged -> what the one line says
 
 @pytest.mark.parametrize("damage", TRACE_DAMAGE)
 def test_a_damaged_consensus_trace(damage, tmp_path, capsys):
-    from analysis import consensus
-
     good, bad = _trace(tmp_path / "good.csv", "exact"), _trace(tmp_path / "bad.csv")
     change, words = TRACE_DAMAGE[damage]
     _damage(bad, change)
@@ -396,17 +398,17 @@ BAD_PERF = {
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory):
-    """(a study of one cell, its baseline's document)."""
+    """(a study of one cell, its baseline)."""
     root = tmp_path_factory.mktemp("compared")
     make_cell(root / "base", "choco", (0.80, 0.81, 0.79))
     assert cli.main(["baseline", str(root / "base"), "--out", str(root / "good.json"), "--target-acc", "0.5"]) == 0
-    return root / "base", json.loads((root / "good.json").read_text())
+    return root / "base", root / "good.json"
 
 
 @pytest.mark.parametrize("name,side", [*[(n, "baseline") for n in BAD_BASELINES],
                                        *[(f"perf {n}", side) for n in BAD_PERF for side in ("baseline", "current")]])
 def test_a_malformed_file_to_compare_is_one_line_naming_it(name, side, baseline, tmp_path, capsys):
-    study, document = baseline
+    study, recorded = baseline
     good, bad = tmp_path / "good.json", tmp_path / "bad.json"
     good.write_text(json.dumps(_perf()))
     if name.startswith("perf "):
@@ -414,21 +416,28 @@ def test_a_malformed_file_to_compare_is_one_line_naming_it(name, side, baseline,
         files = {"baseline": good, "current": good, side: bad}
     else:
         change, fragment = BAD_BASELINES[name]
-        bad.write_text(json.dumps(change(json.loads(json.dumps(document)))))
+        bad.write_text(json.dumps(change(json.loads(recorded.read_text()))))
         files = {"baseline": bad, "current": study}
     status, _, err = _run(["regress", "--baseline", str(files["baseline"]), "--current", str(files["current"])],
                           None, None, capsys)
     assert_refused(status, err, str(bad), "" if name.startswith("perf ") else fragment)
 
 
-def test_well_formed_files_still_compare_and_a_baseline_out_under_a_file_is_one_line(baseline, tmp_path, capsys):
-    study, document = baseline
-    (tmp_path / "good.json").write_text(json.dumps(document))
-    assert cli.main(["regress", "--baseline", str(tmp_path / "good.json"), "--current", str(study)]) == 0
-    p1, p2 = tmp_path / "p1.json", tmp_path / "p2.json"
-    p1.write_text(json.dumps(_perf(2.0)))
-    p2.write_text(json.dumps(_perf(1.0)))
-    assert cli.main(["regress", "--baseline", str(p1), "--current", str(p2)]) == 1
+def test_regress_says_what_a_damaged_study_lost_and_a_baseline_out_under_a_file_is_one_line(baseline, tmp_path,
+                                                                                              capsys):
+    """A seed of the baseline whose run is damaged is missing, a target no longer reached and a cell the baseline
+    lacks are said, a baseline without a target compares no times; nothing raised (well-formed files still compare:
+    tests/test_analysis.py::test_cli_exit_codes)."""
+    study, recorded = baseline
+    current = tmp_path / "current"
+    make_cell(current, "choco", (0.3, 0.3, 0.3))  # the baseline's target, accuracy 0.5, is no longer reached
+    make_cell(current, "ar", (0.85, 0.85, 0.85), algorithm="allreduce", compressor="none")
+    (current / "choco" / "s0" / "metrics.parquet").write_bytes(b"PAR1")  # skipped: seed 0 missing (a crash once)
+    status, out, err = _run(["regress", "--baseline", str(recorded), "--current", "DIR"], current, None, capsys)
+    assert status == 1 and "seed 0 missing" in err and "unreadable metrics.parquet" in err
+    assert "target no longer reached" in err and "new (not in baseline)" in out
+    assert cli.main(["baseline", str(study), "--out", str(tmp_path / "untimed.json")]) == 0  # no target: no times
+    assert cli.main(["regress", "--baseline", str(tmp_path / "untimed.json"), "--current", str(study)]) == 0
     afile = tmp_path / "notes.txt"
     afile.write_text("keep me\n")
     status, _, err = _run(["baseline", str(study), "--out", str(afile / "b.json")], None, None, capsys)

@@ -5,16 +5,16 @@ import dataclasses
 import json
 import math
 import shlex
-from pathlib import Path
 
 import pytest
 
+from analysis.cli import main as analysis_main
 from bench.algorithms import ALGORITHMS, parse_options
 from bench.cli import main
 from bench.errors import BenchError
 from bench.pipeline import Study
 from test_keeping_the_average import takes
-from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench
+from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench, run_cli
 from shared_studies import snakemake
 
 RUN = ["run", *LSQ]
@@ -71,9 +71,7 @@ REFUSED = [
     ([*RUN, "--epochs", "ten"], ["epochs='ten'", "number"]),
     # accepted and wrong: true was a batch of 1, a loss bound <= 0, lr=nan "negative"
     ([*RUN, "--set", "batch_size=true"], ["batch_size=True", "integer"]),
-    ([*RUN, "--set", "nodes=false"], ["nodes=False", "integer"]),
     ([*RUN, "--set", "lr=true"], ["lr=True", "number"]),
-    ([*RUN, "--set", "divergence_loss=-1"], ["divergence_loss=-1", "> 0"]),
     ([*RUN, "--set", "divergence_loss=0"], ["divergence_loss=0", "> 0"]),
     # (an unknown task, option, compressor, graph, deal or backend: each reader's own table, e.g. tests/test_tasks.py,
     # test_topology.py, test_data.py, test_start.py, test_run_config_types.py; here what no such table holds)
@@ -149,6 +147,7 @@ REFUSED = [
     (["tune-gamma", "--compressor", "sign", "--grid=-3:0:2.5"], ["-3:0:2.5"]),
     (["tune-gamma", "--compressor", "sign", "--grid=-3:inf:4"], ["-3:inf:4", "finite"]),
     (["tune-gamma", "--compressor", "sign", "--grid", "0.1,,0.5"], ["0.1,,0.5"]),
+    (["tune-gamma", "--compressor", "sign", "--grid", "0.5,2"], ["'0.5,2'", "gamma=2 is outside (0, 1]"]),
     (["topology", "--topology", "one-peer-exp", "--nodes", "24"], ["16 or 32"]),
     *[(["topology", "--topology", spec, "--nodes", "10"], words) for spec, words in [  # the base-(k+1) graph's k
         ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
@@ -169,6 +168,9 @@ REFUSED = [
     *[(["plan", "--configfile", str(ROOT / "config" / "test.yaml"), flag, value], [value]) for flag, value in [
         ("--steps", "0"), ("--steps", "many"), ("--safety", "0.5"), ("--scale", "tpu"), ("--device", "gpu")]],
     *sizes("consensus"), *sizes("tune-gamma"),
+    # `python -m analysis`'s own flags (found by tests/test_entry_properties.py when it fuzzed analysis too)
+    (["analysis", "summarize", "TMP", "--target-acc=--"], ["--target-acc", "'--' is not a value"]),  # an empty list
+    (["analysis", "summarize", "TMP", "--target-rel=nan"], ["--target-rel", "'nan' must be finite"]),
     # `bench track --config` reads with the same loader: an alias bomb took 3 GB and 23 s before a MemoryError
     ([CHILD, "track", "--config", f"defaults: {{network: {bomb()}}}\n".encode(), *TRACK],
      ["--config TMP/bad.yaml uses the YAML anchor &a0", "aliases are not read"]),
@@ -201,7 +203,7 @@ def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_
         words.append(word.replace("TMP", str(tmp_path)))
     if words[words[0] == CHILD] in ("run", "consensus") and "--out" not in words:
         words += ["--out", str(tmp_path / "out")]
-    status, out, err = run_bench(words, capsys)
+    status, out, err = run_cli(analysis_main, words[1:], capsys) if words[0] == "analysis" else run_bench(words, capsys)
     line = assert_refused(status, err, *[f.replace("TMP", str(tmp_path)) for f in fragments])
     assert "nan" not in line or "negative" not in line  # lr=nan was called a negative learning rate
     assert out == "" and {p.name for p in tmp_path.iterdir()} <= {"notes.txt", "bad.yaml"}
@@ -336,28 +338,6 @@ def test_a_bad_study_is_one_line_at_dag_build_naming_block_cell_and_value(block,
     assert all(fragment in line for fragment in fragments), line
 
 
-def test_what_a_block_may_set_makes_cells_and_a_file_topology_is_read_from_the_working_folder(tmp_path,
-                                                                                            monkeypatch):
-    cells = Study(study({"lr": [0.1, 0.2], "data": ["sorted"]})).cells
-    assert sorted(cells) == ["choco-sign_ring4_data=sorted_lr=0.1", "choco-sign_ring4_data=sorted_lr=0.2"]
-    monkeypatch.chdir(tmp_path)
-    Path("edges.txt").write_text("0 1\n1 2\n2 3\n3 0\n")
-    assert list(Study(study({"topology": ["file:edges.txt"]})).cells) == ["choco-sign_fileedges.txt4"]
-
-
-def test_each_topology_is_built_once_per_shape(monkeypatch):
-    from bench.run import resolved
-
-    calls = []
-    real = resolved.make_topology
-    monkeypatch.setattr(resolved, "make_topology", lambda *a, **kw: calls.append(a) or real(*a, **kw))
-    config = study({"method": ["choco/sign", "dpsgd/none", "dcd/qsgd:4"], "nodes": [4, 8], "lr": [0.1, 0.2]},
-                   tune={"grid": {"momentum": [0.0, 0.9]}, "seeds": [0, 5]})
-    config["blocks"]["again"] = {**BLOCK, "nodes": [8, 16]}
-    Study(config)
-    assert sorted(calls) == [("ring", 4), ("ring", 8), ("ring", 16)]
-
-
 @pytest.mark.parametrize("block, cell", [
     ({"method": ["dcd/sign"], "faults": {"drop": 0.1}}, "dcd-sign_ring4_faults=drop0.1~"),
     ({"method": ["adpsgd/none"], "backend": "dist"}, "adpsgd-none_ring4_backend=dist"),
@@ -393,22 +373,16 @@ def test_every_command_line_gives_bench_the_studys_exact_value(value):
                    study({"data_root": [value]}, group_seeds=True, tune=tuned)):
         s = Study(config)
         for job in s.jobs():
+            knobs = s.tuned_cells.get(job.cell, ()) if job.rule != "tune_cell" else ()
             for settings in job.runs:
                 out = f"results/v/{job.name}/it's $(touch PWNED)"
-                words = shlex.split(s.command(settings, out, s.tuned_cells.get(job.cell, ())
-                                              if job.rule != "tune_cell" else ()))
+                words = shlex.split(s.command(settings, out, knobs, "tuned/it's.yaml" if knobs else None))
                 assert words[:5] == ["python", "-m", "bench", "run", "--settings"] and words[-2:] == ["--out", out]
                 cfg = load_settings(words[5])
                 assert cfg.data_root == value and cfg.seed == settings["seed"] and cfg.topology == "ring"
-
-
-def test_a_tuned_cells_command_reads_its_tuned_values_and_leaves_them_out():
-    s = Study(study(tune={"grid": {"lr": [0.1, 0.2]}, "seeds": [0]}))
-    run = s.runs["choco-sign_ring4_s0"]
-    words = shlex.split(s.command(run, "out", s.tuned_cells["choco-sign_ring4"], "tuned/it's.yaml"))
-    assert words[words.index("--config") + 1] == "tuned/it's.yaml" and "--replace-stale" in words
-    settings = json.loads(words[words.index("--settings") + 1])
-    assert "lr" not in settings and settings["seed"] == 0 and settings["algorithm"] == "choco"
+                # a final run reads its tuned values from the cell's YAML, and they are left out of its settings
+                assert not knobs or words[6:9] == ["--config", "tuned/it's.yaml", "--replace-stale"]
+                assert not knobs or "lr" not in json.loads(words[5])
 
 
 @pytest.mark.slow

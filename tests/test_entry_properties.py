@@ -1,7 +1,8 @@
-"""The entry points' promise, as properties (issue 13): for random settings, specs, studies and damaged files,
-`bench run`, `bench topology`, `bench consensus`, `bench tune-gamma`, a study at DAG build and `python -m analysis`
-end in exit 0 with a result, or exit 2 with ONE line on stderr: never a traceback, a hang, or a file written
-outside the output given. What these found once is a row of tests/test_bad_input.py's tables.
+"""The entry points' promise, as properties (issue 13): for random settings, specs, studies and edge files,
+`bench run` and a study at DAG build end in exit 0 with a result, or exit 2 with ONE line on stderr: never a
+traceback, a hang, or a file written outside the output given. What these found once is a row of
+tests/test_bad_input.py's tables, where the finds of their properties for `bench topology`, `consensus` and
+`tune-gamma` are too (those of `python -m analysis` on damaged results: tests/test_analysis_damaged_files.py's).
 
 Each example runs in this process under a wall-clock alarm, in a fresh folder as its working folder (a relative
 path written by mistake lands there) with $HOME an empty folder. Values are drawn from one pool of words a person
@@ -22,15 +23,12 @@ import warnings
 from pathlib import Path
 from unittest import mock
 
-import pandas as pd
 import pytest
-from hypothesis import HealthCheck, event, example, given, note, settings
+from hypothesis import HealthCheck, event, given, note, settings
 from hypothesis import strategies as st
 
 import bench.run
 import bench.run.launch
-from analysis import cli as analysis_cli
-from analysis_fixtures import make_cell
 from bench.algorithms import ALGORITHMS
 from bench.cli import main as bench_main
 from bench.errors import BenchError
@@ -39,9 +37,8 @@ from bench.pipeline import Study
 from bench.pipeline.study import BLOCK_AXES, NOT_IN_BLOCKS
 from bench.run.config import KEYS
 from bench.tasks import task_option_names
-from hostile import assert_refused
+from hostile import ROOT, assert_refused
 
-ROOT = Path(__file__).resolve().parents[1]
 IN = "{IN}"  # the example's folder of input files, in generated arguments
 LIMIT_S = 60  # wall-clock bound of one example
 SCALE = float(os.environ.get("ENTRY_PROPERTY_SCALE", "1"))
@@ -193,18 +190,6 @@ def run_case(draw):
     return argv, out, draw(FILES)
 
 
-class _NoTraining:
-    """Stands for the runner's loop (bench/run/launch.py builds the run's parts, then ``Loop(...).run()``)."""
-
-    made: list = []
-
-    def __init__(self, cfg, out, parts, device, previous, threads=None):
-        _NoTraining.made.append((cfg, parts))
-
-    def run(self) -> int:
-        return 0
-
-
 @_profile(examples=80)
 @given(case=run_case())
 def test_bench_run_builds_the_run_it_was_given_or_says_why_not(case, base):
@@ -212,50 +197,20 @@ def test_bench_run_builds_the_run_it_was_given_or_says_why_not(case, base):
     compressor, data, γ tuned, algorithm): exit 0 having built the run of the settings given, or one line."""
     argv, out, files = case
     box = Sandbox(base, files)
-    _NoTraining.made.clear()
-    with mock.patch.object(bench.run.launch, "Loop", _NoTraining):
+    with mock.patch.object(bench.run.launch, "Loop") as loop:  # the runner's loop: Loop(cfg, out, parts, ...).run()
+        loop.return_value.run.return_value = 0
         status, _, _ = box.call(bench_main, ["run", *argv, "--out", out])
     if status == 2:
-        assert not _NoTraining.made
+        assert not loop.called
         return
-    [(cfg, parts)] = _NoTraining.made
+    loop.assert_called_once()
+    cfg, _, parts = loop.call_args.args[:3]
     assert parts.topology.n == cfg.nodes and tuple(parts.algo.x.shape) == (cfg.nodes, parts.task.d)
     assert parts.algo.name == cfg.algorithm
     again = []  # the same command resolves to the same run
     with mock.patch.object(bench.run, "start", lambda settings, out, **kw: again.append(settings) or 0):
         assert box.call(bench_main, ["run", *argv, "--out", out])[0] == 0
     assert again[0].fingerprint() == cfg.fingerprint()
-
-
-@st.composite
-def command_case(draw):
-    """(argv, files) of `bench topology`, `consensus` or `tune-gamma` with a few of their flags drawn."""
-    command = draw(st.sampled_from(["topology", "consensus", "tune-gamma"]))
-    flags = {"topology": ["--topology", "--nodes", "--weights", "--seed"],
-             "consensus": ["--topology", "--nodes", "--weights", "--seed", "--dim", "--steps", "--gamma",
-                           "--tune-steps", "--out"],
-             "tune-gamma": ["--topology", "--nodes", "--weights", "--seed", "--dim", "--steps", "--grid"]}[command]
-    argv = [command, "--nodes", "4"] + ([] if command == "topology" else ["--dim", "3", "--steps", "3", "--quiet"])
-    for flag in draw(st.lists(st.sampled_from(flags), max_size=3, unique=True)):
-        argv.append(f"{flag}={draw(OUTS if flag == '--out' else word)}")
-    if command == "consensus":
-        argv += ["--methods", *draw(st.lists(st.sampled_from(["exact", "sign", "top:0.5", "qsgd:4", "zip:3", "x"]),
-                                             min_size=1, max_size=2))]
-    if command == "tune-gamma":
-        argv.append(f"--compressor={draw(st.sampled_from(['sign', 'top:0.5', 'none', 'top:2', 'x']))}")
-    return argv + ["--json"] * (command != "consensus" and draw(st.booleans())), draw(FILES)
-
-
-@_profile(examples=80)
-@given(case=command_case())
-def test_bench_commands_describe_gossip_and_tune_or_say_why_not(case, base):
-    argv, files = case
-    status, out, _ = Sandbox(base, files).call(bench_main, argv, allowed=("out",))
-    if status == 0 and "--json" in argv:
-        info = json.loads(out)
-        assert 0 < info["best_gamma"] <= 1 if argv[0] == "tune-gamma" else 0 < info["spectral_gap"] <= 1 + 1e-9
-    elif status == 0 and argv[0] == "consensus":
-        assert out.startswith("# consensus on ")
 
 
 # ---- a study at DAG build ----------------------------------------------------------------------------------
@@ -328,84 +283,3 @@ def test_a_study_builds_and_bench_runs_its_commands_or_one_line(case, base):
                 if not tuned:  # the settings the study asked for (the pipeline adds --quiet)
                     assert {**seen[-1].to_dict(), "quiet": None} == {**study.run_config(asked).to_dict(),
                                                                      "quiet": None}
-
-
-# ---- python -m analysis ------------------------------------------------------------------------------------
-json_value = st.recursive(st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20), st.floats(),
-                                    st.text(max_size=6)),
-                          lambda inner: st.one_of(st.lists(inner, max_size=3),
-                                                  st.dictionaries(st.text(max_size=5), inner, max_size=3)),
-                          max_leaves=6)
-RECORD_KEYS = ["run_id", "fingerprint", "status", "config", "topology", "compressor", "gamma", "task",
-               "steps_per_epoch", "total_steps", "final", "start_time", "config.task", "config.algorithm",
-               "config.nodes", "config.seed", "config.lr", "config.epochs", "config.topology"]
-METRIC_COLUMNS = ["step", "epoch", "test_acc", "test_loss", "train_loss", "consensus_distance", "bits_per_worker",
-                  "time_s", "lr"]
-column = st.sampled_from([["a", "b", "c"], [True, False, True], [None] * 3, [1e308, -1e308, 0.0], [float("nan")] * 3,
-                          [float("inf"), 0.0, 1.0], [-1, -2, -3], [2**62] * 3, None])  # None: the column dropped
-damage = st.one_of(st.tuples(st.just("run.json"), st.sampled_from(RECORD_KEYS), json_value),
-                   st.tuples(st.just("metrics.parquet"), st.sampled_from(METRIC_COLUMNS), column),
-                   st.tuples(st.just("bytes"), st.sampled_from(["run.json", "metrics.parquet"]),
-                             st.sampled_from([b"", b"{", b"[1, 2]", b"null", b"\xff\xfe\x00", b"PAR1", None])))
-
-
-def _damage(run: Path, how) -> None:
-    kind, key, value = how
-    try:
-        if kind == "run.json":
-            record = json.loads((run / "run.json").read_text())
-            part, _, inner = key.partition(".")
-            (record[part] if inner else record)[inner or key] = value
-            (run / "run.json").write_text(json.dumps(record))
-        elif kind == "metrics.parquet":
-            metrics = pd.read_parquet(run / "metrics.parquet")
-            metrics = metrics.drop(columns=[key], errors="ignore") if value is None else metrics.assign(**{key: value})
-            metrics.to_parquet(run / "metrics.parquet", index=False)
-        elif value is None:
-            (run / key).unlink(missing_ok=True)
-        else:
-            (run / key).write_bytes(value)
-    except (OSError, ValueError, TypeError, KeyError, IndexError):  # already damaged past this change
-        pass
-
-
-@_profile(examples=30)
-@given(accs=st.lists(st.floats(0, 1), min_size=1, max_size=3), damages=st.lists(damage, max_size=3),
-       command=st.sampled_from(["summarize", "baseline", "regress"]),
-       args=st.lists(st.tuples(st.sampled_from(["--target-acc", "--target-rel", "--metric", "--acc-tol"]),
-                               st.sampled_from(["0.5", "0.9", "0", "-1", "nan", "x", "test_loss", "--"])), max_size=2))
-@example(accs=[0.0], damages=[("run.json", "run_id", None), ("run.json", "config.task", None)], command="summarize",
-         args=[])  # a KeyError
-@example(accs=[0.0], damages=[("metrics.parquet", "step", ["a", "b", "c"]), ("metrics.parquet", "epoch", None)],
-         command="summarize", args=[("--target-rel", "0.5")])  # KeyError: 'epoch'
-@example(accs=[0.5], damages=[("bytes", "run.json", b"{")] * 2, command="summarize", args=[])  # notes and error
-@example(accs=[0.5], damages=[], command="summarize", args=[("--target-acc", "--")])  # argparse: an empty list
-@example(accs=[0.5], damages=[], command="summarize", args=[("--target-rel", "nan")])  # not finite
-@example(accs=[0.5, 0.5], damages=[("bytes", "metrics.parquet", b"PAR1")] * 3, command="regress",
-         args=[])  # choco's seed 0 skipped: missing beside the baseline
-def test_analysis_summarizes_compares_or_says_why_not(accs, damages, command, args, base):
-    box = Sandbox(base)
-    make_cell(box.out, "choco", accs)
-    make_cell(box.out, "ar", accs, algorithm="allreduce", compressor="none")
-    runs = sorted(p.parent for p in box.out.rglob("run.json"))
-    for k, how in enumerate(damages):
-        _damage(runs[k % len(runs)], how)
-    flags = [f"{flag}={value}" for flag, value in args]
-    if command == "regress":  # against a baseline of the study's own good runs: nothing regressed, or REGRESSION
-        make_cell(box.root / "data" / "base", "choco", [0.5] * len(accs))
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            analysis_cli.main(["baseline", str(box.root / "data" / "base"), "--out", str(box.root / "data" / "b.json")])
-        argv = ["regress", "--baseline", "data/b.json", "--current", "out", *flags]
-    else:
-        argv = [command, "out", *flags] + (["--out", "data/b.json"] if command == "baseline" else [])
-    status, _, err = box.call(lambda a: _regress_status(analysis_cli.main(a)), argv)
-    if status == 0 and command == "summarize":
-        assert len(pd.read_csv(box.out / "summary.csv")) >= 1
-    elif status == 0 and command == "baseline":
-        assert "cells" in json.loads((box.root / "data" / "b.json").read_text())
-    assert all(line.startswith(("REGRESSION ", "analysis: note: ")) for line in err.splitlines()
-               if line.strip()) or status == 2, err
-
-
-def _regress_status(status: int) -> int:
-    return 0 if status == 1 else status  # regress found regressions: its REGRESSION lines are checked above

@@ -16,19 +16,14 @@ from bench.errors import BenchError
 from bench.models import make_model
 from bench.run import resolve
 from bench.run.runner import Loop
-from bench.tasks import TaskSetup, make_task
-from bench.tasks.batchnorm import batchnorm_inputs, check_batchnorm_batch
-from datafiles import write_cifar, write_imagefolder
-from hostile import refused
+from bench.tasks.batchnorm import check_batchnorm_batch
+from datafiles import write_imagefolder
+from hostile import refused, temps
 from test_run import SMALL, WALL, metrics
 
 
 def _record(out):
     return json.loads((out / "run.json").read_text())
-
-
-def _temps(directory):
-    return sorted(p.name for p in Path(directory).iterdir() if ".tmp" in p.name)
 
 
 # ---- 1. BatchNorm and the per-worker batch --------------------------------------------------------
@@ -91,17 +86,6 @@ def test_the_check_refuses_exactly_what_batchnorm_cannot_train_on(name, kwargs, 
         torch_refuses = True
     assert refused == torch_refuses
     assert model.training  # the check leaves the model's mode as it was
-
-
-def test_tasks_with_batchnorm_and_without(tmp_path):
-    """The ResNets (CIFAR-10 ResNet-8/20, ImageNet ResNet-50) have BatchNorm, the MLP none (so it is not traced);
-    CIFAR's ResNets keep 8x8 maps to the end, so batch 1 trains there and is not refused."""
-    write_cifar(tmp_path / "cifar-10-batches-py", per_batch=12)
-    for name in ("cifar10-resnet8", "cifar10-resnet20"):
-        task = make_task(name, TaskSetup(n_workers=3, batch_size=1, data_root=str(tmp_path)))
-        seen = batchnorm_inputs(task.model, (3, 32, 32), 1)
-        assert seen and min(s[2] * s[3] for _, s in seen) == 64
-    assert batchnorm_inputs(make_model("mlp", in_features=40, num_classes=10), (40,), 1) == []
 
 
 # ---- 2. errors inside the runner ------------------------------------------------------------------
@@ -173,14 +157,14 @@ def test_an_error_mid_run_fails_it_with_its_reason_and_the_same_command_finishes
     record = _record(out)
     assert record["status"] == "failed" and words[-1].removeprefix("bench: error: ") in record["error"]
     assert code == 1 or (record["error"] == f"{IMG7} is not an image" and "traceback" not in record)
-    assert (out / "checkpoint.pt").exists() and not _temps(out)
+    assert (out / "checkpoint.pt").exists() and not temps(out)
     if failure == "a step":
         assert record["error"].startswith(words[-1]) and "(at bench/run/runner.py:" in record["error"]
         assert words[-1] in record["traceback"] and "end_time" in record
         assert len(metrics(out)) >= 2 and record["final"]["step"] == metrics(out)["step"].iloc[-1]
     monkeypatch.undo()
     assert main(["run", *CHECKPOINTED, "--out", str(out)]) == 0
-    assert _record(out)["status"] == "completed" and not _temps(out)
+    assert _record(out)["status"] == "completed" and not temps(out)
     pd.testing.assert_frame_equal(metrics(out).drop(columns=WALL), reference)
 
 
