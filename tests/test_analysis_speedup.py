@@ -1,5 +1,6 @@
 """The linear speed-up study: crossings and speed-ups on curves with known answers, censored and
 diverged targets, LR regimes sharing their n = 1 runs, the figure, the report section."""
+import itertools
 import math
 
 import numpy as np
@@ -29,23 +30,17 @@ def theory(nodes, c=1.0):
         return np.where(STEPS > 0, c / np.sqrt(nodes * np.maximum(STEPS, 1)), 10.0)
 
 
-@pytest.fixture(scope="module")
-def points():
-    parts = [curve_points(a, c, n, s, theory(n) * (1 + 0.0 * s)) for a, c in METHODS for n in (1, 4, 16, 64)
-             for s in range(2)]
+def planted_regimes(methods=METHODS[:1], nodes=(4, 16, 64)) -> pd.DataFrame:
+    """Constant LR: every n follows the n = 1 curve 1/√t (no speed-up). √n LR (capped at n = 64): c/√(n t),
+    speed-up n. The n = 1 runs, at the shared LR, are the baseline of both. Two seeds of each method."""
+    parts = []
+    for (algorithm, compressor), s in itertools.product(methods, range(2)):
+        parts.append(curve_points(algorithm, compressor, 1, s, theory(1)))
+        for n in nodes:
+            parts.append(curve_points(algorithm, compressor, n, s, theory(1)))
+            lr = 0.08 if n == 64 else 0.02 * math.sqrt(n)
+            parts.append(curve_points(algorithm, compressor, n, s, theory(n), lr=lr))
     return pd.concat(parts, ignore_index=True)
-
-
-def test_curves_of_c_over_root_nt_give_speedup_exactly_n(points):
-    # target 1/8: t = 64/n falls on an evaluation point for every n, so no interpolation error
-    table = speedup_table(speedup_points(points), target=0.125, n_boot=200).set_index(["method", "nodes"])
-    for method in ("all-reduce", "D-PSGD", "Choco-SGD (sign)"):
-        for n in (1, 4, 16, 64):
-            row = table.loc[(method, n)]
-            assert row["status"] == "reached" and row["reached"] == 2
-            assert row["steps_to_target"] == pytest.approx(64 / n)
-            assert row["speedup"] == pytest.approx(n)
-            assert row["speedup_ci_low"] == pytest.approx(n) and row["speedup_ci_high"] == pytest.approx(n)
 
 
 def allreduce(nodes, values, seed=0, **kw):
@@ -111,16 +106,9 @@ def test_curves_are_medians_over_seeds():
     assert list(out["median"]) == [2.0] * 3 and list(out["low"]) == [1.0] * 3 and list(out["high"]) == [6.0] * 3
 
 
-def test_figure_and_report_skip_runs_without_the_study(points, tmp_path):
-    no_subopt = points.drop(columns="train_subopt")
-    assert "train_subopt" in speedup_figure.draw(tmp_path, no_subopt, None, tmp_path / "a")
-    only_n4 = points[points["nodes"] == 4]
-    assert "n = 1" in speedup_figure.draw(tmp_path, only_n4, None, tmp_path / "b")
-    assert speedup_section(only_n4) is None and speedup_section(None) is None
-    assert not list(tmp_path.iterdir())
-
-
-def test_report_has_the_speedup_section_and_csv(points, tmp_path, monkeypatch):
+def test_the_report_has_a_table_per_regime_at_both_default_targets_and_none_without_n1_runs(tmp_path, monkeypatch):
+    """(That the figure gives its requirement's reason where the study is not one: tests/test_figure_catalog.py.)"""
+    points = planted_regimes()
     summary = points.drop_duplicates("run_id").assign(cell=lambda d: d["run_id"], final_test_acc=math.nan,
                                                       network="datacenter-10g", data="shuffle", spectral_gap=0.5)
     monkeypatch.setattr(report, "load_tables", lambda d, with_skipped=False: (points, summary, "", []))
@@ -128,12 +116,17 @@ def test_report_has_the_speedup_section_and_csv(points, tmp_path, monkeypatch):
     study.mkdir()
     assert report.main([str(study)]) == 0
     md = (study / "report.md").read_text()
-    assert "## Linear speed-up" in md and "speed-up to 2× floor [95% CI]" in md
+    assert "## Linear speed-up" in md and "speed-up to 2× floor [95% CI]" in md and "1.25× floor" in md
+    assert md.count("### lsq: ") == 2 and "constant LR" in md and "√n" in md and "(shared)" in md
     table = pd.read_csv(study / "speedup.csv")
-    # one regime (every n at the same LR), 3 methods × 4 n × the two default targets
-    assert len(table) == 3 * 4 * 2 and set(table["nodes"]) == {1, 4, 16, 64}
-    assert set(table["target_factor"]) == {2.0, 1.25} and set(table["lr_regime"]) == {CONSTANT}
-    assert write_speedup_csv(points[points["nodes"] == 4], tmp_path) is None
+    assert len(table) == 2 * 4 * 2 and set(table["nodes"]) == {1, 4, 16, 64}  # regimes × n × targets
+    assert set(table["target_factor"]) == {2.0, 1.25} and set(table["lr_regime"]) == {CONSTANT, SQRT_N}
+    # n = 1 all-reduce 1/√t: the floor is the median of the last quarter; each target a factor of it
+    floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
+    assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
+    only_n4 = points[points["nodes"] == 4]
+    assert speedup_section(only_n4) is None and speedup_section(None) is None
+    assert write_speedup_csv(only_n4, tmp_path) is None
 
 
 def test_lr_regime_is_read_off_the_lr_against_the_n1_lr():
@@ -145,23 +138,14 @@ def test_lr_regime_is_read_off_the_lr_against_the_n1_lr():
     assert lr_regime(math.nan, math.nan, 4) == CONSTANT  # runs without an LR: one regime
 
 
-def planted_regimes():
-    """Constant LR: every n follows the n = 1 curve 1/√t (no speed-up). √n LR (capped at n = 64): c/√(n t),
-    speed-up n. The n = 1 runs, at the shared LR, are the baseline of both."""
-    parts = []
-    for s in range(2):
-        parts.append(curve_points("allreduce", "none", 1, s, theory(1)))
-        for n in (4, 16, 64):
-            parts.append(curve_points("allreduce", "none", n, s, theory(1)))
-            lr = 0.08 if n == 64 else 0.02 * math.sqrt(n)
-            parts.append(curve_points("allreduce", "none", n, s, theory(n), lr=lr))
-    return speedup_points(pd.concat(parts, ignore_index=True))
-
-
 def test_speedup_is_computed_within_a_regime_over_the_shared_n1_runs():
-    table = speedup_table(planted_regimes(), target=0.125, n_boot=100).set_index(["lr_regime", "nodes"])
+    # target 1/8: t = 64/n falls on an evaluation point for every n, so no interpolation error
+    table = speedup_table(speedup_points(planted_regimes()), target=0.125, n_boot=100).set_index(["lr_regime",
+                                                                                                 "nodes"])
     for n in (4, 16, 64):
-        assert table.loc[(SQRT_N, n), "speedup"] == pytest.approx(n)
+        row = table.loc[(SQRT_N, n)]
+        assert (row["status"], row["reached"], row["steps_to_target"]) == ("reached", 2, pytest.approx(64 / n))
+        assert [row["speedup"], row["speedup_ci_low"], row["speedup_ci_high"]] == pytest.approx([n] * 3)
         assert table.loc[(CONSTANT, n), "speedup"] == pytest.approx(1.0)
         assert table.loc[(CONSTANT, n), "seeds"] == 2 and table.loc[(SQRT_N, n), "seeds"] == 2
     assert table.loc[(SQRT_N, 64), "lr"] == pytest.approx(0.08)
@@ -172,31 +156,12 @@ def test_speedup_is_computed_within_a_regime_over_the_shared_n1_runs():
     assert not table.loc[(SQRT_N, 4), "shared"]
 
 
-def test_both_default_targets_per_regime_and_one_table_per_regime_in_the_report():
-    points = planted_regimes()
-    table = speedup_table(points, n_boot=50)
-    assert len(table) == 2 * 4 * 2  # regimes × n × targets
-    # n = 1 all-reduce 1/√t: the floor is the median of the last quarter; each target a factor of it
-    floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
-    assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
-    md = speedup_section(points)
-    assert md.count("### lsq: ") == 2 and "constant LR" in md and "√n" in md and "(shared)" in md
-    assert "2× floor" in md and "1.25× floor" in md
-
-
 def test_figure_has_one_curve_panel_per_method_readable_titles_and_the_fitted_constant(tmp_path, monkeypatch):
     from analysis import labels
-    from figure_probe import kept_figures, line_look, method_look
+    from figure_probe import kept_figures
 
     kept = kept_figures(monkeypatch, speedup_figure)
-    parts = []
-    for algorithm, compressor in METHODS:
-        for s in range(2):
-            parts.append(curve_points(algorithm, compressor, 1, s, theory(1)))
-            for n in (4, 16):
-                parts.append(curve_points(algorithm, compressor, n, s, theory(1)))  # constant LR
-                parts.append(curve_points(algorithm, compressor, n, s, theory(n), lr=0.02 * math.sqrt(n)))
-    points = pd.concat(parts, ignore_index=True)
+    points = planted_regimes(METHODS, nodes=(4, 16))
     _, caption = speedup_figure.draw(tmp_path, points, None, tmp_path / "s")
     # c fitted on the n = 1 all-reduce curve 1/√t
     assert "c = 1 " in caption and "lsq" in caption and "n = 1 all-reduce" in caption
@@ -216,6 +181,5 @@ def test_figure_has_one_curve_panel_per_method_readable_titles_and_the_fitted_co
                        if str(line.get_gid()).startswith(f"curve:{choco}:{regime}:")] for regime in (CONSTANT, SQRT_N)}
     assert len(styles[CONSTANT]) == 3 and len(styles[SQRT_N]) == 2  # n = 1, 4, 16 and n = 4, 16
     assert set(styles[CONSTANT]).isdisjoint(styles[SQRT_N])
-    # the ratio panels draw each method in its look
-    floor = [line_look(line) for ax in ratios_row for line in ax.get_lines() if line.get_gid() == f"floor:{choco}"]
-    assert floor == [method_look(choco)] * 2
+    # each ratio panel draws each method's floor ratio (in its look: tests/test_figure_catalog.py)
+    assert sum(line.get_gid() == f"floor:{choco}" for ax in ratios_row for line in ax.get_lines()) == 2
