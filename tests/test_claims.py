@@ -255,10 +255,9 @@ def test_regress_counts_a_claim_lost_since_the_baseline_and_shows_an_undecided_o
     assert baseline_problem({"cells": {}, "claims": {"x": "maybe"}}).startswith("claim x='maybe' is not one of")
 
 
-def test_the_claims_command_writes_its_table_and_the_report_and_its_html_have_it(tmp_path, capsys):
+def test_the_claims_command_writes_its_table_and_the_report_has_it(tmp_path, capsys):
     from analysis import cli
     from analysis.report import build_report
-    from analysis.report_html import _mark_verdicts
     from analysis_fixtures import make_run
 
     for seed in range(3):
@@ -273,9 +272,6 @@ def test_the_claims_command_writes_its_table_and_the_report_and_its_html_have_it
     assert cli.main(["claims", str(tmp_path), "--min-seeds", "1"]) == 2
     text = claims_markdown(check_claims(pd.DataFrame(choco_everywhere())))
     assert f"| {MATCH}" in text and "*Reads*: final accuracy of the local models" in text
-    verdict_cells = ("holds", "fails", "inconclusive", "incomplete", "maybe")
-    marked = _mark_verdicts("".join(f"<td>{v}</td>" for v in verdict_cells))  # the HTML marks every verdict
-    assert all(f'class="verdict-{v}">{v}</td>' in marked for v in verdict_cells[:4]) and "<td>maybe</td>" in marked
 
 
 def test_a_summary_from_before_the_n_eff_column_still_reads(tmp_path):
