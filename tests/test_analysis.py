@@ -283,7 +283,7 @@ def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
     schedule = [0.1, 0.05, 0.025, 0.0125]
     make_run(tmp_path / "a", lr=0.1, momentum=0.9, milestones=[1, 2, 3],
              epochs_points=[{"epoch": e, "lr": lr, "test_acc": 0.2 + 0.1 * e} for e, lr in enumerate(schedule)])
-    make_run(tmp_path / "b", **AR, lr=0.2, compute_time=0.01)
+    make_run(tmp_path / "b", **AR, lr=0.2)
     runs = load_runs(tmp_path)
     a = runs.points[runs.points["algorithm"] == "choco"]
     assert a["lr"].tolist() == schedule and (a["lr_config"] == 0.1).all()
@@ -295,4 +295,3 @@ def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
     choco = tidy[tidy["algorithm"] == "choco"]
     assert choco["momentum"].eq(0.9).all()  # a setting not in the run table
     assert choco["milestones"].eq("[1, 2, 3]").all()  # a list, as JSON text
-    assert set(tidy["compute_time"]) == {"measured", "0.01"}  # mixed kinds of one setting: text

@@ -94,9 +94,10 @@ def lag_runs(tmp_path_factory):
     return tmp_path
 
 
-def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
+def test_lag_table_fit_figure_and_report_on_runs_with_known_answers(lag_runs, monkeypatch):
     runs = load_runs(lag_runs)
-    table = lag_table(runs.points, summarize(runs, target_rel=0.95)).set_index(["algorithm", "topology", "nodes"])
+    summary = summarize(runs, target_rel=0.95)
+    table = lag_table(runs.points, summary).set_index(["algorithm", "topology", "nodes"])
     assert table.loc[("dpsgd", "ring", 16), "seeds"] == 3 and table.loc[("dpsgd", "ring", 16), "diverged"] == 1
     assert table["gap"].to_dict() == pytest.approx({("choco", "ring", 4): 1.0, ("choco", "ring", 16): 4.0,
                                                     ("choco", "torus", 16): 2.0, ("dpsgd", "ring", 16): 8.0})
@@ -106,11 +107,6 @@ def test_lag_table_and_fit_on_runs_with_known_answers(lag_runs):
     assert pooled["slope"] == pytest.approx(0.5) and pooled["n"] == 4 and pooled["spearman"] == pytest.approx(1.0)
     choco = fits[fits["scope"] == "Choco-SGD (sign)"].iloc[0]  # three settings: a fit of its own
     assert choco["slope"] == pytest.approx(0.5) and choco["n"] == 3
-
-
-def test_figure_caption_and_report_section(lag_runs, monkeypatch):
-    runs = load_runs(lag_runs)
-    summary = summarize(runs, target_rel=0.95)
     kept = kept_figures(monkeypatch, lag_vs_consensus)
     _, caption = lag_vs_consensus.draw(lag_runs, runs.points, summary, lag_runs / "figures" / "lag_vs_consensus")
     assert len(kept) == 1 and "b = 0.50" in caption and "4 settings" in caption and "Spearman ρ = 1.00" in caption
