@@ -90,9 +90,7 @@ def test_target_rel_uses_best_allreduce_and_says_when_it_falls_back(tmp_path):
     assert mnist["target"].tolist() == pytest.approx([0.4, 0.4])  # 0.5 x 0.8, not 0.5 x 0.9
     assert "all-reduce" in mnist["target_source"].iloc[0] and "no all-reduce" not in mnist["target_source"].iloc[0]
     assert table.loc["digits-mlp", "target"] == pytest.approx(0.3)
-    assert "no all-reduce" in table.loc["digits-mlp", "target_source"]
-    with pytest.raises(ValueError):
-        summarize(load_runs(tmp_path), target_acc=0.5, target_rel=0.9)
+    assert "no all-reduce" in table.loc["digits-mlp", "target_source"]  # (both targets: test_cli_exit_codes)
 
 
 def test_epoch_gap_ratio_difference_statuses_and_seeds_not_network_presets(tmp_path):
@@ -128,7 +126,6 @@ def test_spectral_fit_recovers_power_law_and_ci_shrinks():
         assert fit["ci_low"] < -2.0 < fit["ci_high"] and fit["reference_in_ci"]
         assert fit["slope"] == pytest.approx(-2.0, abs=0.1)
         assert math.exp(fit["intercept"]) == pytest.approx(3.0, rel=0.15)
-    assert (few["n"], many["n"]) == (5, 40)
     assert many["ci_high"] - many["ci_low"] < few["ci_high"] - few["ci_low"]
     table = pd.concat([_power_law(5), pd.DataFrame({"spectral_gap": [0.5, -1.0], "final_gap": [-0.01, 1.0]})])
     assert spectral_fit(table)["n_dropped"] == 2  # a negative gap cannot be on a log axis

@@ -12,7 +12,6 @@ import pytest
 from analysis.claims import CLAIMS, check_claims, claims_markdown
 from analysis.claims.stats import bootstrap_correlation_difference, bootstrap_mean, spearman, spearman_test
 from analysis.claims.table1 import DCD_FAILS, ECD_FAILS, TABLE1
-from analysis.claims.topology import disagreeing_pairs
 from analysis.regress import baseline_problem, compare
 from analysis.summary import LATER_COLUMNS, SUMMARY_COLUMNS, read_summary
 
@@ -225,8 +224,6 @@ def test_the_statistics_the_verdicts_state():
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(ValueError, match="at least 3 points"):
         bootstrap_correlation_difference([1, 2], [1, 2], [1, 2])
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 7.8), "c": (0.05, 6.6)}) == [("a", "b")]
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 12.0), "c": (0.5, 6.0)}) == []
 
 
 def test_every_claim_is_incomplete_on_an_empty_study_and_seeds_are_counted_from_two():
