@@ -90,7 +90,8 @@ def test_target_rel_uses_best_allreduce_and_says_when_it_falls_back(tmp_path):
     assert mnist["target"].tolist() == pytest.approx([0.4, 0.4])  # 0.5 x 0.8, not 0.5 x 0.9
     assert "all-reduce" in mnist["target_source"].iloc[0] and "no all-reduce" not in mnist["target_source"].iloc[0]
     assert table.loc["digits-mlp", "target"] == pytest.approx(0.3)
-    assert "no all-reduce" in table.loc["digits-mlp", "target_source"]  # (both targets: test_cli_exit_codes)
+    assert "no all-reduce" in table.loc["digits-mlp", "target_source"]
+    pytest.raises(ValueError, summarize, load_runs(tmp_path), target_acc=0.5, target_rel=0.9)  # not both
 
 
 def test_epoch_gap_ratio_difference_statuses_and_seeds_not_network_presets(tmp_path):

@@ -97,7 +97,6 @@ def test_curves_are_medians_over_seeds():
 
 
 def test_the_report_has_a_table_per_regime_at_both_default_targets_and_none_without_n1_runs(tmp_path, monkeypatch):
-    """(That the figure gives its requirement's reason where the study is not one: tests/test_figure_catalog.py.)"""
     points = planted_regimes()
     summary = points.drop_duplicates("run_id").assign(cell=lambda d: d["run_id"], final_test_acc=math.nan,
                                                       network="datacenter-10g", data="shuffle", spectral_gap=0.5)
@@ -115,6 +114,7 @@ def test_the_report_has_a_table_per_regime_at_both_default_targets_and_none_with
     floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
     assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
     only_n4 = points[points["nodes"] == 4]
+    assert "n = 1" in speedup_figure.draw(tmp_path, only_n4, None, tmp_path / "f")  # the requirement's reason
     assert speedup_section(only_n4) is None and speedup_section(None) is None
     assert write_speedup_csv(only_n4, tmp_path) is None
 

@@ -260,7 +260,6 @@ def test_a_new_figure_module_registers_itself_when_imported(tmp_path, monkeypatc
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
     assert [(f.name, f.order, f.reads_runs) for f in base.catalog().values()] == [
         ("figures_first", 1, False), ("figures_early", 5, False), ("figures_late", 5, False)]
-    assert base.catalog()["figures_late"].draw(tmp_path, None, None, tmp_path / "late") == "nothing to draw"
     assert base.catalog()["figures_first"].needs(req.Grid(req.cells_frame([]))) == base.trains(req.Grid(
         req.cells_frame([]))) == "needs training runs (a block of cells)"
 
