@@ -104,18 +104,17 @@ def _faults_record(faults, seed, algorithm) -> dict:
     return {"faults": {**spec.to_dict(), "seed": seed, "rule": rule}}
 
 
-def make_cell(root, name, accs, **kw) -> list[Path]:
+def make_cell(root, name, accs, consensus=None, **kw) -> list[Path]:
     """One run per seed (0, 1, ...) under ``root/name/s<seed>``; seed i ends with ``accs[i]``
-    (points: epoch 0 at 0.1, epoch 1 at half way, epoch 2 at ``accs[i]``)."""
-    return [make_run(Path(root) / name / f"s{i}", seed=i,
-                     epochs_points=[{"epoch": 0, "test_acc": 0.1}, {"epoch": 1, "test_acc": (0.1 + a) / 2},
-                                    {"epoch": 2, "test_acc": a}], **kw)
-            for i, a in enumerate(accs)]
+    (points: epoch 0 at 0.1, epoch 1 at half way, epoch 2 at ``accs[i]``) and, given ``consensus``, has the
+    consensus distance ``consensus[i]`` after step 0 (0 at the start)."""
+    return [make_run(Path(root) / name / f"s{i}", seed=i, epochs_points=[
+        {"epoch": e, "test_acc": acc, **({} if consensus is None else {"consensus_distance": consensus[i] * (e > 0)})}
+        for e, acc in enumerate([0.1, (0.1 + a) / 2, a])], **kw) for i, a in enumerate(accs)]
 
 
-# a two-method study's methods, and the settings of the figure catalog's tiny grid study (an i.i.d. and a sorted
-# partition at two n on a ring, a torus at the larger n) with the spectral gap ρ of each graph
-TWO = [("allreduce", "none"), ("choco", "sign")]
+# the settings of the figure catalog's tiny grid study (an i.i.d. and a sorted partition at two n on a ring, a torus
+# at the larger n) with the spectral gap ρ of each graph
 RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
 SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
             ("ring", 9, "sorted")]

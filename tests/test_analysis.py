@@ -91,8 +91,7 @@ def test_target_rel_uses_best_allreduce_and_says_when_it_falls_back(tmp_path):
     assert "all-reduce" in mnist["target_source"].iloc[0] and "no all-reduce" not in mnist["target_source"].iloc[0]
     assert table.loc["digits-mlp", "target"] == pytest.approx(0.3)
     assert "no all-reduce" in table.loc["digits-mlp", "target_source"]
-    with pytest.raises(ValueError):
-        summarize(load_runs(tmp_path), target_acc=0.5, target_rel=0.9)
+    pytest.raises(ValueError, summarize, load_runs(tmp_path), target_acc=0.5, target_rel=0.9)  # not both
 
 
 def test_epoch_gap_ratio_difference_statuses_and_seeds_not_network_presets(tmp_path):
@@ -128,7 +127,6 @@ def test_spectral_fit_recovers_power_law_and_ci_shrinks():
         assert fit["ci_low"] < -2.0 < fit["ci_high"] and fit["reference_in_ci"]
         assert fit["slope"] == pytest.approx(-2.0, abs=0.1)
         assert math.exp(fit["intercept"]) == pytest.approx(3.0, rel=0.15)
-    assert (few["n"], many["n"]) == (5, 40)
     assert many["ci_high"] - many["ci_low"] < few["ci_high"] - few["ci_low"]
     table = pd.concat([_power_law(5), pd.DataFrame({"spectral_gap": [0.5, -1.0], "final_gap": [-0.01, 1.0]})])
     assert spectral_fit(table)["n_dropped"] == 2  # a negative gap cannot be on a log axis
@@ -283,7 +281,7 @@ def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
     schedule = [0.1, 0.05, 0.025, 0.0125]
     make_run(tmp_path / "a", lr=0.1, momentum=0.9, milestones=[1, 2, 3],
              epochs_points=[{"epoch": e, "lr": lr, "test_acc": 0.2 + 0.1 * e} for e, lr in enumerate(schedule)])
-    make_run(tmp_path / "b", **AR, lr=0.2, compute_time=0.01)
+    make_run(tmp_path / "b", **AR, lr=0.2)
     runs = load_runs(tmp_path)
     a = runs.points[runs.points["algorithm"] == "choco"]
     assert a["lr"].tolist() == schedule and (a["lr_config"] == 0.1).all()
@@ -295,4 +293,3 @@ def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
     choco = tidy[tidy["algorithm"] == "choco"]
     assert choco["momentum"].eq(0.9).all()  # a setting not in the run table
     assert choco["milestones"].eq("[1, 2, 3]").all()  # a list, as JSON text
-    assert set(tidy["compute_time"]) == {"measured", "0.01"}  # mixed kinds of one setting: text

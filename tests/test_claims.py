@@ -12,7 +12,6 @@ import pytest
 from analysis.claims import CLAIMS, check_claims, claims_markdown
 from analysis.claims.stats import bootstrap_correlation_difference, bootstrap_mean, spearman, spearman_test
 from analysis.claims.table1 import DCD_FAILS, ECD_FAILS, TABLE1
-from analysis.claims.topology import disagreeing_pairs
 from analysis.regress import baseline_problem, compare
 from analysis.summary import LATER_COLUMNS, SUMMARY_COLUMNS, read_summary
 
@@ -197,7 +196,6 @@ def spectral(gap_of=lambda rho, n_w: 40.0 / n_w, graphs=tuple(GRAPHS), with_n_ef
     (SAVED, None, BITS, "holds", {"measured": ["geometric-mean saving 40.0×"], "reads": ["averaged model"]}),
     (bits(math.inf, 1.6e8), None, BITS, "fails", {"measured": ["missed the target"]}),
     (bits(math.inf, math.inf), None, BITS, "incomplete", {}),
-    ([r for r in SAVED if r["seed"] == 0], None, BITS, "incomplete", {}),
     # the setting where a run reached the target is read, not one that sorts first and says nothing
     ([{**r, "nodes": 4} for r in bits(math.inf, math.inf, acc=0.5)] + bits(4e6, 1.6e8), None, BITS, "holds",
      {"measured": ["ring, 8, data shuffle"]}),
@@ -226,8 +224,6 @@ def test_the_statistics_the_verdicts_state():
     assert math.isnan(spearman([1, 1, 1], [1, 2, 3]))
     with pytest.raises(ValueError, match="at least 3 points"):
         bootstrap_correlation_difference([1, 2], [1, 2], [1, 2])
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 7.8), "c": (0.05, 6.6)}) == [("a", "b")]
-    assert disagreeing_pairs({"a": (1.0, 16.0), "b": (1.0, 12.0), "c": (0.5, 6.0)}) == []
 
 
 def test_every_claim_is_incomplete_on_an_empty_study_and_seeds_are_counted_from_two():
@@ -255,10 +251,9 @@ def test_regress_counts_a_claim_lost_since_the_baseline_and_shows_an_undecided_o
     assert baseline_problem({"cells": {}, "claims": {"x": "maybe"}}).startswith("claim x='maybe' is not one of")
 
 
-def test_the_claims_command_writes_its_table_and_the_report_and_its_html_have_it(tmp_path, capsys):
+def test_the_claims_command_writes_its_table_and_the_report_has_it(tmp_path, capsys):
     from analysis import cli
     from analysis.report import build_report
-    from analysis.report_html import _mark_verdicts
     from analysis_fixtures import make_run
 
     for seed in range(3):
@@ -273,9 +268,6 @@ def test_the_claims_command_writes_its_table_and_the_report_and_its_html_have_it
     assert cli.main(["claims", str(tmp_path), "--min-seeds", "1"]) == 2
     text = claims_markdown(check_claims(pd.DataFrame(choco_everywhere())))
     assert f"| {MATCH}" in text and "*Reads*: final accuracy of the local models" in text
-    verdict_cells = ("holds", "fails", "inconclusive", "incomplete", "maybe")
-    marked = _mark_verdicts("".join(f"<td>{v}</td>" for v in verdict_cells))  # the HTML marks every verdict
-    assert all(f'class="verdict-{v}">{v}</td>' in marked for v in verdict_cells[:4]) and "<td>maybe</td>" in marked
 
 
 def test_a_summary_from_before_the_n_eff_column_still_reads(tmp_path):

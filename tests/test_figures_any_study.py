@@ -1,18 +1,14 @@
 """A study that asks for a figure its cells cannot give is refused when its DAG is built, naming the figure and
-why (issue 25): the requirement of each figure against a study's cells, and a two-method study through the whole
-pipeline. (That each figure draws from one method up: tests/test_figure_catalog.py.)"""
-import json
+why (issue 25): the requirement of each figure against a study's cells. (That each figure draws from one method up:
+tests/test_figure_catalog.py; that the pipeline's figure rules draw and caption: test_pipeline.py's test study.)"""
 from pathlib import Path
 
-import pandas as pd
 import pytest
 import yaml
 
 from analysis import figures
 from analysis.figures.requirements import Grid, cells_frame, unmet
-from analysis_fixtures import TWO
 from bench.pipeline import Study
-from shared_studies import snakemake
 
 
 # -- the study's cells, as the DAG build reads them (workflow/rules/common.smk) ---------------------------------
@@ -65,18 +61,3 @@ def test_a_figure_the_cells_cannot_give_is_named_with_why(figure, blocks, why):
         config["tune"] = {"grid": {"weight_decay": [0.0, 1e-4]}}  # a grid, but no LR or γ to draw against
     reasons = unmet([figure], grid_of(config))
     assert reasons == [] if why is None else (len(reasons) == 1 and reasons[0][0] == figure and why in reasons[0][1])
-
-
-# -- the pipeline -------------------------------------------------------------------------------------------------
-@pytest.mark.slow  # ~23 jobs: 6 small training runs, one tuned, the consensus problem, 9 figures (1-3 min)
-def test_a_two_method_study_draws_every_figure_it_asks_for_end_to_end(tmp_path):
-    config = two_method_study()
-    study = tmp_path / "study.yaml"
-    study.write_text(yaml.safe_dump(config))
-    snakemake("--cores", "2", "--configfile", str(study), "--directory", str(tmp_path), cwd=tmp_path)
-    drawn = tmp_path / "results" / config["study"] / "figures"
-    for name in config["figures"]:
-        assert all((drawn / f"{name}{suffix}").stat().st_size > 1000 for suffix in (".png", ".pdf")), name
-    assert set(json.loads((drawn / "index.json").read_text())) == set(config["figures"])
-    summary = pd.read_csv(tmp_path / "results" / config["study"] / "summary.csv")
-    assert set(zip(summary["algorithm"], summary["compressor"])) == set(TWO)

@@ -3,8 +3,6 @@ import json
 
 from analysis import labels
 from analysis.load import load_runs
-from analysis.summary import summarize
-from analysis.tables import table1_markdown
 from analysis_fixtures import make_run
 
 
@@ -25,12 +23,10 @@ def test_a_method_is_named_as_its_run_json_says_or_by_its_registry_name(tmp_path
     make_run(tmp_path / "a", algorithm="allreduce", compressor="none")
     run_saying(tmp_path / "b", "algorithm", spec="sign", name="squeeze", label="DeepSqueeze", compresses=True)
     run_saying(tmp_path / "old", "algorithm", spec="top:0.01", nothing=True)
-    summary = summarize(load_runs(tmp_path), target_rel=0.9)
+    load_runs(tmp_path)
     assert labels.method_label("squeeze", "sign") == "DeepSqueeze (sign)"
     assert labels.method_label("choco", "top:0.01") == "choco (top 1%)"  # no description: the registry's name
     assert labels.method_label("allreduce", "none") == "all-reduce"  # sends exact models: no compressor
-    md = table1_markdown(summary)
-    assert md.splitlines()[0] == "| compression | DeepSqueeze |" and "all-reduce: 70.00 (1 seed)" in md
 
 
 def test_legend_order_puts_exact_methods_first_then_compressors_in_paper_order():
@@ -42,7 +38,6 @@ def test_legend_order_puts_exact_methods_first_then_compressors_in_paper_order()
     assert [labels.method_label(a, c) for a, c in [("powersgd", "none"), ("ef", "sign")]] == ["PowerSGD", "EF-SGD (sign)"]
     assert sorted(["PowerSGD", "all-reduce"], key=labels.method_sort_key)[0] == "all-reduce"
     assert labels.style("PowerSGD")["color"] not in ("#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0")
-    assert labels.style("all-reduce")["linestyle"] != labels.style("D-PSGD")["linestyle"]  # two exact methods
 
 
 def test_looks_of_methods_from_another_experiment_leave_the_study_as_it_is():
