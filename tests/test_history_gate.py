@@ -92,6 +92,10 @@ def _copied_into_the_newest_folder(root):
 
 FAILED = tracked(5, acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3, perf=PERF,
                  errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)])
+DEAD = tracked(5, acc=[None] * 3, epochs=[None] * 3, status=["failed"] * 3,  # no perf either: no values at all
+               errors=[f"study: {CELL}_s{s}: bench run exited 1: boom" for s in range(3)])
+DEAD_USER = edited(record(5, errors=["user: bench_x.time_y: ZeroDivisionError"]), lambda r: r.update(
+    user={"files": ["bench_x.py"], "figures": {}}, parts=["user"]))
 ONLY_B = edited(tracked(6, perf={"b.round_vs_copy_sign": [1.0, 1.01]}), lambda r: (
     r["perf"].update(command="bench perf --quick --only b"), r["study"].update(cells={})))
 OTHER_MACHINE = tracked(5, machine="cuda-8c-gate", perf={**PERF, "e.cuda_only": [1.0, 1.0]})
@@ -143,6 +147,11 @@ SPEEDUP = "perf.a.speedup_n4"
     (given(FAILED), [], 1, ["3 failed parts or runs, e.g. study: choco-sign_ring8_s0: bench run exited 1: boom",
                             f"study.{CELL}: seeds 0, 1, 2 failed or have no value", "**Failed** (2; exit status 1)"],
      {}),
+    # every run of the newest commit failed, so it has no values: it is still the newest, and it failed
+    *[(given(DEAD), args, 1, ["FAILED c05: every run failed", "bench run exited 1: boom"], {})
+      for args in ([], ["--expect", sha(5)])],
+    (given(DEAD_USER, perf=False), [], 1, ["FAILED c05: every run failed", "ZeroDivisionError"], {}),
+    (lambda root: write(root, DEAD), [], 1, ["FAILED c05: every run failed"], {}),  # nothing before it either
     (given(tracked(5, acc=[0.6, None, 0.6], epochs=[4.0, None, 5.0], status=["completed", "failed", "completed"]),
            perf=False), [], 1, [f"study.{CELL}: seed 1 failed or has no value"], {}),  # no error line: fails too
     (given(tracked(5, perf=NAN)), ["--expect", sha(5)], 2,
@@ -252,6 +261,40 @@ def test_a_skewed_clock_does_not_hide_a_regression(tmp_path, capsys):
     capsys.readouterr()
     assert history(tmp_path / "h", *out, "--repo", repo, "--expect", "HEAD") == 1  # HEAD, still the newest
     assert "1 commits are not in the repository" in capsys.readouterr().err
+
+
+def test_records_of_commits_the_repository_lacks_are_no_baseline(tmp_path, capsys):
+    """Two copies of the regressed newest record relabelled with hashes the repository lacks (placed first) had
+    turned its regression into "within noise", exit 0: they are left out and named in the verdict line."""
+    repo = tmp_path / "repo"
+    for i, commit in enumerate(git_repo(repo, 5)):
+        write(tmp_path / "h", record(commit, START + timedelta(hours=i), perf={"c.overhead": [1.0, 1.01]}
+                                     if i < 4 else {"c.overhead": [2.0, 2.02]}))
+    for k in range(2):
+        write(tmp_path / "h", record(sha(100 + k), START - timedelta(hours=k), perf={"c.overhead": [2.0, 2.02]}))
+    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out", "--repo", repo, "--confirm", "1") == 1
+    (verdict,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("newest commit")]
+    assert verdict.endswith(f"1 regression; not compared: 2 commits not in the repository (2 records, e.g. "
+                            f"{sha(101)[:12]})"), verdict
+    assert read_output(tmp_path / "out" / "newest.csv").loc[0, "previous_commits"] == 4
+
+
+def test_names_subjects_and_errors_reach_history_md_as_text(tmp_path):
+    """Whatever renders history.md (here Python-Markdown with raw HTML on), a record's subject, describe, user
+    benchmark name and error lines are shown as text: no tag, no link."""
+    import markdown
+
+    hostile = "[x](javascript:alert(1))"
+    for i in range(6):
+        rec = record(i, errors=["<script>alert(2)</script>"] * (i == 5))
+        rec.update(subject="<script>alert(1)</script>", describe=f"<img src=x onerror=alert(3)>{i}", user={
+            "files": ["b.py"], "figures": {hostile: {"values": [2.0 if i == 5 else 1.0], "unit": "s"}}})
+        write(tmp_path / "h", rec)
+    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 1
+    text = (tmp_path / "out" / "history.md").read_text()
+    page = markdown.markdown(text, extensions=["tables"])
+    assert "<script" not in page and "<img" not in page and "href" not in page, page
+    assert all(f"alert({i})" in page for i in (1, 2, 3)) and "regression" in page  # shown, as text
 
 
 # -- malformed records are skipped with their reason, never a traceback ---------------------------------------
