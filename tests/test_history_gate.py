@@ -281,19 +281,19 @@ def test_records_of_commits_the_repository_lacks_are_no_baseline(tmp_path, capsy
 
 def test_names_subjects_and_errors_reach_history_md_as_text(tmp_path):
     """Whatever renders history.md (here Python-Markdown with raw HTML on), a record's subject, describe, user
-    benchmark name and error lines are shown as text: no tag, no link."""
+    benchmark name and error lines are shown as text: no tag, no link; in a figure, a unit is no mathtext."""
     import markdown
 
     hostile = "[x](javascript:alert(1))"
     for i in range(6):
         rec = record(i, errors=["<script>alert(2)</script>"] * (i == 5))
         rec.update(subject="<script>alert(1)</script>", describe=f"<img src=x onerror=alert(3)>{i}", user={
-            "files": ["b.py"], "figures": {hostile: {"values": [2.0 if i == 5 else 1.0], "unit": "s"}}})
+            "files": ["b.py"], "figures": {hostile: {"values": [2.0 if i == 5 else 1.0], "unit": "$\\foo{$"}}})
         write(tmp_path / "h", rec)
-    assert history(tmp_path / "h", "--no-figures", "--out", tmp_path / "out") == 1
+    assert history(tmp_path / "h", "--out", tmp_path / "out") == 1
     text = (tmp_path / "out" / "history.md").read_text()
     page = markdown.markdown(text, extensions=["tables"])
-    assert "<script" not in page and "<img" not in page and "href" not in page, page
+    assert "<script" not in page and "<img" not in page and page.count("href") == page.count('href="figures/') == 1
     assert all(f"alert({i})" in page for i in (1, 2, 3)) and "regression" in page  # shown, as text
 
 

@@ -20,11 +20,12 @@ from analysis.files import write_atomically, write_text_atomically
 from analysis.history.compare import compare, lines, point_of
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
 from analysis.history.figures import _safe, draw
-from analysis.history.gate import (check_expect_value, commit_of, expect_refusal, later_than, newest_failures,
-                                   nothing_compared)
+from analysis.history.gate import (check_expect_value, commit_of, expect_refusal, failed_newest, later_than,
+                                   newest_failures, not_compared, nothing_compared)
 from analysis.history.order import ORDERS, order_points
 from analysis.history.report import _markdown, _noise_line
-from analysis.history.records import _NOTES, KINDS, TOLERANCES, _parse_date, load_records, observations, series_of
+from analysis.history.records import (_NOTES, KINDS, TOLERANCES, _parse_date, load_records, observations, record_row,
+                                      series_of)
 from analysis.history.safeguards import add_arguments as add_safeguards, confirm, leave_out_busy, unconfirmed_lines
 from analysis.history.settings import settings_note, split_by_settings
 
@@ -144,12 +145,16 @@ def run(args) -> int:
     measured = table  # what the records hold, before the busy ones go: a figure left out for load is not missing
     table, notes = leave_out_busy(table, args)
     _NOTES.extend(notes)
-    if table.empty:
+    every = pd.DataFrame([record_row(r) for r in records])  # the commit order is that of every record read
+    ordered, foreign = order_points(every, args.order, args.repo)
+    failed = failed_newest(ordered, records, set(table["point"]))
+    if table.empty and not failed:
         raise UsageError(f"no tracked values left after --kinds/--only in {len(records)} records")
-    points = order_points(table, args.order, args.repo)
+    points = [p for p in ordered if p in set(table["point"]) and (args.compare or p not in foreign)]
+    points += [failed] if failed and not args.compare else []
     if not points:
         raise UsageError("no records left in commit order (see --order)")
-    commit_of_point = table.groupby("point")["commit"].first().to_dict()
+    commit_of_point = every.groupby("point")["commit"].first().to_dict()
     if args.expect is not None:
         expected = commit_of(args.expect.strip(), args.repo)
         why = expect_refusal(args.expect, expected, points, commit_of_point, records, skipped,
@@ -157,7 +162,7 @@ def run(args) -> int:
         if why:
             raise UsageError(why)
     table = table[table["point"].isin(points)]
-    first = table.groupby("point").first()
+    first = every.groupby("point").first()
     info = {p: {"describe": first.loc[p, "describe"], "subject": first.loc[p, "subject"]} for p in points}
     series = series_of(table, points)
     if args.compare:
@@ -186,8 +191,10 @@ def run(args) -> int:
                               out / "figures" / f"{_safe(quantity)}.png"))
     machines = sorted(table["machine"].unique())
     regressions = newest[newest["verdict"] == "regression"]
-    write_text_atomically(out / "history.md", _markdown(records, points, info, machines, series, steps, newest, noise,
-                                                         tolerances, args, drawn, failures))
+    verdicts = ", ".join(f"{n} {v}" for v, n in newest["verdict"].value_counts().items()) + not_compared(foreign,
+                                                                                                         records)
+    write_text_atomically(out / "history.md", _markdown(records, points, info, machines, series, steps, verdicts,
+                                                         newest, noise, tolerances, args, drawn, failures))
     print(f"history: {len(records)} records, {len(points)} commits ({info[points[0]]['describe']} .. "
           f"{info[points[-1]]['describe']}), {len(machines)} machine{'s' * (len(machines) != 1)}, "
           f"{len(series)} quantities -> {out}/")
@@ -197,8 +204,7 @@ def run(args) -> int:
             print(f"steps ({len(steps)}):\n" + steps[cols].to_string(index=False))
         else:
             print("steps: none detected")
-    counts = newest["verdict"].value_counts()
-    print(f"newest commit {info[points[-1]]['describe']}: " + ", ".join(f"{n} {v}" for v, n in counts.items())
+    print(f"newest commit {info[points[-1]]['describe']}: {verdicts}"
           + (f"; FAILED in {len(failures)} ways (stderr)" if failures else ""))
     print(_noise_line(noise, tolerances))
     for _, r in regressions.iterrows():

@@ -50,14 +50,17 @@ def draw(quantity: str, s: dict, steps: pd.DataFrame, newest: dict | None, label
         ax.scatter([n - 1], [medians[-1]], s=90, facecolors="none", edgecolors="tab:red", lw=1.8, zorder=4,
                    label="newest commit: regression")
     ax.set_xticks(range(n))
-    ax.set_xticklabels([labels.get(p, p[:7]) for p in s["points"]], rotation=60, ha="right", fontsize=7)
+    # names and labels come from records: text, never mathtext ("$\\foo{$" had ended in a traceback)
+    ax.set_xticklabels([labels.get(p, p[:7]) for p in s["points"]], rotation=60, ha="right", fontsize=7,
+                       parse_math=False)
     ax.set_xlim(-0.6, n - 0.4)
     mode, tol = s["tolerance"]
     tol_text = f"{tol:.0%}" if mode == "rel" else f"{tol:g}"
     better = "higher" if s["higher_is_better"] else "lower"
     where = f"; {', '.join(s['machines'])}" if s["kind"] not in MACHINE_BOUND and len(s["machines"]) > 1 else ""
-    ax.set_title(f"{quantity}\n{s['kind']}, {better} is better, tolerance {tol_text}{where}", fontsize=8.5)
-    ax.set_ylabel(s["unit"], fontsize=8)
+    ax.set_title(f"{quantity}\n{s['kind']}, {better} is better, tolerance {tol_text}{where}", fontsize=8.5,
+                 parse_math=False)
+    ax.set_ylabel(s["unit"], fontsize=8, parse_math=False)
     ax.set_xlabel("commit (oldest to newest)", fontsize=8)
     ax.tick_params(axis="y", labelsize=7)
     ax.grid(axis="y", alpha=0.3)

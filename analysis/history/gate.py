@@ -8,7 +8,12 @@ earlier commit of the same settings to be compared with (nothing_compared).
 Failures, exit 1 with one line each (the newest commit was measured and is not fine: newest_failures): a
 record of it with failed parts (errors), a seed of a study cell that failed or has no value, a figure the
 commit before (the last one measured on the same machines) had and the newest lacks although its part ran,
-and a record of it (or of a later commit) left out as unusable (NaN, no values, a broken field)."""
+and a record of it (or of a later commit) left out as unusable (NaN, no values, a broken field). The newest
+commit is that of every record read, values or not: one whose every run failed has none, and had been
+skipped for the commit before it, exit 0 (failed_newest keeps it, and "every run failed" heads its lines).
+
+Records of commits the repository does not hold are no baseline (order.py leaves them out; not_compared
+names them in the verdict line)."""
 from __future__ import annotations
 
 import re
@@ -66,6 +71,30 @@ def nothing_compared(rev: str, newest: pd.DataFrame) -> str | None:
     return None
 
 
+def _failed(rec: dict) -> bool:
+    """Whether a record says that something of it failed: an error line, a failed or valueless study seed."""
+    cells = ((rec.get("study") or {}).get("cells") or {}).values()
+    return bool(rec.get("errors")) or any("failed" in (e.get("status") or []) or any(
+        v is None for f in STUDY_FIELDS for v in (e.get(f) or [])) for e in cells)
+
+
+def failed_newest(ordered: list[str], records: list[dict], valued: set[str]) -> str | None:
+    """The newest point of every record read (``ordered``) when it has no values left (``valued``: the points
+    that have) and its records say that runs failed: it is the newest commit, and it failed."""
+    newest = ordered[-1] if ordered else None
+    if newest is None or newest in valued:
+        return None
+    return newest if any(_failed(r) for r in records if point_key(r) == newest) else None
+
+
+def not_compared(foreign: list[str], records: list[dict]) -> str:
+    """For the verdict line: the commits the repository does not hold, left out of the comparison."""
+    if not foreign:
+        return ""
+    count = sum(point_key(r) in set(foreign) for r in records)
+    return f"; not compared: {len(foreign)} commits not in the repository ({count} records, e.g. {foreign[0]})"
+
+
 def _groups(rec: dict) -> set[str] | None:
     """The bench perf groups a record ran (None: all of them)."""
     match = re.search(r"--only\s+(\S+)", str((rec.get("perf") or {}).get("command") or ""))
@@ -115,8 +144,9 @@ def newest_failures(points: list[str], records: list[dict], skipped: list[Skippe
     --only, before the busy records go; ``selected(quantity, kind)``: whether --kinds and --only keep a quantity;
     ``is_later(skipped)``: whether an unusable record is of the newest commit or a later one."""
     newest = points[-1]
-    lines = []
     mine = [r for r in records if point_key(r) == newest]
+    lines = [] if newest in set(table["point"]) else [  # failed_newest's: no value of any run
+        f"every run failed: its {len(mine)} records hold no value of the quantities selected"]
     flagged: set[str] = set()  # cells with a failed seed: their missing values are said once
     for rec in mine:
         errors = rec.get("errors") or []

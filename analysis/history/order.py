@@ -1,7 +1,9 @@
 """Commit order of `python -m analysis history`: the points (commits, and dirty trees after their commit) in the
 order of the repository's graph (graph_positions: `git rev-list --topo-order` of the measured commits, so an
 ancestor always comes before its descendants whatever the clocks say; commits it does not hold come first,
-so that none of them can be the newest), or of the first-parent chain of HEAD
+so that none of them can be the newest, and are said apart: the gate never compares the newest commit with
+them, since copies of a regressed record relabelled with unknown hashes had made its regression "within
+noise"), or of the first-parent chain of HEAD
 (--order git), or of committer dates (--order date, and the fallback, said on stderr, when no repository
 holding the commits is at hand)."""
 from __future__ import annotations
@@ -40,10 +42,10 @@ def graph_positions(repo: str | None, commits) -> tuple[dict[str, int], str]:
     return {c: place[c] for c in known if c in place}, ""
 
 
-def order_points(table: pd.DataFrame, order: str, repo: str | None) -> list[str]:
-    """The points in commit order (see the module's docstring). By the graph, commits the repository does not
-    hold come first (by date, with a note); by the first-parent chain they are left out (with a note).
-    Refused: two commits that share a point's 12 digits."""
+def order_points(table: pd.DataFrame, order: str, repo: str | None) -> tuple[list[str], list[str]]:
+    """The points of ``table`` (one row per record or value) in commit order (see the module's docstring), and
+    those of commits the repository does not hold. By the graph, those come first (by date, with a note); by
+    the first-parent chain they are left out (with a note). Refused: two commits that share a point's 12 digits."""
     shared = table.groupby("point")["commit"].nunique()
     if (shared > 1).any():
         point = shared[shared > 1].index[0]
@@ -53,19 +55,20 @@ def order_points(table: pd.DataFrame, order: str, repo: str | None) -> list[str]
     by_date = sorted(first.index, key=lambda p: (_parse_date(first.loc[p, "commit_date"]), first.loc[p, "generation"],
                                                  bool(first.loc[p, "dirty"]), first.loc[p, "started"]))
     if order == "date":
-        return by_date
+        return by_date, []
     if order == "graph":
         position, why = graph_positions(repo, first["commit"])
         if not position:
             _NOTES.append(f"analysis history: note: {why}: commits are in committer-date order, which one skewed "
                           "clock can reorder (give --repo CHECKOUT, or --order date to choose it)")
-            return by_date
+            return by_date, []
         unknown = [p for p in by_date if first.loc[p, "commit"] not in position]
         if unknown:  # e.g. commits of a branch since rebased: never the newest, nor between known ones
             _NOTES.append(f"analysis history: note: {len(unknown)} commits are not in the repository at {repo or '.'}: "
-                          f"they come first, in committer-date order (e.g. {unknown[0]})")
+                          f"they are left out of the history, only --compare reads them (e.g. {unknown[0]})")
         known = [p for p in by_date if p not in unknown]
-        return unknown + sorted(known, key=lambda p: (position[first.loc[p, "commit"]], bool(first.loc[p, "dirty"])))
+        return unknown + sorted(known, key=lambda p: (position[first.loc[p, "commit"]],
+                                                      bool(first.loc[p, "dirty"]))), unknown
     else:
         proc = _git(repo or ".", "rev-list", "--first-parent", "HEAD")
         if proc is None:
@@ -78,4 +81,4 @@ def order_points(table: pd.DataFrame, order: str, repo: str | None) -> list[str]
         _NOTES.append(f"analysis history: note: {len(missing)} commits are not on the first-parent history of "
                       f"{repo or '.'} and are left out, e.g. {missing[0]}")
     kept = [p for p in by_date if p not in missing]
-    return sorted(kept, key=lambda p: (position[first.loc[p, "commit"]], bool(first.loc[p, "dirty"])))
+    return sorted(kept, key=lambda p: (position[first.loc[p, "commit"]], bool(first.loc[p, "dirty"]))), []

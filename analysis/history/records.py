@@ -229,18 +229,24 @@ def settings_of(rec: dict) -> dict[str, str]:
                                      ["target", float(target) if _number(target) else None]])}
 
 
+def record_row(rec: dict) -> dict:
+    """What a record says of its point and machine: a row of observations, and of the commit order of every
+    record read (order.py), values or not."""
+    return {"machine": rec["machine"]["id"], "point": point_key(rec), "commit": rec["commit"], "load": _load(rec),
+            "busy": _busy(rec), "dirty": bool(rec.get("dirty")),
+            "describe": str(rec.get("describe") or rec["commit"][:7]),
+            "subject": str(rec.get("subject") or ""), "commit_date": rec["commit_date"],
+            "generation": rec["generation"] if _is_number(rec.get("generation")) else -1,
+            "started": str(rec.get("started") or ""), "record": rec["_path"]}
+
+
 def observations(records: list[dict]) -> pd.DataFrame:
     """One row per tracked value: quantity, kind, unit, direction, machine, point (commit), sample, value, and
     the settings it was measured with (settings_of)."""
     rows = []
     for rec in records:
         settings = settings_of(rec)
-        base = {"machine": rec["machine"]["id"], "point": point_key(rec), "commit": rec["commit"], "load": _load(rec),
-                "busy": _busy(rec),
-                "dirty": bool(rec.get("dirty")), "describe": str(rec.get("describe") or rec["commit"][:7]),
-                "subject": str(rec.get("subject") or ""), "commit_date": rec["commit_date"],
-                "generation": rec["generation"] if _is_number(rec.get("generation")) else -1,
-                "started": str(rec.get("started") or ""), "record": rec["_path"]}
+        base = record_row(rec)
         for name, fig in ((rec.get("perf") or {}).get("figures") or {}).items():
             kind = _perf_kind(fig)
             values = fig.get("values") or [fig.get("median")]
@@ -263,12 +269,12 @@ def observations(records: list[dict]) -> pd.DataFrame:
                     if value is None:
                         continue
                     rows.append({**base, "quantity": f"study.{cell}.{field}", "kind": kind, "timed": False,
-                                 "unit": unit,
-                                 "higher_is_better": higher, "bound": None, "settings": settings[kind],
+                                 "unit": unit, "higher_is_better": higher, "bound": None, "settings": settings[kind],
                                  "sample": f"seed {seed}", "value": math.inf if value == "inf" else float(value)})
-    table = pd.DataFrame(rows, columns=["quantity", "kind", "timed", "unit", "higher_is_better", "bound", "machine", "load",
-                                        "busy", "point", "commit", "dirty", "describe", "subject", "commit_date",
-                                        "generation", "started", "record", "settings", "sample", "value"])
+    table = pd.DataFrame(rows, columns=["quantity", "kind", "timed", "unit", "higher_is_better", "bound", "machine",
+                                        "load", "busy", "point", "commit", "dirty", "describe", "subject",
+                                        "commit_date", "generation", "started", "record", "settings", "sample",
+                                        "value"])
     bound = table["kind"].isin(MACHINE_BOUND)
     if table.loc[bound, "machine"].nunique() > 1:  # absolute times: one series per machine
         table.loc[bound, "quantity"] = table.loc[bound, "quantity"] + "@" + table.loc[bound, "machine"]
