@@ -271,7 +271,8 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = Parser(prog="python -m analysis report", description="Write DIR/report.md and DIR/report.html (the same, one self-contained page).")
+    p = Parser(prog="python -m analysis report",
+               description="Write DIR/report.md and DIR/report.html (the same, one self-contained page).")
     p.add_argument("dir", type=Path, help="a study's results directory")
     try:
         args = p.parse_args(argv)
