@@ -3,7 +3,6 @@ table, epoch gaps, spectral-gap fits, consensus distance against the gap to cent
 non-i.i.d. comparison, and every figure of DIR/figures/index.json."""
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
@@ -11,7 +10,9 @@ from urllib.parse import quote
 
 import pandas as pd
 
+from analysis.argparsing import Parser
 from analysis.display import as_percent
+from analysis.errors import UsageError
 from analysis.figures.index import read_index
 from analysis.files import write_text_atomically
 from analysis import labels
@@ -270,9 +271,14 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m analysis report", description="Write DIR/report.md and DIR/report.html (the same, one self-contained page).")
+    p = Parser(prog="python -m analysis report",
+               description="Write DIR/report.md and DIR/report.html (the same, one self-contained page).")
     p.add_argument("dir", type=Path, help="a study's results directory")
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as err:  # one line, not argparse's usage and the error
+        print(f"analysis report: error: {err}", file=sys.stderr)
+        return 2
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2

@@ -17,7 +17,6 @@ JSON, with the knobs whose best value lies at the edge of the grid and the value
 """
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import sys
@@ -26,6 +25,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from analysis.argparsing import Parser
+from analysis.errors import UsageError
 from analysis.files import write_text_atomically
 from analysis.checks import DamagedFile, read_table, record_problem
 from analysis.report_html import md_text
@@ -216,6 +217,8 @@ def rank(trials: pd.DataFrame, at: float) -> dict:
 
 def cmd_rank(args) -> int:
     cell_dir = Path(args.cell_dir)
+    if not math.isfinite(args.at):
+        raise SelectionError(f"--at {args.at}: not a finite number of epochs")
     if not cell_dir.is_dir():
         raise SelectionError(f"tuning directory not found: {cell_dir}")
     print(json.dumps(rank(read_trials(cell_dir), args.at)))
@@ -390,8 +393,8 @@ def cmd_table(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m analysis tune", description=__doc__.split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser = Parser(prog="python -m analysis tune", description=__doc__.split("\n\n")[0])  # bad input: one line
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
     p = sub.add_parser("select", help="the chosen values of one cell's trials, as YAML")
     p.add_argument("cell_dir")
     p.add_argument("--out", required=True)
@@ -405,10 +408,10 @@ def main(argv: list[str] | None = None) -> int:
     p = sub.add_parser("table", help="STUDY_DIR/tuned.csv of every trial")
     p.add_argument("study_dir")
     p.set_defaults(run=cmd_table)
-    args = parser.parse_args(argv)
     try:
+        args = parser.parse_args(argv)
         return args.run(args)
-    except SelectionError as err:
+    except (SelectionError, UsageError) as err:
         print(f"analysis tune: error: {err}", file=sys.stderr)
         return 2
 

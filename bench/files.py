@@ -90,10 +90,15 @@ def write_new(folder: Path, stem: str, text: str, only_name: bool = False) -> Pa
     folder.mkdir(parents=True, exist_ok=True)
     tmp, fd = _temporary(folder / f"{stem}.json")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+        try:
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+                handle.flush()
+                os.fsync(handle.fileno())
+        except OSError as err:  # a full disk: one line naming the record meant (bench.cli), nothing of it left
+            if err.filename is None:
+                err.filename = str(folder / f"{stem}.json")
+            raise
         for i in range(10000):
             path = folder / (f"{stem}.json" if i == 0 else f"{stem}-{i}.json")
             try:

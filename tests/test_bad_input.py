@@ -171,6 +171,11 @@ REFUSED = [
     # `python -m analysis`'s own flags (found by tests/test_entry_properties.py when it fuzzed analysis too)
     (["analysis", "summarize", "TMP", "--target-acc=--"], ["--target-acc", "'--' is not a value"]),  # an empty list
     (["analysis", "summarize", "TMP", "--target-rel=nan"], ["--target-rel", "'nan' must be finite"]),
+    # tune, figures and report printed argparse's usage before the error: two lines (issue 56)
+    (["analysis", "tune", "rank", "TMP", "--at", "abc"], ["analysis tune: error", "--at", "'abc'"]),
+    (["analysis", "tune", "rank", "TMP", "--at", "nan"], ["--at nan", "finite"]),
+    (["analysis", "figures", "TMP", "--only", "nope"], ["analysis figures: error", "'nope'"]),
+    (["analysis", "report", "TMP", "--bogus"], ["analysis report: error", "--bogus"]),
     # `bench track --config` reads with the same loader: an alias bomb took 3 GB and 23 s before a MemoryError
     ([CHILD, "track", "--config", f"defaults: {{network: {bomb()}}}\n".encode(), *TRACK],
      ["--config TMP/bad.yaml uses the YAML anchor &a0", "aliases are not read"]),

@@ -2,13 +2,24 @@
 track_*) in each commit of any git project, and analysis history finds the commit that changed a number."""
 from __future__ import annotations
 
+import errno
 import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
 
 from analysis.cli import main as analysis_main
 from analysis.history import read_output
 from bench.cli import main as bench_main
 from bench import track as track_package
 from bench.track import benchfile
+from hostile import ROOT, refused
 from track_records import git_repo
 
 BENCH = '''
@@ -102,3 +113,90 @@ def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, mon
     assert step.iloc[0]["verdict"] == "regression"  # 0.5 -> 0.9 loss, lower is better, beyond 2 points
     assert status == 0  # the newest commit is not where it started
     assert "user.bench_mine.Suite.track_length" in set(read_output(report / "newest.csv")["quantity"])
+
+
+HANG = '''
+import signal, subprocess, time
+from pathlib import Path
+
+
+def track_c_hang():  # the alarm cannot stop it, as in C code; nor the child it started
+    Path("PIDS").write_text(str(subprocess.Popen(["sleep", "1000"]).pid))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+    time.sleep(100)
+track_c_hang.timeout = 1
+
+
+class Slow:
+    timeout = 1
+
+    def time_sleep(self):
+        time.sleep(100)
+
+
+def track_value():
+    return 3
+'''
+
+
+def running(pid: int) -> bool:
+    try:
+        return "State:\tZ" not in Path(f"/proc/{pid}/status").read_text()  # a zombie has ended
+    except FileNotFoundError:
+        return False
+
+
+def user_track(tmp_path, bench: str) -> list[str]:
+    """`bench track` of the user part alone: one benchmark file, a project of one commit."""
+    (tmp_path / "project").mkdir()
+    git_repo(tmp_path / "project", 1)
+    (tmp_path / "bench_x.py").write_text(bench)
+    return ["track", "--repo", str(tmp_path / "project"), "--parts", "user", "--benchmarks",
+            str(tmp_path / "bench_x.py"), "--out", str(tmp_path / "history"), "--quiet"]
+
+
+def test_a_benchmark_past_its_timeout_is_its_own_error_and_nothing_is_left_behind(tmp_path, monkeypatch):
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    # what a SIGKILL left (its owner gone), a command still running, an older version's folder
+    killed, live, old = (temp / f"choco-track-tree-{gone.pid}-x", temp / f"choco-bisect-{os.getppid()}-x",
+                         temp / "choco-track-x")
+    for folder in (killed, live, old):
+        folder.mkdir()
+    assert bench_main(user_track(tmp_path, HANG.replace("PIDS", str(tmp_path / "child.pid")))) == 1
+    (record,) = [json.loads(p.read_text()) for p in (tmp_path / "history").rglob("*Z.json")]
+    assert record["errors"] == ["user: bench_x.track_c_hang: timed out after 1 s",
+                                "user: bench_x.Slow.time_sleep: timed out after 1 s"]
+    assert list(record["user"]["figures"]) == ["bench_x.track_value"]  # the one after them still ran
+    assert not running(int((tmp_path / "child.pid").read_text()))
+    assert sorted(temp.iterdir()) == sorted([live, old])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stopped_track_removes_its_folder_and_its_benchmarks(sig, tmp_path):
+    temp, pid = tmp_path / "tmp", tmp_path / "runner.pid"
+    temp.mkdir()
+    argv = user_track(tmp_path, f"import os, pathlib, time\n\n\ndef track_long():\n"
+                      f"    pathlib.Path({str(pid)!r}).write_text(str(os.getpid()))\n    time.sleep(100)\n")
+    proc = subprocess.Popen([sys.executable, "-m", "bench", *argv], cwd=ROOT, env={**os.environ, "TMPDIR": str(temp)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not (pid.exists() and pid.read_text()):  # the benchmark runs
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.1)
+    proc.send_signal(sig)
+    err = proc.communicate(timeout=60)[1]
+    assert proc.returncode == 128 + sig and "Traceback" not in err, err
+    assert list(temp.iterdir()) == [] and not running(int(pid.read_text()))
+
+
+def test_a_full_disk_is_one_line_and_no_record(tmp_path, monkeypatch, capsys):
+    def full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    argv = user_track(tmp_path, "def track_one():\n    return 1\n")
+    monkeypatch.setattr(os, "fsync", full)
+    refused(bench_main, argv, capsys, "machine.json: No space left on device")
+    assert [p for p in (tmp_path / "history").rglob("*") if p.is_file()] == []

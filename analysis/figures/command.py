@@ -3,11 +3,12 @@ their captions into DIR/figures/index.json; a figure named with ``--only`` that 
 (exit status 1, the reason on stderr). Bad input is one line, exit status 2."""
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 from pathlib import Path
 
+from analysis.argparsing import Parser
+from analysis.errors import UsageError
 from analysis.figures.base import catalog
 from analysis.figures.index import open_index_lock, read_index, update_index
 from analysis.summary import load_tables
@@ -15,10 +16,14 @@ from analysis.summary import load_tables
 
 def main(argv: list[str] | None = None) -> int:
     names = list(catalog())  # complete: importing this module imported its package, and so every figure
-    p = argparse.ArgumentParser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
+    p = Parser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
     p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
     p.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"draw only these: {', '.join(names)}")
-    args = p.parse_args(argv)
+    try:
+        args = p.parse_args(argv)
+    except UsageError as err:  # one line, not argparse's usage and the error
+        print(f"analysis figures: error: {err}", file=sys.stderr)
+        return 2
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2

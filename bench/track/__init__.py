@@ -19,7 +19,9 @@ thread (OMP_NUM_THREADS=1: results then do not depend on the core count or on lo
 The user part (--benchmarks) runs the user's own asv-style benchmark files in the checkout under test
 (userpart.py, benchfile.py). The package: record.py holds the commit, the machine's fingerprint and the never-overwriting writer;
 quickset.py runs bench perf --quick and the study and writes the record (track_one); commits.py measures
-each commit of --commits in a worktree of its own; this file has the flags and the command (cmd_track).
+each commit of --commits in a worktree of its own; scratch.py makes the temporary folders and removes them
+whatever happens (SIGTERM included, and a SIGKILL's at the next start); this file has the flags and the
+command (cmd_track).
 """
 from __future__ import annotations
 
@@ -30,6 +32,7 @@ from ..errors import BenchError
 from .commits import check_commits, commit_list, measured, track_commits
 from .quickset import STUDY_FIELDS, load_study, run_perf, run_study, select_cells, settle, track_one
 from ..files import write_new
+from .scratch import stopping_cleanly, sweep
 from .userpart import benchmark_files
 from .record import (CODE_PATHS, KIND, ROOT, VERSION, _git, commit_info, fingerprint, machine_id, tracker_state,
                      tree_changes, with_tracker)
@@ -111,6 +114,11 @@ def _checked(args) -> list[str]:
 
 
 def cmd_track(args) -> int:
+    with stopping_cleanly():  # SIGTERM, SIGINT: the temporary folders and the children go too
+        return _track(args)
+
+
+def _track(args) -> int:
     say = (lambda *_: None) if args.quiet else (lambda line: print(line, flush=True))
     info = fingerprint(args.device)
     machine = machine_id(info)
@@ -119,6 +127,7 @@ def cmd_track(args) -> int:
         print(json.dumps(info, sort_keys=True))
         return 0
     parts = _checked(args)
+    sweep()  # the temporary folders of commands that were killed outright
     repo = Path(args.repo or ROOT).resolve()
     if set(parts) != {"user"} and not (repo / "bench" / "__init__.py").is_file():  # any project for the user part
         raise BenchError(f"--repo {args.repo or repo}: no bench package there (give a checkout of this suite, or "

@@ -1,6 +1,6 @@
-"""Runs a user's benchmark files in the asv format and prints their figures as one JSON object.
+"""Runs a user's benchmark files in the asv format and writes their figures to a journal, one JSON line an event.
 
-    python bench/track/benchfile.py OUT.json FILE.py [FILE.py ...]
+    python bench/track/benchfile.py JOURNAL.jsonl FILE.py [FILE.py ...]
 
 `bench track --benchmarks` starts this file by its path, in the checkout under test with that checkout
 first on the import path: the benchmarks import the code of the commit being measured, while this runner
@@ -21,15 +21,25 @@ What is read, as asv reads it:
   time of this machine, tolerance 20 %), ``ratio`` (the default of track_*: pooled across machines, 15 %),
   ``accuracy`` (2 points absolute) or ``to_target`` (25 %).
 
+* ``timeout`` (attribute, seconds, default 60 as in asv): a benchmark still running then (setup, calls and
+  teardown) is stopped by SIGALRM and is the error line "<name>: timed out after T s". A file's import has 60 s.
+
 Names are ``<file stem>.<function>`` or ``<file stem>.<Class>.<method>``. asv's ``params`` are not supported:
 a benchmark that has them is reported as an error rather than run with one of them. A benchmark that raises
-is an error line of its own; the others still run. Exit status 0 when the JSON was written."""
+is an error line of its own; the others still run.
+
+The journal says {"start": NAME, "timeout": T} before each benchmark (and each file's import, NAME its file
+name) and {"end": NAME, "figure" or "error": ...} after it, flushed, so that the parent (userpart.py) can
+kill this process when a hang outlives its timeout (C code holds off the alarm) and keep what finished. A
+journal that already holds events is carried on: what ended there is not run again. {"done": true} closes
+it; exit status 0 then."""
 from __future__ import annotations
 
 import importlib.util
 import inspect
 import json
 import math
+import signal
 import statistics
 import sys
 import time
@@ -37,6 +47,19 @@ import traceback
 from pathlib import Path
 
 KINDS = ("absolute", "ratio", "accuracy", "to_target")
+DEFAULT_TIMEOUT = 60.0  # seconds, asv's
+
+
+class TimedOut(BaseException):
+    """Raised by the alarm in a benchmark past its timeout: not an Exception, which its own code might catch."""
+
+
+def _alarm(_signum, _frame):
+    raise TimedOut
+
+
+def timed_out(name: str, timeout: float) -> str:
+    return f"{name}: timed out after {timeout:g} s"
 
 
 def _benchmarks(module):
@@ -105,40 +128,115 @@ def _figure(module, owner, fn) -> dict | None:
             "timed": timed or bool(_setting(fn, owner, "timed", False))}
 
 
-def run(files: list[str]) -> dict:
-    figures, errors = {}, []
+def _timeout(fn, owner) -> float:
+    value = _setting(fn, owner, "timeout", DEFAULT_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise ValueError(f"timeout {value!r:.40} is not a positive number of seconds")
+    return float(value)
+
+
+def _bounded(name: str, timeout: float, say, call):
+    """``call()`` under an alarm at ``timeout`` s, the journal told first (the parent's bound if the alarm
+    cannot stop it)."""
+    say({"start": name, "timeout": timeout})
+    before = signal.signal(signal.SIGALRM, _alarm)  # again each time: a benchmark may have set its own
+    signal.setitimer(signal.ITIMER_REAL, min(timeout, 1e7))
+    try:
+        return call()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, before)
+
+
+def _import(path: Path):
+    spec = importlib.util.spec_from_file_location(f"benchfile_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _one(module, owner, fn, full: str, say) -> dict:
+    """The end event of one benchmark: its figure, its error line, or nothing (skipped by its setup)."""
+    try:
+        timeout = _timeout(fn, owner)
+        fig = _bounded(full, timeout, say, lambda: _figure(module, owner, fn))
+    except TimedOut:
+        return {"end": full, "error": timed_out(full, timeout)}
+    except Exception as err:  # noqa: BLE001 - a user's benchmark: any error is its line
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        return {"end": full, "error": f"{full}: {type(err).__name__}: {err} ({Path(where.filename).name}:"
+                f"{where.lineno})"[:300]}
+    return {"end": full} if fig is None else {"end": full, "figure": fig}
+
+
+def collect(events: list[dict]) -> dict:
+    """{"figures", "errors"} of a journal's events."""
+    return {"figures": {e["end"]: e["figure"] for e in events if "end" in e and "figure" in e},
+            "errors": [e["error"] for e in events if "end" in e and "error" in e]}
+
+
+def run(files: list[str], emit=None, ended: dict | None = None) -> dict:
+    """Every benchmark of ``files``: {"figures", "errors"}; ``emit`` gets each event as it comes. What ``ended``
+    names (a journal's ends) is not run again, nor a file whose import failed there."""
+    events, ended = [], ended or {}
+
+    def say(event: dict) -> None:
+        events.append(event)
+        if emit is not None:
+            emit(event)
+
     for file in files:
         path = Path(file)
-        spec = importlib.util.spec_from_file_location(f"benchfile_{path.stem}", path)
+        if "error" in ended.get(path.name, {}):
+            continue
         try:
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        except Exception as err:  # noqa: BLE001 - a user's file: any error is its line
-            errors.append(f"{path.name}: cannot be imported: {type(err).__name__}: {err}"[:300])
+            module = _bounded(path.name, DEFAULT_TIMEOUT, say, lambda: _import(path))
+        except (Exception, TimedOut) as err:  # noqa: BLE001 - a user's file: any error is its line
+            why = "timed out" if isinstance(err, TimedOut) else f"{type(err).__name__}: {err}"
+            say({"end": path.name, "error": f"{path.name}: cannot be imported: {why}"[:300]})
             continue
         benchmarks = _benchmarks(module)
-        if not benchmarks:
-            errors.append(f"{path.name}: no time_* or track_* benchmarks")
+        say({"end": path.name, **({} if benchmarks else {"error": f"{path.name}: no time_* or track_* benchmarks"})})
         for name, owner, fn in benchmarks:
-            full = f"{path.stem}.{name}"
-            try:
-                fig = _figure(module, owner, fn)
-            except Exception as err:  # noqa: BLE001
-                where = traceback.extract_tb(err.__traceback__)[-1]
-                errors.append(f"{full}: {type(err).__name__}: {err} ({Path(where.filename).name}:{where.lineno})"[:300])
-                continue
-            if fig is not None:
-                figures[full] = fig
-    return {"figures": figures, "errors": errors}
+            if f"{path.stem}.{name}" not in ended:
+                say(_one(module, owner, fn, f"{path.stem}.{name}", say))
+    return collect(events)
+
+
+def read_journal(path: Path) -> list[dict]:
+    """The events of a journal; a line cut short by a kill is left out."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except FileNotFoundError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            events.append(event)
+    return events
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        print("usage: benchfile.py OUT.json FILE.py [FILE.py ...]", file=sys.stderr)
+        print("usage: benchfile.py JOURNAL.jsonl FILE.py [FILE.py ...]", file=sys.stderr)
         return 2
-    result = run(argv[1:])
-    Path(argv[0]).write_text(json.dumps(result, indent=1))
+    journal = Path(argv[0])
+    ended = {e["end"]: e for e in read_journal(journal) if "end" in e}
+    cut = journal.exists() and journal.read_bytes()[-1:] not in (b"", b"\n")
+    with open(journal, "a") as handle:
+        def emit(event: dict) -> None:
+            handle.write(json.dumps(event) + "\n")
+            handle.flush()
+
+        if cut:
+            handle.write("\n")  # after a line a kill cut short
+        run(argv[1:], emit, ended)
+        emit({"done": True})
     return 0
 
 

@@ -22,13 +22,13 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Callable
 
 from ..errors import BenchError
 from .quickset import STUDY_FIELDS
 from .record import ROOT as TRACKER  # the checkout whose bench track probes every commit
+from .scratch import run_child, scratch_dir, stopping_cleanly, sweep
 
 
 class BisectError(BenchError):
@@ -155,8 +155,7 @@ class TrackProbe:
         return {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
 
     def _track(self, *args: str, cwd: Path = TRACKER) -> str:
-        proc = subprocess.run([sys.executable, "-m", "bench", "track", *args], cwd=cwd, env=self._env(),
-                              capture_output=True, text=True)
+        proc = run_child([sys.executable, "-m", "bench", "track", *args], cwd=cwd, env=self._env())
         if proc.returncode not in (0, 1) or ("--print-machine" not in args and "wrote " not in proc.stdout):
             line = (proc.stderr.strip() or proc.stdout.strip() or "no output").splitlines()[-1][:300]
             raise RuntimeError(line if line.startswith("bench") else f"bench track: {line}")
@@ -184,7 +183,7 @@ class TrackProbe:
         return self._measure(commit, reference)
 
     def _measure(self, commit: str, reference: float | None) -> dict:
-        scratch = Path(tempfile.mkdtemp(prefix="choco-bisect-"))
+        scratch = scratch_dir("choco-bisect-")
         tree = scratch / commit[:12]
         self.say(f"bisect: {commit[:12]}: bench track in a worktree ({' '.join(self.flags)})")
         try:
@@ -221,12 +220,18 @@ def add_arguments(p) -> None:
 
 
 def cmd_bisect(args) -> int:
+    with stopping_cleanly():  # SIGTERM, SIGINT: the probe's worktree and bench track go too
+        return _bisect(args)
+
+
+def _bisect(args) -> int:
     if not Path(args.repo).is_dir():
         raise BisectError(f"--repo {args.repo}: not a directory")
     if args.tol is not None and not (math.isfinite(args.tol) and args.tol > 0):
         raise BisectError(f"--tol {args.tol}: must be finite and > 0")
     parse_metric(args.metric)
     commits = commit_range(args.repo, args.good, args.bad)
+    sweep()  # the temporary folders of commands that were killed outright
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     try:
         probe = TrackProbe(args.repo, Path(args.history).resolve(), args.metric, args.fresh, args.keep_worktrees,

@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 from ..errors import BenchError
 from .quickset import track_one
 from .record import KIND, _git, commit_info
+from .scratch import scratch_dir
 
 
 def track_commits(repo: Path, args, plan: dict) -> int:
@@ -21,12 +21,13 @@ def track_commits(repo: Path, args, plan: dict) -> int:
     say, machine = plan["say"], plan["machine"]
     commits = commit_list(repo, args.commits)
     say(f"track: {len(commits)} commits of {args.commits}, oldest first")
+    _git(repo, "worktree", "prune")  # the entries of worktrees whose folders a killed command left (and sweep removed)
     status = 0
     for i, sha in enumerate(commits, 1):
         if args.skip_measured and measured(Path(args.out) / machine / sha):
             say(f"track: {i}/{len(commits)} {sha[:12]}: already measured on {machine}, skipped (--skip-measured)")
             continue
-        scratch = Path(tempfile.mkdtemp(prefix="choco-track-tree-"))
+        scratch = scratch_dir("choco-track-tree-")
         tree = scratch / sha[:12]
         try:
             if _git(repo, "worktree", "add", "--detach", "--end-of-options", str(tree), sha) is None:

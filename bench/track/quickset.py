@@ -13,7 +13,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,6 +22,7 @@ from ..errors import BenchError
 from ..cache import ENV as CACHE_ENV
 from ..files import write_new
 from .contention import CpuMeter
+from .scratch import scratch_dir
 from .userpart import run_user
 from .record import KIND, ROOT, VERSION, tracker_state, with_tracker
 
@@ -187,7 +187,7 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
     if args.keep:
         work = Path(args.keep).resolve() / (keep_as or "")
     else:
-        work = Path(tempfile.mkdtemp(prefix="choco-track-"))
+        work = scratch_dir("choco-track-")
     work.mkdir(parents=True, exist_ok=True)
     record: dict[str, Any] = {"kind": KIND, "version": VERSION, **commit, "machine": {"id": machine, **info},
                               "started": started.isoformat(timespec="seconds"),
