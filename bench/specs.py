@@ -51,6 +51,26 @@ def parse_spec(text: str) -> Spec:
     return Spec(name=name.strip(), arg=(arg.strip() or None) if _ else None, options=options, text=text)
 
 
+# -- one spelling per spec: a run's identity and a cell's name are taken from it (bench/run/identity.py) ------------
+def spell(name: str, arg: str | None = None, options: dict[str, str] | None = None) -> str:
+    """``name[:arg][,key=value ...]``, the options in the order given."""
+    head = name if arg is None else f"{name}:{arg}"
+    return ",".join([head, *(f"{key}={value}" for key, value in (options or {}).items())])
+
+
+def number(value: float) -> str:
+    """A spec's number in one spelling: a whole number as an integer (dirichlet:10, base:2), any other as Python's
+    shortest form that reads back (0.10 and 1e-1 are 0.1)."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2 ** 53:
+        return str(int(value))
+    return repr(value)
+
+
+def word(flag: bool) -> str:
+    """A boolean option's spelling (``option_bool`` reads true/True/1/yes/on as True)."""
+    return "true" if flag else "false"
+
+
 def parse_fraction(spec: Spec, what: str = "kept fraction") -> float:
     """The main argument as a number in (0, 1]: the kept fraction F of ``top:F`` / ``rand:F``,
     the edge probability of ``erdos-renyi:P``."""

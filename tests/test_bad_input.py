@@ -307,6 +307,11 @@ BAD_STUDIES = [
     ({"topology": ["torus"], "nodes": [37]}, {}, ["block 'bad'", "cell choco-sign_torus37", "n=37"]),
     ({"method": ["choco/top:2"]}, {}, ["cell choco-top2_ring4", "'top:2'"]),
     ({"method": ["choco/zip:3"]}, {}, ["cell choco-zip3_ring4", "'zip'"]),
+    # one training listed twice, however spelt: its runs were trained (and reported) twice
+    ({"method": ["choco/top:0.1", "choco/top:0.10"]}, {},
+     ["block 'bad', cells choco-top0.1_ring4 and choco-top0.10_ring4 are one training", "lsq_choco_top0.1_ring4_s0"]),
+    ({"data": ["dirichlet:0.1", "dirichlet:1e-1"]}, {}, ["cells choco-sign_ring4_data=dirichlet0.1 and "
+                                                         "choco-sign_ring4_data=dirichlet1e-1 are one training"]),
     ({"topology": ["hypercube"]}, {}, ["cell choco-sign_hypercube4", "'hypercube'"]),
     ({"topology": ["file:no-such-edges.txt"]}, {}, ["cell choco-sign_fileno-such-edges.txt4", "'no-such-edges.txt'"]),
     ({"topology": ["random-regular:3"], "nodes": [5]}, {}, ["cell choco-sign_random-regular35", "n=5"]),

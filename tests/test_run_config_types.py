@@ -1,11 +1,17 @@
 """`_coerce` follows RunConfig's field annotations (issue 15): run identities pinned literally (a knob's shortcut and
 its `algorithm_options` spelling one id), every field round-trips (its one-line refusals: tests/test_start.py)."""
 import dataclasses
+import itertools
 
 import pytest
 
 from bench.algorithms import ALGORITHMS, parse_options
+from bench.compressors.spec import COMPRESSORS, make_compressor
+from bench.data.partition import DEALS
+from bench.pipeline import Study
 from bench.run.config import KEYS, RunConfig, _coerce, resolve
+from bench.specs import parse_spec
+from bench.topology.kinds import TOPOLOGIES
 
 # fingerprints computed before _coerce was derived from the annotations: a change to how values are
 # read that changes a run's identity (and so its directory) fails here
@@ -33,6 +39,9 @@ PINNED = [
     ({"momentum": 0.5, "nesterov": "false"}, "7d758a86b8"),
     ({"data_root": "none", "val_fraction": 0.1}, "8d239d180c"),
     ({"task": "lsq", "algorithm": "ecd", "compressor": "top:0.1", "topology": "torus", "nodes": 16, "seed": 3},
+     "e6b79e240b"),
+    # a spec spelt otherwise is the same training: the id of its canonical spelling (below)
+    ({"task": "lsq", "algorithm": "ecd", "compressor": "top:1e-1", "topology": "torus", "nodes": 16, "seed": 3},
      "e6b79e240b"),
     # a knob's run-level word is its algorithm option: either spelling, one id (gamma=0.3's when it was a setting)
     ({"algorithm_options": {"gamma": 0.3}}, "8aa0b7b4aa"),
@@ -95,3 +104,47 @@ def test_a_shortcut_knob_a_method_does_not_have_stays_in_the_settings_but_is_not
     assert dpsgd.algorithm_options == {"gamma": 0.5}
     assert dataclasses.asdict(parse_options(ALGORITHMS.get("dpsgd"), dpsgd.algorithm_options)) == {"order": "paper"}
     # (`bench run` prints such a refusal as its one line: tests/test_bad_input.py's REFUSED)
+
+
+def respelt(spec: str, defaults: dict[str, str]) -> list[str]:
+    """``spec`` and spellings of it that read as the same: each number in exponent form or with trailing zeros (an
+    integer with a leading zero or a sign), the options in reverse order with true as True or 1, and ``defaults``
+    (options at the value the spec leaves them) spelt out."""
+    parsed = parse_spec(spec)
+    options = {**defaults, **parsed.options}
+    out = [spec]
+    for form, yes in itertools.product((0, 1), ("True", "1")):
+        def other(text: str) -> str:
+            if text == "true" or text.isdigit():
+                return yes if text == "true" else (f"0{text}", f"+{text}")[form]
+            try:
+                return (f"{float(text):e}", f"{float(text):.12f}")[form]
+            except ValueError:
+                return text
+        head = parsed.name if parsed.arg is None else f"{parsed.name}:{other(parsed.arg)}"
+        out.append(",".join([head, *(f"{key}={other(value)}" for key, value in reversed(options.items()))]))
+    return list(dict.fromkeys(out))
+
+
+# (setting, spec, nodes, the options it leaves at their defaults) for every kind of spec with a number or options,
+# from the registries: compressors under Choco, topologies at their examples' n, the data deals
+SPELT = [("compressor", e, 4, parse_spec(make_compressor(e, contraction=True).spec).options)
+         for name in COMPRESSORS.names() for e in COMPRESSORS.get(name).examples if e != name]
+SPELT += [("topology", e.spec, e.n, {key: str(flag).lower() for key, flag in kind.flags})
+          for kind in map(TOPOLOGIES.get, TOPOLOGIES.names()) if kind.arg or kind.flags for e in kind.examples]
+SPELT += [("data", f"{name}:{alpha}", 4, {}) for name, reader in DEALS.items() if reader for alpha in (0.1, 10)]
+SPELT += [("network", "p2p-100m,latency=0.001,bandwidth=5e6", 4, {"sends": "serial"})]
+
+
+@pytest.mark.parametrize("key,spec,nodes,defaults", SPELT, ids=[f"{k}={s}@{n}" for k, s, n, _ in SPELT])
+def test_every_spelling_of_one_training_has_one_run_id_and_one_cell_name(key, spec, nodes, defaults):
+    """top:0.1, top:0.10 and top:1e-1 are one training: one run id (so one run.json and folder) and, in a study,
+    one cell name (before, each spelling was a training of its own: one study ran 9 cells for one)."""
+    ids, cells = set(), set()
+    for spelt in respelt(spec, defaults):
+        settings = {"compressor": "sign", "topology": "ring", "nodes": nodes, key: spelt}
+        ids.add(resolve({}, {}, {**settings, "task": "lsq", "algorithm": "choco", "gamma": 0.5}).run_id())
+        block = {"method": [f"choco/{settings.pop('compressor')}"], **{k: [v] for k, v in settings.items()}}
+        study = {"study": "v", "task": "lsq", "defaults": {"gamma": 0.5}, "blocks": {"b": block}}
+        cells.update(Study(study).cells)
+    assert len(ids) == 1 and len(cells) == 1, (ids, cells)

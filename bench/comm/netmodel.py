@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from ..errors import BenchError
-from ..specs import parse_spec
+from ..specs import number, parse_spec, spell
 
 
 @dataclass(frozen=True)
@@ -111,3 +111,22 @@ def make_network(spec: str = "datacenter-10g") -> NetworkModel:
     if changes:
         model = replace(model, name=parsed.text, **changes)
     return model
+
+
+def canonical(spec: str) -> str:
+    """The one spelling of the network ``spec`` names: its options in make_network's order, numbers spelt once
+    (latency=1e-3 and latency=0.0010 are latency=0.001), less those that leave the preset as it is. A spec that
+    does not parse is returned as it is, for make_network to refuse in its own words."""
+    try:
+        model = make_network(spec)
+    except BenchError:
+        return spec
+    parsed = parse_spec(spec)
+    preset = NETWORK_PRESETS[parsed.name]
+    options = {}
+    for key, field_name in (("latency", "latency_s"), ("bandwidth", "bandwidth_bps"), ("medium", "medium"),
+                            ("sends", "sends")):
+        value = getattr(model, field_name)
+        if key in parsed.options and value != getattr(preset, field_name):
+            options[key] = number(value) if isinstance(value, float) else value
+    return spell(parsed.name, None, options)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import BenchError
 from ..registry import Registry
-from ..specs import Spec, parse_fraction, parse_spec
+from ..specs import Spec, parse_fraction, parse_spec, spell
 
 if TYPE_CHECKING:
     from .base import Compressor
@@ -88,6 +88,27 @@ def make_compressor(spec: str, *, contraction: bool = False) -> "Compressor":
 
 
 parse_compressor = make_compressor  # the pipeline's name for it: a spec parsed is the operator it names
+
+
+def canonical(text: str, *, contraction: bool = False) -> str:
+    """The one spelling of the operator ``text`` names for an algorithm of ``contraction``: its argument as the
+    operator spells it (top:0.10 and top:1e-1 are top:0.1), the options it gives in the operator's order and
+    words, less those that change nothing (rand:0.1,unbiased=false is rand:0.1; qsgd:4,biased=true under Choco
+    is qsgd:4). A spec that does not parse is returned as it is, for its parse to refuse in its own words."""
+    try:
+        given = parse_spec(text)
+        operator = make_compressor(text, contraction=contraction)
+    except BenchError:
+        return text
+    own = parse_spec(operator.spec)
+    cls = COMPRESSORS.get(given.name)
+
+    def changes(key: str) -> bool:
+        rest = {k: v for k, v in given.options.items() if k != key}
+        return cls.from_spec(Spec(given.name, given.arg, rest, given.text), contraction) != operator
+
+    options = {key: value for key, value in own.options.items() if key in given.options and changes(key)}
+    return spell(own.name, own.arg if given.arg is not None else None, options)
 
 
 def check_contraction(contraction: object) -> bool:

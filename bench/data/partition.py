@@ -8,10 +8,45 @@ import torch
 from torch import Tensor
 
 from ..errors import BenchError
-from ..specs import parse_spec
+from ..specs import Spec, number, parse_spec, spell
 
 SCHEMES = "shuffle, split, sorted, dirichlet:ALPHA"
 _FIXED, _EPOCH = 0, 1  # tags that keep the fixed deal's random stream apart from the epochs' streams
+
+
+def alpha(spec: Spec) -> float:
+    """α of ``dirichlet:α``, a finite number > 0."""
+    try:
+        value = float(spec.arg) if spec.arg is not None else float("nan")
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or not np.isfinite(value):
+        raise BenchError(f"dirichlet concentration {spec.arg!r} in {spec.text!r} must be a number > 0, "
+                         "e.g. dirichlet:0.5")
+    return value
+
+
+# the deals, each with the reader of its numeric argument (None: it takes none) and no options
+DEALS = {"shuffle": None, "split": None, "sorted": None, "dirichlet": alpha}
+
+
+def deal_of(scheme: str) -> Spec:
+    """The parsed ``scheme``, or one line when it names no deal (or gives one an argument or options it lacks)."""
+    spec = parse_spec(scheme)
+    if spec.name not in DEALS or spec.options or (spec.arg is not None and DEALS[spec.name] is None):
+        raise BenchError(f"unknown partition scheme {scheme!r}; allowed: {SCHEMES}")
+    return spec
+
+
+def canonical(scheme: str) -> str:
+    """The one spelling of the deal ``scheme`` names: dirichlet:0.10 and dirichlet:1e-1 are dirichlet:0.1, and
+    dirichlet:10.0 is dirichlet:10. A scheme that does not parse is returned as it is, for the deal to refuse."""
+    try:
+        spec = deal_of(scheme)
+        reader = DEALS[spec.name]
+        return spell(spec.name, number(reader(spec)) if reader is not None else None)
+    except BenchError:
+        return scheme
 
 
 class WorkerBatches:
@@ -35,18 +70,16 @@ class WorkerBatches:
             raise BenchError(f"seed {seed} must be non-negative")
         self.labels = labels.detach().cpu().reshape(-1)
         self.n_workers, self.batch_size, self.seed, self.scheme = n_workers, batch_size, seed, scheme
-        spec = parse_spec(scheme)
+        spec = deal_of(scheme)
         self.kind = spec.name
         n = len(self.labels)
-        if self.kind in ("shuffle", "split") and spec.arg is None and not spec.options:
+        if self.kind in ("shuffle", "split"):
             self._fixed = None if self.kind == "shuffle" else self._deal(self._rng(_FIXED).permutation(n))
-        elif self.kind == "sorted" and spec.arg is None and not spec.options:
+        elif self.kind == "sorted":
             order = np.argsort(self._int_labels(), kind="stable")
             self._fixed = self._deal(order)
-        elif self.kind == "dirichlet" and not spec.options:
-            self._fixed = self._dirichlet(self._alpha(spec.arg))
         else:
-            raise BenchError(f"unknown partition scheme {scheme!r}; allowed: {SCHEMES}")
+            self._fixed = self._dirichlet(alpha(spec))
         self._fixed64: list[np.ndarray] | None = None
         self._whole: Tensor | None = None  # a fixed deal's one full batch [n_workers, batch_size] (epoch)
         self.shard_sizes = [len(s) for s in self.shards(0)]
@@ -66,17 +99,6 @@ class WorkerBatches:
         if self.labels.dtype.is_floating_point or self.labels.dtype == torch.bool:
             raise BenchError(f"partition scheme {self.scheme!r} needs integer class labels, got {self.labels.dtype}")
         return self.labels.numpy().astype(np.int64)
-
-    def _alpha(self, arg: str | None) -> float:
-        try:
-            alpha = float(arg) if arg is not None else float("nan")
-        except ValueError:
-            alpha = float("nan")
-        if not alpha > 0 or not np.isfinite(alpha):
-            raise BenchError(
-                f"dirichlet concentration {arg!r} in {self.scheme!r} must be a number > 0, e.g. dirichlet:0.5"
-            )
-        return alpha
 
     def _deal(self, order: np.ndarray) -> list[np.ndarray]:
         # Contiguous near-equal blocks (sizes differ by at most one): no sample is dropped.

@@ -34,6 +34,9 @@ NOT_IN_BLOCKS = {
 }
 
 
+SPECS = ("compressor", "topology", "data", "network")  # settings whose spelling the run settles (bench/run/identity.py)
+
+
 def expand_block(block: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     """One (cell name, settings) per combination of the block's lists; `method` is `algorithm/compressor`."""
     keys = sorted(block)
@@ -126,25 +129,34 @@ class Study:
         checks = Checks(seed=self.seeds[0])
         self.cells: dict[str, dict[str, Any]] = {}
         self.configs: dict[str, Any] = {}  # cell -> its resolved RunConfig (at seed 0): what the figures read
-        seen: dict[str, str] = {}  # a training (its resolved settings) -> its cell
+        seen: set[str] = set()  # the trainings (their resolved settings) of the cells so far
         block_of: dict[str, str] = {}  # a cell -> the block it came from
         for name, block in sized.get("blocks", {}).items():
             self._check_block_keys(name, block)
-            for cell, settings in expand_block(block):
+            listed: dict[str, str] = {}  # a training -> the cell of this block that lists it, as spelt
+            for spelt, settings in expand_block(block):
                 try:
                     if "task_options" in settings:
                         scales.check_task_options(self.task, settings["task_options"], f"blocks.{name}.task_options")
                     cfg = self.run_config({**settings, "seed": 0})
                     checks.run(cfg)
                 except BenchError as err:
-                    raise BenchError(f"block {name!r}, cell {cell}: {err}") from None
+                    raise BenchError(f"block {name!r}, cell {spelt}: {err}") from None
+                # its specs as the run spells them (top:0.10 is top:0.1): one training, one cell name
+                settings = {**settings, **{k: getattr(cfg, k) for k in SPECS if k in settings}}
+                cell = cell_name(settings)
                 key = json.dumps(cfg.to_dict(), sort_keys=True, default=str)
-                if key in seen:  # two blocks asking for the same training, however spelt, get one cell
+                if key in listed:  # one block lists it twice, however spelt: a mistake
+                    raise BenchError(f"block {name!r}, cells {listed[key]} and {spelt} are one training "
+                                     f"(run {cfg.run_id()}); list it once")
+                listed[key] = spelt
+                if key in seen:  # blocks are slices of the study that may overlap (smoke's figures'): one cell
                     continue
                 if cell in self.cells:  # names are one per training by construction (names.py): a last guard
                     raise collision("cells", cell, f"block {block_of[cell]!r}: {self.cells[cell]}",
                                     f"block {name!r}: {settings}")
-                seen[key], block_of[cell] = cell, name
+                seen.add(key)
+                block_of[cell] = name
                 self.cells[cell], self.configs[cell] = settings, cfg
         self.consensus = dict(sized.get("consensus") or {})
         if self.consensus:

@@ -125,7 +125,7 @@ def recipe_values(task: str, algorithm: str, compressor: str) -> dict[str, Any]:
     if not methods:
         raise BenchError(f"recipe=tuned: no tuned settings for task {task!r}; tuned tasks: {', '.join(sorted(recipes))}"
                          " (tune one with the pipeline's tune: stage, see config/tuning.yaml)")
-    method = f"{algorithm}/{compressor}"
+    method = f"{algorithm}/{identity.canonical_compressor(compressor, algorithm)}"  # recipes.yaml's spelling
     if method not in methods:
         raise BenchError(f"recipe=tuned: no tuned settings for {method} on {task}; tuned: {', '.join(sorted(methods))}")
     return dict(methods[method])
@@ -232,7 +232,7 @@ def resolve(file_values: dict[str, Any], flag_values: dict[str, Any], set_values
         merged[ALIAS] = _read_knobs(merged[ALIAS])
     if "nesterov" not in merged and "momentum" in merged and _coerce("momentum", merged["momentum"]) == 0:
         merged["nesterov"] = False  # momentum 0 asks for plain SGD: Nesterov's look-ahead needs momentum
-    cfg = RunConfig(**{k: _coerce(k, v) for k, v in merged.items()})
+    cfg = identity.canonical(RunConfig(**{k: _coerce(k, v) for k, v in merged.items()}))
     validate(cfg)
     return cfg
 

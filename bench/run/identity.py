@@ -4,13 +4,18 @@ was written before a setting existed, or before a knob moved into the algorithm'
 (tests/test_run_config_types.py pins them literally); and whether a run in a folder is done (``finished``)."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..algorithms import ALGORITHMS, shortcuts
+from ..comm import netmodel
+from ..compressors import spec as compressors
+from ..data import partition
 from ..specs import parse_spec
+from ..topology import kinds
 from ..topology.kinds import TOPOLOGIES
 
 if TYPE_CHECKING:
@@ -30,6 +35,21 @@ LATER_KEYS = {"val_fraction": 0.0, "recipe": "none", "algorithm_options": {}, "f
 # defaults, for every run; a word given to a knob later (a tunable step such as copy_step) stays in its options
 TOP_LEVEL_KNOBS = ("gamma", "gamma_tune_steps", "order")
 UNTIMED = ("quiet", "stop_at")  # how far to train now, and how loudly, is not what the run is
+
+
+def canonical(cfg: "RunConfig") -> "RunConfig":
+    """``cfg`` with each of its specs in its one spelling, taken once where a run is resolved (config.resolve), so
+    that one training has one fingerprint, run id, cell name and run.json however it was spelt (top:0.10 and
+    top:1e-1 are top:0.1); the spellings already canonical are those run ids were first taken with."""
+    return dataclasses.replace(cfg, compressor=canonical_compressor(cfg.compressor, cfg.algorithm),
+                               topology=kinds.canonical(cfg.topology), data=partition.canonical(cfg.data),
+                               network=netmodel.canonical(cfg.network))
+
+
+def canonical_compressor(compressor: str, algorithm: str) -> str:
+    """``compressor``'s one spelling under ``algorithm`` (whose need of a contraction settles QSGD's form)."""
+    contraction = ALGORITHMS.get(algorithm).contraction if algorithm in ALGORITHMS else False
+    return compressors.canonical(compressor, contraction=contraction)
 
 
 def identity_dict(cfg: "RunConfig") -> dict[str, Any]:

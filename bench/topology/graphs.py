@@ -33,6 +33,7 @@ from .time_varying import PeerSchedule, TimeVaryingTopology
 # Random graphs are redrawn with seed+1, seed+2, ... until connected; this bounds the redraws.
 MAX_TRIES = 100
 SOCIAL_N = 32
+INNER_EDGES = True  # base:K's option: the authors' edges inside a group in its round of phase 2
 
 
 def make_topology(spec: str, n: int, weights: str | None = None, seed: int = 0) -> Topology | TimeVaryingTopology:
@@ -264,16 +265,21 @@ def social(spec: Spec, n: int, seed: int) -> Graph:
 
 # ---- random graphs ---------------------------------------------------------------------------
 # a connected 2-regular graph is a cycle: the 12-ring's gap whatever the draw
-@topology("random-regular", Example("random-regular:3", 10, (0.05, 0.6)),
-          Example("random-regular:2", 12, (0.0893, 0.0894)), usage="random-regular:K")
-def random_regular(spec: Spec, n: int, seed: int) -> Graph:
-    spec.check_options(set())
+def _degree(spec: Spec) -> int:
+    """K of ``random-regular:K``, an integer (its range depends on n: the builder checks it)."""
     if spec.arg is None:
         raise BenchError(f"{spec.text!r} needs a degree, e.g. random-regular:4 (an integer K with 1 <= K < n)")
     try:
-        k = int(spec.arg)
+        return int(spec.arg)
     except ValueError:
         raise BenchError(f"degree {spec.arg!r} in {spec.text!r} is not an integer (need 1 <= K < n)") from None
+
+
+@topology("random-regular", Example("random-regular:3", 10, (0.05, 0.6)),
+          Example("random-regular:2", 12, (0.0893, 0.0894)), usage="random-regular:K", arg=_degree)
+def random_regular(spec: Spec, n: int, seed: int) -> Graph:
+    spec.check_options(set())
+    k = _degree(spec)
     if not 1 <= k < n:
         raise BenchError(f"degree K={k} in {spec.text!r} must satisfy 1 <= K < n={n}")
     if (n * k) % 2:
@@ -293,13 +299,17 @@ def random_regular(spec: Spec, n: int, seed: int) -> Graph:
     )
 
 
+def _probability(spec: Spec) -> float:
+    return parse_fraction(spec, "edge probability")
+
+
 # at P = 1 every pair is linked: metropolis gives 1/n everywhere, exact averaging
 @topology("erdos-renyi", Example("erdos-renyi:0.4", 12, (0.05, 0.8)), Example("erdos-renyi:1", 5, (1.0, 1.0)),
-          usage="erdos-renyi:P")
+          usage="erdos-renyi:P", arg=_probability)
 def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
     """G(n, P): each pair linked independently with probability P, drawn with numpy (fast at n = 1024)."""
     spec.check_options(set())
-    p = parse_fraction(spec, "edge probability")
+    p = _probability(spec)
     pairs = np.stack(np.triu_indices(n, k=1), axis=1)
     for attempt in range(MAX_TRIES):
         rng = np.random.default_rng(seed + attempt)
@@ -319,12 +329,13 @@ def erdos_renyi(spec: Spec, n: int, seed: int) -> Graph:
           Example("base:2", 10, (1.0, 1.0)), Example("base:3", 25, (1.0, 1.0)), usage="base:K",
           note="time-varying Base-(K+1) graph, at most K peers a round, any n (inner_edges=false: the authors' "
                "variant without the edges inside a group in its round of phase 2)", time_varying=True,
-          revision=lambda spec, n: int(factors(n, peers_of(spec)) is None))  # a hyper-hypercube never changed
+          revision=lambda spec, n: int(factors(n, peers_of(spec)) is None),  # a hyper-hypercube never changed
+          arg=peers_of, flags=(("inner_edges", INNER_EDGES),))
 def base_graph(spec: Spec, n: int, seed: int) -> RoundMatrices:
     """Base-(K+1) graph (Takezawa et al. 2023; bench/topology/base_graph.py): every worker has at most K peers
     a round and the product over one period is exactly 11ᵀ/n, for any n."""
     k = peers_of(spec)
-    return RoundMatrices(base_graph_matrices(n, k, spec.option_bool("inner_edges", True)), "base-graph")
+    return RoundMatrices(base_graph_matrices(n, k, spec.option_bool("inner_edges", INNER_EDGES)), "base-graph")
 
 
 # ---- user-supplied graphs --------------------------------------------------------------------

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from ..errors import BenchError
 from ..registry import Registry
-from ..specs import Spec
+from ..specs import Spec, number, parse_spec, spell, word
 
 Builder = Callable[[Spec, int, int], object]
 """(parsed spec, n, seed) -> Graph, or PeerSchedule for a time-varying topology."""
@@ -46,6 +47,10 @@ class Kind:
     # (parsed spec, n) -> the revision of the graph it gives, bumped where its matrices changed after runs on it
     # were written (their ids change; base: the authors' idle rounds, 2026-12-07, only where n needs them)
     revision: Callable[[Spec, int], int] | None = None
+    # the reader of its numeric argument (erdos-renyi's P, base's K), checked as the builder checks it: how a
+    # spec's number is spelt once (canonical); None for a kind without one or whose argument is a path
+    arg: Callable[[Spec], float] | None = None
+    flags: tuple[tuple[str, bool], ...] = ()  # its boolean options and their defaults (base's inner_edges)
 
 
 TOPOLOGIES: Registry[Kind] = Registry("topology")
@@ -54,17 +59,37 @@ TOPOLOGIES: Registry[Kind] = Registry("topology")
 def topology(name: str, *examples: Example, usage: str | None = None, note: str = "", single_node: bool = False,
              external: bool = False, time_varying: bool = False,
              spectrum: Spectrum | None = None,
-             revision: Callable[[Spec, int], int] | None = None) -> Callable[[Builder], Builder]:
+             revision: Callable[[Spec, int], int] | None = None, arg: Callable[[Spec], float] | None = None,
+             flags: tuple[tuple[str, bool], ...] = ()) -> Callable[[Builder], Builder]:
     """Decorator: file the builder under ``name`` with what it declares of itself."""
     if not examples:
         raise RuntimeError(f"topology {name!r} declares no examples for the tests")
 
     def add(build: Builder) -> Builder:
         TOPOLOGIES.register(name)(Kind(name, build, usage or name, note, examples, single_node, external,
-                                                time_varying, spectrum, revision))
+                                                time_varying, spectrum, revision, arg, flags))
         return build
 
     return add
+
+
+def canonical(text: str) -> str:
+    """The one spelling of the graph ``text`` names: its number as the kind reads it (erdos-renyi:0.30 and
+    erdos-renyi:3e-1 are erdos-renyi:0.3), its options in the kind's order and words, less those at their
+    default. A path (file:PATH) is kept as written, and a spec that does not parse as it is, for the builder
+    to refuse in its own words."""
+    try:
+        spec = parse_spec(text)
+        kind = TOPOLOGIES.get(spec.name)
+        defaults = dict(kind.flags)
+        spec.check_options(set(defaults))
+        flags = {key: spec.option_bool(key, default) for key, default in kind.flags}
+        arg = number(kind.arg(spec)) if kind.arg is not None and spec.arg is not None else spec.arg
+    except BenchError:
+        return text
+    if kind.external:
+        return text
+    return spell(spec.name, arg, {key: word(flag) for key, flag in flags.items() if flag != defaults[key]})
 
 
 def help_text() -> str:
