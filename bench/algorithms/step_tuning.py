@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..cache import cache_path, update_json
 from ..errors import BenchError
+from ..files import read_regular
 from .gossip import DEFAULT_GAMMA_GRID, best_of, tune_gamma
 from .knobs import AUTO, KnobOptions, knob, read_rounds, read_step
 
@@ -86,7 +87,7 @@ def read_gamma_cache(path: Path) -> dict[str, float]:
     """The tuned γ values (none before the first tuning). A file that is not a JSON mapping to γ values
     is one line naming it, never silently replaced: it may hold hours of tuning."""
     try:
-        cache = json.loads(path.read_text())
+        cache = json.loads(read_regular(path))
     except FileNotFoundError:
         return {}
     except UnicodeDecodeError:

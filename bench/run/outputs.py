@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from ..errors import BenchError
-from ..files import atomic_write, atomic_write_bytes, open_lock
+from ..files import atomic_write, atomic_write_bytes, open_lock, read_regular
 
 
 def now() -> str:
@@ -38,7 +38,7 @@ def _jsonable(value):
 
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
 
