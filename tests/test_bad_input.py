@@ -22,6 +22,7 @@ DPSGD = ["--algorithm", "dpsgd", "--compressor", "none"]
 TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 TRACK = ["--parts", "study", "--out", "TMP/out"]
+UNBIASED = "rand:0.01,unbiased=true"  # d/k times the kept values: every γ of the grid diverges with it
 
 
 def sizes(command):
@@ -138,6 +139,12 @@ REFUSED = [
         [*RUN, "--config", "TMP/fifo"], [*RUN, "--settings", "TMP/fifo"],
         ["plan", "--configfile", "TMP/fifo"], ["track", "--config", "TMP/fifo", *TRACK]]],
     ([*RUN, "--config", "/dev/zero"], ["/dev/zero", "a character device, not a plain file"]),
+    # a search where every γ diverged took the grid's last value as tuned (1, "relative error inf") and trained on
+    *[([*RUN, "--algorithm", name, "--compressor", UNBIASED, "--set", "gamma_tune_steps=100"],
+       ["every γ of the grid (20 values, 0.001 to 1) diverges", UNBIASED]) for name in ALGORITHMS.names()
+      if "gamma_tune_steps" in ALGORITHMS.get(name).knobs() and takes(ALGORITHMS.get(name), UNBIASED)],
+    (["tune-gamma", "--compressor", UNBIASED, "--nodes", "8", "--steps", "100", "--dim", "200", "--quiet"],
+     ["every γ of the grid", "diverges in Choco-Gossip"]),
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
