@@ -3,17 +3,26 @@ import json
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import min_version
+
+from bench.pipeline.driver import claim as claim_driver
 
 min_version("8.0")
 
 # Every rule runs `python -m bench|analysis`: that python is the interpreter Snakemake runs in (the one that
 # imports bench in common.smk), so `.venv/bin/snakemake` works with nothing activated. Under `--sdm conda`
 # each rule's own environment (workflow/envs/bench.yaml) provides python instead.
-if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method:
-    shell.prefix(f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; ")
+ON_PATH = f"export PATH={shlex.quote(os.path.dirname(sys.executable))}:\"$PATH\"; "
+# One driver per working folder: the locks a killed one left are removed (no `--unlock` by hand), and each job
+# is told this driver's identity, so that a job whose driver is killed stops (bench/pipeline/driver.py)
+DRIVER, STALE_LOCKS = claim_driver(Path.cwd())
+shell.prefix((ON_PATH if DeploymentMethod.CONDA not in workflow.deployment_settings.deployment_method else "") + DRIVER)
+if STALE_LOCKS:
+    print(f"removed the locks a killed pipeline driver left: .snakemake/locks/{', '.join(STALE_LOCKS)}",
+          file=sys.stderr)
 
 # The default study, unless another study file is given (--configfile config/<study>.yaml); a
 # study file replaces it entirely instead of being merged into it. `--config KEY=VALUE` goes over either.

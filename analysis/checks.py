@@ -3,6 +3,7 @@ a run's run.json and metrics.parquet (such a run is skipped with the reason: ana
 a command reads back, summary.csv and tuned.csv (one that cannot be used is one line, exit status 2)."""
 from __future__ import annotations
 
+import io
 import math
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import DamagedFile  # raised by read_table (analysis.tuning imports it from here)
+from analysis.files import read_regular
 
 
 # ---- run.json ----------------------------------------------------------------------------------------
@@ -187,7 +189,7 @@ def read_table(path: Path, columns, made_by: str, **kinds) -> pd.DataFrame:
     is not raises DamagedFile naming the file, what is wrong and ``made_by`` (the command that writes it).
     A file that is not CSV at all raises what pandas raises (OSError, ValueError): the callers that can
     compute the table again do."""
-    table = pd.read_csv(path)
+    table = pd.read_csv(io.BytesIO(read_regular(path)))
     why = table_problem(table, columns, **kinds)
     if why:
         raise DamagedFile(f"{path} {why}: not a table this version can read; write it again with "

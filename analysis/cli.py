@@ -15,7 +15,7 @@ import pandas as pd
 from analysis.argparsing import Parser
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
 from analysis.errors import DamagedFile, UsageError
-from analysis.files import write_atomically, write_text_atomically
+from analysis.files import read_regular, write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
                               perf_problem)
@@ -99,7 +99,7 @@ def cmd_baseline(args) -> int:
 
 def _read_json(path: str):
     try:
-        return json.loads(Path(path).read_text())
+        return json.loads(read_regular(path))
     except (OSError, ValueError) as err:
         raise UsageError(f"cannot read JSON file {path}: {err}") from None
 

@@ -63,3 +63,20 @@ def open_lock(path: Path) -> int:
         os.close(fd)
         raise ValueError(f"lock file {path} {why}; a lock must be a plain file of its own (remove it)")
     return fd
+
+
+def read_regular(path) -> bytes:
+    """The bytes of the plain file at ``path``, looked at before a byte is read (as ``bench.files.read_regular``):
+    a named pipe, a device or a socket in a results folder would wait for a writer forever or never end, and is
+    an OSError saying what it is instead; a folder is IsADirectoryError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, "not a plain file (a named pipe, a device or a socket)", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)

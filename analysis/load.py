@@ -2,6 +2,7 @@
 tidy table per run × evaluation point; unreadable or unfinished runs are listed, not fatal."""
 from __future__ import annotations
 
+import io
 import json
 import math
 from dataclasses import dataclass, field
@@ -11,6 +12,7 @@ import pandas as pd
 
 from analysis import labels
 from analysis.checks import metrics_problem, record_problem
+from analysis.files import read_regular
 
 # the parts every cell key names, in this order (seed is what varies inside a cell)
 CELL_PARTS = ["task", "algorithm", "compressor", "topology", "nodes", "data", "network"]
@@ -257,7 +259,7 @@ def load_runs(root) -> Runs:
         if TUNING_DIR in inside or any(part.startswith(".") for part in inside):
             continue  # tuning trials, and bookkeeping such as runs set aside in .stale/
         try:
-            record = json.loads(run_json.read_text())
+            record = json.loads(read_regular(run_json))
         except (OSError, ValueError) as err:
             problems.append((str(path), f"unreadable run.json: {err}"))
             continue
@@ -271,7 +273,7 @@ def load_runs(root) -> Runs:
             problems.append((str(path), f"no metrics.parquet (status {status})"))
             continue
         try:
-            metrics = pd.read_parquet(metrics_file)
+            metrics = pd.read_parquet(io.BytesIO(read_regular(metrics_file)))
         except Exception as err:  # pyarrow raises several types for a truncated or foreign file
             problems.append((str(path), f"unreadable metrics.parquet: {err}"))
             continue

@@ -10,6 +10,7 @@ import string
 import sys
 from pathlib import Path
 from urllib.parse import unquote
+from analysis.files import read_regular
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; max-width: 1200px; margin: 2em auto;
@@ -107,7 +108,7 @@ def _embed_images(text: str, base: Path) -> str:
             return f"*(picture {md_code(target)} refused: it lies outside the results folder)*"
         if not path.is_file() or path.suffix.lower() != ".png":
             return f"*(picture {md_code(target)} not found)*"
-        data = base64.b64encode(path.read_bytes()).decode("ascii")
+        data = base64.b64encode(read_regular(path)).decode("ascii")
         return f"![{alt}](data:image/png;base64,{data})"
 
     return _PICTURE.sub(inline, text)

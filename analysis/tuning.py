@@ -17,6 +17,7 @@ JSON, with the knobs whose best value lies at the edge of the grid and the value
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import sys
@@ -27,7 +28,7 @@ import yaml
 
 from analysis.argparsing import Parser
 from analysis.errors import UsageError
-from analysis.files import write_text_atomically
+from analysis.files import read_regular, write_text_atomically
 from analysis.checks import DamagedFile, read_table, record_problem
 from analysis.report_html import md_text
 
@@ -57,8 +58,8 @@ def _num(value) -> float:
 def read_trial(path: Path) -> dict | None:
     """One trial's row, or None when its files are missing or unreadable (an unfinished trial)."""
     try:
-        record = json.loads((path / "run.json").read_text())
-        metrics = pd.read_parquet(path / "metrics.parquet")
+        record = json.loads(read_regular(path / "run.json"))
+        metrics = pd.read_parquet(io.BytesIO(read_regular(path / "metrics.parquet")))
     except Exception:  # missing, truncated or foreign files: the trial is not there yet
         return None
     if record_problem(record):  # a wrong type in run.json: not a trial to select from
@@ -109,7 +110,7 @@ def _knob_highs(paths: list[Path]) -> dict[str, float]:
     highs = dict(KNOB_HIGHS_BEFORE)
     for path in paths:
         try:
-            knobs = json.loads((path / "run.json").read_text())["algorithm"]["knobs"]
+            knobs = json.loads(read_regular(path / "run.json"))["algorithm"]["knobs"]
             highs.update({k: float(v["high"]) for k, v in knobs.items() if isinstance(v, dict) and "high" in v})
         except Exception:  # an unreadable or older record: the bounds known before
             continue
@@ -314,7 +315,7 @@ def _neighbours(g: pd.DataFrame, best: pd.Series, knobs: list[str], column: str)
 def _halving_note(study_dir: Path, cell: str) -> str:
     """Rungs (trials per rung) and any extension of the grid, from the cell's halving.json."""
     try:
-        record = json.loads((Path(study_dir) / "tune" / cell / "halving.json").read_text())
+        record = json.loads(read_regular(Path(study_dir) / "tune" / cell / "halving.json"))
     except (OSError, ValueError):
         return ""
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from .errors import BenchError
-from .files import atomic_write_text, open_lock
+from .files import atomic_write_text, open_lock, read_regular
 
 ENV = "CHOCO_BENCH_CACHE"  # moves every cache of the suite (tests point it at a temporary directory)
 DEFAULT = "~/.cache/choco-bench"
@@ -55,7 +55,7 @@ def locked(path: Path) -> Iterator[None]:
 def read_json(path: Path) -> dict:
     """The JSON mapping at ``path``; empty when there is no file. Anything else is one line naming it."""
     try:
-        data = json.loads(Path(path).read_text())
+        data = json.loads(read_regular(path))
     except FileNotFoundError:
         return {}
     except (OSError, ValueError) as err:

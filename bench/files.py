@@ -147,3 +147,34 @@ def inside(root: Path, path: Path) -> Path:
     if not resolved.is_relative_to(base):
         raise BenchError(f"{path} resolves to {resolved}, outside {root}; outputs stay inside it")
     return resolved
+
+
+def _kind(mode: int) -> str:
+    kinds = [(stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+             (stat.S_ISSOCK, "a socket")]
+    return next((word for test, word in kinds if test(mode)), "not a plain file")
+
+
+def read_regular(path, limit: int | None = None) -> bytes:
+    """The bytes of the plain file at ``path``. Opened without waiting and looked at before a byte is read: a
+    named pipe, a device or a socket where a file is expected (``file:/path/fifo`` would wait for a writer forever,
+    /dev/zero never ends) is an OSError whose strerror says what it is; a folder is IsADirectoryError; a file
+    larger than ``limit`` bytes is an OSError (EFBIG). Callers turn these into their one line as for any OSError."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise IsADirectoryError(errno.EISDIR, "Is a directory", str(path))
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.EINVAL, f"{_kind(info.st_mode)}, not a plain file", str(path))
+        if limit is not None and info.st_size > limit:
+            raise OSError(errno.EFBIG, f"{info.st_size} bytes, more than the {limit} read here", str(path))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read()
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path, limit: int | None = None) -> str:
+    """``read_regular`` as UTF-8 text (UnicodeDecodeError as ``Path.read_text``)."""
+    return read_regular(path, limit).decode("utf-8")

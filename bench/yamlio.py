@@ -10,12 +10,12 @@ that something else loaded (Snakemake reads ``--configfile`` itself). Imports on
 from __future__ import annotations
 
 import datetime
-from pathlib import Path
 from typing import Any
 
 import yaml
 
 from .errors import BenchError
+from .files import read_regular_text
 
 MAX_DEPTH = 64  # nested mappings and lists; a study is about five deep
 MAX_CHARS = 1 << 20  # 1 MiB; the largest file of the suite is a few kB
@@ -105,7 +105,7 @@ def read_yaml(path, source: str, what: str = "a YAML file") -> Any:
     """load_yaml of the file at ``path``; a file that is missing, a folder, not UTF-8 text or unreadable is one
     BenchError line naming ``source`` and what to give (``what``)."""
     try:
-        text = Path(path).read_text()
+        text = read_regular_text(path)
     except FileNotFoundError:
         raise BenchError(f"{source} does not exist") from None
     except IsADirectoryError:

@@ -5,8 +5,10 @@ built in this process, an alias bomb."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,3 +92,21 @@ def bomb(levels: int = 9) -> str:
         parts.append(f"&a{k} [" + ",".join([f"*{prev}"] * 9) + "]")
         prev = f"a{k}"
     return "[" + ", ".join(parts) + "]"
+
+
+def fifo(path: Path, request) -> Path:
+    """A named pipe at ``path``, where a file is expected. A reader that waits on it gets its end of file after
+    20 s (the test then fails instead of hanging); nothing happens when no one reads it."""
+    os.mkfifo(path)
+
+    def wake():  # without a reader, opening the pipe to write fails at once (ENXIO): nothing to wake
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        except OSError:
+            pass
+
+    timer = threading.Timer(20, wake)
+    timer.daemon = True
+    timer.start()
+    request.addfinalizer(timer.cancel)
+    return path

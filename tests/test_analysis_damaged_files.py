@@ -14,7 +14,7 @@ from analysis.checks import REQUIRED_METRICS
 from analysis.load import load_runs
 from analysis.summary import SUMMARY_COLUMNS, read_summary, summarize
 from analysis_fixtures import make_cell, make_run
-from hostile import assert_refused
+from hostile import assert_refused, fifo
 
 
 def _metrics(change):
@@ -139,6 +139,18 @@ def test_every_command_skips_each_damaged_run_with_its_reason(command, damaged_s
         assert name in lines and reason in lines[name], (name, lines.get(name))
     if command == "summarize":  # the good runs and only those
         assert sorted(pd.read_csv(study / "summary.csv")["seed"]) == [0, 0, 1, 1, 2, 2]
+
+
+def test_a_named_pipe_for_a_file_is_a_damaged_file_not_a_wait(tmp_path, capsys, request):
+    """A run.json or a summary.csv that is a named pipe waited forever for a writer."""
+    study = _study(tmp_path / "study")
+    (make_run(study / "broken" / "pipe", seed=100) / "run.json").unlink()
+    fifo(study / "broken" / "pipe" / "run.json", request)
+    status, _, err = _run(COMMANDS["summarize"], study, None, capsys)
+    assert status == 0 and "broken/pipe: unreadable run.json" in err and "not a plain file" in err, err
+    (study / "summary.csv").unlink()
+    with pytest.raises(OSError, match="not a plain file"):  # the figures and the report then compute it again
+        read_summary(fifo(study / "summary.csv", request))
 
 
 @pytest.mark.parametrize("column", REQUIRED_METRICS)

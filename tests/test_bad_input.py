@@ -14,7 +14,7 @@ from bench.cli import main
 from bench.errors import BenchError
 from bench.pipeline import Study
 from test_keeping_the_average import takes
-from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, refused, run_bench, run_cli
+from hostile import CHILD, LSQ, ROOT, assert_refused, bomb, fifo, refused, run_bench, run_cli
 from shared_studies import snakemake
 
 RUN = ["run", *LSQ]
@@ -22,6 +22,7 @@ DPSGD = ["--algorithm", "dpsgd", "--compressor", "none"]
 TINY = [*RUN, "--epochs", "0.25", "--batch-size", "8", "--set", "task_options.dim=8"]
 NOTES = "TMP/notes.txt"  # a file of the user's, which no refusal may change
 TRACK = ["--parts", "study", "--out", "TMP/out"]
+UNBIASED = "rand:0.01,unbiased=true"  # d/k times the kept values: every γ of the grid diverges with it
 
 
 def sizes(command):
@@ -131,6 +132,19 @@ REFUSED = [
         (["choco/sign", "--seeds", "1,1"], "twice"), (["choco/sign", "--nodes", "0"], "0"),
         (["choco/sign", "--epochs", "-1"], "-1"), (["choco/sign", "--name", "../x"], "../x"),
         (["choco/sign", "--snakemake-args", "--config 'x"], "quotation")]],
+    # a named pipe or a device where a file is read (each waited for a writer forever, or read without end)
+    *[(argv, ["TMP/fifo", "a named pipe, not a plain file"]) for argv in [
+        ["topology", "--topology", "file:TMP/fifo", "--nodes", "4"], [*RUN, "--topology", "file:TMP/fifo"],
+        ["compare", "choco/sign", "--topology", "file:TMP/fifo", "--nodes", "4", "--dry-run"],
+        [*RUN, "--config", "TMP/fifo"], [*RUN, "--settings", "TMP/fifo"],
+        ["plan", "--configfile", "TMP/fifo"], ["track", "--config", "TMP/fifo", *TRACK]]],
+    ([*RUN, "--config", "/dev/zero"], ["/dev/zero", "a character device, not a plain file"]),
+    # a search where every γ diverged took the grid's last value as tuned (1, "relative error inf") and trained on
+    *[([*RUN, "--algorithm", name, "--compressor", UNBIASED, "--set", "gamma_tune_steps=100"],
+       ["every γ of the grid (20 values, 0.001 to 1) diverges", UNBIASED]) for name in ALGORITHMS.names()
+      if "gamma_tune_steps" in ALGORITHMS.get(name).knobs() and takes(ALGORITHMS.get(name), UNBIASED)],
+    (["tune-gamma", "--compressor", UNBIASED, "--nodes", "8", "--steps", "100", "--dim", "200", "--quiet"],
+     ["every γ of the grid", "diverges in Choco-Gossip"]),
     # --out a file or under one
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
@@ -196,10 +210,12 @@ def _name(argv) -> str:
 
 @pytest.mark.parametrize("argv,fragments", REFUSED, ids=[_name(getattr(r, "values", r)[0])
                                                          for r in REFUSED])
-def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys, monkeypatch):
+def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_path, capsys, monkeypatch, request):
     """Nothing on stdout, nothing written: not --out, not the user's file, nothing in the working folder."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "notes.txt").write_text("keep me\n")
+    if any("TMP/fifo" in str(word) for word in argv):
+        fifo(tmp_path / "fifo", request)
     words = []
     for word in argv:
         if isinstance(word, bytes):
@@ -211,7 +227,7 @@ def test_bad_input_to_bench_is_one_line_and_writes_nothing(argv, fragments, tmp_
     status, out, err = run_cli(analysis_main, words[1:], capsys) if words[0] == "analysis" else run_bench(words, capsys)
     line = assert_refused(status, err, *[f.replace("TMP", str(tmp_path)) for f in fragments])
     assert "nan" not in line or "negative" not in line  # lr=nan was called a negative learning rate
-    assert out == "" and {p.name for p in tmp_path.iterdir()} <= {"notes.txt", "bad.yaml"}
+    assert out == "" and {p.name for p in tmp_path.iterdir()} <= {"notes.txt", "bad.yaml", "fifo"}
     assert (tmp_path / "notes.txt").read_text() == "keep me\n"
 
 

@@ -192,6 +192,7 @@ def test_pairwise_gossip_takes_one_edge_a_round_uniformly_and_sends_only_on_it()
     ({"late": 1.5}, "faults.late"), ({"late": -0.1}, "faults.late"),
     ({"late": 0.1, "staleness": -1}, "faults.staleness"),
     ({"late": 0.1, "staleness": 1.5}, "faults.staleness"), ({"staleness": 2}, "faults.staleness"),
+    ({"late": 0.1, "staleness": 10**20}, "0..1000"),  # ended in a TypeError of the schedule
     ({"pairwise": "yes"}, "faults.pairwise"), ({"pairwise": True, "active": 0.5}, "faults.pairwise"),
 ])
 def test_a_bad_fault_setting_is_one_line_naming_it(faults, message):

@@ -4,6 +4,7 @@ import math
 import re
 import shlex
 import subprocess
+import sys
 
 import pandas as pd
 import pytest
@@ -148,9 +149,31 @@ def test_a_bad_study_or_setting_is_one_line_naming_the_key(tmp_path):
         assert len(said.splitlines()) < 8 and "properties:" not in said, said  # one line, not the schema
 
 
+def test_the_locks_of_a_killed_driver_go_with_the_next_driver_and_a_live_drivers_stay(tmp_path):
+    """Snakemake's locks of a driver killed outright stopped the next `make reproduce` until `--unlock` by hand."""
+    from bench.pipeline import driver
+
+    locks = tmp_path / ".snakemake" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "0.input.lock").touch()
+    hold = ("import fcntl, os, sys, time; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.flock(fd, fcntl.LOCK_EX); print(flush=True); time.sleep(60)")
+    live = subprocess.Popen([sys.executable, "-c", hold, str(tmp_path / ".snakemake" / driver.LOCK)],
+                            stdout=subprocess.PIPE)
+    try:
+        live.stdout.readline()  # it holds the driver lock: a driver runs
+        assert driver.claim(tmp_path) == ("", []) and (locks / "0.input.lock").exists()
+    finally:
+        live.kill()
+        live.wait()
+    words, stale = driver.claim(tmp_path)
+    assert stale == ["0.input.lock"] and not any(locks.iterdir()) and words.startswith("export CHOCO_DRIVER=")
+
+
 def test_the_test_study_survives_an_interruption_and_finishes_end_to_end(interrupted_study):
-    """Ctrl-C part-way, the same command again, then the HTML report, all with nothing activated: no `python` on
-    PATH (tests/shared_studies.py: the study is built once and the report's browser tests open the same one)."""
+    """The driver killed part-way, the same command again (no --unlock), then the HTML report, all with nothing
+    activated: no `python` on PATH (tests/shared_studies.py: the study is built once and the report's browser tests
+    open the same one)."""
     where, seen = interrupted_study
     study = where / "results" / "test"
     at_signal, finished, after = seen["at_signal"], seen["finished"], seen["after"]

@@ -13,6 +13,7 @@ import torch
 
 from bench.cli import main
 from bench.run import resolve
+from bench.run.driver import process_start
 from bench.run.parsing import parse_sets
 from bench.run.schedule import lr_at
 
@@ -100,6 +101,20 @@ def _cli(argv, **kw):
 # the two comparable to the last bit (with `auto`, a loaded machine may pick the loop, whose do)
 LONG = [*SMALL[: SMALL.index("--epochs") + 1], "20", *SMALL[SMALL.index("--epochs") + 2:],
         "--set", "checkpoint_every=0.25", "--set", "eval_every=1", "--set", "task_options.vectorize=true"]
+
+
+def test_a_run_whose_pipeline_driver_is_gone_stops_at_a_checkpoint_and_the_same_command_resumes(tmp_path,
+                                                                                                monkeypatch):
+    """A job of a Snakemake driver killed outright trained on beside the next driver's: it now stops as on SIGTERM
+    (bench/run/driver.py). The driver named here is this process under another start time: gone, as after a kill
+    whose pid was reused."""
+    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:0")
+    argv = ["run", *SMALL, "--out", str(tmp_path)]
+    assert main(argv) == 128 + signal.SIGTERM
+    record = json.loads((tmp_path / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["interrupted_at_step"] < 10, record["interrupted_at_step"]
+    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:{process_start(os.getpid())}")  # a live driver's job
+    assert main(argv) == 0 and json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
 
 
 def _wait_for_checkpoint(path, proc, timeout=120):

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from analysis.errors import UsageError
-from analysis.files import open_lock, write_text_atomically
+from analysis.files import open_lock, read_regular, write_text_atomically
 
 
 def _index_problem(index) -> str | None:
@@ -30,7 +30,7 @@ def read_index(fig_dir: Path) -> dict[str, str]:
     if not path.is_file():
         return {}
     try:
-        index = json.loads(path.read_text())
+        index = json.loads(read_regular(path))
     except (OSError, ValueError) as err:  # truncated, not JSON, not UTF-8
         why = f"not JSON ({err})" if isinstance(err, ValueError) else (err.strerror or str(err))
     else:

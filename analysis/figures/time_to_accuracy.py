@@ -19,6 +19,7 @@ from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
+from analysis.files import read_regular
 
 AXIS_LABELS = {"time_to_target_s": "modelled time to target (s)", "epochs_to_target": "epochs to target",
                "bits_to_target": "bits a worker put on its links to target"}
@@ -79,7 +80,7 @@ def network_bandwidths(summary: pd.DataFrame) -> dict[str, float]:
     for network, g in summary.groupby("network"):
         for path in g["path"].dropna().astype(str):
             try:
-                record = json.loads((Path(path) / "run.json").read_text())
+                record = json.loads(read_regular(Path(path) / "run.json"))
                 out[network] = float(record["network"]["bandwidth_bps"])
                 break
             except (OSError, ValueError, KeyError, TypeError):

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pandas as pd
+from analysis.files import read_regular
 
 KIND = "choco-track"
 # Tolerances of the change that counts, per kind of quantity: ("rel", f) is a relative change of the
@@ -159,7 +160,7 @@ def load_records(dirs: list[Path]) -> tuple[list[dict], list[Skipped]]:
                     part.endswith(".report") for part in path.relative_to(base).parts[:-1]):
                 continue
             try:
-                rec = json.loads(path.read_text())
+                rec = json.loads(read_regular(path))
             except (OSError, ValueError, RecursionError) as err:
                 problems.append(_skipped(path, f"not readable JSON ({str(err)[:100]})", None))
                 continue

@@ -102,5 +102,12 @@ def tune_gamma(topology: Topology, compressor: str, grid=DEFAULT_GAMMA_GRID, ste
                           record_every=max(1, steps // 50), method=method) for g in progress(grid)]
 
 
-def best_of(traces: list[ConsensusTrace]) -> ConsensusTrace:
+def best_of(traces: list[ConsensusTrace], gossip: str = "Choco-Gossip") -> ConsensusTrace:
+    """The trace of the lowest final error (the larger γ of a tie). A search where every γ diverged found
+    nothing: one line naming the grid, never its last value taken as tuned."""
+    if all(tr.diverged for tr in traces):
+        gammas = [tr.gamma for tr in traces]
+        raise BenchError(f"every γ of the grid ({len(gammas)} values, {min(gammas):.3g} to {max(gammas):.3g}) diverges "
+                         f"in {gossip} with {traces[0].method}: no step to tune; give gamma=VALUE, another "
+                         "compressor, or a grid of smaller steps")
     return min(traces, key=lambda tr: (tr.final_error, -tr.gamma))

@@ -33,7 +33,12 @@ class KnobOptions:
         for f in fields(self):
             read = f.metadata.get("read")
             if read is not None:
-                object.__setattr__(self, f.name, read(f.name, getattr(self, f.name)))
+                value = read(f.name, getattr(self, f.name))
+                high = f.metadata.get("high")  # a count's bound (a fraction's reader checks its own)
+                if high is not None and isinstance(value, (int, float)) and value > high:
+                    raise BenchError(f"{f.name}={value!r} must be at most {high:g}"
+                                     + (f" ({f.metadata['why_high']})" if "why_high" in f.metadata else ""))
+                object.__setattr__(self, f.name, value)
 
 
 # -- the readers: (the knob's name, the value given) -> the value, or one line -----------------------------

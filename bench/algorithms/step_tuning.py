@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..cache import cache_path, update_json
 from ..errors import BenchError
+from ..files import read_regular
 from .gossip import DEFAULT_GAMMA_GRID, best_of, tune_gamma
 from .knobs import AUTO, KnobOptions, knob, read_rounds, read_step
 
@@ -27,7 +28,10 @@ class ConsensusStepOptions(KnobOptions):
     # γ in (0, 1], or auto: tuned by the method on its own gossip (grad = 0) over logspace(-3, 0, 20), as the
     # paper's authors tuned Choco's, once per (graph, n, compressor), cached; 1 under exact messages
     gamma: float | str = knob(AUTO, read_step, shortcut=True, tune=True, low=0.0, high=1.0, planned=0.5)
-    gamma_tune_steps: int = knob(1000, read_rounds, shortcut=True)  # gossip rounds per γ of the grid under auto
+    # gossip rounds per γ of the grid under auto; bounded: 20 values x 100,000 rounds already take an hour on a
+    # large graph, and 10^12 rounds ran on with no word
+    gamma_tune_steps: int = knob(1000, read_rounds, shortcut=True, high=100_000,
+                                 why_high="20 values of the grid x this many rounds of gossip")
 
 
 class TunesItsStep:
@@ -69,7 +73,7 @@ def tuned_gamma(method: str, topology, compressor, steps: int, seed: int, quiet:
         tick = time.perf_counter()
         traces = tune_gamma(topology, compressor.spec, DEFAULT_GAMMA_GRID, steps, GAMMA_TUNE_DIM, seed=0,
                             method=method)
-        gamma = store_gamma(path, key, best_of(traces).gamma)
+        gamma = store_gamma(path, key, best_of(traces, f"{gossip} on {graph} n={topology.n}").gamma)
         if say:
             print(f"tuned γ = {gamma:.4g} for {compressor.spec} on {graph} n={topology.n} in "
                   f"{time.perf_counter() - tick:.1f} s", file=sys.stderr, flush=True)
@@ -86,7 +90,7 @@ def read_gamma_cache(path: Path) -> dict[str, float]:
     """The tuned γ values (none before the first tuning). A file that is not a JSON mapping to γ values
     is one line naming it, never silently replaced: it may hold hours of tuning."""
     try:
-        cache = json.loads(path.read_text())
+        cache = json.loads(read_regular(path))
     except FileNotFoundError:
         return {}
     except UnicodeDecodeError:

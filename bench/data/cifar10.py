@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import codecs
+import io
 import pickle
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import torch
 
 from ..cache import cache_path
 from ..errors import BenchError
+from ..files import read_regular
 from .base import DATASETS, ClassificationData
 
 try:  # numpy >= 2
@@ -73,7 +75,7 @@ def _field(batch: dict, key: str):
 
 
 def _read_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
-    with open(path, "rb") as handle:
+    with io.BytesIO(read_regular(path)) as handle:  # a plain file, never a pipe put in its place
         try:
             batch = _BatchUnpickler(handle, path).load()
         except BenchError:

@@ -1,6 +1,7 @@
 """ImageNet (or any ImageFolder tree) read lazily with PIL: ``ROOT/{train,val}/<class>/<image>``."""
 from __future__ import annotations
 
+import io
 import math
 import time
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from torch.utils.data import Dataset
 
 from ..cache import cache_path
 from ..errors import BenchError
+from ..files import read_regular
 from .base import DATASETS, note
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
@@ -40,7 +42,7 @@ class ImageFolderDataset(Dataset):
 
         path, label = self.samples[i]
         try:
-            with Image.open(path) as image:
+            with Image.open(io.BytesIO(read_regular(path))) as image:  # a plain file, never a pipe
                 image = image.convert("RGB")
                 if self.train:
                     image = self._random_resized_crop(image, np.random.default_rng([self.seed, self.epoch, i]))

@@ -1,12 +1,14 @@
 """WikiText-2 from local token files: whitespace tokens, ``<eos>`` after every line, train vocabulary."""
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import torch
 
 from ..cache import cache_path
 from ..errors import BenchError
+from ..files import read_regular_text
 from .base import DATASETS, LanguageData
 
 SPLITS = {"train": "wiki.train.tokens", "valid": "wiki.valid.tokens", "test": "wiki.test.tokens"}
@@ -24,7 +26,7 @@ def find_token_dir(root: Path) -> Path:
 def read_tokens(path: Path) -> list[str]:
     tokens: list[str] = []
     try:
-        with open(path, encoding="utf-8") as handle:
+        with io.StringIO(read_regular_text(path), newline=None) as handle:  # lines as open() splits them
             for line in handle:
                 # Blank lines also get <eos>, as in PyTorch's word-language-model example the paper follows.
                 tokens.extend(line.split())

@@ -131,6 +131,9 @@ class FaultSpec:
         return out
 
 
+MAX_STALENESS = 1000  # rounds a late message is held (1e20 ended in a TypeError deep in the schedule)
+
+
 def _fail(key: str, value, allowed: str):
     raise BenchError(f"faults.{key}={value!r:.60}: {allowed}")
 
@@ -200,8 +203,9 @@ def parse_faults(value, n: int | None = None) -> FaultSpec:
     staleness = value.get("staleness", 1)
     if "staleness" in value and late == 0:
         _fail("staleness", staleness, "goes with faults.late > 0 (how many rounds a late message is late)")
-    if isinstance(staleness, bool) or not isinstance(staleness, int) or staleness < 0:
-        _fail("staleness", staleness, "a whole number of rounds >= 0 (0: the late messages are on time after all)")
+    if isinstance(staleness, bool) or not isinstance(staleness, int) or not 0 <= staleness <= MAX_STALENESS:
+        _fail("staleness", staleness, f"a whole number of rounds in 0..{MAX_STALENESS} (0: the late messages are on "
+              "time after all; each late message is held that many rounds)")
     return FaultSpec(drop, model, burst, symmetric, tuple(_outage(item, n) for item in down), straggler,
                      active, tuple(_away(item, n) for item in absent), pairwise, late, staleness)
 

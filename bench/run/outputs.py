@@ -7,6 +7,7 @@ import os
 import platform
 import socket
 import subprocess
+import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,7 +16,8 @@ from typing import Any
 import torch
 
 from ..errors import BenchError
-from ..files import atomic_write, atomic_write_bytes, open_lock
+from ..files import atomic_write, atomic_write_bytes, open_lock, read_regular
+from .driver import ENV as DRIVER_ENV
 
 
 def now() -> str:
@@ -38,7 +40,7 @@ def _jsonable(value):
 
 def read_json(path: Path) -> dict[str, Any] | None:
     try:
-        return json.loads(path.read_text())
+        return json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
 
@@ -87,6 +89,24 @@ def save_checkpoint(path: Path, payload: dict[str, Any]) -> None:
 LOCK = ".bench.lock"  # inside a run directory: held (flock) by the one process that writes it
 
 
+# A pipeline job waits this long for a busy run directory: the holder may be the same run started by a driver
+# that was killed, which sees that within a second and stops after its checkpoint (bench/run/driver.py)
+BUSY_WAIT_S = 60.0
+
+
+def _flock(fd: int, wait_s: float) -> None:
+    """An exclusive flock on ``fd``, tried for up to ``wait_s`` seconds; BlockingIOError when still held."""
+    give_up = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= give_up:
+                raise
+            time.sleep(0.2)
+
+
 @contextmanager
 def run_directory_lock(out: Path):
     """Hold ``out`` for one writer; a second one gets a BenchError. An OS lock: the kernel releases it
@@ -99,7 +119,7 @@ def run_directory_lock(out: Path):
         while True:
             fd = open_lock(out / LOCK)
             try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                _flock(fd, wait_s=BUSY_WAIT_S if os.environ.get(DRIVER_ENV) else 0.0)
             except BlockingIOError:
                 holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
                 os.close(fd)

@@ -22,6 +22,7 @@ from ..errors import BenchError
 from ..topology.spectrum import spectrum_summary
 from . import failure
 from .config import RunConfig
+from .driver import DriverWatch
 from .identity import FINAL
 from .evaluation import Counters, evaluation_row, local_sample
 from .outputs import load_checkpoint, now, provenance, save_checkpoint, write_json, write_metrics
@@ -68,6 +69,7 @@ class Loop:
         self.counters = Counters()
         self.caught: list[int] = []
         self.signalled = False  # under dist: a signal reached some process by the last read of the losses
+        self.driver = DriverWatch()  # a pipeline job stops, as on SIGTERM, when its driver is gone
         self._pending: list[torch.Tensor] = []  # the steps' losses [local workers, 1] not read yet
         self.diverged_at: int | None = None  # the step whose loss said diverged
         out.mkdir(parents=True, exist_ok=True)
@@ -345,6 +347,8 @@ class Loop:
             self.add_row(final=c.global_step == self.total)
         if save:
             self.save()
+        if not caught and self.driver.gone():  # the pipeline driver that started this run was killed
+            caught.append(signal.SIGTERM)
         if self._stop_asked(caught, at_end):
             # the steps since the last read go into the window the checkpoint keeps (else the resumed run's
             # train_loss_workers would average fewer steps than an uninterrupted run's); none under dist when

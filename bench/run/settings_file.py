@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from ..errors import BenchError
+from ..files import read_regular_text
 from .config import RunConfig, check_keys, resolve
 
 WHERE = "the settings"
@@ -54,7 +55,7 @@ def read_settings(source: str | Path) -> dict[str, Any]:
     if not text.lstrip().startswith("{"):
         where = f"settings file {text!r}"
         try:
-            text = Path(source).read_text()
+            text = read_regular_text(source)
         except OSError as err:
             raise BenchError(f"{where} cannot be read: {err.strerror or err}") from None
         except UnicodeDecodeError:

@@ -23,6 +23,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import BenchError
+from ..files import read_regular_text
 from ..specs import Spec, parse_fraction, parse_spec
 from .base import WEIGHT_SCHEMES, Graph, Topology, check_n, components
 from .kinds import TOPOLOGIES, Example, topology
@@ -350,7 +351,7 @@ def edge_list_file(spec: Spec, n: int, seed: int) -> Graph:
         raise BenchError(f"{spec.text!r} needs a path, e.g. file:edges.txt (one 'i j' pair a line)")
     path = Path(spec.arg).expanduser()
     try:
-        text = path.read_text()
+        text = read_regular_text(path)
     except (OSError, UnicodeDecodeError) as error:
         reason = getattr(error, "strerror", None) or str(error)
         raise BenchError(f"cannot read edge list {str(path)!r}: {reason}") from None

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BenchError
+from ..files import read_regular
 from .quickset import track_one
 from .record import KIND, _git, commit_info
 from .scratch import scratch_dir
@@ -79,7 +80,7 @@ def measured(folder: Path) -> bool:
     """Whether ``folder`` (a commit's on one machine) holds a record of a clean tree without errors."""
     for path in folder.glob("*.json") if folder.is_dir() else ():
         try:
-            rec = json.loads(path.read_text())
+            rec = json.loads(read_regular(path))
         except (OSError, ValueError, RecursionError):
             continue
         if isinstance(rec, dict) and rec.get("kind") == KIND and rec.get("dirty") is False and not rec.get("errors"):
