@@ -13,7 +13,7 @@ import torch
 
 from bench.cli import main
 from bench.run import resolve
-from bench.run.driver import process_start
+from bench.run.driver import identity
 from bench.run.parsing import parse_sets
 from bench.run.schedule import lr_at
 
@@ -107,13 +107,17 @@ def test_a_run_whose_pipeline_driver_is_gone_stops_at_a_checkpoint_and_the_same_
                                                                                                 monkeypatch):
     """A job of a Snakemake driver killed outright trained on beside the next driver's: it now stops as on SIGTERM
     (bench/run/driver.py). The driver named here is this process under another start time: gone, as after a kill
-    whose pid was reused."""
-    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:0")
+    whose pid was reused; unless it ran on another machine (a cluster's login node), where its pid says nothing."""
+    here = identity().split(":", 2)[2]
+    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:0:other-boot/pid:[1]")  # a driver on another node: not watched
     argv = ["run", *SMALL, "--out", str(tmp_path)]
+    assert main([*argv, "--set", "stop_at=0.5"]) == 0  # trained on to where it was asked to pause
+    paused = json.loads((tmp_path / "run.json").read_text())["paused_at_step"]
+    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:0:{here}")
     assert main(argv) == 128 + signal.SIGTERM
     record = json.loads((tmp_path / "run.json").read_text())
-    assert record["status"] == "interrupted" and record["interrupted_at_step"] < 10, record["interrupted_at_step"]
-    monkeypatch.setenv("CHOCO_DRIVER", f"{os.getpid()}:{process_start(os.getpid())}")  # a live driver's job
+    assert record["status"] == "interrupted" and record["interrupted_at_step"] == paused + 1, record
+    monkeypatch.setenv("CHOCO_DRIVER", identity())  # a live driver's job
     assert main(argv) == 0 and json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
 
 
