@@ -8,7 +8,6 @@ from bench.comm import SimulatedCommunicator
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.faults import FaultSchedule, parse_faults
-from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.topology import make_topology
 
 D = 40
@@ -90,19 +89,17 @@ TOPOLOGIES = [("ring", 8), ("torus", 9), ("social", 32), ("erdos-renyi:0.4", 10)
 
 @pytest.mark.parametrize("compressor", ["sign", "qsgd:4", "top:0.1", "none"])
 @pytest.mark.parametrize("spec,n", [("ring", 8), ("torus", 9), ("social", 32)])
-def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits(monkeypatch, compressor, spec, n):
-    """Choco's round as the simulator runs it (q = Q(x − x̂) over layer segments, x̂ += q, u += (W − I) q mixed a
-    block of columns at a time where the graph is structured, x += γ u; sign's and none's q written over x − x̂):
-    over three rounds the iterates and copies are bit for bit the textbook round's, each pass taken whole over
-    every column (float32, the runs' dtype)."""
-    import bench.comm.mixing as mixing
+def test_choco_round_gives_the_textbook_rounds_bits(compressor, spec, n):
+    """Choco's round as the simulator runs it (q = Q(x − x̂) over layer segments, x̂ += q, u += (W − I) q,
+    x += γ u; sign's and none's q written over x − x̂): over three rounds the iterates and copies are bit for bit
+    the textbook round's (float32, the runs' dtype). A product taken a block of columns at a time is the whole
+    one's bits: tests/test_comm.py."""
     from bench.comm import Mixer
 
     topo, segments = make_topology(spec, n), [37, 50, 13]
     x0 = torch.randn(n, sum(segments), generator=torch.Generator().manual_seed(n))
     comp = make_compressor(compressor, contraction=True)
     # the textbook round, every pass whole
-    monkeypatch.setattr(mixing, "_block_columns", lambda x: None)
     x, x_hat, u = x0.clone(), torch.zeros_like(x0), torch.zeros_like(x0)
     gen, mixer = torch.Generator().manual_seed(3), Mixer(topo.W, topo.grid_shape)
     expected = []
@@ -112,10 +109,6 @@ def test_choco_round_a_block_of_columns_at_a_time_gives_the_textbook_rounds_bits
         mixer.accumulate(u, q, self_shift=-1.0)
         x.add_(u, alpha=0.4)
         expected.append((x.clone(), x_hat.clone()))
-    # blocks of 7 columns (the message's and u's rows of them)
-    monkeypatch.setattr(mixing, "BLOCK_BYTES", 2 * n * 4 * 7)
-    monkeypatch.setattr(mixing, "_block_columns", _BLOCK_COLUMNS)
-    assert mixing._block_columns(x0) == 7
     algo = make_algorithm("choco", x0, SimulatedCommunicator(topo), compressor=comp, options={"gamma": 0.4},
                           generator=torch.Generator().manual_seed(3), segments=segments)
     for want_x, want_hat in expected:

@@ -235,7 +235,6 @@ def test_the_columns_required_of_a_summary_are_those_summarize_writes(tmp_path):
     table.to_csv(tmp_path / "summary.csv", index=False)
     read = read_summary(tmp_path / "summary.csv")  # what it wrote, it reads back
     assert list(read["seed"]) == list(table["seed"]) and read["nodes"].dtype == "int64"
-    assert set(summarize(runs).columns) >= set(SUMMARY_COLUMNS)  # no target: the same columns
 
 
 def _tuned(study):

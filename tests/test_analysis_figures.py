@@ -15,7 +15,7 @@ from analysis.figures import (accuracy_curves, accuracy_vs_spectral_gap, command
                               lag_vs_consensus, methods, time_to_accuracy)
 from analysis.load import Runs, load_runs
 from analysis.summary import summarize
-from analysis.tables import accuracy_text, cell_table_markdown, table1_latex, table1_markdown
+from analysis.tables import cell_table_markdown, table1_latex, table1_markdown
 from analysis_fixtures import make_run
 from figure_probe import kept_figures
 
@@ -216,7 +216,6 @@ def test_time_to_accuracy_spanning_decades_draws_dots_on_a_log_axis(summary, poi
     times = p2p.loc[p2p["algorithm"] == "choco", "time_to_target_s"]
     (dot,) = by_gid(ax, f"reached:p2p-100m:{choco}")
     assert list(dot.get_ydata()) == [pytest.approx(times.median())]
-    assert dot.get_marker() == labels.style(choco)["marker"]
     (seeds,) = by_gid(ax, f"seeds:p2p-100m:{choco}")  # the seeds' min–max
     assert list(seeds.get_ydata()) == [pytest.approx(times.min()), pytest.approx(times.max())]
     # an unreached target is still shown: a mark where its runs ended, and what happened
@@ -251,10 +250,6 @@ def test_consensus_bits_axis_starts_at_the_first_bits_sent(monkeypatch, tmp_path
     assert len(drawn) == 2 and all(x.min() > 0 for x in drawn)  # round 0 (0 bits) is not on the log axis
     first = TRACES.loc[TRACES["bits_per_worker"] > 0, "bits_per_worker"].min() / 1e6
     assert first / 1.3 < bits.get_xlim()[0] <= first
-    # the compressor in its Choco-SGD look, exact gossip in D-PSGD's
-    sign = next(line for line in bits.get_lines() if line.get_label().startswith("sign"))
-    look = labels.styles_with([("choco", "sign")])[("choco", "sign")]
-    assert to_rgba(sign.get_color()) == to_rgba(look["color"]) and sign.get_marker() == look["marker"]
 
 
 def table1_summary(cells):
@@ -273,8 +268,8 @@ TABLE1 = table1_summary({
     ("dcd", "qsgd:4"): [(23.56, "completed"), (20.0, "completed"), (26.0, "completed")],
     ("ecd", "qsgd:4"): [(10.0, "diverged"), (10.0, "diverged"), (10.0, "diverged")],
     ("ecd", "top:0.5"): [(17.03, "completed"), (10.0, "diverged"), (10.0, "diverged")],
-    ("choco", "top:0.5"): [(92.54, "completed"), (92.3, "completed"), (92.8, "completed")],
-})
+    ("choco", "top:0.5"): [(92.54, "completed"), (92.3, "completed"), (92.8, "completed"), (float("nan"), "failed")],
+})  # a failed run is left out; one seed's accuracy alone has no ± (ECD's top 50%)
 
 
 @pytest.mark.parametrize("render, first, lines", [
@@ -290,13 +285,6 @@ TABLE1 = table1_summary({
 def test_table1_cells(render, first, lines):
     text = render(TABLE1)
     assert text.splitlines()[0] == first and all(line in text for line in lines), text
-
-
-def test_accuracy_text_single_seed_and_failed_runs_ignored():
-    one = pd.DataFrame({"status": ["completed"], "acc": [91.234]})
-    assert accuracy_text(one) == "91.23"
-    table = table1_summary({("choco", "sign"): [(92.0, "completed"), (93.0, "completed"), (float("nan"), "failed")]})
-    assert "| sign | 92.50 ± 0.71 |" in table1_markdown(table)
 
 
 def test_cell_table_from_runs_and_from_cell_summary(summary):

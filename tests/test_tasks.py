@@ -151,29 +151,6 @@ def test_every_local_model_is_scored_as_if_evaluated_alone(name, tmp_path):
     assert len(set(scores["test_loss"].tolist())) == len(x)  # different models, different scores
 
 
-@pytest.mark.parametrize("name", [n for n in NAMES if TASKS.get(n).vectorizable])
-def test_vectorize_auto_gives_a_process_of_one_worker_the_loop_unless_the_path_is_a_closed_form(tmp_path, name):
-    """A dist rank holding one worker has nothing to map over: under vectorize=auto it takes the loop (the model's
-    own pass), except where the vectorised path is closed-form arithmetic (the linear models); with two workers
-    the rule is unchanged; vectorize=true still imposes the vectorised path. Every vectorisable task, by its
-    declaration."""
-    base = setup_for(name, tmp_path, n=2)
-    one = TaskSetup(**{**base.__dict__, "rows": (1, 2)})
-    task = make_task(name, one)
-    task.prepare(task.init_params())
-    expected = "vmap" if TASKS.get(name).vectorized_for_one else "loop"
-    assert task.gradient_path == expected, task.gradient_path_info
-    if expected == "loop":
-        assert task.gradient_path_info["reason"] == ("task_options.vectorize=auto: one worker in this process, "
-                                                     "nothing to vectorise")
-    two = make_task(name, TaskSetup(**{**base.__dict__, "rows": (0, 2)}))
-    two.prepare(two.init_params())
-    assert two.gradient_path == "vmap"
-    forced = make_task(name, TaskSetup(**{**one.__dict__, "options": {**one.options, "vectorize": True}}))
-    forced.prepare(forced.init_params())
-    assert forced.gradient_path == "vmap"
-
-
 def test_vectorize_auto_takes_the_loop_where_the_vectorised_path_fails(tmp_path, monkeypatch):
     """A model the vectorised path cannot run (an operation without a batching rule: the same failure every
     time) takes the loop and says why; running out of memory is not such a failure."""
@@ -203,7 +180,8 @@ def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name
     """vectorize=auto settles on the vectorised path by a rule, with no clock, and a trial step;
     Task.warm_up takes one step on the settled path; both are undone (BatchNorm statistics, hidden states and the
     global generator as before), so the first timed step computes what it would have without them. Every vectorisable
-    task. measure_paths (timings for benchmarks, deciding no run) restores the state too."""
+    task; a process holding one worker takes the loop under auto (but where the path is closed-form arithmetic).
+    measure_paths (timings for benchmarks, deciding no run) restores the state too."""
     from bench.tasks import gradients
 
     def no_timing(*args):
@@ -230,6 +208,10 @@ def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name
         seconds = gradients.measure_paths(task, x)
         assert set(seconds) == {"vmap", "loop"} and min(seconds.values()) > 0
         assert restored() and task.gradient_path == "vmap"
+    # a process of one worker has nothing to map over: the loop, unless the path is closed-form arithmetic
+    one = make_task(name, TaskSetup(**{**task.setup.__dict__, "rows": (1, 2)}))
+    one.prepare(one.init_params())
+    assert one.gradient_path == ("vmap" if TASKS.get(name).vectorized_for_one else "loop"), one.gradient_path_info
 
 
 def test_cifar_augmentation_is_seeded_and_changes_batches(tmp_path):
@@ -270,45 +252,15 @@ def test_batchnorm_paths_equal_in_float64(model_name, shape):
     assert not torch.equal(buf_v[0], buf_v[1])  # each worker's statistics moved with its own batch
 
 
-def test_a_flat_model_loads_a_row_in_one_copy_and_still_loads_it_after_its_parameters_move():
-    """The parameters become views of one flat tensor (their values kept, still leaves of their own gradients), so
-    a row loads with one copy; after ``.double()`` gives them new tensors, loading copies into each one, as before."""
+def test_a_flat_model_still_loads_a_row_after_double_gives_its_parameters_new_tensors():
     from bench.tasks.flat import FlatModel
 
-    torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 2))
-    before = torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+    model = torch.nn.Linear(3, 2)
     flat = FlatModel(model)
-    assert flat._shared() and torch.equal(flat.storage, before) and torch.equal(flat.get(), before)
-    row = torch.randn(flat.d, generator=torch.Generator().manual_seed(1))
-    flat.load(row)
-    assert torch.equal(flat.get(), row) and all(p.is_leaf and p.requires_grad for p in model.parameters())
-    (grad,) = torch.autograd.grad(model(torch.ones(1, 3)).sum(), [model[2].bias])
-    assert torch.equal(grad, torch.ones(1, 2).sum(0))
     model.double()
-    assert not flat._shared()
-    row64 = torch.randn(flat.d, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
-    flat.load(row64)
-    assert torch.equal(flat.get(), row64)
-
-
-@pytest.mark.parametrize("rows", [None, (2, 6)])
-def test_a_fixed_full_batch_is_fetched_once_and_kept(rows):
-    """A fixed deal's full batch is the same every epoch (WorkerBatches.epoch): the task gathers it once and hands
-    the same tensors back, equal to a fresh gather of this process's rows; a mini-batch epoch is gathered anew."""
-    setup = TaskSetup(n_workers=8, batch_size=25, data="split", seed=1, options={"dim": 5, "n_train": 200}, rows=rows)
-    task = make_task("lsq", setup)
-    assert task.partition.full_batch
-    first = task.fetch(next(iter(task.batches(0))))
-    again = task.fetch(next(iter(task.batches(4))))
-    assert again[0] is first[0] and again[1] is first[1]
-    idx = torch.stack(task.partition.shards(4))[setup.lo:setup.hi]
-    assert first[0].shape == (setup.local_workers, 25, 5)
-    assert torch.equal(first[0], task.train_x[idx]) and torch.equal(first[1], task.train_y[idx])
-    mini = make_task("lsq", TaskSetup(n_workers=8, batch_size=5, data="split", seed=1,
-                                      options={"dim": 5, "n_train": 200}))
-    a, b = (mini.fetch(next(iter(mini.batches(e)))) for e in (0, 1))
-    assert a[0] is not b[0] and not torch.equal(a[0], b[0])
+    row = torch.arange(flat.d, dtype=torch.float64)
+    flat.load(row)
+    assert torch.equal(flat.get(), row) and torch.equal(model.bias, row[-2:])
 
 
 # -- what each task declares -------------------------------------------------------------------------------------

@@ -151,12 +151,12 @@ def test_a_kind_declares_what_make_topology_asks_of_it(tmp_path):
 
 
 def test_the_paper_s_graphs_have_its_gaps_and_weights():
-    """PAPER.md's gaps (rounded as printed), the uniform weights of ring and torus, the social graph's shape."""
+    """PAPER.md's gaps (rounded as printed) and the social graph's shape (the ring's and torus' uniform weights:
+    test_every_example_is_a_doubly_stochastic_gossip_on_its_graph_with_its_stated_gap)."""
     for spec, n, gap in [("ring", 4, 0.667), ("ring", 8, 0.195), ("ring", 16, 0.051), ("ring", 36, 0.010),
                          ("ring", 64, 0.003), ("torus", 16, 0.4), ("torus", 36, 0.2), ("torus", 64, 0.117),
                          ("social", 32, 0.090)]:
         assert round(make_topology(spec, n).spectral_gap, 3) == pytest.approx(gap, abs=1e-12), (spec, n)
-    assert np.allclose(make_topology("ring", 8).W[0, [7, 0, 1]], 1 / 3) and np.isclose(make_topology("torus", 16).W[0, 0], 1 / 5)
     social = make_topology("social", 32)
     assert (social.num_edges, social.max_degree, social.weights) == (89, 14, "maxdeg")
     assert social.spectral_gap == pytest.approx(0.0903, abs=5e-5)
@@ -256,10 +256,7 @@ def test_malformed_edge_list(tmp_path, text, n, message):
         make_topology(f"file:{path}", n)
 
 
-def test_missing_edge_list(tmp_path):
-    path = tmp_path / "absent.txt"
-    with pytest.raises(BenchError, match="absent.txt"):
-        make_topology(f"file:{path}", 4)
+# a missing edge list: the `file:no-such-edges.txt` row of tests/test_bad_input.py's study refusals
 
 
 # ---- expanders --------------------------------------------------------------------------------------------
