@@ -94,6 +94,7 @@ def test_dcd_and_ecd_send_the_model_exactly_in_a_links_first_round(name):
         assert algo.step(Quadratic(n, d).grad(algo.x), 0.05).wire_bits == (32 * d if t < topo.period else on_link), t
 
 
+@pytest.mark.slow  # two 20-epoch trainings: `make test` runs it, test-fast does not
 def test_choco_sign_trains_mnist1d_as_dpsgd_on_the_one_peer_graph(tmp_path):
     """8 workers, 20 epochs (300 steps). Seen: D-PSGD 0.628, Choco-sign (γ = 0.4) 0.623 with 1/32 of the bits
     (seeds 1–3: 0.631/0.624, 0.642/0.643, 0.623/0.621; 30 epochs: 0.653/0.664)."""

@@ -155,6 +155,7 @@ def user_track(tmp_path, bench: str) -> list[str]:
             str(tmp_path / "bench_x.py"), "--out", str(tmp_path / "history"), "--quiet"]
 
 
+@pytest.mark.slow  # waits out two timeouts and the runner's kill: `make test` runs it, test-fast does not
 def test_a_benchmark_past_its_timeout_is_its_own_error_and_nothing_is_left_behind(tmp_path, monkeypatch):
     temp = tmp_path / "tmp"
     temp.mkdir()
@@ -175,6 +176,7 @@ def test_a_benchmark_past_its_timeout_is_its_own_error_and_nothing_is_left_behin
     assert sorted(temp.iterdir()) == sorted([live, old])
 
 
+@pytest.mark.slow  # a `bench track` process, signalled
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stopped_track_removes_its_folder_and_its_benchmarks(sig, tmp_path):
     temp, pid = tmp_path / "tmp", tmp_path / "runner.pid"
