@@ -19,7 +19,7 @@ from analysis.files import read_regular, write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
                               perf_problem)
-from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, summarize
+from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, study_target, summarize
 
 # sub-commands with their own parser and main(argv)
 DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
@@ -70,9 +70,19 @@ def _summarize(runs, **kw):
         raise UsageError(str(err)) from None
 
 
+def _targets_or_the_studys(args) -> tuple[dict, str]:
+    """The targets given, else the study's own (study_target): a command run by hand never writes NaN targets."""
+    targets = _targets(args)
+    if targets["target_acc"] is not None or targets["target_rel"] is not None:
+        return targets, "given"
+    rule, source = study_target(args.dir)
+    return {**targets, **rule}, source
+
+
 def cmd_summarize(args) -> int:
     runs = _load(args.dir)
-    table = _summarize(runs, **_targets(args))
+    targets, source = _targets_or_the_studys(args)
+    table = _summarize(runs, **targets)
     cells = cell_summary(table)
     out = Path(args.dir)
     write_atomically(out / "summary.csv", lambda tmp: table.to_csv(tmp, index=False))
@@ -80,14 +90,16 @@ def cmd_summarize(args) -> int:
     write_atomically(out / "cells.csv", lambda tmp: cells.to_csv(tmp, index=False))
     tidy = runs.tidy()  # the study in one table: pd.read_parquet("results/<study>/points.parquet")
     write_atomically(out / "points.parquet", lambda tmp: tidy.to_parquet(tmp, index=False))
+    rule = (f"{targets['target_rel']:g} x best all-reduce" if targets["target_rel"] is not None
+            else "as given per task" if isinstance(targets["target_acc"], dict) else f"{targets['target_acc']:g}")
     print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}; "
-          f"{len(tidy)} evaluation points -> {out / 'points.parquet'}")
+          f"{len(tidy)} evaluation points -> {out / 'points.parquet'}; target {rule} ({source})")
     return 0
 
 
 def cmd_baseline(args) -> int:
     runs = _load(args.dir)
-    table = _summarize(runs, **_targets(args))
+    table = _summarize(runs, **_targets_or_the_studys(args)[0])
     tol = {"acc_tol": args.acc_tol, "rel_tol": args.rel_tol}
     baseline = make_baseline(table, cell_summary(table), {k: v for k, v in tol.items() if v is not None})
     baseline["claims"] = dict(zip(*check_claims(table, read_traces(Path(args.dir)))[["claim", "verdict"]].T.values))

@@ -46,6 +46,31 @@ def read_summary(path) -> pd.DataFrame:
     return read_table(path, [c for c in SUMMARY_COLUMNS if c not in LATER_COLUMNS], f"python -m analysis summarize {path.parent}", **SUMMARY_KINDS)
 
 
+def study_target(run_dir) -> tuple[dict, str]:
+    """The target rule of the study at ``run_dir`` when a command is given none: the rule its ``summary.csv``
+    was written with (``--target-rel R``: R x best all-reduce, recomputed on the runs now there; an absolute or
+    per-task target: its values), else the pipeline's default, DEFAULT_TARGET_REL. (summarize's keyword
+    arguments, where the rule came from.) Run by hand with no target, summarize once wrote NaN targets over
+    the pipeline's, and the next figure job failed."""
+    path = Path(run_dir) / "summary.csv"
+    try:
+        stored = read_summary(path) if path.is_file() else None
+    except (OSError, ValueError):  # damaged: the command that reads it says so; here only a default is sought
+        stored = None
+    if stored is not None and len(stored) and "target_source" in stored:
+        sources = set(stored["target_source"].dropna().astype(str))
+        relative = {source.split(" x best", 1)[0] for source in sources if " x best" in source}
+        if len(relative) == 1 and len(sources) == len([s for s in sources if " x best" in s]):
+            try:
+                return {"target_rel": float(relative.pop())}, f"{path}'s"
+            except ValueError:
+                pass
+        if sources and sources <= {"absolute", "given per task"} and stored["target"].notna().all():
+            per_task = {target_key(*_key(t, d)): float(v) for t, d, v in stored[["task", "data", "target"]].values}
+            return {"target_acc": per_task}, f"{path}'s"
+    return {"target_rel": DEFAULT_TARGET_REL}, "the pipeline's default"
+
+
 def target_key(task, data) -> str:
     """Key of a per-(task, data) target in a mapping given as ``target_acc``."""
     return f"{task}|{data}"

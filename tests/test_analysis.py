@@ -289,3 +289,22 @@ def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
     choco = tidy[tidy["algorithm"] == "choco"]
     assert choco["momentum"].eq(0.9).all()  # a setting not in the run table
     assert choco["milestones"].eq("[1, 2, 3]").all()  # a list, as JSON text
+
+
+def test_summarize_or_baseline_run_by_hand_keeps_the_studys_target(tmp_path, capsys):
+    """`python -m analysis summarize DIR`, as the tour lists it, wrote NaN targets over the pipeline's (`--target-rel
+    R`): figures and the report then lost every time to target, and the next figure job failed."""
+    study = tmp_path / "study"
+    make_cell(study, "choco", (0.80, 0.81, 0.79))
+    make_cell(study, "ar", (0.85, 0.85, 0.85), **AR)
+    assert cli.main(["summarize", str(study), "--target-rel", "0.9"]) == 0  # the pipeline's job
+    piped = pd.read_csv(study / "summary.csv")
+    for argv in (["summarize", str(study)], ["baseline", str(study), "--out", str(tmp_path / "base.json")]):
+        assert cli.main(argv) == 0
+    assert "target 0.9 x best all-reduce" in capsys.readouterr().out
+    by_hand = pd.read_csv(study / "summary.csv")
+    assert by_hand["target"].tolist() == piped["target"].tolist() == [0.9 * 0.85] * 6
+    assert {c["target"] for c in json.loads((tmp_path / "base.json").read_text())["cells"].values()} == {0.9 * 0.85}
+    (study / "summary.csv").unlink()  # no summary yet: the pipeline's default
+    assert cli.main(["summarize", str(study)]) == 0
+    assert set(pd.read_csv(study / "summary.csv")["target_source"]) == {"0.95 x best all-reduce"}

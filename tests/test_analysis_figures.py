@@ -310,6 +310,12 @@ def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, mo
     assert command.main([str(tmp_path), "--only", "time_to_accuracy", "consensus"]) == 1
     index = json.loads((tmp_path / "figures" / "index.json").read_text())
     assert set(index) == {"gap_vs_nodes", "time_to_accuracy"}
+    # run by hand on the study, it draws the study's figures, not every one the runs support (the next report
+    # showed figures the study never asked for)
+    before = {p.name for p in (tmp_path / "figures").iterdir()}
+    assert command.main([str(tmp_path)]) == 0
+    assert {p.name for p in (tmp_path / "figures").iterdir()} == before
+    assert set(json.loads((tmp_path / "figures" / "index.json").read_text())) == {"gap_vs_nodes", "time_to_accuracy"}
 
 
 def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(tmp_path):

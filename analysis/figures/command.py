@@ -1,6 +1,7 @@
-"""``python -m analysis figures DIR [--only NAME ...]``: draws every figure the runs in DIR support and merges
-their captions into DIR/figures/index.json; a figure named with ``--only`` that cannot be drawn is an error
-(exit status 1, the reason on stderr). Bad input is one line, exit status 2."""
+"""``python -m analysis figures DIR [--only NAME ... | --all]``: draws the study's figures (those its
+DIR/figures/index.json already holds: the pipeline's; every figure the runs support where there is none yet, or
+with ``--all``) and merges their captions into the index; a figure named with ``--only`` that cannot be drawn is
+an error (exit status 1, the reason on stderr). Bad input is one line, exit status 2."""
 from __future__ import annotations
 
 import os
@@ -19,6 +20,7 @@ def main(argv: list[str] | None = None) -> int:
     p = Parser(prog="python -m analysis figures", description="Draw every figure DIR's data support.")
     p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
     p.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"draw only these: {', '.join(names)}")
+    p.add_argument("--all", action="store_true", help="every figure the runs support, not only the study's")
     try:
         args = p.parse_args(argv)
     except UsageError as err:  # one line, not argparse's usage and the error
@@ -31,17 +33,21 @@ def main(argv: list[str] | None = None) -> int:
     # refused before any figure is drawn: a link where the lock should be, a damaged index (merged into, not lost)
     lock = open_index_lock(fig_dir)
     try:
-        read_index(fig_dir)
-        status = _draw(args, fig_dir, lock)
+        studys = [name for name in read_index(fig_dir) if name in catalog()]
+        status = _draw(args, fig_dir, lock, None if args.all or args.only else studys or None)
     finally:
         os.close(lock)  # releases the lock
     return status
 
 
-def _draw(args, fig_dir: Path, lock: int) -> int:
+def _draw(args, fig_dir: Path, lock: int, studys: list[str] | None) -> int:
+    """Draw --only's figures, else the study's (``studys``: the index's, when it has some), else every one: a
+    figure nobody asked for would reach the next report."""
     points, summary, note = load_tables(args.dir)
     figures = catalog()
-    wanted = args.only or list(figures)
+    wanted = args.only or studys or list(figures)
+    if studys:
+        print(f"drawing the study's {len(studys)} figures (those of {fig_dir / 'index.json'}); --all for every one")
     drawn: dict[str, str] = {}
     missed = []
     for name in wanted:
