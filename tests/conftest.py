@@ -46,6 +46,15 @@ def method_labels():
 
 
 @pytest.fixture(autouse=True)
+def no_figure_left_open():
+    # a test that stands in for a figure's save keeps its figure open; the next ones would pile up (matplotlib
+    # warns past 20): each test closes what it opened
+    yield
+    if "matplotlib.pyplot" in sys.modules:
+        sys.modules["matplotlib.pyplot"].close("all")
+
+
+@pytest.fixture(autouse=True)
 def private_cache(tmp_path_factory, monkeypatch):
     # tuned γ values and generated data sets are cached; tests never touch the user's cache
     monkeypatch.setenv("CHOCO_BENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
