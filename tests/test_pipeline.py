@@ -216,6 +216,7 @@ def test_run_settings_on_the_command_line_replace_the_studys_defaults_and_no_job
     # no rule passes --quiet (what a job's log then holds: the interrupted study's test above)
     shells = [line for line in said.splitlines() if "bench run" in line or "bench consensus" in line]
     assert shells and not any("--quiet" in line for line in shells), shells[:2]
+    assert "runtime of the training jobs" not in said  # the SLURM request's line: only for a cluster's GPU study
 
 
 def test_make_reproduce_takes_a_study_and_snakemake_arguments():

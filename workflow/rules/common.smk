@@ -87,7 +87,7 @@ def run_equivalents(job):
 DEFAULT_RUNTIMES = {(job.rule, job.name): max(int(PLAN_FLOOR),
                                                math.ceil(round(TASK["runtime"] * run_equivalents(job), 6)))
                     for job in S.jobs()}
-if RUNS:
+if RUNS and (SCALE == "gpu" or PLANNED or _PLAN_LINE.startswith("WARNING")):  # a job's runtime is a cluster's
     (logger.warning if _PLAN_LINE.startswith("WARNING") else logger.info)(_PLAN_LINE)
     _long = [key for key, minutes in DEFAULT_RUNTIMES.items() if PLANNED.get(key, minutes) > MAX_RUNTIME]
     if _long:
