@@ -61,7 +61,7 @@ def written_out(name, compressor="none", options=None, n=6, d=D, local_cfg=None,
     return algo, problem, x0.clone(), W, lambda z: twin.compress(z, draws).values
 
 
-def agrees(algo, atol=1e-12, **state):
+def assert_agrees(algo, atol=1e-12, **state):
     """The method's ``state`` (attribute name: the reference's value) to ``atol``, each named where it misses."""
     for key, value in state.items():
         torch.testing.assert_close(getattr(algo, key), value, rtol=0, atol=atol, msg=key)
@@ -220,7 +220,7 @@ def test_ecd_with_a_sparsifier_equals_per_neighbour_estimates(compressor):
         s = torch.stack([sum(W[i, j] * est[i, j] for j in range(n) if W[i, j] > 0) for i in range(n)])
         x = x_next
         algo.step(problem.grad(algo.x), lr)
-        agrees(algo, 1e-10, x=x, s=s)
+        assert_agrees(algo, 1e-10, x=x, s=s)
 
 
 @pytest.mark.parametrize("name", ALGORITHMS.names())

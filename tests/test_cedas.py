@@ -6,7 +6,7 @@ import pytest
 
 from bench.algorithms import LocalStepConfig
 from bench.topology import make_topology
-from test_algorithms import LR, STEPS, Quadratic, agrees, build, start
+from test_algorithms import LR, STEPS, Quadratic, assert_agrees, build, start
 
 D = 40
 
@@ -25,4 +25,4 @@ def test_with_a_constant_step_it_is_lead_from_leads_second_iterate(compressor, g
     for _ in range(STEPS):
         lead.step(problem.grad(lead.x), LR)
         cedas.step(problem.grad(cedas.x), LR)
-        agrees(cedas, 1e-10, x=lead.x, h=lead.h)
+        assert_agrees(cedas, 1e-10, x=lead.x, h=lead.h)

@@ -7,7 +7,7 @@ import torch
 
 from bench.faults import reweighted
 from bench.topology import make_topology
-from test_algorithms import LR, agrees, written_out
+from test_algorithms import LR, assert_agrees, written_out
 
 LOSSES = {"perfect": None, "one way": {"drop": 0.3}, "both ways": {"drop": 0.3, "symmetric": True},
           "bursts": {"drop": 0.25, "drop_model": "gilbert-elliott", "burst": 4, "symmetric": True}}
@@ -30,5 +30,5 @@ def test_the_update_is_the_authors_written_out(compressor, faults):
         e = v - c
         x = half + gamma * (torch.tensor(W) @ c - c)
         lost += algo.step(problem.grad(algo.x), LR).link_lost
-        agrees(algo, x=x, error=e)
+        assert_agrees(algo, x=x, error=e)
     assert algo.error.abs().sum() > 0 and (lost > 0) == (faults is not None)

@@ -9,7 +9,7 @@ from bench.algorithms import LocalStepConfig
 from bench.comm import make_network
 from bench.errors import BenchError
 from bench.topology import make_topology
-from test_algorithms import LR, Quadratic, agrees, build, start
+from test_algorithms import LR, Quadratic, assert_agrees, build, start
 
 N, D = 8, 40
 HEAVY_BALL = LocalStepConfig(momentum=0.9, weight_decay=1e-2)
@@ -55,7 +55,7 @@ def test_it_is_the_papers_bookkeeping_worker_by_worker(cfg, factor_masking, frac
                 at += size
         x = x - LR * sent.mean(0)
         algo.step(grad, LR)
-        agrees(algo, x=x, v=v, u=u)
+        assert_agrees(algo, x=x, v=v, u=u)
     assert (algo.v.abs().sum() > 0) == (fraction < 1) and torch.equal(algo.x, algo.x[:1].expand_as(algo.x))
 
 

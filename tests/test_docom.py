@@ -12,7 +12,7 @@ from bench.algorithms import LocalStepConfig
 from bench.cli import main
 from bench.compressors import make_compressor
 from bench.topology import make_topology
-from test_algorithms import agrees, build, start
+from test_algorithms import assert_agrees, build, start
 
 N, D, ROWS, BATCH = 6, 12, 30, 4
 
@@ -81,7 +81,7 @@ def test_three_hundred_steps_are_algorithm_1_with_the_storm_estimator(compressor
     theta, v = reference(theta0, torch.tensor(topo.W, dtype=torch.float64), lambda z: twin.compress(z).values,
                          MinibatchLeastSquares(), steps, lr, gamma, beta_of)
     # the same sums in another order: round-off grows over 300 steps to ~1e-9 (values of order 1)
-    agrees(algo, 1e-8, m=v, x=theta)
+    assert_agrees(algo, 1e-8, m=v, x=theta)
 
 
 def test_the_runner_takes_the_second_gradient_on_the_same_batch_and_times_both(tmp_path, monkeypatch, capsys):

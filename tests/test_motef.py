@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from bench.algorithms import LocalStepConfig
-from test_algorithms import STEPS, agrees, written_out
+from test_algorithms import STEPS, assert_agrees, written_out
 
 
 @pytest.mark.parametrize("compressor, gamma", [("top:0.25", 0.4), ("sign", 0.4), ("none", 1.0)])
@@ -24,10 +24,10 @@ def test_a_step_is_algorithm_1_written_out(compressor, gamma):
     v = d.clone()
     for _ in range(STEPS):
         algo.step(problem.grad(algo.x), lr)
-        agrees(algo, 1e-10, v=v, m=m, g=g)
+        assert_agrees(algo, 1e-10, v=v, m=m, g=g)
         x = x + gamma * (L @ h) - lr * v
         h = h + Q(x - h)
-        agrees(algo, 1e-10, x=x, h=h)
+        assert_agrees(algo, 1e-10, x=x, h=h)
         m = (1 - lam) * m + lam * problem.grad(x)
         d_next = m + wd * x
         v = v + gamma * (L @ g) + d_next - d

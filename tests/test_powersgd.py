@@ -11,7 +11,7 @@ from bench.algorithms import LocalStep, LocalStepConfig, make_algorithm
 from bench.comm import SimulatedCommunicator, make_network
 from bench.compressors.rows import RowStream
 from bench.topology import make_topology
-from test_algorithms import LR, Quadratic, agrees, build, start
+from test_algorithms import LR, Quadratic, assert_agrees, build, start
 
 N = 8
 # a conv kernel (6 × 12: compressed for R ≤ 3), its bias, a linear layer (5 × 4: compressed for R = 1, 2)
@@ -87,7 +87,7 @@ def test_it_is_algorithm_one_of_the_paper_with_warm_start_and_error_feedback(ran
             err[:, b.start : b.start + b.size] = m[:, b.start : b.start + b.size] - approx
         x = x - LR * ref_local.direction(x, update)
         algo.step(grad, LR)
-        agrees(algo, x=x, error=err, q=torch.cat([q.reshape(-1) for q in qs]).expand(N, -1))
+        assert_agrees(algo, x=x, error=err, q=torch.cat([q.reshape(-1) for q in qs]).expand(N, -1))
     assert err.abs().sum() > 0
 
 
