@@ -59,8 +59,8 @@ def study_target(run_dir) -> tuple[dict, str]:
         stored = None
     if stored is not None and len(stored) and "target_source" in stored:
         sources = set(stored["target_source"].dropna().astype(str))
-        relative = {source.split(" x best", 1)[0] for source in sources if " x best" in source}
-        if len(relative) == 1 and len(sources) == len([s for s in sources if " x best" in s]):
+        relative = {source.split(" x best", 1)[0] for source in sources}
+        if len(relative) == 1 and all(" x best" in source for source in sources):
             try:
                 return {"target_rel": float(relative.pop())}, f"{path}'s"
             except ValueError:
