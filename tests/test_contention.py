@@ -1,4 +1,4 @@
-"""The meter of what other processes took of the machine while bench track timed (bench/track/contention.py):
+"""The meter of what other processes took of the machine while bench track timed (bench/cpu_meter.py):
 its arithmetic on given /proc/stat texts, and a real probe with a process spinning beside it."""
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from bench.track.contention import CpuMeter, machine_busy_seconds
+from bench.cpu_meter import CpuMeter, machine_busy_seconds
 
 STAT = "cpu  {user} 0 {system} 5000 300 0 {softirq} {steal} 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\nintr 1 2\n"
 

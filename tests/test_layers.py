@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # lowest first; a module may import its own layer and those below. A new package of bench is placed here.
 LAYERS = [
     ("bench", "bench.errors", "bench.registry", "bench.limits", "bench.files", "bench.yamlio", "bench.specs",
-     "bench.cache", "bench.quick_exit"),  # plumbing every layer uses
+     "bench.cache", "bench.quick_exit", "bench.cpu_meter"),  # plumbing every layer uses
     ("bench.topology", "bench.compressors", "bench.data", "bench.models"),
     ("bench.comm", "bench.faults"),
     ("bench.algorithms", "bench.tasks"),

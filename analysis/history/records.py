@@ -193,7 +193,7 @@ def _load(rec: dict) -> float:
 
 def _busy(rec: dict, part: str = "perf") -> float:
     """The share of the machine's CPU that other processes took while the record's `bench perf` (or the
-    user's benchmarks: part "user") timed (bench/track/contention.py; NaN for records before that measure,
+    user's benchmarks: part "user") timed (bench/cpu_meter.py; NaN for records before that measure,
     or where it was unavailable)."""
     try:
         share = rec[part]["contention"]["others_cpu_share"]

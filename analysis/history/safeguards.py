@@ -3,7 +3,7 @@
 
 * **busy records are left out** (leave_out_busy): the timed figures (perf, and the user's time_*) of a
   record during whose timing other processes took more than ``--max-busy`` of the machine's CPU
-  (bench/track/contention.py measures it), or,
+  (bench/cpu_meter.py measures it), or,
   for records from before that measure, whose `bench perf` started with a 1-minute load average above
   ``--max-load`` per core. The study's numbers are kept: they do not depend on the machine's load.
 * **a timing regression must be confirmed** (confirm): the newest commit's timed figure (a perf time or

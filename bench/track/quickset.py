@@ -21,7 +21,7 @@ from typing import Any, Callable
 from ..errors import BenchError
 from ..cache import ENV as CACHE_ENV
 from ..files import write_new
-from .contention import CpuMeter
+from bench.cpu_meter import CpuMeter
 from .scratch import scratch_dir
 from .userpart import run_user
 from .record import KIND, ROOT, VERSION, tracker_state, with_tracker

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..errors import BenchError
 from .benchfile import collect, read_journal, timed_out
-from .contention import CpuMeter
+from bench.cpu_meter import CpuMeter
 from .record import ROOT
 
 RUNNER = ROOT / "bench" / "track" / "benchfile.py"

@@ -1,4 +1,5 @@
-"""How much of the machine other processes took while `bench track` timed the code under test.
+"""How much of the machine other processes took while a measurement ran (`bench track`, a run with measured
+compute, `bench plan`).
 
 The 1-minute load average says little about a 20-second `bench perf`: it moves about a third of the way
 towards the true load in 20 s, and it counts the benchmark's own threads. What a timing needs to know is
