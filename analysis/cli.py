@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.argparsing import Parser
+from analysis.busy import busy_note
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
 from analysis.errors import DamagedFile, UsageError
 from analysis.files import read_regular, write_atomically, write_text_atomically
@@ -94,6 +95,9 @@ def cmd_summarize(args) -> int:
             else "as given per task" if isinstance(targets["target_acc"], dict) else f"{targets['target_acc']:g}")
     print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}; "
           f"{len(tidy)} evaluation points -> {out / 'points.parquet'}; target {rule} ({source})")
+    busy = busy_note(table)
+    if busy:
+        _NOTES.append(f"analysis: warning: {busy}")
     return 0
 
 

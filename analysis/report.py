@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis.argparsing import Parser
 from analysis.display import as_percent
+from analysis.busy import report_note as busy_report_note
 from analysis.errors import UsageError
 from analysis.figures.index import read_index
 from analysis.files import write_text_atomically
@@ -249,7 +250,7 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
                      lambda s: claims_markdown(_measured_as_text(check_claims(s, traces)))),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
                      "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
-                     + cell_table_markdown(s)),
+                     + busy_report_note(s) + cell_table_markdown(s)),
                     ("Epoch gap to centralized training", epoch_gap_section),
                     ("Spectral-gap effects", spectral_section),
                     ("Why decentralized training lags: consensus distance against the gap",

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.busy import cell_share
 from analysis.checks import read_table
 from analysis.load import RUN_COLUMNS, Runs, load_runs
 from analysis.selection import REFERENCE
@@ -22,10 +23,10 @@ IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compresso
 # summary.csv: every run's row and what summarize adds to it (a best_<metric> column too, for another metric)
 RESULT_COLUMNS = ["target", "target_source", "metric", "tta_status", *AXES.values(), "mean_consensus_distance",
                   "allreduce_final_acc", "final_gap"]
-SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS]
+SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS, "cell_others_cpu_share"]  # the last: analysis/busy.py
 # columns added after summaries were written without them: such a summary still reads (the readers of the
 # column say what is missing)
-LATER_COLUMNS = {"n_eff"}
+LATER_COLUMNS = {"n_eff", "compute_measured", "others_cpu_share", "cell_others_cpu_share"}
 # what its readers take for granted of each column (checks.table_problem)
 SUMMARY_KINDS = {
     "text": ["cell", "run_id", "status", "task", "algorithm", "compressor", "topology", "data", "network",
@@ -142,7 +143,7 @@ def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
                      "mean_consensus_distance": float(later.mean()) if later.notna().any() else math.nan,
                      "allreduce_final_acc": ref, "final_gap": ref - run["final_test_acc"]})
     extra = pd.DataFrame(rows, index=table.index, columns=RESULT_COLUMNS)
-    return pd.concat([table, extra], axis=1)
+    return pd.concat([table, extra], axis=1).assign(cell_others_cpu_share=cell_share(table))
 
 
 def cell_summary(summary: pd.DataFrame) -> pd.DataFrame:

@@ -308,3 +308,23 @@ def test_summarize_or_baseline_run_by_hand_keeps_the_studys_target(tmp_path, cap
     (study / "summary.csv").unlink()  # no summary yet: the pipeline's default
     assert cli.main(["summarize", str(study)]) == 0
     assert set(pd.read_csv(study / "summary.csv")["target_source"]) == {"0.95 x best all-reduce"}
+
+
+def test_measured_times_taken_on_a_busy_machine_are_flagged_and_an_unrecorded_share_is_unknown(tmp_path, capsys):
+    """run.json's timing.others_cpu_share (bench/run/busy.py) per run and, the most of a cell's runs, per cell in
+    summary.csv; summarize names the busy cells on stderr and the report beside the times. A run recorded before the
+    share is unknown (never quiet); a modelled compute time is not doubted."""
+    for name, share, kw in [("busy0", 0.1, {}), ("busy1", 0.6, {"seed": 1}), ("quiet", 0.05, {"algorithm": "dpsgd"}),
+                            ("old", None, {"algorithm": "dcd"}), ("modelled", None, {**AR, "compute_time": 0.01})]:
+        make_run(tmp_path / name, timing=None if share is None else {"others_cpu_share": share}, **kw)
+    assert cli.main(["summarize", str(tmp_path), "--target-acc", "0.5"]) == 0
+    cells = pd.read_csv(tmp_path / "summary.csv").groupby("algorithm")["cell_others_cpu_share"]
+    assert cells.max().dropna().to_dict() == pytest.approx({"choco": 0.6, "dpsgd": 0.05}) and cells.count().sum() == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "1 of 4 cells" in err[0] and "busy" in err[0] and "60%" in err[0] and "|choco|" in err[0]
+    from analysis.report import build_report
+
+    report = build_report(tmp_path, skipped=[])
+    note = report[report.index("## Per cell"):report.index("| method")]  # beside the times, none for dpsgd's or AR's
+    words = ("busy machine", "\\|choco\\|", "not known", "\\|dcd\\|", "dpsgd", "allreduce")
+    assert [note.count(w) for w in words] == [1, 1, 1, 1, 0, 0]
