@@ -85,8 +85,7 @@ def test_divergence_is_a_result(tmp_path, monkeypatch):
     df = metrics(tmp_path)
     assert info["status"] == "diverged"
     # its compute time was measured (bench run's default): how busy the machine was meanwhile, up to the divergence
-    timing = info["timing"]
-    assert (timing["compute"], timing["others_cpu_share"], timing["cores"]) == ("measured", 0.5, 2)
+    assert [info["timing"][k] for k in ("compute", "others_cpu_share", "cores")] == ["measured", 0.5, 2]
     assert df["step"].iloc[-1] < 20 * info["steps_per_epoch"]  # stopped early
     assert len(df) >= 2 and df["step"].iloc[-1] == info["final"]["step"]
     # the losses are read every LOSS_READ_EVERY steps: the run stops at the read that saw the diverged loss and says
