@@ -39,10 +39,17 @@ def records(out: Path) -> list[Path]:
 
 
 def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf, capsys):
-    out = tmp_path / "history"
-    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf", "--quiet"]
-    assert bench_main(argv) == 0
+    out = checkout / "results" / "history"  # the committed history of the checkout measured
+    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf"]
+    assert bench_main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
     assert bench_main(argv) == 0  # the same second, possibly: a second file all the same
+    said = capsys.readouterr()  # progress on stderr, a line a step with the time since the start; stdout: the record
+    assert said.out.startswith("wrote ") and said.out.count("\n") == 1 and "\r" not in said.err
+    assert "track: perf --quick: started [0 s]\n" in said.err
+    # nothing left behind but what is to be committed: the records and the machine's fingerprint
+    assert {line[3:].split("/")[-1] for line in git(checkout, "status", "--porcelain", "-uall").splitlines()} == {
+        "machine.json", *(p.name for p in records(out))}
     found = records(out)
     assert len(found) == 2 and found[0] != found[1]
     commit = git(checkout, "rev-parse", "HEAD")
@@ -59,7 +66,6 @@ def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf
         assert 0 <= contention["others_cpu_share"] <= 1 and contention["cores"] >= 1
     assert json.loads((out / machine / "machine.json").read_text())["id"] == machine
     assert fake_perf[0][0] == checkout.resolve()  # the code under test is --repo's
-    assert capsys.readouterr().out.count("wrote ") == 2
 
 
 def test_write_new_never_replaces_a_file(tmp_path):
