@@ -9,6 +9,7 @@ import pytest
 
 from bench import track
 from bench.cli import main as bench_main
+from bench.track import freshness
 from track_records import git, make_checkout, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,6 +67,24 @@ def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf
         assert 0 <= contention["others_cpu_share"] <= 1 and contention["cores"] >= 1
     assert json.loads((out / machine / "machine.json").read_text())["id"] == machine
     assert fake_perf[0][0] == checkout.resolve()  # the code under test is --repo's
+
+
+def test_track_check_refuses_a_committed_history_too_far_behind_and_refresh_a_dirty_tree(checkout, capsys):
+    first = git(checkout, "rev-parse", "HEAD")
+    (checkout / "results" / "history" / "m" / first).mkdir(parents=True)
+    (checkout / "results" / "history" / "m" / first / "r.json").write_text("{}")
+    git(checkout, "add", "results")
+    for i in range(3):  # the first commits the record: HEAD is 3 first-parent commits after the record's commit
+        git(checkout, "commit", "-q", "--allow-empty", "-m", f"later {i}")
+    (checkout / "results" / "history" / "m" / git(checkout, "rev-parse", "HEAD")).mkdir()  # a record not committed
+    (checkout / "results" / "history" / "m" / git(checkout, "rev-parse", "HEAD") / "r.json").write_text("{}")
+    check = ["--repo", str(checkout), "--max-behind"]
+    assert freshness.main([*check, "3"]) == 0 and freshness.main([*check, "2"]) == 1
+    assert one_line(capsys).endswith(f"is 3 first-parent commits behind HEAD (newest record: {first[:12]}), more than "
+                                     "TRACK_MAX_BEHIND=2: run `make track-refresh` and commit results/history")
+    assert freshness.main(["--repo", str(checkout), "--clean"]) == 0
+    (checkout / "Makefile").write_text("changed\n")
+    assert freshness.main(["--repo", str(checkout), "--clean"]) == 2 and "(Makefile)" in one_line(capsys)
 
 
 def test_write_new_never_replaces_a_file(tmp_path):
