@@ -285,11 +285,10 @@ def test_a_declared_redefinition_starts_a_new_series(tmp_path, capsys, monkeypat
     never compared with the old one (exit 0; --compare leaves it out, bisect refuses); undeclared, a regression."""
     repo, name = tmp_path / "repo", f"study.{CELL}.bits_to_target"
     commits = git_repo(repo, 6)
-    for i, commit in enumerate(commits):
+    for i, commit in enumerate(commits):  # the newest commit's bits double (tracked's: 4e6, 4.5e6, 5e6)
         rec = tracked(commit, START + timedelta(hours=i))
-        rec["study"]["cells"][CELL]["bits_to_target"] = [b * (2 if i == 5 else 1)
-                                                         for b in rec["study"]["cells"][CELL]["bits_to_target"]]
-        write(tmp_path / "h", rec)
+        write(tmp_path / "h", edited(rec, lambda r: r["study"]["cells"][CELL].update(bits_to_target=[8e6, 9e6, 1e7]))
+              if i == 5 else rec)
     monkeypatch.setattr(definitions, "REDEFINITIONS", {"study.*.bits_to_target": [(commits[5], "per link")]
                                                        if declared else []})
     out = ["--no-figures", "--out", tmp_path / "out", "--repo", repo]
