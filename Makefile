@@ -75,7 +75,7 @@ track-check: $(VENV)/.installed
 track-refresh: $(VENV)/.installed
 	@$(PY) -m bench.track.freshness --clean
 	$(PY) -m bench track --settle 120
-	@echo "track-refresh: now commit it: git add results/history && git commit -m 'history: a record of $$(git rev-parse --short HEAD)'"
+	@echo "track-refresh: now commit the record: git add results/history && git commit -m 'history: HEAD recorded'"
 
 # everything the studies wrote (results/<study>/, logs/, Snakemake's state); the committed baselines and
 # tracking history stay
