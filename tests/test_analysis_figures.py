@@ -330,7 +330,7 @@ def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(t
     assert time_to_accuracy.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]
 
 
-def test_methods_draws_a_method_without_a_graph_once_and_a_row_per_partition(tmp_path, monkeypatch):
+def test_methods_draws_a_method_without_a_graph_once_in_small_multiples(tmp_path, monkeypatch):
     kept = kept_figures(monkeypatch, methods)
     for data, topology, (algorithm, compressor), seed in itertools.product(
             ("shuffle", "dirichlet:0.1"), ("ring", "exponential"), [("allreduce", "none"), ("ef", "sign"),
@@ -345,8 +345,12 @@ def test_methods_draws_a_method_without_a_graph_once_and_a_row_per_partition(tmp
     # all-reduce, EF-SGD and DGC use no graph: one line each; Choco one per graph
     assert graphs.to_dict() == {"all-reduce": 1, "Choco-SGD (sign)": 2, "DGC (top 1%)": 1, "EF-SGD (sign)": 1}
     axes = kept[0].axes
-    assert len(axes) == 4 and axes[2].get_title().startswith("dirichlet:0.1")  # 2 partitions x (bits, time)
+    # a row of (bits, time) x 2 partitions per group: decentralized Choco, then centralized EF-SGD and DGC
+    assert len(axes) == 8 and axes[2].get_title().startswith("dirichlet:0.1")
+    assert [[t.get_text() for t in axes[k].get_legend().get_texts()] for k in (3, 7)] == [
+        ["all-reduce", "Choco-SGD (sign)"], ["all-reduce", "DGC (top 1%)", "EF-SGD (sign)"]]
     lines = [line for line in axes[0].get_lines() if len(line.get_xdata())]
     assert len(lines) == 3 + 2 and all(min(line.get_xdata()) > 0 for line in lines)  # log bits axis: no 0-bit start
+    assert sorted(line.get_color() for line in lines).count("0.82") == 2 and axes[0].collections  # the rest grey
     row = table[(table["method"] == "all-reduce") & (table["data"] == "shuffle") & (table["step"] == 30)]
     assert row["acc"].iloc[0] == 100 * (0.1 + 0.3 + 0.005)  # the median over the two seeds
