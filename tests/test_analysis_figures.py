@@ -146,14 +146,18 @@ def test_spectral_gap_tick_labels_never_overlap(monkeypatch):
 
 def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where_runs_report_them(monkeypatch):
     rhos = {"ring": 0.051, "star": 0.062, "torus": 0.4, "complete": 1.0, "base:1": 1.0}
-    n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 7.8}
+    n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 15.2}  # the last two: close
     summary = spectral_summary(rhos)
     summary["n_eff"] = summary["topology"].map(n_eff)
     kept = kept_figures(monkeypatch, accuracy_vs_spectral_gap)
     accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(summary, Path("unused"))
     assert len(kept[0].axes) == 3 and "n_W" in kept[0].axes[2].get_xlabel()
     panel = kept[0].axes[2]
-    assert sorted(t.get_text() for t in panel.texts) == sorted(rhos)  # each graph named once
+    assert sorted(t.get_text() for t in panel.texts) == sorted(rhos)  # each graph named once, none on another
+    assert not any(a.get_window_extent().overlaps(b.get_window_extent())
+                   for a, b in itertools.combinations(panel.texts, 2))
+    assert all(all(a != b for a, b in itertools.pairwise(line.get_xdata())) for line in kept[0].axes[0].lines
+               if line.get_gid())  # no vertical
     # each method's points sit at the graphs' n_W with their mean accuracies
     xs = sorted(x for line in panel.lines for x in line.get_xdata() if line.get_marker() not in (None, "None", ""))
     assert sorted(set(xs)) == sorted(n_eff.values())
