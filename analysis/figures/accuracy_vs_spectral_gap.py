@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
-from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.base import figure, paper_theme, plain_log_ticks  # noqa: E402
 from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
 from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
@@ -210,6 +210,7 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     axes[0].set_title("accuracy")
     axes[1].set_title("consensus distance (log–log)")
     fig.suptitle(title or "Final accuracy and consensus distance against the spectral gap")
+    plain_log_ticks(axes[1].yaxis)  # a consensus distance within a decade or two: more than two labels
     stagger_tick_labels(fig, axes)
     if with_n_eff:
         place_labels(panels[2], panels[2].names, fig.canvas.get_renderer())
