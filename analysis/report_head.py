@@ -112,7 +112,9 @@ def purpose(run_dir: Path) -> str:
             break
         comment.append(line.lstrip("#").strip())
     where = f"study file `{path.parent.name}/{path.name}`"
-    return f"{md_text(' '.join(comment).replace('`', ''))} ({where})" if comment else f"The {where} says nothing of its purpose."
+    if not comment:
+        return f"The {where} says nothing of its purpose."
+    return f"{md_text(' '.join(comment).replace('`', ''))} ({where})"
 
 
 def _interval(values, scale: float = 1.0, digits: str = ".3g", count: bool = True) -> str:
