@@ -25,6 +25,11 @@ from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, stu
 # sub-commands with their own parser and main(argv)
 DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
              "history": "analysis.history"}
+# their lines in `python -m analysis --help` (each has its own --help for the options)
+DELEGATED_HELP = {"figures": "draw the study's figures: DIR/figures/*.png, *.pdf and index.json",
+                  "report": "write DIR/report.md and report.html: tables, the paper's claims, figures",
+                  "tune": "hyper-parameters from a study's tuning trials: select, rank, or tabulate them",
+                  "history": "the suite's speed and results over its commits, from bench track's records"}
 
 
 def _number(kind, low=None):
@@ -213,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "mean of 3 runs; at least 2)")
     p.set_defaults(run=cmd_claims)
     for name in DELEGATED:
-        sub.add_parser(name, help=f"see python -m analysis {name} --help")
+        sub.add_parser(name, help=DELEGATED_HELP[name])
     return parser
 
 

@@ -51,6 +51,6 @@ def test_snakemake_report_groups_figures_by_question(study):
     """(With the captions drawn for the runs: test_pipeline.py's test of the same study.)"""
     page = study / "snakemake-report.html"
     dom = headless("--dump-dom", page.as_uri()).stdout  # after its scripts ran: what a reader sees
-    assert "0. Tables and verdicts" in dom and "1. Does compressed gossip reach consensus?" in dom
-    assert "2. How fast does each method learn" in dom
+    assert "1. Tables and verdicts" in dom and "2. Does compressed gossip reach consensus?" in dom
+    assert "3. How fast does each method learn" in dom  # numbered 1, 2, 3: no gaps
     _screenshot(page, "snakemake-report.png", "1400,1000")
