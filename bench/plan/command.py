@@ -3,6 +3,7 @@ on synthetic data; writes results/<study>/plan.csv and prints the hours per shap
 from __future__ import annotations
 
 import dataclasses
+import math
 import sys
 import tempfile
 from pathlib import Path
@@ -135,7 +136,8 @@ def _row(study: Study, job, configs: list, timings: dict, safety: float, floor: 
         eval_seconds += run_evals * s_eval
     first = timings[Shape.of(configs[0])]
     hours = seconds / 3600
-    busy = max((timings[Shape.of(c)].others_cpu_share for c in configs), key=lambda v: -1 if v != v else v)
+    shares = [timings[Shape.of(c)].others_cpu_share for c in configs]
+    busy = max([v for v in shares if math.isfinite(v)], default=float("nan"))  # the busiest of its shapes' timings
     return Row(study.name, study.scale, job.rule, job.name, len(job.runs),
                " + ".join(sorted({Shape.of(c).label() for c in configs})), first.device, first.gradient_path,
                steps, evaluations, first.s_step, eval_seconds / evaluations if evaluations else float("nan"),

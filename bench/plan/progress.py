@@ -51,5 +51,5 @@ class Progress:
         if self.done == 1:
             shape_left = self.steps * seconds  # the other steps and the evaluation, about a step each
             rest = (self.shapes - self.k) * (self.setup_s + (self.steps + 1) * seconds)
-            others = f", about {duration(shape_left + rest)} for the plan if the other shapes cost alike" if rest else ""
+            others = f", about {duration(shape_left + rest)} for the plan if the other shapes cost alike" * bool(rest)
             self.say(f"{where} about {duration(shape_left)} left for this shape{others}")

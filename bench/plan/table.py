@@ -93,8 +93,8 @@ def summary(rows: list[Row], study: str, scale: str, device: str, steps: int, wa
         first = members[0]
         lines.append(f"{shape:<{width}}  {first.gradient_path:>5}  {len(members):>5}  "
                      f"{sum(r.runs for r in members):>5}  {sum(r.steps for r in members):>11,}  "
-                     f"{first.s_per_step:>9.4g}  {first.s_per_eval:>9.4g}  {_hours(sum(r.hours for r in members)):>18}  "
-                     f"{_share(first.others_cpu_share)}")
+                     f"{first.s_per_step:>9.4g}  {first.s_per_eval:>9.4g}  "
+                     f"{_hours(sum(r.hours for r in members)):>18}  {_share(first.others_cpu_share)}")
     lines.append("")
     lines.append(f"{'rule':<10}  {'jobs':>5}  {'steps':>13}  {unit:>18}  runtime asked (x{safety:g}, >= "
                  f"{floor_minutes:g} min, <= {cap_minutes / 60:g} h a job): longest job, sum")
@@ -134,12 +134,12 @@ def cap_lines(rows: list[Row], cap_minutes: float, retries: int) -> list[str]:
     over = [r for r in timed if r.submissions > 1]
     if over:
         beyond = [r for r in over if r.submissions > calls]
-        lines.append(f"{len(over)} of {len(rows)} jobs need more than max_runtime ({cap_h:g} h): each asks {cap_h:g} h, "
-                     f"is stopped there and resumes from its checkpoint when resubmitted; the profile submits a job at "
-                     f"most {calls} times a snakemake call (retries: {retries}), "
+        lines.append(f"{len(over)} of {len(rows)} jobs need more than max_runtime ({cap_h:g} h): each asks "
+                     f"{cap_h:g} h, is stopped there and resumes from its checkpoint when resubmitted; the profile "
+                     f"submits a job at most {calls} times a snakemake call (retries: {retries}), "
                      + (f"so {len(beyond)} of them need snakemake run again (up to "
                         f"{max(math.ceil(r.submissions / calls) for r in beyond)} calls in all)" if beyond
-                        else f"enough for each of them"))
+                        else "enough for each of them"))
     return lines
 
 
