@@ -30,7 +30,7 @@ class Progress:
         imposed = ("" if vectorize is None else f"; --vectorize {str(vectorize).lower()} imposes the "
                    f"{'vectorised' if vectorize else 'per-worker loop'} path on every shape")
         self.say(f"bench plan: {self.shapes} shape(s) to time, each: a set-up (the run built, its gradient path "
-                 f"settled, an untimed step), {self.steps} steps and one evaluation; an estimate follows the first "
+                 f"settled, an untimed step), {self.steps} step(s) and one evaluation; an estimate follows the first "
                  f"step{imposed}")
 
     def shape(self, k: int, label: str) -> None:
