@@ -2,7 +2,9 @@
 runtime the pipeline then asks for each job, and one-line errors for bad input."""
 import csv
 import math
+from contextlib import nullcontext
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
@@ -172,13 +174,8 @@ def test_plan_shows_progress_and_warns_of_a_busy_machine(tmp_path, monkeypatch, 
         report("evaluation", 5.0)
         return Timing("cpu", 20.0, 1e-3, DataModel("memory", REAL["cifar10"], train_eval=5000), 1, "vmap", "n")
 
-    class BusyMeter:  # other processes took 60 % of the CPU while a shape was timed
-        result = {"method": "proc-stat", "others_cpu_share": 0.6}
-        __enter__ = lambda self: self
-        __exit__ = lambda self, *exc: None
-
-    monkeypatch.setattr(command, "measure", fake_measure)
-    monkeypatch.setattr(command, "CpuMeter", BusyMeter)
+    monkeypatch.setattr(command, "measure", fake_measure)  # other processes took 60 % of the CPU while it timed:
+    monkeypatch.setattr(command, "CpuMeter", lambda: nullcontext(SimpleNamespace(result={"others_cpu_share": 0.6})))
     (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
     assert main(["plan", "--configfile", str(tmp_path / "tiny.yaml"), "--device", "cpu", "--steps", "2",
                  "--out", str(tmp_path / "plan.csv")]) == 0
