@@ -168,7 +168,8 @@ def test_plan_shows_progress_and_warns_of_a_busy_machine(tmp_path, monkeypatch, 
     import bench.plan.command as command
 
     def fake_measure(cfg, device, steps, warmup, workdir, vectorize=None, max_workers=None, report=None):
-        report("set-up", 30.0, "timed: vectorised, the path the jobs take (rule)")
+        report("path", 20.0, "timed: vectorised, the path the jobs take (rule)")
+        report("set-up", 10.0)
         for i in range(warmup + steps):
             report("warm-up step" if i < warmup else "timed step", 20.0)
         report("evaluation", 5.0)
@@ -181,7 +182,7 @@ def test_plan_shows_progress_and_warns_of_a_busy_machine(tmp_path, monkeypatch, 
                  "--out", str(tmp_path / "plan.csv")]) == 0
     said = capsys.readouterr().err
     assert "2 shape(s) to time" in said and "shape 1/2: timed step 3/3: 20 s" in said
-    assert "shape 1/2: set-up 30 s; timed: vectorised, the path the jobs take" in said
+    assert "shape 1/2: built, gradient path settled in 20 s; timed: vectorised, the path the jobs take" in said
     # after the first step: 3 more parts of this shape, then a set-up and 4 parts of the other
     assert "shape 1/2: about 60 s left for this shape, about 3 min for the plan" in said
     assert "WARNING: other processes took 60% of this machine's CPU while shape 2 was timed" in said

@@ -102,9 +102,9 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
             max_workers: int | None = None, report=_silent) -> Timing:
     """Time ``warmup + steps`` training steps (the median of the last ``steps``) and one evaluation of the
     averaged model for a run shaped like ``cfg``, on synthetic data written under ``workdir``.
-    ``report(event, seconds, detail)`` hears of each part as it ends: "set-up" (building the run, settling its
-    gradient path and the runner's untimed warm-up step; detail: the path's note), "warm-up step", "timed step"
-    and "evaluation", so that a caller can show progress and extrapolate."""
+    ``report(event, seconds, detail)`` hears of each part as it ends: "path" (the run built and its gradient path
+    settled; detail: which path, bench.plan.measure.path_note), "set-up" (the runner's untimed warm-up step),
+    "warm-up step", "timed step" and "evaluation", so that a caller can show progress and extrapolate."""
     from ..run.runner import Loop
     from ..run.resolved import resolve_run
     from ..run.setup import build, device_of
@@ -136,11 +136,14 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
         torch.cuda.reset_peak_memory_stats(dev)
     tick = time.perf_counter()
     parts = build(resolve_run(mcfg))
-    loop = Loop(mcfg, workdir / "run", parts, dev, None)  # settles the gradient path as a run does
     task = parts.task
+    task.prepare(parts.algo.x)  # the path by the run's rule (what Loop does first; a trial step under auto)
     reason = (task.gradient_path_info or {}).get("reason", "")
     notes.insert(0, path_note(str(task.gradient_path), reason, vectorize, options.get("vectorize", "auto")))
-    report("set-up", time.perf_counter() - tick, notes[0])
+    report("path", time.perf_counter() - tick, notes[0])
+    tick = time.perf_counter()
+    loop = Loop(mcfg, workdir / "run", parts, dev, None)  # keeps that path; its untimed warm-up step
+    report("set-up", time.perf_counter() - tick)
     times, epoch = [], 0
     task.start_epoch(epoch)
     batches = task.batches(epoch)

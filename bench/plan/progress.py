@@ -39,9 +39,10 @@ class Progress:
 
     def __call__(self, event: str, seconds: float, detail: str = "") -> None:
         where = f"bench plan: shape {self.k}/{self.shapes}:"
-        if event == "set-up":
-            self.setup_s = seconds
-            self.say(f"{where} set-up {duration(seconds)}" + (f"; {detail}" if detail else ""))
+        if event in ("path", "set-up"):  # the run built and its path settled; the runner's untimed step
+            self.setup_s = seconds if event == "path" else self.setup_s + seconds
+            self.say(f"{where} " + (f"built, gradient path settled in {duration(seconds)}; {detail}" if event == "path"
+                                    else f"untimed step {duration(seconds)}"))
             return
         if event == "evaluation":
             self.say(f"{where} evaluation {duration(seconds)}")
