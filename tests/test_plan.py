@@ -2,16 +2,18 @@
 runtime the pipeline then asks for each job, and one-line errors for bad input."""
 import csv
 import math
+from contextlib import nullcontext
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import yaml
 
 from bench.cli import main
 from bench.pipeline import Study
-from bench.plan.measure import Shape
+from bench.plan.measure import Shape, Timing
 from bench.plan.sizes import REAL, DataModel, sizes_of
-from bench.plan.table import COLUMNS, runtime_minutes
+from bench.plan.table import COLUMNS, Row, capped, runtime_minutes, summary
 from bench.tasks import TaskSetup, make_task
 from datafiles import write_cifar, write_wikitext
 from snakemake_api import cli
@@ -113,7 +115,9 @@ def test_plan_csv_has_one_row_per_job_with_real_steps(tiny_plan):
         hours = (int(row["steps"]) * float(row["s_per_step"]) + int(row["evaluations"]) * float(row["s_per_eval"])) / 3600
         assert float(row["hours"]) == pytest.approx(hours, rel=1e-4)
         assert int(row["runtime_min"]) == runtime_minutes(float(row["hours"]), 1.5, 10)
-        assert "synthetic data" in row["note"]
+        assert "synthetic data" in row["note"] and row["submissions"] == "1"
+        assert "timed: per-worker loop, imposed by --vectorize false (the jobs follow task_options.vectorize=auto)" \
+            in row["note"]
 
 
 @pytest.mark.slow  # a Snakemake dry run: `make test` runs it, test-fast does not
@@ -146,3 +150,40 @@ def test_a_study_without_training_runs_plans_no_job(tmp_path, capsys):
     out = tmp_path / "plan.csv"
     assert main(["plan", "--configfile", str(ROOT / "config/consensus.yaml"), "--quiet", "--out", str(out)]) == 0
     assert out.read_text().strip() == ",".join(COLUMNS) and "no training job" in capsys.readouterr().out
+
+
+def test_a_job_past_max_runtime_asks_the_cap_and_is_resubmitted_from_its_checkpoint():
+    assert capped(100, 2880) == (100, 1) and capped(2880, 2880) == (2880, 1) and capped(6000, 2880) == (2880, 3)
+    rows = [Row("s", "gpu", "tune_cell", f"j{h}", 1, "shape", "cuda", "vmap", 1, 1, 1.0, 1.0, h, 1.5,
+                *capped(runtime_minutes(h, 1.5, 10), 2880), float("nan"), "") for h in (10, 40, 100)]
+    text = summary(rows, "s", "gpu", "cuda", 3, 1, 1.5, 10, cap_minutes=2880, retries=1)
+    # 15 h, then 60 h and 150 h with the safety factor: 2 and 4 submissions of 48 h; 2 submissions a snakemake call
+    assert "total           3              3               150.0  48.0 h, 303.0 h" in text
+    assert "longest job: tune_cell j100, 100.0 h planned, 150.0 h with x1.5: 4 submissions of 48 h" in text
+    assert "2 of 3 jobs need more than max_runtime (48 h)" in text
+    assert "so 1 of them need snakemake run again (up to 2 calls in all)" in text
+
+
+def test_plan_shows_progress_and_warns_of_a_busy_machine(tmp_path, monkeypatch, capsys):
+    import bench.plan.command as command
+
+    def fake_measure(cfg, device, steps, warmup, workdir, vectorize=None, max_workers=None, report=None):
+        report("path", 20.0, "timed: vectorised, the path the jobs take (rule)")
+        report("set-up", 10.0)
+        for i in range(warmup + steps):
+            report("warm-up step" if i < warmup else "timed step", 20.0)
+        report("evaluation", 5.0)
+        return Timing("cpu", 20.0, 1e-3, DataModel("memory", REAL["cifar10"], train_eval=5000), 1, "vmap", "n")
+
+    monkeypatch.setattr(command, "measure", fake_measure)  # other processes took 60 % of the CPU while it timed:
+    monkeypatch.setattr(command, "CpuMeter", lambda: nullcontext(SimpleNamespace(result={"others_cpu_share": 0.6})))
+    (tmp_path / "tiny.yaml").write_text(yaml.safe_dump(TINY))
+    assert main(["plan", "--configfile", str(tmp_path / "tiny.yaml"), "--device", "cpu", "--steps", "2",
+                 "--out", str(tmp_path / "plan.csv")]) == 0
+    said = capsys.readouterr().err
+    assert "2 shape(s) to time" in said and "shape 1/2: timed step 3/3: 20 s" in said
+    assert "shape 1/2: built, gradient path settled in 20 s; timed: vectorised, the path the jobs take" in said
+    # after the first step: 3 more parts of this shape, then a set-up and 4 parts of the other
+    assert "shape 1/2: about 60 s left for this shape, about 3 min for the plan" in said
+    assert "WARNING: other processes took 60% of this machine's CPU while shape 2 was timed" in said
+    assert {r["others_cpu_share"] for r in read_plan(tmp_path / "plan.csv")} == {"0.6"}

@@ -39,7 +39,8 @@ def add_arguments(p) -> None:
     p.add_argument("--max-workers", type=positive_int, default=None,
                    help="time at most this many workers and scale s/step by n (an extrapolation, said so)")
     p.add_argument("--vectorize", type=_vectorize, default=None,
-                   help="true | false: impose the gradient path (default: the run's rule, vectorised where it runs)")
+                   help="true | false: impose a gradient path, said so in the output (default: the jobs' own, "
+                        "task_options.vectorize: auto = vectorised where it runs)")
     p.add_argument("--out", default=None, help="CSV to write (default results/<study>/plan.csv)")
     p.add_argument("--quiet", action="store_true")
 

@@ -55,6 +55,7 @@ class Timing:
     n_params: int
     gradient_path: str
     note: str = ""
+    others_cpu_share: float = float("nan")  # while it was timed (bench/cpu_meter.py); NaN where unmeasured
 
     @classmethod
     def failed(cls, device: str, why: str) -> "Timing":
@@ -81,10 +82,29 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+PATH_NAMES = {"vmap": "vectorised", "loop": "per-worker loop"}
+
+
+def path_note(path: str, reason: str, imposed, jobs_setting) -> str:
+    """Which gradient path was timed, and whether it is the one the jobs take (their task_options.vectorize)."""
+    name = PATH_NAMES.get(path, path)
+    if imposed is None:
+        return f"timed: {name}, the path the jobs take ({reason})"
+    return (f"timed: {name}, imposed by --vectorize {str(imposed).lower()} (the jobs follow "
+            f"task_options.vectorize={str(jobs_setting).lower()})")
+
+
+def _silent(event: str, seconds: float, detail: str = "") -> None:
+    pass
+
+
 def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path, vectorize=None,
-            max_workers: int | None = None) -> Timing:
+            max_workers: int | None = None, report=_silent) -> Timing:
     """Time ``warmup + steps`` training steps (the median of the last ``steps``) and one evaluation of the
-    averaged model for a run shaped like ``cfg``, on synthetic data written under ``workdir``."""
+    averaged model for a run shaped like ``cfg``, on synthetic data written under ``workdir``.
+    ``report(event, seconds, detail)`` hears of each part as it ends: "path" (the run built and its gradient path
+    settled; detail: which path, bench.plan.measure.path_note), "set-up" (the runner's untimed warm-up step),
+    "warm-up step", "timed step" and "evaluation", so that a caller can show progress and extrapolate."""
     from ..run.runner import Loop
     from ..run.resolved import resolve_run
     from ..run.setup import build, device_of
@@ -103,9 +123,9 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
     changes["algorithm_options"] = ALGORITHMS.get(cfg.algorithm).planning_options(cfg.algorithm_options)
     if vectorize is not None:
         changes["task_options"] = {**cfg.task_options, "vectorize": vectorize}
-        notes.append(f"gradient path imposed (vectorize={str(vectorize).lower()})")
+    options = {**TASKS.get(cfg.task).options, **cfg.task_options}  # what the jobs run with
     dataset = dataset_of(cfg.task)
-    bptt = int({**TASKS.get(cfg.task).options, **cfg.task_options}.get("bptt", 1))
+    bptt = int(options.get("bptt", 1))
     root = write_synthetic(dataset, workdir / "data", nodes, cfg.batch_size, bptt)
     if root is not None:
         changes["data_root"] = str(root)
@@ -114,9 +134,16 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
     dev = device_of(device)
     if dev.type == "cuda":
         torch.cuda.reset_peak_memory_stats(dev)
+    tick = time.perf_counter()
     parts = build(resolve_run(mcfg))
-    loop = Loop(mcfg, workdir / "run", parts, dev, None)  # settles the gradient path as a run does
     task = parts.task
+    task.prepare(parts.algo.x)  # the path by the run's rule (what Loop does first; a trial step under auto)
+    reason = (task.gradient_path_info or {}).get("reason", "")
+    notes.insert(0, path_note(str(task.gradient_path), reason, vectorize, options.get("vectorize", "auto")))
+    report("path", time.perf_counter() - tick, notes[0])
+    tick = time.perf_counter()
+    loop = Loop(mcfg, workdir / "run", parts, dev, None)  # keeps that path; its untimed warm-up step
+    report("set-up", time.perf_counter() - tick)
     times, epoch = [], 0
     task.start_epoch(epoch)
     batches = task.batches(epoch)
@@ -133,12 +160,14 @@ def measure(cfg: RunConfig, device: str, steps: int, warmup: int, workdir: Path,
         _sync(dev)
         if i >= warmup:
             times.append(time.perf_counter() - tick)
+        report("timed step" if i >= warmup else "warm-up step", time.perf_counter() - tick)
     loop.local_workers = []  # the averaged model alone; local models cost the same each
     _sync(dev)
     tick = time.perf_counter()
     loop.add_row()
     _sync(dev)
     eval_s = time.perf_counter() - tick
+    report("evaluation", eval_s)
     synthetic = DataModel.of(task, sizes_of(task))
     real = DataModel.of(task, REAL.get(dataset, synthetic.sizes))
     if dev.type == "cuda":
