@@ -227,9 +227,9 @@ def _measured_as_text(claims: pd.DataFrame) -> pd.DataFrame:
     return claims.assign(measured=claims["measured"].map(md_text))
 
 
-def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None) -> str:
-    """report.md's text; ``tables`` as load_tables gives them and ``skipped`` as Runs.skipped, read
-    from ``run_dir`` when not given."""
+def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None, claims=None) -> str:
+    """report.md's text; ``tables`` as load_tables gives them, ``skipped`` as Runs.skipped and ``claims`` as
+    check_claims, read from ``run_dir`` when not given."""
     points, summary, note = tables if tables is not None else load_tables(run_dir)
     skipped = load_runs(run_dir).skipped if skipped is None else skipped
     out = [f"# {md_text(run_dir.resolve().name)}: Choco-SGD reproduction report\n"]
@@ -246,7 +246,8 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
         traces = read_traces(run_dir)
         sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
                     ("The paper's claims",
-                     lambda s: claims_markdown(_measured_as_text(check_claims(s, traces)))),
+                     lambda s: claims_markdown(_measured_as_text(check_claims(s, traces) if claims is None
+                                                                  else claims))),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
                      "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + cell_table_markdown(s)),
@@ -283,10 +284,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
     points, summary, note, skipped = load_tables(args.dir, with_skipped=True)  # every run read once
-    text = build_report(args.dir, (points, summary, note), skipped)
-    if summary is not None and not summary.empty:
-        written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
-                   write_noniid_table(args.dir, summary), write_speedup_csv(points, args.dir)]
+    from analysis.claims import check_claims, read_traces, write_claims
+
+    claims = None if summary is None or summary.empty else check_claims(summary, read_traces(args.dir))
+    text = build_report(args.dir, (points, summary, note), skipped, claims)
+    if claims is not None:
+        written = [write_claims(args.dir, claims), write_table1_latex(summary, args.dir),
+                   *write_lag_tables(args.dir, points, summary), write_noniid_table(args.dir, summary),
+                   write_speedup_csv(points, args.dir)]
         for path in written:
             if path is not None:
                 print(f"wrote {path}")
