@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis.argparsing import Parser
 from analysis.busy import busy_note
-from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
+from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces, write_claims
 from analysis.errors import DamagedFile, UsageError
 from analysis.files import read_regular, write_atomically, write_text_atomically
 from analysis.load import load_runs
@@ -85,9 +85,42 @@ def _targets_or_the_studys(args) -> tuple[dict, str]:
     return {**targets, **rule}, source
 
 
+def _same_rule(given: dict, stored: dict) -> bool:
+    if given["target_rel"] is not None:
+        return stored.get("target_rel") is not None and math.isclose(given["target_rel"], stored["target_rel"])
+    values = (stored.get("target_acc") or {}).values()
+    return bool(values) and all(math.isclose(given["target_acc"], v) for v in values)
+
+
+def _target_option(given: dict) -> str:
+    return (f"--target-rel {given['target_rel']:g}" if given["target_rel"] is not None
+            else f"--target-acc {given['target_acc']:g}")
+
+
+def _keep_the_studys_summary(directory: str, given: dict, source: str) -> None:
+    """A target or metric other than DIR/summary.csv's would replace the pipeline's table, which its figures,
+    report and claims read and Snakemake takes for up to date: refused, one line naming the setting."""
+    path = Path(directory) / "summary.csv"
+    try:
+        rule, stored = study_target(directory)
+        metrics = set(read_summary(path)["metric"].dropna().astype(str)) if path.is_file() else set()
+    except (OSError, ValueError, DamagedFile):  # a table no reader can use: summarize mends it, whatever its settings
+        return
+    if not metrics or stored == "the pipeline's default":  # none, or no rule in it to keep
+        return
+    setting = None if source != "given" or _same_rule(given, rule) else _target_option(given)
+    if metrics != {given["metric"]}:
+        setting = f"--metric {given['metric']}"
+    if setting:
+        kept = (f"{rule['target_rel']:g} x best all-reduce" if "target_rel" in rule else "an absolute target")
+        raise UsageError(f"{path} was written with target {kept} on {', '.join(sorted(metrics))}; {setting} would "
+                         "replace it under the study's figures and report: remove it first to summarize otherwise")
+
+
 def cmd_summarize(args) -> int:
     runs = _load(args.dir)
     targets, source = _targets_or_the_studys(args)
+    _keep_the_studys_summary(args.dir, targets, source)
     table = _summarize(runs, **targets)
     cells = cell_summary(table)
     out = Path(args.dir)
@@ -163,6 +196,12 @@ def cmd_claims(args) -> int:
     """On DIR/summary.csv (the study's own targets) unless a target is given here."""
     runs = _load(args.dir)
     targets = _targets(args)
+    given = targets["target_acc"] is not None or targets["target_rel"] is not None
+    other = (f"--min-seeds {args.min_seeds}" if args.min_seeds != MIN_SEEDS else None if not given
+             or _same_rule(targets, study_target(args.dir)[0]) else _target_option(targets))
+    if other and (Path(args.dir) / "claims.csv").is_file():  # the report's (the pipeline's): its settings kept
+        raise UsageError(f"{Path(args.dir) / 'claims.csv'} holds the study's verdicts (--min-seeds {MIN_SEEDS}, "
+                         f"summary.csv's target); {other} would replace them: remove it first to check otherwise")
     stored = Path(args.dir) / "summary.csv"
     summary = None
     if targets["target_acc"] is None and targets["target_rel"] is None and stored.is_file():
@@ -173,8 +212,7 @@ def cmd_claims(args) -> int:
     if summary is None:
         summary = _summarize(runs, **{**targets, "target_rel": targets["target_rel"] or DEFAULT_TARGET_REL})
     table = check_claims(summary, read_traces(Path(args.dir)), min_seeds=args.min_seeds)
-    out = Path(args.dir) / "claims.csv"
-    write_atomically(out, lambda tmp: table.to_csv(tmp, index=False))
+    out = write_claims(args.dir, table)
     print(claims_markdown(table, args.min_seeds) + f"\n-> {out}")
     return 0
 

@@ -203,12 +203,12 @@ def skipped_section(run_dir: Path, skipped: list[tuple[str, str]]) -> str | None
             "and figure (fix or remove them and run the analysis again):\n\n" + "\n".join(lines) + "\n")
 
 
-def claims_section(summary: pd.DataFrame, traces, run_dir: Path) -> str:
+def claims_section(summary: pd.DataFrame, traces, run_dir: Path, claims: pd.DataFrame | None = None) -> str:
     """The claims' table, each measurement and reason as Markdown text (they name cells); a comparison shows only
     the claims whose cells it holds (the rest test other studies, not the method compared)."""
     from analysis.claims import INCOMPLETE, check_claims, claims_markdown
 
-    table = check_claims(summary, traces)
+    table = check_claims(summary, traces) if claims is None else claims
     table = table.assign(measured=table["measured"].map(md_text), reason=table["reason"].map(md_text))
     if compared(run_dir) is not None:
         table = table[table["verdict"] != INCOMPLETE]
@@ -221,9 +221,9 @@ def report_title(run_dir: Path) -> str:
     return "your method against the baselines" if compared(run_dir) is not None else "Choco-SGD reproduction report"
 
 
-def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None) -> str:
-    """report.md's text; ``tables`` as load_tables gives them and ``skipped`` as Runs.skipped, read
-    from ``run_dir`` when not given."""
+def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None, claims=None) -> str:
+    """report.md's text; ``tables`` as load_tables gives them, ``skipped`` as Runs.skipped and ``claims`` as
+    check_claims, read from ``run_dir`` when not given."""
     points, summary, note = tables if tables is not None else load_tables(run_dir)
     skipped = load_runs(run_dir).skipped if skipped is None else skipped
     out = [f"# {md_text(run_dir.resolve().name)}: {report_title(run_dir)}\n", purpose(run_dir) + "\n"]
@@ -240,7 +240,7 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
         traces = read_traces(run_dir)
         sections = [("Your method against the baselines", lambda s: ranking(s, run_dir)),
                     ("Table 1: accuracy by compressor and algorithm", table1_section),
-                    ("The paper's claims", lambda s: claims_section(s, traces, run_dir)),
+                    ("The paper's claims", lambda s: claims_section(s, traces, run_dir, claims)),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
                      "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
                      + busy_report_note(s) + cell_table_markdown(s)),
@@ -277,10 +277,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
     points, summary, note, skipped = load_tables(args.dir, with_skipped=True)  # every run read once
-    text = build_report(args.dir, (points, summary, note), skipped)
-    if summary is not None and not summary.empty:
-        written = [write_table1_latex(summary, args.dir), *write_lag_tables(args.dir, points, summary),
-                   write_noniid_table(args.dir, summary), write_speedup_csv(points, args.dir)]
+    from analysis.claims import check_claims, read_traces, write_claims
+
+    claims = None if summary is None or summary.empty else check_claims(summary, read_traces(args.dir))
+    text = build_report(args.dir, (points, summary, note), skipped, claims)
+    if claims is not None:
+        written = [write_claims(args.dir, claims), write_table1_latex(summary, args.dir),
+                   *write_lag_tables(args.dir, points, summary), write_noniid_table(args.dir, summary),
+                   write_speedup_csv(points, args.dir)]
         for path in written:
             if path is not None:
                 print(f"wrote {path}")

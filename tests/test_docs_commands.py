@@ -9,6 +9,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -109,6 +110,44 @@ def test_every_documented_snakemake_command_builds_its_dag_with_nothing_activate
     assert [b["command"] for b in built] == commands, proc.stderr[-2000:]
     for b in built:
         assert b["status"] == 0 and "This was a dry-run" in b["out"], (b["command"], b["out"])
+
+
+# documented `python -m analysis` subcommands that read no study folder, and so are not run on one below
+NOT_ON_A_STUDY = {"history"}  # documented `python -m analysis` commands that read no study (results/history)
+A_STUDY = r"results/(?!baselines/|history|perf/)[\w<>-]+"  # a study's folder as the docs name it
+# settings other than the study's, over files the pipeline wrote: each refused in one line naming it
+OTHER_SETTINGS = [["summarize", "results/test", "--target-rel", "0.9"], ["claims", "results/test", "--min-seeds", "2"],
+                  ["figures", "results/test", "--all"]]
+
+
+def _study_commands(baselines: Path) -> list[list[str]]:
+    """Each documented `python -m analysis ...` line on a study, its arguments pointed at results/test (run from the
+    study's root, as the docs run them from the repository's) and its baselines at ``baselines``."""
+    lines = [re.sub(A_STUDY, "results/test", line).replace("results/baselines/", f"{baselines}/") for _, line in LINES
+             if re.search(rf"python -m analysis\s.*{A_STUDY}", line)]
+    return [shlex.split(line.split("python -m analysis", 1)[1]) for line in lines]
+
+
+@pytest.mark.slow  # a finished pipeline study (shared, copied here), the commands and the pipeline again
+def test_the_documented_analysis_commands_leave_a_finished_study_as_the_pipeline_wrote_it(interrupted_study,
+                                                                                           tmp_path):
+    from shared_studies import snakemake
+
+    where = shutil.copytree(interrupted_study[0], tmp_path / "work", symlinks=True)
+    study = where / "results" / "test"
+    files = lambda: sorted(p.relative_to(study).as_posix() for p in study.rglob("*") if p.is_file())  # noqa: E731
+    written, summary, commands = files(), (study / "summary.csv").read_text(), _study_commands(tmp_path)
+    run_here = {c for m, c in _module_commands() if m == "analysis"} - NOT_ON_A_STUDY
+    assert {c[0] for c in commands} == run_here, f"documented, not run on a study here: {run_here}"
+    for words in commands + OTHER_SETTINGS:
+        proc = subprocess.run([sys.executable, "-m", "analysis", *words], cwd=where, capture_output=True, text=True)
+        refused = words in OTHER_SETTINGS  # else as documented: exit 0
+        assert proc.returncode == 2 * refused and (not refused or proc.stderr.count("\n") == 1 and words[2] in
+                                                   proc.stderr), (words, proc.stderr[-2000:])
+    snakemake("--cores", "2", "--configfile", str(ROOT / "config/test.yaml"), "--directory", str(where))
+    assert files() == written and not list(study.rglob("*.lock"))  # no figure, table or lock nobody asked for
+    assert (study / "summary.csv").read_text() == summary  # the study's target and numbers
+    assert re.search(r"to target: [\d.]+% \(0.95 x best all-reduce\)", (study / "report.md").read_text())
 
 
 if __name__ == "__main__":  # the child process of the test above

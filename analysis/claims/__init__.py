@@ -7,8 +7,8 @@ decide, the verdict is ``inconclusive``. A diverged seed counts: as a failure wh
 trains. Each verdict says which metric it read: the mean of the local models over all n workers where
 every run scored them all, else the averaged model.
 
-``python -m analysis claims DIR``: the table on stdout and in ``DIR/claims.csv``; the report has it as a
-section, and ``regress`` counts a claim that held in the baseline and fails now as a regression.
+``python -m analysis claims DIR``: the table on stdout and in ``DIR/claims.csv`` (the report writes it too); the
+report has it as a section, and ``regress`` counts a claim that held in the baseline and fails now as a regression.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pandas as pd
 from analysis.claims.base import (CLAIMS, FAILS, HOLDS, INCOMPLETE, INCONCLUSIVE, LEGACY_VERDICTS, MIN_SEEDS,
                                   VERDICTS, Claim, Verdict)
 from analysis.errors import DamagedFile
+from analysis.files import write_atomically
 from analysis.claims.evidence import Evidence
 from analysis.consensus import read_trace
 from analysis.claims import table1, gossip, scaling, bits, topology  # noqa: F401  (each registers its claims)
@@ -58,6 +59,11 @@ def check_claims(summary: pd.DataFrame | None, traces: pd.DataFrame | None = Non
                      "verdict": v.verdict, "reads": v.reads, "missing": " | ".join(v.missing),
                      "asserts": c.asserts, "reason": reason})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def write_claims(run_dir: Path, table: pd.DataFrame) -> Path:
+    """DIR/claims.csv, written by the report (the pipeline's) and by ``python -m analysis claims``."""
+    return write_atomically(Path(run_dir) / "claims.csv", lambda tmp: table.to_csv(tmp, index=False))
 
 
 def claims_markdown(table: pd.DataFrame, min_seeds: int = MIN_SEEDS) -> str:

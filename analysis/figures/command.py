@@ -1,17 +1,17 @@
-"""``python -m analysis figures DIR [--only NAME ... | --all]``: draws the study's figures (those its
+"""``python -m analysis figures DIR [--only NAME ... | --all --out FOLDER]``: draws the study's figures (those its
 DIR/figures/index.json already holds: the pipeline's; every figure the runs support where there is none yet, or
-with ``--all``) and merges their captions into the index; a figure named with ``--only`` that cannot be drawn is
-an error (exit status 1, the reason on stderr). Bad input is one line, exit status 2."""
+with ``--all`` into another folder, ``--out``, since the study's report shows every figure of its index) and merges
+their captions into the index; a figure named with ``--only`` that cannot be drawn is an error (exit status 1, the
+reason on stderr). Bad input is one line, exit status 2."""
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 from analysis.argparsing import Parser
 from analysis.errors import UsageError
 from analysis.figures.base import catalog
-from analysis.figures.index import open_index_lock, read_index, update_index
+from analysis.figures.index import check_index_lock, read_index, update_index
 from analysis.summary import load_tables
 
 
@@ -21,6 +21,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("dir", type=Path, help="a study's results directory (runs/, summary.csv, consensus/)")
     p.add_argument("--only", nargs="+", choices=names, metavar="NAME", help=f"draw only these: {', '.join(names)}")
     p.add_argument("--all", action="store_true", help="every figure the runs support, not only the study's")
+    p.add_argument("--out", type=Path, help="draw into this folder, not DIR/figures (for figures the study's "
+                   "report is not to show)")
     try:
         args = p.parse_args(argv)
     except UsageError as err:  # one line, not argparse's usage and the error
@@ -29,18 +31,18 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
-    fig_dir = args.dir / "figures"
-    # refused before any figure is drawn: a link where the lock should be, a damaged index (merged into, not lost)
-    lock = open_index_lock(fig_dir)
-    try:
-        studys = [name for name in read_index(fig_dir) if name in catalog()]
-        status = _draw(args, fig_dir, lock, None if args.all or args.only else studys or None)
-    finally:
-        os.close(lock)  # releases the lock
-    return status
+    fig_dir = args.out or args.dir / "figures"
+    # refused before any figure is drawn: a link where the lock goes, a damaged index (merged into, not lost)
+    check_index_lock(fig_dir)
+    studys = [name for name in read_index(fig_dir) if name in catalog()]
+    if args.all and studys and fig_dir.resolve() == (args.dir / "figures").resolve():
+        raise UsageError(f"--all would add figures to the study's own ({', '.join(studys)}: {fig_dir / 'index.json'}"
+                         "), which its report shows; give --out DIR to draw them there")
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    return _draw(args, fig_dir, None if args.all or args.only else studys or None)
 
 
-def _draw(args, fig_dir: Path, lock: int, studys: list[str] | None) -> int:
+def _draw(args, fig_dir: Path, studys: list[str] | None) -> int:
     """Draw --only's figures, else the study's (``studys``: the index's, when it has some), else every one: a
     figure nobody asked for would reach the next report."""
     points, summary, note = load_tables(args.dir)
@@ -60,7 +62,7 @@ def _draw(args, fig_dir: Path, lock: int, studys: list[str] | None) -> int:
         paths, drawn[name] = result
         for path in paths:
             print(f"wrote {path}")
-    print(f"wrote {update_index(fig_dir, lock, drawn, set(wanted))}")
+    print(f"wrote {update_index(fig_dir, drawn, set(wanted))}")
     if args.only and missed:  # asked for by name (a pipeline job): not drawing it is the job's failure, said here
         for line in missed:
             print(f"error: figure {line}", file=sys.stderr)

@@ -4,6 +4,7 @@ report (analysis/report.py, and report_html.report_caption for `snakemake --repo
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from analysis.errors import UsageError
@@ -40,25 +41,53 @@ def read_index(fig_dir: Path) -> dict[str, str]:
     raise UsageError(f"{path} is damaged: {why}; remove it and run `python -m analysis figures` again")
 
 
-def open_index_lock(fig_dir: Path) -> int:
-    """The lock of index.json (figures/.index.lock), opened not through a link: a link or a foreign
-    file there is one line (UsageError) and its target is left as it was."""
-    fig_dir.mkdir(parents=True, exist_ok=True)
+LOCK = ".index.lock"
+
+
+def check_index_lock(fig_dir: Path) -> None:
+    """Refuse, before any figure is drawn, a link or a foreign file where index.json's lock goes (UsageError, one
+    line); its target is left as it was. Nothing is created: the lock exists only while the index is merged."""
+    path = fig_dir / LOCK
+    if os.path.lexists(path):
+        os.close(_open_lock(path))
+
+
+def _open_lock(path: Path) -> int:
     try:
-        return open_lock(fig_dir / ".index.lock")
+        return open_lock(path)
     except ValueError as err:
         raise UsageError(str(err)) from None
 
 
-def update_index(fig_dir: Path, lock: int, drawn: dict[str, str], attempted: set[str]) -> Path:
-    """Merge this call's captions into index.json, keeping figures not attempted now. The pipeline
-    draws one figure per job, in parallel, so the read-merge-write holds ``lock`` (open_index_lock)."""
+def _take_lock(fig_dir: Path) -> int:
+    """figures/.index.lock opened and held. Its holder removes it when done (a study's folder keeps no lock), so a
+    waiter that then holds a file no longer there opens the new one instead."""
     import fcntl
 
+    path = fig_dir / LOCK
+    while True:
+        fd = _open_lock(path)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            if os.stat(path, follow_symlinks=False).st_ino == os.fstat(fd).st_ino:
+                return fd
+        except FileNotFoundError:
+            pass
+        os.close(fd)
+
+
+def update_index(fig_dir: Path, drawn: dict[str, str], attempted: set[str]) -> Path:
+    """Merge this call's captions into index.json, keeping figures not attempted now. The pipeline
+    draws one figure per job, in parallel, so the read-merge-write holds the index's lock."""
     path = fig_dir / "index.json"
-    fcntl.flock(lock, fcntl.LOCK_EX)
-    index = {k: v for k, v in read_index(fig_dir).items()
-             if k not in attempted and (fig_dir / f"{k}.png").is_file()}
-    index.update(drawn)
-    write_text_atomically(path, json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    lock = _take_lock(fig_dir)
+    try:
+        index = {k: v for k, v in read_index(fig_dir).items()
+                 if k not in attempted and (fig_dir / f"{k}.png").is_file()}
+        index.update(drawn)
+        write_text_atomically(path, json.dumps(dict(sorted(index.items())), indent=2, ensure_ascii=False) + "\n")
+    finally:
+        (fig_dir / LOCK).unlink()  # still held: no other process can be inside
+        os.close(lock)
     return path
