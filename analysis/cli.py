@@ -1,5 +1,5 @@
 """Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune|
-history``.
+history|browse``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, stu
 
 # sub-commands with their own parser and main(argv)
 DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
-             "history": "analysis.history"}
+             "history": "analysis.history", "browse": "analysis.browse.cli"}
 
 
 def _number(kind, low=None):
