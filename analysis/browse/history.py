@@ -11,6 +11,7 @@ import re
 import statistics
 from pathlib import Path
 
+import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.browse import page
@@ -102,7 +103,8 @@ def _rows(items: list[dict], info: dict) -> list[tuple[dict, list[str]]]:
             before = values[i - 1] if i else None
             now = values[i]
             change = (f"{(now - before) / abs(before):+.1%}" if now is not None and before else "–")
-            mark = f"redefined ({item['versions'][i - 1]} -> {item['versions'][i]})" if point in item["redefined"] else ""
+            mark = (f"redefined ({item['versions'][i - 1]} -> {item['versions'][i]})"
+                    if point in item["redefined"] else "")
             rows.append(({**{k: item[k] for k, _ in DIMENSIONS}, "commit": point},
                          [item["quantity"], item["kind"], item["unit"], "–" if now is None else f"{now:.4g}",
                           info[item["points"][i - 1]]["describe"] if i else "–", change, mark]))
@@ -114,22 +116,20 @@ def build(root: Path) -> tuple[str, int]:
     if not records:
         raise UsageError(f"no usable bench track records (<machine>/<commit>/<time>.json) under {root}")
     table = split_by_settings(observations(records))
-    every = [record_row(r) for r in records]
-    import pandas as pd
-    every = pd.DataFrame(every)
+    every = pd.DataFrame([record_row(r) for r in records])
     ordered, _ = order_points(every, "graph", None)
     points = [p for p in ordered if p in set(table["point"])]
     first = every.groupby("point").first()
     info = {p: {"describe": str(first.loc[p, "describe"]), "subject": str(first.loc[p, "subject"]),
                 "date": str(first.loc[p, "commit_date"])} for p in points}
     items = _series(table, points)
-    dimensions = [{"key": k, "label": label, "values": page.sort_values(i[k] for i in items)} for k, label in DIMENSIONS]
+    dimensions = [{"key": k, "label": label, "values": page.sort_values(i[k] for i in items)}
+                  for k, label in DIMENSIONS]
     colour = {item["quantity"]: page.PALETTE[j % len(page.PALETTE)] for j, item in enumerate(items)}
     newest = points[-1]
     commits = {p: f"{info[p]['describe']} — {info[p]['subject'][:60]}" for p in reversed(points)}
     controls = (page.select("y-axis", "y axis", Y_AXES, "relative") + page.filters(dimensions)
-                + "<br>" + page.select("commit", "commit (or click a point)", commits, newest)
-                .replace('<select id="commit"', '<select id="commit" data-row-key="commit"'))
+                + "<br>" + page.select("commit", "commit (or click a point)", commits, newest, rows=True))
     marked = sum(len(i["redefined"]) for i in items)
     intro = (f"<p>{len(items)} quantities over {len(points)} commits ({html.escape(info[points[0]]['describe'])} .. "
              f"{html.escape(info[newest]['describe'])}): the median of each commit's repeats or seeds. "

@@ -113,10 +113,12 @@ def filters(dimensions: list[dict]) -> str:
     return f'<div class="filters">{"".join(boxes)}</div>{same}'
 
 
-def select(key: str, label: str, options: dict[str, str], chosen: str) -> str:
+def select(key: str, label: str, options: dict[str, str], chosen: str, rows: bool = False) -> str:
+    """A drop-down; ``rows``: it also keeps only the table rows whose item has the chosen value at ``key``."""
     items = "".join(f'<option value="{html.escape(k)}"{" selected" if k == chosen else ""}>{html.escape(v)}</option>'
                     for k, v in options.items())
-    return (f'<label>{html.escape(label)} <select id="{html.escape(key)}" class="browser-control">{items}'
+    marked = f' data-row-key="{html.escape(key)}"' if rows else ""
+    return (f'<label>{html.escape(label)} <select id="{html.escape(key)}" class="browser-control"{marked}>{items}'
             f'</select></label>')
 
 
