@@ -45,7 +45,8 @@ function rowPasses(item, keep) {  // a table row also matches each select that n
     s => String(item[s.dataset.rowKey]) === s.value); }
 function fromLink() {
   for (const part of decodeURIComponent(location.hash.slice(1)).split('&').filter(p => p.includes('='))) {
-    const [key, values] = part.split('='), wanted = new Set(values.split(','));
+    const [key, values] = part.split('='), wanted = new Set(values.split(',')), choice = document.getElementById(key);
+    if (choice && choice.tagName === 'SELECT') choice.value = values;  // #x-axis=Mbit&group-by=topology
     document.querySelectorAll(`input[data-dim="${key}"]`).forEach(e => { e.checked = wanted.has(e.value); });
   }
 }

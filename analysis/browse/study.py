@@ -211,8 +211,9 @@ def build(root: Path) -> tuple[str, int]:
     title = f"Results browser: {studies[0].name if len(studies) == 1 else ', '.join(p.name for p in studies)}"
     intro = (f"<p>{len(items)} runs of {len(studies)} stud{'y' if len(studies) == 1 else 'ies'}, one line each "
              "(the averaged model's test accuracy and loss; the consensus distance between the workers' models). "
-             "Untick a value to hide its runs and cells; a link may carry a filter: "
-             "<code>#method=A,B&amp;topology=ring</code>. Click a legend entry to hide a group.</p>")
+             "Untick a value to hide its runs and cells; a link may carry filters and choices: "
+             "<code>#method=A,B&amp;topology=ring&amp;x-axis=Mbit&amp;group-by=n</code>. Click a legend entry to "
+             "hide a group.</p>")
     cells_html = (f"<h2>Cells</h2><p class=\"note\">{html.escape(INTERVAL)}.</p>"
                   + page.table(TABLE_COLUMNS, rows))
     data = {"noun": "runs", "dimensions": dimensions, "colours": colour, "items": items}
