@@ -1,6 +1,6 @@
 """The HTML reports as a reader meets them: the test study end to end, then `snakemake --report`, the
-study's report.html and its results browser (browser.html) opened in a real headless browser (Chromium from Debian's packages). Screenshots go to
-results/test-artifacts/ (ignored by git) for a person to look at."""
+study's report.html and its results browser (browser.html) opened in a real headless browser (Chromium from
+Debian's packages). Screenshots go to results/test-artifacts/ (ignored by git) for a person to look at."""
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,12 +29,11 @@ def study(interrupted_study):
     return interrupted_study[0]
 
 
-def _screenshot(page: Path, name: str, size: str) -> Path:
+def _screenshot(page: Path, name: str, size: str) -> None:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / name
     headless(f"--window-size={size}", f"--screenshot={shot}", page.as_uri())
     assert shot.is_file() and shot.stat().st_size > 10_000, f"no screenshot of {page}"
-    return shot
 
 
 @needs_browser
@@ -45,8 +44,7 @@ def _screenshot(page: Path, name: str, size: str) -> Path:
     ("snakemake-report.html", ["0. Tables and verdicts", "1. Does compressed gossip reach consensus?",
                                "2. How fast does each method learn"], 0, "snakemake-report.png", "1400,1000"),
 ])
-def test_the_reports_show_their_tables_verdicts_and_figures_grouped_by_question(study, page, shows, figures, shot,
-                                                                                  size):
+def test_the_reports_show_tables_verdicts_and_figures_by_question(study, page, shows, figures, shot, size):
     dom = headless("--dump-dom", (study / page).as_uri()).stdout  # after its scripts ran: what a reader sees
     assert [s for s in shows if s not in dom] == [] and dom.count("data:image/png;base64,") >= figures
     _screenshot(study / page, shot, size)
@@ -56,8 +54,7 @@ def test_the_reports_show_their_tables_verdicts_and_figures_grouped_by_question(
 def test_the_results_browser_draws_every_run_and_redraws_for_a_filter(study):
     """A link may carry a filter (#method=...): it ticks the filter's boxes as a reader would, then redraws."""
     page = study / "results" / "test" / "browser.html"
-    items = page_data(page)["items"]
-    shown = [len(items), len([i for i in items if i["method"] == "all-reduce"])]
+    shown = [len(items := page_data(page)["items"]), sum(i["method"] == "all-reduce" for i in items)]
     drawn = [headless("--dump-dom", page.as_uri() + tail).stdout.count('class="trace scatter') for tail in
              ("", "#method=all-reduce")]
     assert drawn == [3 * n for n in shown] and 0 < shown[1] < shown[0]  # three panels: three traces a run

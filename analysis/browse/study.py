@@ -96,10 +96,12 @@ def _method(row, methods: dict) -> str:
     return methods.get(row["run_id"]) or labels.method_label(row["algorithm"], str(row["compressor"]))
 
 
-def _curve(points: pd.DataFrame, column: str, scale: float = 1.0) -> list:
+def _curve(points: pd.DataFrame, column: str, scale: float = 1.0, log: bool = False) -> list:
+    """The column's values, None where not finite (or not positive, for a log axis: a gap, not a plunge)."""
     if column not in points:
         return [None] * len(points)
-    return [float(v) * scale if v is not None and math.isfinite(float(v)) else None for v in points[column]]
+    return [float(v) * scale if v is not None and math.isfinite(float(v)) and (float(v) > 0 or not log) else None
+            for v in points[column]]
 
 
 def items_of(study: str, summary: pd.DataFrame, points: pd.DataFrame) -> list[dict]:
@@ -117,7 +119,7 @@ def items_of(study: str, summary: pd.DataFrame, points: pd.DataFrame) -> list[di
                       "final_test_acc": page.clean(row["final_test_acc"]), "tta_status": page.clean(row["tta_status"]),
                       "curves": {"epoch": _curve(mine, "epoch"), "Mbit": _curve(mine, "bits_per_worker", 1e-6),
                                  "time_s": _curve(mine, "time_s"),
-                                 **{c: _curve(mine, c, s) for c, _, s, _ in PANELS}}})
+                                 **{c: _curve(mine, c, s, log) for c, _, s, log in PANELS}}})
     return items
 
 
@@ -156,10 +158,10 @@ def figure(items: list[dict], colour: dict) -> go.Figure:
     return fig
 
 
-def _interval(row, name: str, scale: float = 1.0, digits: int = 3) -> str:
+def _interval(row, name: str, scale: float = 1.0, spec: str = ".3g") -> str:
     def one(v):
         v = float(v)
-        return "–" if math.isnan(v) else "not reached" if math.isinf(v) else f"{v * scale:.{digits}g}"
+        return "–" if math.isnan(v) else "not reached" if math.isinf(v) else f"{v * scale + 0.0:{spec}}"
     median, low, high = (row.get(f"{name}_{part}", math.nan) for part in ("median", "ci_low", "ci_high"))
     if one(low) == one(median) == one(high):
         return one(median)
@@ -181,8 +183,8 @@ def table_rows(study: str, cells: pd.DataFrame, items: list[dict]) -> list[tuple
         if dims is None:  # a cell without a run in the summary: nothing to filter it by
             continue
         rows.append((dims, [study, dims["method"], dims["topology"], dims["n"], dims["partition"], dims["network"],
-                            dims["faults"], row["n_seeds"], _interval(row, "final_acc", 100.0),
-                            _interval(row, "final_gap", 100.0, 2), _interval(row, "epochs_to_target"),
+                            dims["faults"], row["n_seeds"], _interval(row, "final_acc", 100.0, ".1f"),
+                            _interval(row, "final_gap", 100.0, ".1f"), _interval(row, "epochs_to_target"),
                             _interval(row, "bits_to_target", 1e-6), _interval(row, "time_to_target_s"),
                             f"{row.get('n_reached', 0)} / {row.get('n_censored', 0)} / {row.get('n_diverged', 0)}"]))
     return rows
