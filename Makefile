@@ -10,7 +10,7 @@ CORES  ?= 2
 # so that a module-scoped fixture (a launch of ranks, a study end to end) is built once, not once per process
 TEST_WORKERS ?= auto
 
-.PHONY: reproduce test test-fast track track-check setup clean-results peers perf-peers
+.PHONY: reproduce test test-fast track track-check track-refresh setup clean-results peers perf-peers
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -61,11 +61,21 @@ track: $(VENV)/.installed ; $(PY) -m bench track $(TRACK_ARGS)
 TRACK_TOL ?= 0.6
 TRACK_COMPARE = $(PY) -m analysis history results/history --kinds ratio --tol ratio=$(TRACK_TOL) \
 	  --clean-only --expect HEAD --no-figures --out results/history-check
+# The committed history is kept current: track-check first refuses (exit 1, one line) one whose newest committed
+# record is more than TRACK_MAX_BEHIND first-parent commits behind HEAD, since a record compared across that
+# many changes reads redefinitions and drift as regressions. track-refresh records HEAD (a clean tree only) into
+# results/history, for a commit of it.
+TRACK_MAX_BEHIND ?= 25
 track-check: $(VENV)/.installed
+	@$(PY) -m bench.track.freshness --max-behind $(TRACK_MAX_BEHIND)
 	$(PY) -m bench track --settle 120
 	$(TRACK_COMPARE) --confirm 1 || { status=$$?; test $$status -eq 1 || exit $$status; \
 	  echo "track-check: measuring this commit's perf figures again to confirm the regression"; \
 	  $(PY) -m bench track --parts perf --settle 120 && $(TRACK_COMPARE); }
+track-refresh: $(VENV)/.installed
+	@$(PY) -m bench.track.freshness --clean
+	$(PY) -m bench track --settle 120
+	@echo "track-refresh: now commit the record: git add results/history && git commit -m 'history: HEAD recorded'"
 
 # everything the studies wrote (results/<study>/, logs/, Snakemake's state); the committed baselines and
 # tracking history stay

@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.argparsing import Parser
+from analysis.busy import busy_note
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces
 from analysis.errors import DamagedFile, UsageError
 from analysis.files import read_regular, write_atomically, write_text_atomically
@@ -24,6 +25,12 @@ from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, stu
 # sub-commands with their own parser and main(argv)
 DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
              "history": "analysis.history", "browse": "analysis.browse.cli"}
+# their lines in `python -m analysis --help` (each has its own --help for the options)
+DELEGATED_HELP = {"figures": "draw the study's figures: DIR/figures/*.png, *.pdf and index.json",
+                  "report": "write DIR/report.md and report.html: tables, the paper's claims, figures",
+                  "tune": "hyper-parameters from a study's tuning trials: select, rank, or tabulate them",
+                  "history": "the suite's speed and results over its commits, from bench track's records",
+                  "browse": "DIR/browser.html: one offline page to filter, group and overlay the runs (or a history)"}
 
 
 def _number(kind, low=None):
@@ -94,6 +101,9 @@ def cmd_summarize(args) -> int:
             else "as given per task" if isinstance(targets["target_acc"], dict) else f"{targets['target_acc']:g}")
     print(f"{len(table)} runs in {len(cells)} cells -> {out / 'summary.csv'}, {out / 'cells.csv'}; "
           f"{len(tidy)} evaluation points -> {out / 'points.parquet'}; target {rule} ({source})")
+    busy = busy_note(table)
+    if busy:
+        _NOTES.append(f"analysis: warning: {busy}")
     return 0
 
 
@@ -209,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "mean of 3 runs; at least 2)")
     p.set_defaults(run=cmd_claims)
     for name in DELEGATED:
-        sub.add_parser(name, help=f"see python -m analysis {name} --help")
+        sub.add_parser(name, help=DELEGATED_HELP[name])
     return parser
 
 

@@ -23,3 +23,23 @@ def lab(colour) -> tuple[float, float, float]:
 def colour_difference(a, b) -> float:
     """CIE76 ΔE of two colours, their distance in L*a*b*: about 2 is just noticeable."""
     return math.dist(lab(a), lab(b))
+
+
+# The colour of each method the suite's studies run ("algorithm/compressor" as a study's `method:` writes it), the
+# same in every figure of every study whatever else it holds. Chosen once, in this order, each the farthest (CIE76)
+# from those before (every two at least 21 apart, Table 1's Choco-SGD row and the methods study's 15 methods 25):
+# append a new study's methods at the end, never reorder (tests/test_figure_looks.py checks both).
+EXACT_LOOKS = {"allreduce/none": ("#000000", "-"), "dpsgd/none": ("#7f7f7f", "--"), "adpsgd/none": ("#4d4d4d", "-.")}
+METHOD_COLOURS = {
+    "choco/sign": "#0173b2", "choco/top:0.01": "#de8f05", "deepsqueeze/sign": "#029e73", "powergossip/none": "#d55e00",
+    "beer/sign": "#cc78bc", "cedas/qsgd:16": "#ca9161", "lead/qsgd:16": "#56b4e9", "choco+adagossip/sign": "#882255",
+    "ef/sign": "#cc6677", "dgc/top:0.01": "#999933", "powersgd/none": "#ee3377", "docom/sign": "#ece133",
+    "motef/sign": "#6000ff", "dcd/qsgd:8": "#00cc00", "ecd/qsgd:8": "#ff00df", "choco/qsgd:4": "#4040bf",
+    "choco/qsgd:16": "#ff0020", "choco/qsgd:8": "#138613", "choco/qsgd:2": "#990099", "choco/rand:0.5": "#863e13",
+    "choco/rand:0.1": "#668cff", "choco/rand:0.01": "#c666ff", "choco/top:0.5": "#b3192d", "choco/top:0.1": "#00cccc",
+    "dcd/qsgd:16": "#ff66d9", "dcd/qsgd:4": "#00cc66", "dcd/qsgd:2": "#ff7966", "dcd/rand:0.5": "#8000cc",
+    "dcd/rand:0.1": "#736026", "dcd/rand:0.01": "#267369", "dcd/top:0.5": "#334cff", "dcd/top:0.1": "#79b319",
+    "dcd/top:0.01": "#4d7326", "dcd/sign": "#9966cc", "ecd/qsgd:16": "#ff009f", "ecd/qsgd:4": "#df00ff",
+    "ecd/qsgd:2": "#8c96d9", "ecd/rand:0.5": "#1953b3", "ecd/rand:0.1": "#997300", "ecd/rand:0.01": "#338099",
+    "ecd/top:0.5": "#ff334d", "ecd/top:0.1": "#b31979", "ecd/top:0.01": "#009fff", "ecd/sign": "#66cc80",
+}

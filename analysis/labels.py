@@ -11,22 +11,21 @@ operator declares them and run.json's ``"compressor"`` object carries them (``la
 shown as bench's five operators were then (``_BEFORE``), so old results look as they always did.
 
 A method is an (algorithm, compressor) pair. Its colour and marker come from ``style``: the marker is
-the compressor's; the colour is a shade of the algorithm's hue where it has few compressors, else one
-of a qualitative palette, each far from every other method's (CIE ΔE) and from the exact methods'
-black and greys. They are assigned in a fixed order over every method learned from the loaded runs,
-so one method looks the same in every figure of a study.
+the compressor's; the colour is the method's own (analysis/colours.py: one for each method the suite's studies run,
+the same in every figure of every study), or, for a method the suite does not declare (one's own), the first of a
+qualitative palette far (CIE ΔE) from the colours of the study's other methods and from the exact methods'
+black and greys. Legends list all-reduce, D-PSGD, then the compressed methods by algorithm and compressor.
 """
 from __future__ import annotations
 
 import colorsys
 import functools
 import math
-from collections import Counter
 
 import pandas as pd
-from matplotlib.colors import to_hex, to_rgb
+from matplotlib.colors import to_hex
 
-from analysis.colours import colour_difference, lab as _lab  # noqa: F401 (colour_difference: part of the API)
+from analysis.colours import EXACT_LOOKS, METHOD_COLOURS, colour_difference, lab as _lab  # noqa: F401 (API)
 
 # name -> {"label": str, "compresses": bool, "own_compression": bool}, from the runs' own descriptions
 _ALGORITHMS: dict[str, dict] = {}
@@ -36,15 +35,12 @@ _METHODS: dict[str, tuple[str, str]] = {}
 # order ([rank, size]) and marker (absent: no fixed marker)
 _COMPRESSORS: dict[str, dict] = {}
 
-# hues of the compressing algorithms (colour-blind safe, after seaborn's "colorblind"), in learned order
-_HUES = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#ece133", "#fbafe4"]
-# the colours of an algorithm with many compressors, in order of preference: the hues above, then more
-# qualitative ones (after Paul Tol's muted and vibrant schemes), the palest (faint on white) last
-_PALETTE = _HUES[:7] + ["#882255", "#117733", "#cc6677", "#44aa99", "#999933", "#aa4499", "#ee3377", "#cc3311",
-                        "#009988", "#ee7733", "#ece133", "#fbafe4", "#ddcc77", "#88ccee"]
+# the colours of a method the suite does not declare, in order of preference (after seaborn's "colorblind" and
+# Paul Tol's muted and vibrant schemes), the palest (faint on white) last
+_PALETTE = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#882255", "#117733",
+            "#cc6677", "#44aa99", "#999933", "#aa4499", "#ee3377", "#cc3311", "#009988", "#ee7733", "#ece133",
+            "#fbafe4", "#ddcc77", "#88ccee"]
 _EXACT_COLOURS = ["#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0"]  # methods that send exact models
-_EXACT_DASHES = ["-", "--", "-.", ":"]
-SHADES = 2  # an algorithm with up to this many compressors has shades of its hue (three would not be DISTINCT)
 DISTINCT = 25.0  # CIE76 ΔE at which two colours read as two at a glance, lines and markers alike
 # how runs recorded before bench described its compressors show them, by family (the part of a spec before
 # ':'): the marker and legend rank bench's operators declare now, so old and new runs look alike
@@ -195,7 +191,10 @@ def method_sort_key(label: str) -> tuple:
     each group by algorithm label and then in the paper's compressor order."""
     algorithm, compressor = _METHODS.get(label, (label.split(" (")[0], "none"))
     exact_method = exact(algorithm, compressor) if label in _METHODS else " (" not in label
-    return (0 if exact_method else 1, algorithm_label(algorithm).lower(), compressor_order(compressor), label)
+    declared = list(EXACT_LOOKS).index(f"{algorithm}/{compressor}") if f"{algorithm}/{compressor}" in EXACT_LOOKS \
+        else len(EXACT_LOOKS)  # all-reduce, D-PSGD, A-DPSGD, then other exact ones by name
+    return (0 if exact_method else 1, declared, algorithm_label(algorithm).lower(), compressor_order(compressor),
+            label)
 
 
 def with_methods(df: pd.DataFrame) -> pd.DataFrame:
@@ -240,17 +239,6 @@ def _room(colour: str, taken: list[str]) -> float:
     return min((colour_difference(colour, t) for t in taken), default=math.inf)
 
 
-def _candidates(hue: str, shaded: bool, taken: list[str]) -> list[str]:
-    """The colours a compressed method may take, in order of preference: its algorithm's hue, then its
-    shades (a shaded algorithm; the farthest from those taken first), or else the qualitative palette."""
-    if not shaded:
-        return [hue] + _PALETTE
-    h, lightness, s = colorsys.rgb_to_hls(*to_rgb(hue))
-    shades = _usable(to_hex(colorsys.hls_to_rgb(h, min(1.0, max(0.0, lightness + step)), s))
-                     for step in (-0.3, -0.2, -0.1, 0.1, 0.2, 0.3))
-    return [hue] + sorted(shades, key=lambda c: -_room(c, taken))
-
-
 def _pick(preferred: list[str], taken: list[str]) -> str:
     """The first of ``preferred`` DISTINCT from every colour ``taken``; failing that, of ``preferred``
     and _FALLBACK, the one farthest from its nearest taken colour."""
@@ -258,27 +246,37 @@ def _pick(preferred: list[str], taken: list[str]) -> str:
             or max(preferred + _FALLBACK, key=lambda c: _room(c, taken)))
 
 
+def _declared(algorithm: str, compressor: str, exact_method: bool) -> tuple[str, object] | None:
+    """(colour, line style) the suite declares for the method (colours.py), or None."""
+    key = f"{algorithm}/{compressor}"
+    if exact_method:
+        return EXACT_LOOKS.get(key)
+    return (METHOD_COLOURS[key], "-") if key in METHOD_COLOURS else None
+
+
 @functools.lru_cache(maxsize=64)
 def _looks(study: tuple, extra: tuple = ()) -> dict:
     """label -> look of every method of ``study`` ((label, algorithm, compressor, exact), in legend
-    order), then of ``extra`` (another experiment's, after the study's: those stay as they are). Exact
-    methods: black and greys, each with its dashes. Compressed ones take colours in turn, the shaded
-    algorithms' first (they need their hue), each DISTINCT from the greys and every colour taken before."""
+    order), then of ``extra`` (another experiment's, after the study's). A method the suite declares has its
+    own colour whatever else is drawn; any other takes, in turn, a colour DISTINCT from the greys and every
+    colour taken before (exact ones: the palest grey, dotted)."""
     entries = study + extra
-    exact_ones = list(dict.fromkeys(a for _, a, _, e in entries if e))
-    compressing = list(dict.fromkeys(a for _, a, _, e in entries if not e))
     families = [_family(c) for _, _, c, _ in entries if _fixed_marker(c) is None]
     others = sorted(set(families[:len(study)])) + list(dict.fromkeys(families[len(study):]))
-    sizes = Counter(a for _, a, _, e in study if not e)
-    sizes.update(a for _, a, _, e in extra if not e and a not in sizes)
-    looks = {label: {"color": _EXACT_COLOURS[exact_ones.index(a) % len(_EXACT_COLOURS)], "marker": "o",
-                     "linestyle": _EXACT_DASHES[exact_ones.index(a) % len(_EXACT_DASHES)]}
-             for label, a, _, e in entries if e}
-    shaded = [m for m in study if not m[3] and sizes[m[1]] <= SHADES]
-    taken = list(_EXACT_COLOURS)
-    for label, algorithm, compressor, _ in shaded + [m for m in entries if not m[3] and m not in shaded]:
-        hue = _HUES[compressing.index(algorithm) % len(_HUES)]
-        taken.append(_pick(_candidates(hue, sizes[algorithm] <= SHADES, taken), taken))
+    looks = {}
+    for label, algorithm, compressor, exact_method in entries:
+        declared = _declared(algorithm, compressor, exact_method)
+        if declared:
+            looks[label] = {"color": declared[0], "marker": "o" if exact_method else _marker(compressor, others),
+                            "linestyle": declared[1]}
+    taken = _EXACT_COLOURS + [look["color"] for look in looks.values()]
+    for label, algorithm, compressor, exact_method in entries:
+        if label in looks:
+            continue
+        if exact_method:
+            looks[label] = {"color": _EXACT_COLOURS[-1], "marker": "o", "linestyle": ":"}
+            continue
+        taken.append(_pick(_PALETTE, taken))
         looks[label] = {"color": taken[-1], "marker": _marker(compressor, others), "linestyle": "-"}
     return looks
 
@@ -288,9 +286,8 @@ def _study() -> tuple:
 
 
 def style(label: str) -> dict:
-    """``color``, ``marker`` and ``linestyle`` of a method label, the same in every figure of a study
-    (they depend only on the methods learned): black or a grey, with dashes, for an exact method; else
-    the compressor's marker and a colour apart from every other method's (_looks)."""
+    """``color``, ``marker`` and ``linestyle`` of a method label: black or a grey, with dashes, for an exact
+    method; else the compressor's marker and the method's own colour (_looks), the same in every figure."""
     return dict(_looks(_study()).get(label, {"color": "#333333", "marker": "o", "linestyle": "-"}))
 
 

@@ -38,7 +38,7 @@ RUN_COLUMNS = ["run_id", "path", "status", "task", "algorithm", "compressor", "t
                "last_epoch", "final_test_acc", "best_test_acc", "final_test_loss",
                "final_local_acc", "final_local_acc_std", "final_local_acc_min",
                "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "max_bits_per_step", "bits_count",
-               *FAULT_COLUMNS, "dropped_share"]
+               *FAULT_COLUMNS, "dropped_share", "compute_measured", "others_cpu_share"]
 
 
 @dataclass
@@ -217,6 +217,10 @@ def _run_row(path: Path, record: dict, metrics: pd.DataFrame) -> dict:
         # runs recorded before the per-link count counted a gossip message once whatever the degree
         "bits_count": record.get("bits_count", "message"),
         **fault_columns(record.get("faults")), "dropped_share": _dropped_share(metrics),
+        # how busy the machine was while the run measured its compute time (analysis/busy.py): NaN where the run
+        # did not record it (before run.json's "timing") or its compute time was modelled
+        "compute_measured": cfg.get("compute_time", "measured") == "measured",
+        "others_cpu_share": _num((record.get("timing") or {}).get("others_cpu_share")),
     }
 
 

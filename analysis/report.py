@@ -3,6 +3,7 @@ table, epoch gaps, spectral-gap fits, consensus distance against the gap to cent
 non-i.i.d. comparison, and every figure of DIR/figures/index.json."""
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -12,6 +13,7 @@ import pandas as pd
 
 from analysis.argparsing import Parser
 from analysis.display import as_percent
+from analysis.busy import report_note as busy_report_note
 from analysis.errors import UsageError
 from analysis.figures.index import read_index
 from analysis.files import write_text_atomically
@@ -22,6 +24,7 @@ from analysis.lag import write_tables as write_lag_tables
 from analysis.load import load_runs
 from analysis.noniid import noniid_section
 from analysis.noniid import write_table as write_noniid_table
+from analysis.report_head import RANKING, compared, purpose, ranking, what_was_run
 from analysis.report_html import inside, md_code, md_text, warn
 from analysis.selection import REFERENCE, usable
 from analysis.speedup import speedup_section, write_speedup_csv
@@ -30,41 +33,6 @@ from analysis.tuning import tuning_markdown
 from analysis.tables import (AVERAGED, LOCAL, cell_table_markdown, has_local, table1_algorithms,
                              table1_latex, table1_markdown)
 
-
-
-# what a time-to-accuracy crossing is read on, in words
-TTA_METRICS = {"test_acc": "`test_acc`, the averaged model's test accuracy",
-               "local_test_acc_mean": "`local_test_acc_mean`, the local models' test accuracy averaged over "
-                                      "workers (the paper's metric; a sample of workers between evaluations "
-                                      "where a study asked for fewer)"}
-
-
-def _listing(values) -> str:
-    """Sorted distinct values, each as text (a name never becomes markup)."""
-    return ", ".join(md_text(v) for v in sorted(set(values), key=str))
-
-
-def what_was_run(summary: pd.DataFrame) -> str:
-    statuses = ", ".join(f"{n} {md_text(s)}" for s, n in summary["status"].value_counts().sort_index().items())
-    methods = _listing(method_label(a, c) for a, c in zip(summary["algorithm"], summary["compressor"].astype(str)))
-    text = (f"{len(summary)} runs in {summary['cell'].nunique() if 'cell' in summary else '?'} cells "
-            f"({statuses}). Tasks: {_listing(summary['task'])}. Algorithms: {_listing(summary['algorithm'])}. "
-            f"Compressors: {_listing(compressor_label(c) for c in summary['compressor'].astype(str))}. "
-            f"Methods: {methods}. Topologies: {_listing(summary['topology'])}. "
-            f"Node counts: {_listing(int(n) for n in summary['nodes'])}. "
-            f"Seeds: {_listing(int(s) for s in summary['seed'])}.")
-    if "network" in summary and summary["network"].notna().any():
-        text += f" Network presets: {_listing(summary['network'].dropna())}."
-    if "target" in summary and pd.to_numeric(summary["target"], errors="coerce").notna().any():
-        source = summary["target_source"].iloc[0] if "target_source" in summary else "given"
-        values = pd.to_numeric(summary["target"], errors="coerce").dropna()
-        metric = str(summary["metric"].iloc[0]) if "metric" in summary else "test_acc"
-        on_accuracy = "acc" in metric
-        shown = [f"{t:.4g}%" for t in as_percent(values)] if on_accuracy else [f"{t:.4g}" for t in values]
-        targets = _listing(shown)
-        read_on = TTA_METRICS.get(metric, md_code(metric))
-        text += f" Target for time/epochs/bits to target: {targets} ({md_text(source)}), read on {read_on}."
-    return text
 
 
 def table1_selection(summary: pd.DataFrame) -> tuple[pd.DataFrame, str] | None:
@@ -133,14 +101,27 @@ def epoch_gap_section(summary: pd.DataFrame) -> str | None:
         return None
     gaps.insert(0, "method", [method_label(a, c) for a, c in zip(gaps["algorithm"], gaps["compressor"].astype(str))])
     gaps[["method", "task", "topology"]] = gaps[["method", "task", "topology"]].map(md_text)
-    shown = gaps[["method", "task", "topology", "nodes", "n_seeds", "epochs_to_target", "allreduce_epochs_to_target",
-                  "epoch_ratio", "epoch_difference", "gap_status"]].rename(columns={
+    gaps["target"] = [f"{t:.3g} %" + (" (this n)" if rule == "setting" else "")
+                      for t, rule in zip(as_percent(gaps["target"]), gaps["target_rule"])]
+    shown = gaps[["method", "task", "topology", "nodes", "target", "n_seeds", "epochs_to_target",
+                  "allreduce_epochs_to_target", "epoch_ratio", "epoch_difference", "gap_status"]].rename(columns={
                       "nodes": "n", "n_seeds": "seeds", "epochs_to_target": "epochs (median)",
                       "allreduce_epochs_to_target": "all-reduce epochs", "epoch_ratio": "ratio",
                       "epoch_difference": "difference", "gap_status": "status"})
+    per_n = sorted({int(n) for n in gaps.loc[gaps["target_rule"] == "setting", "nodes"]})
+    rule = str(summary["target_source"].iloc[0]).split(" x best")[0] if "target_source" in summary else ""
+    which = ("Target: the study's, except at n = " + ", ".join(map(str, per_n)) + f", where all-reduce never reaches "
+             f"it: there {rule} x all-reduce's best at that n, marked *this n*. " if per_n else "Target: the study's. ")
     return ("Epochs each decentralized method needs to reach the target, against all-reduce SGD at the same "
-            "task and n (medians over seeds; inf = the median seed never reached it).\n\n"
+            "task and n (medians over seeds; inf = the median seed never reached it). " + which + "\n\n"
             + shown.to_markdown(index=False, floatfmt=".3g") + "\n")
+
+
+def slope_text(fit: dict) -> str:
+    """A fitted slope with its interval; a line through two points has none (never "[-inf, inf]")."""
+    finite = math.isfinite(fit["ci_low"] - fit["ci_high"])
+    return f"{fit['slope']:.2f} " + (f"[{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]" if finite
+                                     else f"(interval not estimable from {fit['n']} points)")
 
 
 def spectral_section(summary: pd.DataFrame) -> str | None:
@@ -171,7 +152,7 @@ def spectral_section(summary: pd.DataFrame) -> str | None:
                 continue
             rows.append({"task": md_text(task), "data": md_text(scheme),
                          "method": md_text(method_label(algorithm, compressor)), "quantity": label,
-                         "slope [95% CI]": f"{fit['slope']:.2f} [{fit['ci_low']:.2f}, {fit['ci_high']:.2f}]",
+                         "slope [95% CI]": slope_text(fit),
                          "R²": f"{fit['r2']:.2f}", "runs": fit["n"], "dropped": fit["n_dropped"],
                          "theory": "—" if theory is None else f"{theory:g} (bound)"})
     if not rows:
@@ -222,9 +203,22 @@ def skipped_section(run_dir: Path, skipped: list[tuple[str, str]]) -> str | None
             "and figure (fix or remove them and run the analysis again):\n\n" + "\n".join(lines) + "\n")
 
 
-def _measured_as_text(claims: pd.DataFrame) -> pd.DataFrame:
-    """The claims' table with each measurement as Markdown text: it names cells (topologies, methods)."""
-    return claims.assign(measured=claims["measured"].map(md_text))
+def claims_section(summary: pd.DataFrame, traces, run_dir: Path) -> str:
+    """The claims' table, each measurement and reason as Markdown text (they name cells); a comparison shows only
+    the claims whose cells it holds (the rest test other studies, not the method compared)."""
+    from analysis.claims import INCOMPLETE, check_claims, claims_markdown
+
+    table = check_claims(summary, traces)
+    table = table.assign(measured=table["measured"].map(md_text), reason=table["reason"].map(md_text))
+    if compared(run_dir) is not None:
+        table = table[table["verdict"] != INCOMPLETE]
+        if table.empty:
+            return None
+    return claims_markdown(table)
+
+
+def report_title(run_dir: Path) -> str:
+    return "your method against the baselines" if compared(run_dir) is not None else "Choco-SGD reproduction report"
 
 
 def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | None = None) -> str:
@@ -232,7 +226,7 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
     from ``run_dir`` when not given."""
     points, summary, note = tables if tables is not None else load_tables(run_dir)
     skipped = load_runs(run_dir).skipped if skipped is None else skipped
-    out = [f"# {md_text(run_dir.resolve().name)}: Choco-SGD reproduction report\n"]
+    out = [f"# {md_text(run_dir.resolve().name)}: {report_title(run_dir)}\n", purpose(run_dir) + "\n"]
     if summary is None or summary.empty:
         out.append(f"No training runs to summarize ({note or 'no summary.csv'}).\n")
     else:
@@ -241,15 +235,15 @@ def build_report(run_dir: Path, tables=None, skipped: list[tuple[str, str]] | No
     if skipped_text:
         out.append("## Skipped runs\n\n" + skipped_text)
     if summary is not None and not summary.empty:
-        from analysis.claims import check_claims, claims_markdown, read_traces
+        from analysis.claims import read_traces
 
         traces = read_traces(run_dir)
-        sections = [("Table 1: accuracy by compressor and algorithm", table1_section),
-                    ("The paper's claims",
-                     lambda s: claims_markdown(_measured_as_text(check_claims(s, traces)))),
+        sections = [("Your method against the baselines", lambda s: ranking(s, run_dir)),
+                    ("Table 1: accuracy by compressor and algorithm", table1_section),
+                    ("The paper's claims", lambda s: claims_section(s, traces, run_dir)),
                     ("Per cell", lambda s: "Final accuracy as in Table 1; time (modelled), epochs and Mbit a worker put on "
                      "its links (a copy per link) to the target as median over seeds with reached/seeds, or why the median seed missed it.\n\n"
-                     + cell_table_markdown(s)),
+                     + busy_report_note(s) + cell_table_markdown(s)),
                     ("Epoch gap to centralized training", epoch_gap_section),
                     ("Spectral-gap effects", spectral_section),
                     ("Why decentralized training lags: consensus distance against the gap",
@@ -290,10 +284,13 @@ def main(argv: list[str] | None = None) -> int:
         for path in written:
             if path is not None:
                 print(f"wrote {path}")
+    ranked = ranking(summary, args.dir) if summary is not None and not summary.empty else None
+    if ranked:  # `bench compare` prints it on the terminal
+        print(f"wrote {write_text_atomically(args.dir / RANKING, ranked)}")
     print(f"wrote {write_text_atomically(args.dir / 'report.md', text)}")
     from analysis.report_html import render
 
-    page = render(text, args.dir, f"{args.dir.resolve().name}: Choco-SGD reproduction report")
+    page = render(text, args.dir, f"{args.dir.resolve().name}: {report_title(args.dir)}")
     print(f"wrote {write_text_atomically(args.dir / 'report.html', page)}")  # self-contained: figures inlined
     return 0
 

@@ -7,6 +7,7 @@ import base64
 import html
 import re
 import string
+import math
 import sys
 from pathlib import Path
 from urllib.parse import unquote
@@ -21,7 +22,8 @@ table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; display: blo
 th, td { border: 1px solid #d0d0d0; padding: .3em .6em; text-align: left; vertical-align: top; }
 th { background: #f2f5f8; position: sticky; top: 0; }
 tr:nth-child(even) td { background: #fafafa; }
-img { max-width: 100%; height: auto; border: 1px solid #eee; }
+img { max-width: none; height: auto; border: 1px solid #eee; }
+p:has(> img) { overflow-x: auto; }  /* a figure wider than the page scrolls at its own size, never shrunk */
 code { background: #f4f4f4; padding: 0 .25em; border-radius: 3px; }
 .verdict-holds { color: #0b6e2e; font-weight: 600; }
 .verdict-fails { color: #b00020; font-weight: 600; }
@@ -140,14 +142,58 @@ def _safe_urls_processor(md):
                     url = element.get(attribute)
                     if url is not None and not _safe_url(url, picture=attribute == "src"):
                         del element.attrib[attribute]
+                if element.tag == "img" and element.get("src"):
+                    width = _shown_width(element.get("src"))
+                    if width:
+                        element.set("width", str(width))
 
     return SafeUrls(md)
 
 
+def _shown_width(src: str) -> int | None:
+    """CSS pixels of an inlined PNG at the size it was drawn for: its pixels at 96 per inch of its recorded
+    resolution (a 150-dpi figure of 16 inches: 1536 px), so its text reads as drawn instead of shrinking to
+    the page's width; None when the PNG records no resolution."""
+    import struct
+
+    try:
+        data = base64.b64decode(src.split(",", 1)[1])
+    except (IndexError, ValueError):
+        return None
+    at = 8  # after the signature: chunks of length, type, data, CRC, up to the image data
+    while at + 8 <= len(data) and data[at + 4:at + 8] != b"IDAT":
+        length, kind = struct.unpack(">I4s", data[at:at + 8])
+        if kind == b"pHYs" and length == 9 and data[at + 16] == 1:  # unit 1: pixels per metre
+            per_metre = struct.unpack(">I", data[at + 8:at + 12])[0]
+            width = struct.unpack(">I", data[16:20])[0]
+            return round(width * 96 / (per_metre * 0.0254)) if per_metre else None
+        at += 12 + length
+    return None
+
+
+def report_categories(questions: dict[str, str], figures: list[str], first: str) -> dict[str, str]:
+    """`snakemake --report`'s group of each of a study's ``figures``, numbered 2, 3, ... after ``first`` ("1. ...")
+    in the order of the questions' own numbers: a study drawing questions 2, 3 and 5 shows 2, 3, 4, not gaps."""
+    def number(question: str) -> float:
+        head = question.split(".", 1)[0]
+        return float(head) if head.strip().isdigit() else math.inf
+
+    asked = sorted({questions[f] for f in figures if f in questions}, key=lambda q: (number(q), q))
+    named = {q: f"{i}. {q.split('. ', 1)[-1]}" for i, q in enumerate(asked, start=int(first.split(".")[0]) + 1)}
+    return {f: named[questions[f]] for f in figures if f in questions}
+
+
+VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "undecided": "inconclusive",
+                 "not tested here": "incomplete", "fails": "fails", "inconclusive": "inconclusive",
+                 "incomplete": "incomplete"}
+
+
 def _mark_verdicts(page: str) -> str:
-    """A claim's verdict cell coloured by its outcome: decided (holds, fails) or not (inconclusive, incomplete)."""
-    return re.sub(r"<td([^>]*)>(?:<strong>)?(holds|fails|inconclusive|incomplete)(?:</strong>)?</td>",
-                  lambda m: f'<td{m.group(1)} class="verdict-{m.group(2)}">{m.group(2)}</td>', page)
+    """A claim's verdict cell coloured by its outcome: decided (holds, does not hold) or not (undecided, not
+    tested here)."""
+    words = "|".join(VERDICT_CLASS)
+    return re.sub(rf"<td([^>]*)>(?:<strong>)?({words})(?:</strong>)?</td>",
+                  lambda m: f'<td{m.group(1)} class="verdict-{VERDICT_CLASS[m.group(2)]}">{m.group(2)}</td>', page)
 
 
 def markdown_to_html(text: str) -> str:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.busy import cell_share
 from analysis.checks import read_table
 from analysis.load import RUN_COLUMNS, Runs, load_runs
 from analysis.selection import REFERENCE
@@ -20,12 +21,17 @@ METRIC_HINTS = {"test_acc", "test_loss", "train_loss", "train_loss_workers", "lo
 IDENTITY = ["cell", "run_id", "task", "data", "network", "algorithm", "compressor", "topology",
             "nodes", "seed", "status", "spectral_gap", "beta", "gamma", "delta_measured"]
 # summary.csv: every run's row and what summarize adds to it (a best_<metric> column too, for another metric)
+# a target per setting (task, data, n) where one study-wide target is out of all-reduce's reach at some n:
+# R x all-reduce's best at that n (relative rule only); appended, so the columns before them are unchanged
+SETTING_AXES = {"time_to_target_s": "time_to_setting_target_s", "epochs_to_target": "epochs_to_setting_target",
+                "bits_to_target": "bits_to_setting_target"}
+SETTING_COLUMNS = ["setting_target", *SETTING_AXES.values()]
 RESULT_COLUMNS = ["target", "target_source", "metric", "tta_status", *AXES.values(), "mean_consensus_distance",
-                  "allreduce_final_acc", "final_gap"]
-SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS]
+                  "allreduce_final_acc", "final_gap", *SETTING_COLUMNS]
+SUMMARY_COLUMNS = [*RUN_COLUMNS, *RESULT_COLUMNS, "cell_others_cpu_share"]  # the last: analysis/busy.py
 # columns added after summaries were written without them: such a summary still reads (the readers of the
 # column say what is missing)
-LATER_COLUMNS = {"n_eff"}
+LATER_COLUMNS = {"n_eff", "compute_measured", "others_cpu_share", "cell_others_cpu_share", *SETTING_COLUMNS}
 # what its readers take for granted of each column (checks.table_problem)
 SUMMARY_KINDS = {
     "text": ["cell", "run_id", "status", "task", "algorithm", "compressor", "topology", "data", "network",
@@ -34,7 +40,7 @@ SUMMARY_KINDS = {
     "whole": ["nodes", "seed"],
     "numbers": ["spectral_gap", "n_eff", "beta", "gamma", "lr", "epochs", "delta_measured", "final_test_acc", "best_test_acc",
                 "final_local_acc", "final_consensus_distance", "bits_per_step", "paper_bits_per_step", "target",
-                *AXES.values(), "allreduce_final_acc", "final_gap"],
+                *AXES.values(), "allreduce_final_acc", "final_gap", *SETTING_COLUMNS],
 }
 
 
@@ -105,6 +111,16 @@ def _targets(runs: pd.DataFrame, target_acc, target_rel, metric: str) -> dict:
     return out
 
 
+def _setting_targets(runs: pd.DataFrame, target_rel, metric: str) -> dict:
+    """(task, data, nodes) -> R x all-reduce's best at that n; none without a relative rule or all-reduce there."""
+    if target_rel is None:
+        return {}
+    ref = runs[runs["algorithm"] == REFERENCE]
+    best = "max" if increasing_metric(metric) else "min"
+    return {_key(*k): target_rel * float(g[f"best_{metric}"].agg(best))
+            for k, g in ref.groupby(["task", "data", "nodes"], dropna=False) if g[f"best_{metric}"].notna().any()}
+
+
 def _reference_final(runs: pd.DataFrame) -> dict:
     """(task, data, nodes) -> median over seeds of the all-reduce final accuracy."""
     ref = runs[runs["algorithm"] == REFERENCE]
@@ -130,6 +146,7 @@ def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
         table[best_col] = table["run_id"].map(runs.points.groupby("run_id")[metric].agg(best))
     targets = _targets(table, target_acc, target_rel, metric)
     reference = _reference_final(table)
+    per_setting = _setting_targets(table, target_rel, metric)
     rows = []
     for _, run in table.iterrows():
         pts = runs.points[runs.points["run_id"] == run["run_id"]].sort_values("step")
@@ -138,11 +155,14 @@ def summarize(runs: Runs, target_acc=None, target_rel: float | None = None,
         # at step 0 all workers start from the same model, so a distance of 0 there says nothing
         later = pts.loc[pts["step"] > 0, "consensus_distance"] if "consensus_distance" in pts else pd.Series(dtype=float)
         ref = reference.get((run["task"], run["data"], run["nodes"]), math.nan)
-        rows.append({"target": target, "target_source": source, "metric": metric, **tta,
+        setting = per_setting.get(_key(run["task"], run["data"], run["nodes"]), math.nan)
+        at_setting = time_to_target(pts, setting, metric, status=run["status"])
+        rows.append({"target": target, "target_source": source, "metric": metric, **tta, "setting_target": setting,
+                     **{name: at_setting[axis] for axis, name in SETTING_AXES.items()},
                      "mean_consensus_distance": float(later.mean()) if later.notna().any() else math.nan,
                      "allreduce_final_acc": ref, "final_gap": ref - run["final_test_acc"]})
     extra = pd.DataFrame(rows, index=table.index, columns=RESULT_COLUMNS)
-    return pd.concat([table, extra], axis=1)
+    return pd.concat([table, extra], axis=1).assign(cell_others_cpu_share=cell_share(table))
 
 
 def cell_summary(summary: pd.DataFrame) -> pd.DataFrame:
@@ -173,22 +193,32 @@ def epoch_gap(summary: pd.DataFrame) -> pd.DataFrame:
     """Epochs to target of each decentralized method vs all-reduce at the same task, data and n.
 
     ``gap_status``: "ok"; "method_unreached" (ratio and difference inf); "reference_unreached" or
-    "no_reference" (ratio and difference NaN, as there is nothing to compare with)."""
+    "no_reference" (ratio and difference NaN, as there is nothing to compare with). Where all-reduce never
+    reaches the study-wide target at an n and the summary has the per-setting target (R x all-reduce's best
+    at that n), that n's rows are read on it instead: ``target_rule`` "setting" (else "study")."""
     keys = ["task", "data", "topology", "nodes", "algorithm", "compressor"]
     ref = summary[summary["algorithm"] == REFERENCE]
 
-    def per_seed(g: pd.DataFrame) -> pd.Series:
+    def per_seed(g: pd.DataFrame, column: str) -> pd.Series:
         """Epochs to target of each seed: runs of one seed that differ only in what epochs do not depend on
         (a network preset, the time model) are one seed, not several."""
-        return g.groupby("seed")["epochs_to_target"].median() if "seed" in g else g["epochs_to_target"]
+        return g.groupby("seed")[column].median() if "seed" in g else g[column]
 
-    ref_epochs = {k: (float(np.median(per_seed(g))), len(per_seed(g)))
-                  for k, g in ref.groupby(["task", "data", "nodes"], dropna=False)}
+    def reference_at(g: pd.DataFrame, column: str = "epochs_to_target") -> tuple[float, int, str]:
+        epochs = float(np.median(per_seed(g, column)))
+        setting = pd.to_numeric(g.get("setting_target", pd.Series(dtype=float)), errors="coerce")
+        if not math.isfinite(epochs) and setting.notna().any() and "epochs_to_setting_target" in g:
+            return float(np.median(per_seed(g, "epochs_to_setting_target"))), len(per_seed(g, column)), "setting"
+        return epochs, len(per_seed(g, column)), "study"
+
+    ref_epochs = {k: reference_at(g) for k, g in ref.groupby(["task", "data", "nodes"], dropna=False)}
     rows = []
     for key, g in summary[summary["algorithm"] != REFERENCE].groupby(keys, sort=True, dropna=False):
-        seeds = per_seed(g)
+        reference, ref_n, rule = ref_epochs.get((key[0], key[1], key[3]), (math.nan, 0, "study"))
+        column, target = ("epochs_to_setting_target", "setting_target") if rule == "setting" else (
+            "epochs_to_target", "target")
+        seeds = per_seed(g, column)
         method = float(np.median(seeds))
-        reference, ref_n = ref_epochs.get((key[0], key[1], key[3]), (math.nan, 0))
         if ref_n == 0:
             status, ratio, diff = "no_reference", math.nan, math.nan
         elif not math.isfinite(reference):
@@ -198,13 +228,13 @@ def epoch_gap(summary: pd.DataFrame) -> pd.DataFrame:
         else:
             status, diff = "ok", method - reference
             ratio = method / reference if reference > 0 else math.inf
-        rows.append({**dict(zip(keys, key)), "target": float(g["target"].iloc[0]), "n_seeds": len(seeds),
+        rows.append({**dict(zip(keys, key)), "target": float(g[target].iloc[0]), "n_seeds": len(seeds),
                      "epochs_to_target": method, "allreduce_epochs_to_target": reference,
                      "allreduce_n_seeds": ref_n, "epoch_ratio": ratio, "epoch_difference": diff,
-                     "gap_status": status})
+                     "gap_status": status, "target_rule": rule})
     return pd.DataFrame(rows, columns=keys + ["target", "n_seeds", "epochs_to_target",
                                               "allreduce_epochs_to_target", "allreduce_n_seeds",
-                                              "epoch_ratio", "epoch_difference", "gap_status"])
+                                              "epoch_ratio", "epoch_difference", "gap_status", "target_rule"])
 
 
 def spectral_fit(table: pd.DataFrame, y: str = "final_gap", x: str = "spectral_gap",

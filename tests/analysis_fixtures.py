@@ -20,7 +20,8 @@ METRICS = ["step", "epoch", "train_loss", "train_loss_workers", "test_loss", "te
 def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", nodes=8, seed=0,
              status="completed", epochs_points=None, spectral_gap=0.1, network="datacenter-10g",
              task="mnist1d-mlp", data="shuffle", steps_per_epoch=10, bits_per_step=1000.0,
-             seconds_per_epoch=2.0, faults=None, messages_per_step=None, dropped_share=None, **config) -> Path:
+             seconds_per_epoch=2.0, faults=None, messages_per_step=None, dropped_share=None, timing=None,
+             **config) -> Path:
     """Write a run directory at ``dir`` and return its path.
 
     ``epochs_points``: list of dicts (or a DataFrame), one per evaluation point, each with at
@@ -30,8 +31,9 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
     ``time_s = epoch * seconds_per_epoch`` (all compute), ``test_acc`` 0.5, ``test_loss`` =
     1 - test_acc, ``consensus_distance`` 0.01. Default: points at epochs 0, 1, 2 with accuracy
     0.1, 0.5, 0.7. ``**config`` adds or overrides keys of run.json's ``config`` (e.g. lr=0.05,
-    epochs=3, gamma=0.4). ``epochs_points=[]`` writes an empty metrics file and
-    ``metrics=False`` none at all (for runs that died before their first evaluation).
+    epochs=3, gamma=0.4); ``timing``: run.json's (how busy the machine was), none by default.
+    ``epochs_points=[]`` writes an empty metrics file and ``metrics=False`` none at all (for runs that died before
+    their first evaluation).
     """
     write_metrics = config.pop("metrics", True)
     if epochs_points is None:
@@ -80,7 +82,7 @@ def make_run(dir, *, algorithm="choco", compressor="sign", topology="ring", node
         "steps_per_epoch": steps_per_epoch, "total_steps": int(epochs * steps_per_epoch),
         "provenance": {"python": "test"}, "start_time": "2026-01-01T00:00:00+00:00",
         "final": final,
-        **_faults_record(faults, seed, algorithm),
+        **_faults_record(faults, seed, algorithm), **({} if timing is None else {"timing": timing}),
     }
     path = Path(dir)
     path.mkdir(parents=True, exist_ok=True)

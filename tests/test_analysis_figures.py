@@ -142,18 +142,24 @@ def test_spectral_gap_tick_labels_never_overlap(monkeypatch):
         assert len(shown) == len(rhos)  # every topology named at its ρ
         for a, b in itertools.combinations(shown, 2):
             assert not a.get_window_extent().overlaps(b.get_window_extent()), (a.get_text(), b.get_text())
+    # consensus distances of 0.001-0.02: labelled at 1, 2 and 5 of each decade, not at 10⁻³ and 10⁻² alone
+    assert {"0.002", "0.005", "0.01"} <= {t.get_text() for t in kept[0].axes[1].get_yticklabels()}
 
 
 def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where_runs_report_them(monkeypatch):
     rhos = {"ring": 0.051, "star": 0.062, "torus": 0.4, "complete": 1.0, "base:1": 1.0}
-    n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 7.8}
+    n_eff = {"ring": 6.6, "star": 2.32, "torus": 12.23, "complete": 16.0, "base:1": 15.2}  # the last two: close
     summary = spectral_summary(rhos)
     summary["n_eff"] = summary["topology"].map(n_eff)
     kept = kept_figures(monkeypatch, accuracy_vs_spectral_gap)
     accuracy_vs_spectral_gap.plot_accuracy_vs_spectral_gap(summary, Path("unused"))
     assert len(kept[0].axes) == 3 and "n_W" in kept[0].axes[2].get_xlabel()
     panel = kept[0].axes[2]
-    assert sorted(t.get_text() for t in panel.texts) == sorted(rhos)  # each graph named once
+    assert sorted(t.get_text() for t in panel.texts) == sorted(rhos)  # each graph named once, none on another
+    assert not any(a.get_window_extent().overlaps(b.get_window_extent())
+                   for a, b in itertools.combinations(panel.texts, 2))
+    assert all(all(a != b for a, b in itertools.pairwise(line.get_xdata())) for line in kept[0].axes[0].lines
+               if line.get_gid())  # no vertical
     # each method's points sit at the graphs' n_W with their mean accuracies
     xs = sorted(x for line in panel.lines for x in line.get_xdata() if line.get_marker() not in (None, "None", ""))
     assert sorted(set(xs)) == sorted(n_eff.values())
@@ -330,7 +336,7 @@ def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(t
     assert time_to_accuracy.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]
 
 
-def test_methods_draws_a_method_without_a_graph_once_and_a_row_per_partition(tmp_path, monkeypatch):
+def test_methods_draws_a_method_without_a_graph_once_in_small_multiples(tmp_path, monkeypatch):
     kept = kept_figures(monkeypatch, methods)
     for data, topology, (algorithm, compressor), seed in itertools.product(
             ("shuffle", "dirichlet:0.1"), ("ring", "exponential"), [("allreduce", "none"), ("ef", "sign"),
@@ -345,8 +351,12 @@ def test_methods_draws_a_method_without_a_graph_once_and_a_row_per_partition(tmp
     # all-reduce, EF-SGD and DGC use no graph: one line each; Choco one per graph
     assert graphs.to_dict() == {"all-reduce": 1, "Choco-SGD (sign)": 2, "DGC (top 1%)": 1, "EF-SGD (sign)": 1}
     axes = kept[0].axes
-    assert len(axes) == 4 and axes[2].get_title().startswith("dirichlet:0.1")  # 2 partitions x (bits, time)
+    # a row of (bits, time) x 2 partitions per group: decentralized Choco, then centralized EF-SGD and DGC
+    assert len(axes) == 8 and axes[2].get_title().startswith("dirichlet:0.1")
+    assert [[t.get_text() for t in axes[k].get_legend().get_texts()] for k in (3, 7)] == [
+        ["all-reduce", "Choco-SGD (sign)"], ["all-reduce", "DGC (top 1%)", "EF-SGD (sign)"]]
     lines = [line for line in axes[0].get_lines() if len(line.get_xdata())]
     assert len(lines) == 3 + 2 and all(min(line.get_xdata()) > 0 for line in lines)  # log bits axis: no 0-bit start
+    assert sorted(line.get_color() for line in lines).count("0.82") == 2 and axes[0].collections  # the rest grey
     row = table[(table["method"] == "all-reduce") & (table["data"] == "shuffle") & (table["step"] == 30)]
     assert row["acc"].iloc[0] == 100 * (0.1 + 0.3 + 0.005)  # the median over the two seeds

@@ -2,6 +2,7 @@
 figure and the report section."""
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 from scipy import stats
@@ -129,13 +130,16 @@ def test_partitions_are_ordered_from_the_most_heterogeneous():
 
 def test_gap_vs_alpha_names_every_method_of_every_panel(tmp_path, monkeypatch):
     """A method drawn only in a later panel (centralized methods run on the ring alone) keeps its legend entry,
-    once, in the methods' order."""
+    once, in the methods' order; a panel shows its own partitions, and a line breaks where a method lacks one."""
     from analysis.figures import gap_vs_alpha
 
     rows = []
     for topology, methods in (("exponential", ["D-PSGD"]), ("ring", ["D-PSGD", "EF-SGD (sign)", "all-reduce x"])):
         for method in methods:
-            for data, gap in (("dirichlet:0.1", 8.0), ("shuffle", 1.0)):
+            for data, gap in (("dirichlet:0.01", 9.0), ("dirichlet:0.1", 8.0), ("dirichlet:1", 5.0), ("shuffle", 1.0)):
+                if data not in {"exponential": ("dirichlet:0.1", "shuffle")}.get(topology, data) or (
+                        "EF" in method and data == "dirichlet:0.1"):
+                    continue  # the exponential graph at 0.1 and i.i.d. only; EF-SGD skips 0.1
                 rows.append({"task": "t", "topology": topology, "nodes": 16, "algorithm": "a", "compressor": "c",
                              "data": data, "method": method, "seeds": 3, "reference_seeds": 3, "gap": gap,
                              "gap_ci_low": gap - 1, "gap_ci_high": gap + 1})
@@ -146,3 +150,6 @@ def test_gap_vs_alpha_names_every_method_of_every_panel(tmp_path, monkeypatch):
     assert sorted(names) == sorted({"D-PSGD", "EF-SGD (sign)", "all-reduce x"}) and len(names) == 3
     drawn = {line.get_gid() for ax in kept[0].axes for line in ax.get_lines() if line.get_gid()}
     assert drawn == {f"gap:{m}" for m in names}
+    assert [t.get_text() for t in kept[0].axes[0].get_xticklabels()] == ["α = 0.1", "i.i.d.\n(shuffle)"]
+    ef = next(line for line in kept[0].axes[1].get_lines() if line.get_gid() == "gap:EF-SGD (sign)")
+    assert np.isnan(np.asarray(ef.get_ydata(), float)).tolist() == [False, True, False, False]  # 0.01, (0.1: a gap), 1, i.i.d.

@@ -20,6 +20,7 @@ def test_every_registered_command_has_help_and_a_run_and_the_help_lists_exactly_
     assert re.findall(r"^    ([a-z][\w-]*)\s", out, flags=re.M) == list(COMMANDS)  # one line each, in order
     for module in COMMANDS.values():
         assert " ".join(module.HELP.split()[:4]) in " ".join(out.split()), module.NAME
+    assert "draw the study's figures" in run_cli(__import__("analysis.cli").cli.main, ["--help"], capsys)[1]  # words
 
 
 @pytest.mark.parametrize("argv, expected", [

@@ -112,6 +112,7 @@ def test_a_tiny_comparison_runs_end_to_end_to_a_report_naming_each_method(tmp_pa
     assert ("compare: the report is results/compare-tiny/report.html (and report.md); figures in "
             "results/compare-tiny/figures/") in said
     report = (out / "report.md").read_text()
+    assert "| rank " in said and "**(yours)**" in said and report.index("| rank ") < report.index("## Per cell")
     assert (out / "report.html").is_file() and (out / "figures" / "methods.png").is_file()
     for algorithm in ("deepsqueeze", "allreduce"):
         assert ALGORITHMS.get(algorithm).label in report, algorithm

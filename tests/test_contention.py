@@ -77,3 +77,21 @@ def test_a_process_spinning_beside_the_measurement_is_seen(tmp_path):
     with CpuMeter() as own:  # our own child, waited for inside the span, is ours
         subprocess.run([sys.executable, "-c", own_burn, str(tmp_path / "own")], check=True)
     assert own.result["own_cpu_s"] >= 0.9, own.result
+
+
+def test_a_runs_share_takes_away_every_ranks_cpu_and_sums_its_spans(monkeypatch):
+    """bench/run/busy.py: each span (a checkpoint to the next) adds to the run's counters, and under dist the other
+    ranks' CPU, summed by the collective, is the run's own, not others'."""
+    from types import SimpleNamespace as Of
+
+    from bench.run.busy import BusyMeter
+    from bench.run.evaluation import Counters
+
+    monkeypatch.setattr(CpuMeter, "__exit__", lambda m, *exc: setattr(m, "result", {
+        "method": "proc-stat", "machine_busy_s": 4.0, "own_cpu_s": 1.0, "wall_s": 2.0, "cores": 2}))
+    comm = Of(n=4, global_mean=lambda part: (part.sum(0) + 1.5) / 4)  # 2 rows of 4 here; another rank's 1.5 CPU-s
+    busy = BusyMeter(Of(compute_time="measured"), comm, Counters(), "cpu", dist=True)
+    for _ in range(2):
+        busy.fold(rows=2)
+    assert busy.timing() == {"compute": "measured", "others_cpu_share": 0.375, "cores": 2, "metered_s": 4.0,
+                             "method": "proc-stat"}  # (4 - 1 - 1.5) / (2 s x 2 cores), over 2 x 2 s

@@ -263,6 +263,7 @@ def test_a_run_started_from_python_launches_its_ranks_without_a_command_line(tmp
     pd.testing.assert_frame_equal(sim, dist, rtol=1e-4, atol=1e-6)
     info = json.loads((tmp_path / "dist" / "run.json").read_text())
     assert info["status"] == "completed" and info["runtime"]["processes"] == 2
+    assert info["timing"]["compute"] == "measured" and 0 <= info["timing"]["others_cpu_share"] <= 1  # the ranks met
     assert info["config"] == {**json.loads((tmp_path / "sim" / "run.json").read_text())["config"],
                               "backend": "dist", "procs": 2}
     assert list(private.glob("bench-ranks-*")) == []  # the settings file is removed

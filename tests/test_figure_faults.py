@@ -131,10 +131,10 @@ def test_a_runs_faults_are_its_columns_and_its_cell_also_against_an_older_run(tm
 @pytest.mark.slow  # draws the figure: `make test` runs it, test-fast does not
 def test_losses_panel_draws_each_methods_median_at_each_drop_rate_and_bursts_apart(figure):
     panels, caption = figure
-    assert [t for t in panels if t.startswith("(a)")] == ["(a) ring: accuracy against lost messages",
-                                                          "(a) exponential: accuracy against lost messages"]
-    for topology in TOPOLOGY_COST:
-        ax = panels[f"(a) {topology}: accuracy against lost messages"]
+    assert list(panels) == ["(a) ring: accuracy against lost messages", "(b) exponential: accuracy against lost "
+                            "messages", "(c) ring: time to target against stragglers"]  # one letter each
+    for topology, letter in zip(TOPOLOGY_COST, "ab"):
+        ax = panels[f"({letter}) {topology}: accuracy against lost messages"]
         assert ax.get_xlim()[0] < 0 < ax.get_xlim()[1] and ax.get_xscale() == "symlog"
         assert sorted(ax.get_xticks()) == [d * 100 for d in DROPS]
         for method, (model, drops, style) in itertools.product(DECENTRALIZED, [("independent", DROPS, "-"),
@@ -144,6 +144,8 @@ def test_losses_panel_draws_each_methods_median_at_each_drop_rate_and_bursts_apa
                     for d in drops]
             assert list(line.get_xdata()) == [d * 100 for d in drops] and np.allclose(line.get_ydata(), want)
             assert line.get_linestyle() == style  # bursts dashed (in each method's colour: the figure catalog)
+            shift = line.get_transform().transform((20, 50))[0] - ax.transData.transform((20, 50))[0]
+            assert abs(shift) <= faults_effect.SPREAD * ax.figure.dpi / 72  # beside its tick, not at 12 %
         (ref,) = by_gid(ax, "reference")
         assert np.allclose(ref.get_ydata(), 100 * np.median([0.90, 0.904]))
     assert "own model" in caption and "median over 2 seeds per point" in caption and "Gilbert-Elliott" in caption
@@ -153,8 +155,8 @@ def test_losses_panel_draws_each_methods_median_at_each_drop_rate_and_bursts_apa
 @pytest.mark.slow  # draws the figure: `make test` runs it, test-fast does not
 def test_straggler_panel_draws_time_to_target_against_the_straggler_mean(study, figure):
     (_, _, summary), (panels, caption) = study, figure
-    assert "(b) exponential: time to target against stragglers" not in panels  # stragglers ran on the ring
-    ax = panels["(b) ring: time to target against stragglers"]
+    assert "(d) exponential: time to target against stragglers" not in panels  # stragglers ran on the ring
+    ax = panels["(c) ring: time to target against stragglers"]
     assert sorted(ax.get_xticks()) == [0.0] + MEANS and ax.get_xlim()[0] < 0
     s = summary.assign(method=[method_label(a, c) for a, c in zip(summary["algorithm"], summary["compressor"])])
     for label in [method_label("allreduce", "none"), method_label("dpsgd", "none"), method_label("choco", "sign")]:

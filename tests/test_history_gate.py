@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.history import read_output
+from analysis.history import definitions, read_output
 from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
@@ -277,6 +277,28 @@ def test_records_of_commits_the_repository_lacks_are_no_baseline(tmp_path, capsy
     assert verdict.endswith(f"1 regression; not compared: 2 commits not in the repository (2 records, e.g. "
                             f"{sha(101)[:12]})"), verdict
     assert read_output(tmp_path / "out" / "newest.csv").loc[0, "previous_commits"] == 4
+
+
+@pytest.mark.parametrize("declared, status", [(True, 0), (False, 1)])
+def test_a_declared_redefinition_starts_a_new_series(tmp_path, capsys, monkeypatch, declared, status):
+    """The bits per worker doubled at a commit that counted them per link (f2fd5e0): declared, a new series that is
+    never compared with the old one (exit 0; --compare leaves it out, bisect refuses); undeclared, a regression."""
+    repo, name = tmp_path / "repo", f"study.{CELL}.bits_to_target"
+    commits = git_repo(repo, 6)
+    for i, commit in enumerate(commits):  # the newest commit's bits double (tracked's: 4e6, 4.5e6, 5e6)
+        rec = tracked(commit, START + timedelta(hours=i))
+        write(tmp_path / "h", edited(rec, lambda r: r["study"]["cells"][CELL].update(bits_to_target=[8e6, 9e6, 1e7]))
+              if i == 5 else rec)
+    monkeypatch.setattr(definitions, "REDEFINITIONS", {"study.*.bits_to_target": [(commits[5], "per link")]
+                                                       if declared else []})
+    out = ["--no-figures", "--out", tmp_path / "out", "--repo", repo]
+    assert history(tmp_path / "h", *out) == status
+    assert (f"REGRESSION {name}" in capsys.readouterr().err) is not declared
+    assert history(tmp_path / "h", *out, "--compare", commits[4], commits[5]) == 0
+    listed = set(read_output(tmp_path / "out" / "compare.csv")["quantity"])
+    assert (name in listed) is not declared and f"study.{CELL}.epochs_to_target" in listed
+    assert len(definitions.between(name, commits[4], commits[5], str(repo))) == declared
+    assert definitions.between(name, commits[3], commits[4], str(repo)) == []
 
 
 def test_names_subjects_and_errors_reach_history_md_as_text(tmp_path):

@@ -223,10 +223,12 @@ def test_the_figure_rule_hands_snakemake_the_escaped_caption(tmp_path):
     (tmp_path / "index.json").write_text('{"x": ')  # damaged: the report says so instead of stopping
     assert "damaged" in report_caption(tmp_path, "x")
 
-def test_the_tables_of_other_sections_keep_a_hostile_name_in_one_cell_as_text():
-    import pandas as pd
 
-    from analysis.report_html import markdown_to_html, names_as_text
+def test_other_sections_keep_a_hostile_name_as_text_groups_number_without_gaps_wide_figures_keep_size(tmp_path):
+    import pandas as pd
+    from PIL import Image
+
+    from analysis.report_html import markdown_to_html, names_as_text, render, report_categories
 
     frame = pd.DataFrame({"method": ["a|b<script>x()</script>"], "topology": ["ring"], "gap": [1.5]})
     table = names_as_text(frame, ["method", "topology", "absent"]).to_markdown(index=False)
@@ -235,3 +237,6 @@ def test_the_tables_of_other_sections_keep_a_hostile_name_in_one_cell_as_text():
     assert "<script>" not in table
     page = markdown_to_html(table)
     assert "<script>" not in page and page.count("<td") == 3 and "a|b&lt;script&gt;" in page
+    assert report_categories({"a": "2. A?", "b": "5. B?"}, ["b", "a"], "1. T") == {"a": "2. A?", "b": "3. B?"}
+    Image.new("RGB", (3000, 100)).save(tmp_path / "wide.png", dpi=(150, 150))  # 20 inches: 1920 px, scrolled
+    assert 'width="1920"' in render("![wide](wide.png)", tmp_path, "t")  # not shrunk until its text is tiny

@@ -50,7 +50,7 @@ def test_run_writes_the_contract(small):
     assert (df["time_s"] == df["time_compute_s"] + df["time_comm_s"]).all()
     assert df["time_compute_s"].iloc[-1] == pytest.approx(0.01 * df["step"].iloc[-1])
     info = json.loads((small / "run.json").read_text())
-    assert info["status"] == "completed"
+    assert info["status"] == "completed" and info["timing"] == {"compute": "modelled"}  # no measured time to doubt
     assert {"run_id", "config", "topology", "compressor", "task", "provenance", "start_time", "end_time",
             "final"} <= set(info)
     assert info["topology"]["spectral_gap"] == pytest.approx(2 / 3)
@@ -74,13 +74,18 @@ def test_same_seed_same_metrics_other_seed_other_metrics(small, tmp_path):
     assert not metrics(tmp_path / "c")["test_loss"].equals(a["test_loss"])
 
 
-def test_divergence_is_a_result(tmp_path):
+def test_divergence_is_a_result(tmp_path, monkeypatch):
+    # each span metered: 2 CPU-seconds of 2 cores busy over 1 s, 1 of them the run's own
+    monkeypatch.setattr("bench.cpu_meter.CpuMeter.__exit__", lambda meter, *exc: setattr(meter, "result", {
+        "method": "proc-stat", "machine_busy_s": 2.0, "own_cpu_s": 1.0, "wall_s": 1.0, "cores": 2}))
     argv = ["run", "--task", "lsq", "--algorithm", "dpsgd", "--topology", "ring", "--nodes", "4", "--epochs", "20",
             "--lr", "50", "--quiet", "--out", str(tmp_path)]
     assert main(argv) == 0
     info = json.loads((tmp_path / "run.json").read_text())
     df = metrics(tmp_path)
     assert info["status"] == "diverged"
+    # its compute time was measured (bench run's default): how busy the machine was meanwhile, up to the divergence
+    assert [info["timing"][k] for k in ("compute", "others_cpu_share", "cores")] == ["measured", 0.5, 2]
     assert df["step"].iloc[-1] < 20 * info["steps_per_epoch"]  # stopped early
     assert len(df) >= 2 and df["step"].iloc[-1] == info["final"]["step"]
     # the losses are read every LOSS_READ_EVERY steps: the run stops at the read that saw the diverged loss and says

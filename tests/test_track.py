@@ -9,6 +9,7 @@ import pytest
 
 from bench import track
 from bench.cli import main as bench_main
+from bench.track import freshness
 from track_records import git, make_checkout, one_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,10 +40,17 @@ def records(out: Path) -> list[Path]:
 
 
 def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf, capsys):
-    out = tmp_path / "history"
-    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf", "--quiet"]
-    assert bench_main(argv) == 0
+    out = checkout / "results" / "history"  # the committed history of the checkout measured
+    argv = ["track", "--repo", str(checkout), "--out", str(out), "--parts", "perf"]
+    assert bench_main([*argv, "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
     assert bench_main(argv) == 0  # the same second, possibly: a second file all the same
+    said = capsys.readouterr()  # progress on stderr, a line a step with the time since the start; stdout: the record
+    assert said.out.startswith("wrote ") and said.out.count("\n") == 1 and "\r" not in said.err
+    assert "track: perf --quick: started [0 s]\n" in said.err
+    # nothing left behind but what is to be committed: the records and the machine's fingerprint
+    assert {line[3:].split("/")[-1] for line in git(checkout, "status", "--porcelain", "-uall").splitlines()} == {
+        "machine.json", *(p.name for p in records(out))}
     found = records(out)
     assert len(found) == 2 and found[0] != found[1]
     commit = git(checkout, "rev-parse", "HEAD")
@@ -59,14 +67,30 @@ def test_a_record_per_invocation_never_overwritten(tmp_path, checkout, fake_perf
         assert 0 <= contention["others_cpu_share"] <= 1 and contention["cores"] >= 1
     assert json.loads((out / machine / "machine.json").read_text())["id"] == machine
     assert fake_perf[0][0] == checkout.resolve()  # the code under test is --repo's
-    assert capsys.readouterr().out.count("wrote ") == 2
+
+
+def test_track_check_refuses_a_committed_history_too_far_behind_and_refresh_a_dirty_tree(checkout, capsys):
+    def record_of_head():
+        (checkout / "results" / "history" / "m" / git(checkout, "rev-parse", "HEAD")).mkdir(parents=True)
+        (checkout / "results" / "history" / "m" / git(checkout, "rev-parse", "HEAD") / "r.json").write_text("{}")
+    first = git(checkout, "rev-parse", "HEAD")
+    record_of_head()
+    git(checkout, "add", "results")
+    for i in range(3):  # the first commits the record: HEAD is 3 first-parent commits after the record's commit
+        git(checkout, "commit", "-q", "--allow-empty", "-m", f"later {i}")
+    record_of_head()  # not committed: no proof that the history was kept
+    check = ["--repo", str(checkout), "--max-behind"]
+    assert freshness.main([*check, "3"]) == 0 and freshness.main([*check, "2"]) == 1
+    assert one_line(capsys).endswith(f"is 3 first-parent commits behind HEAD (newest record: {first[:12]}), more than "
+                                     "TRACK_MAX_BEHIND=2: run `make track-refresh` and commit results/history")
+    (checkout / "Makefile").write_text("changed\n")
+    assert freshness.main(["--repo", str(checkout), "--clean"]) == 2 and "(Makefile)" in one_line(capsys)
 
 
 def test_write_new_never_replaces_a_file(tmp_path):
     paths = [track.write_new(tmp_path, "20260101T000000Z", f"{i}\n") for i in range(3)]
     assert [p.name for p in paths] == ["20260101T000000Z.json", "20260101T000000Z-1.json", "20260101T000000Z-2.json"]
-    assert [p.read_text() for p in paths] == ["0\n", "1\n", "2\n"]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)  # no temporary left
+    assert [p.read_text() for p in paths] == ["0\n", "1\n", "2\n"]  # no temporary left: the test above
 
 
 def test_machine_fingerprint_does_not_name_the_host(monkeypatch):

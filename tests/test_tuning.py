@@ -128,6 +128,13 @@ def test_sensitivity_slices_through_the_selected_point_and_draws_each_method_in_
         assert line_look(line) == method_look(method)
     legend = [t.get_text() for t in kept[0].legends[0].get_texts()]
     assert legend[:2] == sorted(legend[:2], key=labels.method_sort_key) and "selected" in legend
+    # the study's runs unread: display names from a trial's run.json, never the registry's "choco (sign)"
+    labels.reset()
+    select(trials(rows)).to_csv(tmp_path / "tuned.csv", index=False)
+    (tmp_path / "tune" / "c" / "t").mkdir(parents=True)
+    (tmp_path / "tune" / "c" / "t" / "run.json").write_text(json.dumps({"algorithm": {"label": "Choco-SGD"}}))
+    sensitivity.draw(tmp_path, None, None, tmp_path / "s")
+    assert [t.get_text() for t in kept[1].legends[0].get_texts()][0] == "Choco-SGD (sign)"
 
 
 # -- end to end --------------------------------------------------------------------------------

@@ -23,7 +23,10 @@ from analysis.claims.evidence import Evidence
 from analysis.consensus import read_trace
 from analysis.claims import table1, gossip, scaling, bits, topology  # noqa: F401  (each registers its claims)
 
-COLUMNS = ["claim", "expected", "needs", "measured", "verdict", "reads", "missing"]
+# "asserts" and "reason" came later: appended, so readers of the older columns read claims.csv as before
+COLUMNS = ["claim", "expected", "needs", "measured", "verdict", "reads", "missing", "asserts", "reason"]
+# a verdict in words for the report: "fails" beside a claim that something fails read as a double negative
+SAID = {HOLDS: "holds", FAILS: "does not hold", INCONCLUSIVE: "undecided", INCOMPLETE: "not tested here"}
 
 
 def read_traces(run_dir: Path) -> pd.DataFrame | None:
@@ -49,20 +52,32 @@ def check_claims(summary: pd.DataFrame | None, traces: pd.DataFrame | None = Non
         except (KeyError, ValueError, TypeError) as err:  # a summary without a column the claim needs
             v = Verdict(INCOMPLETE, f"cannot be checked on these results ({type(err).__name__}: {err})",
                         missing=(f"a column or value the claim reads ({err})",))
+        reason = v.reason or ("the test or interval in the measurement does not decide"
+                              if v.verdict == INCONCLUSIVE else v.measured)
         rows.append({"claim": c.name, "expected": c.expected, "needs": c.needs, "measured": v.measured,
-                     "verdict": v.verdict, "reads": v.reads, "missing": " | ".join(v.missing)})
+                     "verdict": v.verdict, "reads": v.reads, "missing": " | ".join(v.missing),
+                     "asserts": c.asserts, "reason": reason})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
 def claims_markdown(table: pd.DataFrame, min_seeds: int = MIN_SEEDS) -> str:
-    head = (f"Each of the paper's qualitative claims checked on this study's runs (accuracies in %). A verdict is "
-            f"*holds* or *fails* only when every cell the claim needs ran, with {min_seeds} seeds or more where it "
-            "compares runs; *inconclusive* when its interval or test does not decide; *incomplete* lists what is "
-            "missing.\n\n")
-    shown = table[["claim", "verdict", "measured"]]
-    notes = "\n".join(f"- **{r.claim}**: {r.expected}. *Needs*: {r.needs}." + (f" *Reads*: {r.reads}." if r.reads else "")
-                      for r in table.itertuples())
-    return head + shown.to_markdown(index=False, disable_numparse=True) + "\n\nWhat each claim states, needs and reads:\n\n" + notes + "\n"
+    """The verdicts first, each claim by what it asserts with a one-line reason; then what each measured and
+    needs. A study that is a slice (the default study) says why its claims are "not tested here"."""
+    untested = int((table["verdict"] == INCOMPLETE).sum())
+    head = (f"Each of the paper's claims checked on this study's runs (accuracies in %). A claim *holds* or *does not "
+            f"hold* only when every cell it needs ran, with {min_seeds} seeds or more where it compares runs; "
+            "*undecided* when its interval or test does not decide; *not tested here* when this study does not "
+            "hold its cells.")
+    if untested:
+        head += (f" {untested} of {len(table)} claims are not tested here: that is no failure, only that this study "
+                 "runs other cells (or fewer seeds) than those claims need; the study named in each claim's *needs* "
+                 "tests it.")
+    shown = pd.DataFrame({"the paper's claim": table["asserts"], "verdict": table["verdict"].map(SAID),
+                          "why": table["reason"], "id": [f"`{c}`" for c in table["claim"]]})
+    notes = "\n".join(f"- **{r.asserts}** (`{r.claim}`): {r.expected}. *Measured*: {r.measured}. *Needs*: {r.needs}."
+                      + (f" *Reads*: {r.reads}." if r.reads else "") for r in table.itertuples())
+    return (head + "\n\n" + shown.to_markdown(index=False, disable_numparse=True)
+            + "\n\nWhat each claim states, measured, needs and reads:\n\n" + notes + "\n")
 
 
 __all__ = ["CLAIMS", "Claim", "Verdict", "Evidence", "check_claims", "claims_markdown", "read_traces", "HOLDS",

@@ -25,6 +25,7 @@ class Verdict:
     measured: str
     reads: str = ""  # the metric the verdict read, in words
     missing: tuple[str, ...] = field(default=())
+    reason: str = ""  # why, in one line a newcomer reads (the report's "why" column)
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
@@ -33,7 +34,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class Claim:
-    name: str
+    name: str  # the id baselines and regress key on: never renamed
+    asserts: str  # what the paper asserts, as a statement that "holds" or "does not hold" (the report's name)
     expected: str
     needs: str  # the cells and seeds the verdict needs, in words
     check: Callable
@@ -42,16 +44,19 @@ class Claim:
 CLAIMS: list[Claim] = []
 
 
-def claim(name: str, expected: str, needs: str):
+def claim(name: str, asserts: str, expected: str, needs: str):
     def register(check):
-        CLAIMS.append(Claim(name, expected, needs, check))
+        CLAIMS.append(Claim(name, asserts, expected, needs, check))
         return check
     return register
 
 
 def incomplete(missing: list[str], reads: str = "", have: str = "") -> Verdict:
     shown = "; ".join(missing[:8]) + (f"; and {len(missing) - 8} more" if len(missing) > 8 else "")
-    return Verdict(INCOMPLETE, (f"{have}; " if have else "") + f"missing: {shown}", reads, tuple(missing))
+    # a study that does not hold the claim's cells (the default study is a slice) has not tested it: no failure
+    reason = (f"needs cells or seeds this study does not run ({len(missing)} missing, e.g. {missing[0]})"
+              if missing else "needs cells this study does not run")
+    return Verdict(INCOMPLETE, (f"{have}; " if have else "") + f"missing: {shown}", reads, tuple(missing), reason)
 
 
 def combine(parts: list[str]) -> str:

@@ -27,7 +27,7 @@ def _reads(runs: pd.DataFrame) -> str:
     return f"bits a worker put on its links until {metric} of {on} first reached the target ({target:.4g})"
 
 
-@claim("sign-choco-saves-bits",
+@claim("sign-choco-saves-bits", "Sign-Choco reaches the target with 10x fewer bits than D-PSGD",
        f"sign-Choco reaches the accuracy target with ≥ {BITS_SAVING:g}× fewer bits than exact decentralized "
        "SGD (D-PSGD) at the same setting (Table 3)",
        "sign-Choco and D-PSGD at one setting, paired by seed, each pair with at least one run at the target; "
@@ -62,7 +62,7 @@ def sign_saves_bits(ev: Evidence) -> Verdict:
     where += f", data {setting['data']}" if "data" in setting else ""
     if lost:
         return Verdict(FAILS, f"{where}: sign-Choco missed the target in seed(s) {seed_list(lost)}, where D-PSGD "
-                              "reached it", reads)
+                              "reached it", reads, reason="sign-Choco missed the target where D-PSGD reached it")
     if informative < ev.min_seeds:
         line = f"{ev.min_seeds} seeds with a run at the target (have {informative}"
         line += f"; neither reached it in seed(s) {seed_list(neither)})" if neither else ")"
@@ -75,4 +75,6 @@ def sign_saves_bits(ev: Evidence) -> Verdict:
     text = (f"{where}: geometric-mean saving {math.exp(mean):.1f}×, {100 * ev.level:g} % bootstrap interval "
             f"{math.exp(low):.1f}× to {math.exp(high):.1f}×, {len(use)} seeds "
             f"(median {np.median(bits_s[use]) / 1e6:.3g} vs {np.median(bits_e[use]) / 1e6:.3g} Mbit {count})")
-    return Verdict(verdict, text, reads)
+    reason = (f"saving {math.exp(mean):.1f}x; its interval ({math.exp(low):.1f}x to {math.exp(high):.1f}x) lies "
+              + {"holds": "above", "fails": "below"}.get(verdict, "across") + f" {BITS_SAVING:g}x")
+    return Verdict(verdict, text, reads, reason=reason)

@@ -41,7 +41,7 @@ def _gap(ref: dict, acc: dict, seeds) -> float:
     return float(np.mean([ref[s] - (0.0 if math.isnan(acc[s]) else acc[s]) for s in seeds]))
 
 
-@claim("gap-grows-as-spectral-gap-shrinks",
+@claim("gap-grows-as-spectral-gap-shrinks", "The gap to all-reduce grows as the spectral gap shrinks",
        "the gap to all-reduce grows as the spectral gap shrinks, and at the largest n the torus is ahead of "
        "the ring (scaling study)",
        f"Choco-SGD (one compressor) on ring and torus at ≥ 2 common n and ≥ {MIN_CELLS} (topology, n) cells, "
@@ -97,4 +97,6 @@ def gap_and_graph(ev: Evidence) -> Verdict:
     text = (f"{label}, data {where.get('data')}: Spearman(spectral gap, gap) = {rho:.2f}, one-sided permutation "
             f"p = {p:.3f} over {len(keys)} (topology, n) cells ({trend}); n = {n}: torus minus ring "
             f"{interval_text(mean, low, high, ' points', len(paired), ev.level)} ({ahead})")
-    return Verdict(combine([trend, ahead]), text, reads)
+    reason = (f"rank trend of gap against spectral gap: {trend} (p = {p:.2g}); torus ahead of ring at n = {n}: "
+              f"{ahead}")
+    return Verdict(combine([trend, ahead]), text, reads, reason=reason)

@@ -50,7 +50,7 @@ def _where(setting: dict) -> str:
     return f"{setting['task']}, {setting['topology']}, n = {setting['nodes']}, data {setting['data']}"
 
 
-@claim("choco-matches-allreduce",
+@claim("choco-matches-allreduce", f"Choco-SGD stays within {MARGIN:g} points of all-reduce with every compressor",
        f"Choco-SGD with every one of Table 1's {len(TABLE1)} compressors is within {MARGIN:g} points of "
        "all-reduce, and never diverges (Table 1)",
        f"all-reduce and Choco-SGD with {', '.join(TABLE1)} at one setting; each seed paired with all-reduce's; "
@@ -86,7 +86,12 @@ def choco_matches(ev: Evidence) -> Verdict:
     text += f"; {held} of {len(parts)} compressors within {MARGIN:g} points"
     if lines:
         text += "; " + "; ".join(lines)
-    return Verdict(combine(list(parts.values())), text, reads)
+    verdict = combine(list(parts.values()))
+    off = [c for c, p in parts.items() if p != HOLDS]
+    reason = (f"every compressor's gap interval lies at or below {MARGIN:g} points" if verdict == HOLDS else
+              f"{', '.join(off)}: the gap's interval lies above {MARGIN:g} points (or a seed diverged)"
+              if verdict == FAILS else f"{', '.join(off)}: the gap's interval straddles {MARGIN:g} points")
+    return Verdict(verdict, text, reads, reason=reason)
 
 
 def _fails_as_the_paper_says(ev: Evidence, algorithm: str, compressors: tuple[str, ...]) -> Verdict:
@@ -114,10 +119,12 @@ def _fails_as_the_paper_says(ev: Evidence, algorithm: str, compressors: tuple[st
             line += f"; seed(s) {seed_list(trained)} trained (gap {min(gaps[s] for s in trained):.1f} points)"
         lines.append(line)
     text = (f"{_where(setting)}; all-reduce {np.mean(list(ref_acc.values())):.1f} %; " + "; ".join(lines))
-    return Verdict(FAILS if survivors else HOLDS, text, reads)
+    reason = (f"{', '.join(survivors)} trained within {COLLAPSE:g} points of all-reduce in some seed" if survivors
+              else f"every seed diverged or ended {COLLAPSE:g} points or more below all-reduce")
+    return Verdict(FAILS if survivors else HOLDS, text, reads, reason=reason)
 
 
-@claim("dcd-fails-at-low-precision",
+@claim("dcd-fails-at-low-precision", "DCD-PSGD breaks down at low precision (QSGD 4/2-bit, random 10/1 %)",
        f"DCD-PSGD diverges or falls ≥ {COLLAPSE:g} points below all-reduce, in every seed, with QSGD 4/2-bit "
        "and random 10 %/1 % (Table 1)",
        f"all-reduce and DCD-PSGD with {', '.join(DCD_FAILS)} at one setting, each seed paired with all-reduce's")
@@ -125,7 +132,7 @@ def dcd_fails(ev: Evidence) -> Verdict:
     return _fails_as_the_paper_says(ev, "dcd", DCD_FAILS)
 
 
-@claim("ecd-fails",
+@claim("ecd-fails", "ECD-PSGD breaks down with QSGD of 8 bits or fewer, sparsifiers and sign",
        f"ECD-PSGD diverges or falls ≥ {COLLAPSE:g} points below all-reduce, in every seed, with QSGD of 8 bits "
        "and fewer, every sparsifier (random and top 50/10/1 %) and sign (Table 1)",
        f"all-reduce and ECD-PSGD with {', '.join(ECD_FAILS)} at one setting, each seed paired with all-reduce's")

@@ -13,7 +13,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedFormatter, FixedLocator, NullLocator  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
-from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.base import figure, paper_theme, plain_log_ticks  # noqa: E402
 from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
 from analysis.labels import method_label, method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
@@ -105,13 +105,39 @@ def stagger_tick_labels(fig, axes, rounds: int = 4) -> None:
     _hang(fig, [(ax, tick) for ax, tick, row in rows if row > 0], renderer)
 
 
+# where a point's name may go, in points from it, in order of preference: beside it, then further out
+PLACES = [(4, 5), (4, -13), (-4, 5), (-4, -13), (4, 16), (-4, 16), (4, -24), (-4, -24), (4, 27), (-4, 27)]
+
+
+def place_labels(ax, names: list[tuple[str, float, float]], renderer) -> None:
+    """Name each point (text, x, y) at the first of PLACES where its label, as drawn, overlaps no label placed
+    before and stays inside the axes, else where it clashes least; a thin leader joins label and point."""
+    placed = []
+    frame = ax.get_window_extent(renderer)
+    for text, x, y in names:
+        tries = []
+        for dx, dy in PLACES:
+            label = ax.annotate(text, (x, y), textcoords="offset points", xytext=(dx, dy), fontsize=8, color="0.3",
+                                ha="left" if dx > 0 else "right",
+                                arrowprops=dict(arrowstyle="-", color="0.6", linewidth=0.6, shrinkA=0, shrinkB=3))
+            box = label.get_window_extent(renderer)
+            clash = sum(box.overlaps(b) for b in placed) + (not frame.contains(box.x0, box.y0)) + (
+                not frame.contains(box.x1, box.y1))
+            tries.append((clash, len(tries), label, box))
+            if clash == 0:
+                break
+        _, _, label, box = min(tries, key=lambda t: t[:2])
+        for _, _, other, _ in tries:
+            if other is not label:
+                other.remove()
+        placed.append(box)
+
+
 def _effective_neighbours_panel(ax, table: pd.DataFrame, ylim) -> None:
-    """Accuracy against n_W(0.9), each graph named once at its n_W (on the best method's point)."""
-    named = table.dropna(subset=["n_eff"]).sort_values("acc", ascending=False).drop_duplicates("topology")
-    for _, r in named.iterrows():
-        if pd.notna(r["acc"]):
-            ax.annotate(r["topology"], (r["n_eff"], r["acc"]), textcoords="offset points", xytext=(4, 5),
-                        fontsize=8, color="0.3")
+    """Accuracy against n_W(0.9), each graph named once at its n_W (on the best method's point), the names
+    placed apart once the figure is laid out (place_labels)."""
+    named = table.dropna(subset=["n_eff", "acc"]).sort_values("acc", ascending=False).drop_duplicates("topology")
+    ax.names = [(r["topology"], r["n_eff"], r["acc"]) for _, r in named.sort_values("n_eff").iterrows()]
     ax.set_ylim(*ylim)
     ax.set_xlabel("effective number of neighbours n_W(γ = 0.9)")
     ax.set_ylabel("final test accuracy (%)")
@@ -133,11 +159,16 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     for method in methods:
         g = table[table["method"] == method].sort_values("spectral_gap")
         look = looks[method]
-        bars = axes[0].errorbar(g["spectral_gap"], g["acc"], yerr=g["acc_std"], capsize=3, linewidth=1.4,
-                                markersize=6, label=method, **look)
-        bars.lines[0].set_gid(f"accuracy:{method}")
-        axes[1].plot(g["spectral_gap"], g["consensus"], linewidth=1.4, markersize=6, label=method,
-                     gid=f"consensus:{method}", **look)
+        # graphs of one ρ (complete, Base-(k+1): ρ = 1) are points apart; the line joins the means over them
+        means = g.groupby("spectral_gap")[["acc", "consensus"]].mean().reset_index()
+        marks = {k: v for k, v in look.items() if k != "linestyle"}
+        axes[0].errorbar(g["spectral_gap"], g["acc"], yerr=g["acc_std"], capsize=3, linestyle="none", markersize=6,
+                         **marks)
+        axes[0].plot(means["spectral_gap"], means["acc"], linewidth=1.4, label=method, gid=f"accuracy:{method}",
+                     color=look["color"], linestyle=look["linestyle"], marker=look["marker"], markersize=0)
+        axes[1].plot(g["spectral_gap"], g["consensus"], linestyle="none", markersize=6, **marks)
+        axes[1].plot(means["spectral_gap"], means["consensus"], linewidth=1.4, gid=f"consensus:{method}",
+                     color=look["color"], linestyle=look["linestyle"])
         if with_n_eff:
             panels[2].errorbar(g["n_eff"], g["acc"], yerr=g["acc_std"], capsize=3, linewidth=0, elinewidth=1.2,
                                markersize=6, **{k: v for k, v in look.items() if k != "linestyle"})
@@ -175,12 +206,19 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
         _effective_neighbours_panel(panels[2], table, axes[0].get_ylim())
     axes[1].set_yscale("log")
     axes[0].set_ylabel("final test accuracy (%)")
-    axes[1].set_ylabel("final consensus distance  (1/n) Σ‖xᵢ − x̄‖²")
+    axes[1].set_ylabel("final consensus distance\n(1/n) Σ‖xᵢ − x̄‖²")
     axes[0].set_title("accuracy")
     axes[1].set_title("consensus distance (log–log)")
     fig.suptitle(title or "Final accuracy and consensus distance against the spectral gap")
+    plain_log_ticks(axes[1].yaxis)  # a consensus distance within a decade or two: more than two labels
     stagger_tick_labels(fig, axes)
+    if with_n_eff:
+        place_labels(panels[2], panels[2].names, fig.canvas.get_renderer())
     handles, labels = axes[0].get_legend_handles_labels()
+    handles = [Line2D([], [], color=looks[lb]["color"], marker=looks[lb]["marker"], linestyle=looks[lb]["linestyle"])
+               if lb in looks else h for h, lb in zip(handles, labels)]  # the lines carry no marker: the points do
+    order = sorted(range(len(labels)), key=lambda k: labels[k] in looks)  # all-reduce first, as in every legend
+    handles, labels = [handles[k] for k in order], [labels[k] for k in order]
     # every seed diverged: nothing to place on the axes, so the legend says so
     lost = table[table["acc"].isna()].groupby("method")["topology"].agg(lambda t: ", ".join(sorted(t)))
     labels = [f"{label}: every seed diverged on {lost[label]}" if label in lost else label for label in labels]

@@ -69,3 +69,16 @@ def palette(name: str, count: int) -> list:
     import seaborn as sns
 
     return sns.color_palette(name, count)
+
+
+def plain_log_ticks(axis) -> None:
+    """Label a log axis that spans less than three decades at 1, 2 and 5 of each decade in plain numbers (2, 5,
+    10 s): at powers of ten alone it shows one or two labels (10¹ and 10² beside points at 2-5 s)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    low, high = sorted(axis.get_view_interval())
+    if low > 0 and high / low < 1e3:
+        subs = (1.0, 2.0, 5.0) if high / low > 10 else (1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0)  # within a decade: more
+        axis.set_major_locator(LogLocator(base=10, subs=subs))
+        axis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}"))
+        axis.set_minor_formatter(NullFormatter())

@@ -14,7 +14,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from analysis.consensus import read_trace  # noqa: E402
 from analysis.display import save_figure  # noqa: E402
 from analysis.errors import DamagedFile  # noqa: E402
-from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.base import figure, paper_theme, plain_log_ticks  # noqa: E402
 from analysis.figures.requirements import Grid  # noqa: E402
 from analysis.labels import bits_label, compressor_label, compressor_order, styles_with  # noqa: E402
 
@@ -66,6 +66,7 @@ def plot_consensus(traces: pd.DataFrame, out_stem: Path) -> list[Path]:
     sent = data.loc[data["mbit_per_worker"] > 0, "mbit_per_worker"]
     if len(sent):  # the axis starts at the first round's bits: no empty stretch before any was sent
         axes[1].set_xlim(sent.min() / 1.2, sent.max() * 1.2)
+        plain_log_ticks(axes[1].xaxis)  # a decade or two of Mbit: more than two labels
     handles = [Line2D([], [], linewidth=1.6, markersize=6, label=names[m], **looks[m]) for m in methods]
     handles.append(Line2D([], [], color="grey", linestyle=":", linewidth=1, label="10⁻⁴"))
     fig.suptitle("Average consensus: Choco-Gossip with compression vs exact gossip")

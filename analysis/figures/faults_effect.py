@@ -27,7 +27,8 @@ from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa
 NO_FAULTS = ("needs runs on an unreliable network: a faults: setting with drop > 0 (losses at a rate) or an "
              "exponential straggler")
 MAX_TOPOLOGIES = 4
-DODGE = 5.0  # points between the series drawn at one x, so that their bars do not hide each other
+DODGE = 3.0  # points between the series drawn at one x, so that their bars do not hide each other
+SPREAD = 8.0  # points at most from a value's tick to its farthest series: a point reads at the x it has
 BURST_DASHES = ["--", "-.", ":"]  # one per burst length; independent losses are solid
 KEYS = ["topology", "method", "drop", "drop_model", "burst", "straggler_mean", "late", "staleness", "active",
         "absences", "pairwise"]
@@ -101,7 +102,8 @@ def _x_axis(ax, values, label: str) -> None:
 
 
 def _offsets(count: int) -> list[float]:
-    return [(i - (count - 1) / 2) * DODGE for i in range(count)]
+    step = min(DODGE, 2 * SPREAD / max(count - 1, 1))
+    return [(i - (count - 1) / 2) * step for i in range(count)]
 
 
 def plot_losses(ax, table: pd.DataFrame, reference: float | None, ylabel: str) -> None:
@@ -205,17 +207,17 @@ def plot_faults_effect(losses: dict, stragglers: dict, out_stem: Path, *, refere
     cols = max(len(r) for r in rows)
     fig = plt.figure(figsize=(5.0 * cols + (2.6 if cols == 1 else 0), 4.1 * len(rows) + 0.6))
     grid = fig.add_gridspec(len(rows), cols)
-    first = {}
-    for i, (row, part) in enumerate(zip(rows, ("a", "b") if losses else ("b",))):
+    first, letters = {}, iter("abcdefgh")  # one letter per panel, row by row
+    for i, (row, part) in enumerate(zip(rows, ("losses", "stragglers") if losses else ("stragglers",))):
         for j, (topology, table) in enumerate(row.items()):
             ax = fig.add_subplot(grid[i, j], sharey=first.get(part))
             first.setdefault(part, ax)
-            if part == "a":
+            if part == "losses":
                 plot_losses(ax, table, reference, ylabel)
-                ax.set_title(f"({part}) {topology}: accuracy against lost messages")
+                ax.set_title(f"({next(letters)}) {topology}: accuracy against lost messages")
             else:
                 plot_stragglers(ax, table, logs[topology])
-                ax.set_title(f"({part}) {topology}: time to target against stragglers")
+                ax.set_title(f"({next(letters)}) {topology}: time to target against stragglers")
             if j:  # the row shares its value axis: named once, at its left
                 ax.set_ylabel("")
     methods = sorted({m for r in rows for t in r.values() for m in t["method"]}, key=method_sort_key)
@@ -297,11 +299,12 @@ def _caption(data, losses, stragglers, logs, reference, local, task, nodes) -> s
                     f"{_percent(shares.index * 100)}%)" if len(shares) else "")
         ref = (f" The dotted line is all-reduce on a perfect network ({reference:.4g}%)." if reference is not None
                else " No all-reduce run on a perfect network: no reference line.")
-        text.append(f"(a) {what}, against the share of messages each directed link loses per round, "
+        text.append(f"Top row: {what}, against the share of messages each directed link loses per round, "
                     f"{_percent(drops)}%{measured}, on a symmetric-log axis so that 0% (a perfect network) is "
                     "shown. Solid lines and filled markers: each message lost on its own (Bernoulli); dashed, "
-                    "hollow: lost in bursts at the same mean rate (Gilbert-Elliott), at the same x but "
-                    "shifted sideways a little, as each method is, so that the bars stay apart." + ref)
+                    "hollow: lost in bursts at the same mean rate (Gilbert-Elliott). The series at one x are "
+                    f"shifted sideways by at most {SPREAD:g} points around its tick, so that the bars stay apart."
+                    + ref)
         diverged = sum(int(t["diverged"].sum()) for t in losses.values())
         if diverged:
             text.append(f"{diverged} run(s) diverged; each counts with its final accuracy where it has one.")
@@ -309,7 +312,8 @@ def _caption(data, losses, stragglers, logs, reference, local, task, nodes) -> s
         scale = "a log axis, points only (the times span decades)" if any(logs.values()) else "a linear axis from 0"
         missed = [f"{r['method']} at m = {r['network']:g} ({r['status']})" for t in stragglers.values()
                   for _, r in t[~np.isfinite(t["median"])].iterrows()]
-        text.append("(b) Modelled time to the target accuracy (the α–β cost model: a synchronous round waits for "
+        text.append(("Bottom row: m" if losses else "M") + "odelled time to the target accuracy (the α–β cost "
+                    "model: a synchronous round waits for "
                     "its slowest worker) against the straggler mean m: at every step each worker's compute takes "
                     "1 + Exp(m) times as long; 0 is the same method on a perfect network. Median over seeds, "
                     f"counting a seed that missed the target as infinite, on {scale}. Where the median seed "

@@ -49,14 +49,17 @@ def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None 
     heterogeneous on the left; a dashed line at no gap."""
     paper_theme()
     panels = list(table.groupby(["topology", "nodes"], sort=True))[:MAX_PANELS]
-    schemes = sorted(table["data"].unique(), key=heterogeneity)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5, 1.1 * len(schemes) + 2.5) * len(panels), 4.4),
+    every = sorted(table["data"].unique(), key=heterogeneity)
+    widest = max(g["data"].nunique() for _, g in panels)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(5.5, 1.1 * widest + 2.5) * len(panels), 4.4),
                              squeeze=False, sharey=True)
     methods_all = sorted(table["method"].unique(), key=method_sort_key)
     for ax, ((topology, nodes), g) in zip(axes.flat, panels):
+        # a panel's own partitions only (no empty columns); a method missing one has a gap there, not a line across
+        schemes = [s for s in every if s in set(g["data"])]
         for k, method in enumerate(m for m in methods_all if m in set(g["method"])):
-            h = g[g["method"] == method].set_index("data").reindex([s for s in schemes if s in set(g["data"])])
-            x = np.array([schemes.index(s) for s in h.index]) + (k - len(methods_all) / 2) * 0.03
+            h = g[g["method"] == method].drop_duplicates("data").set_index("data").reindex(schemes)
+            x = np.arange(len(schemes)) + (k - len(methods_all) / 2) * 0.03
             lo = (h["gap"] - h["gap_ci_low"]).fillna(0).clip(lower=0)
             hi = (h["gap_ci_high"] - h["gap"]).fillna(0).clip(lower=0)
             look = style(method)
@@ -68,7 +71,8 @@ def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None 
         ax.set_xticklabels([partition_label(s) for s in schemes], fontsize=9)
         ax.set_xlim(-0.5, len(schemes) - 0.5)
         ax.set_xlabel("data partition (more heterogeneous on the left)")
-        ax.set_title(f"{topology}, n = {nodes}")
+        missing = [partition_label(s).replace("\n", " ") for s in every if s not in schemes]
+        ax.set_title(f"{topology}, n = {nodes}" + (f"\n(not run here: {', '.join(missing)})" if missing else ""))
     axes.flat[0].set_ylabel("gap to all-reduce (pp, higher is worse)")
     # every method of every panel, once, in the methods' order: a method absent from the first panel (the
     # centralized ones run on the ring only, say) keeps its entry

@@ -3,6 +3,7 @@ rate (every method) and against the consensus step γ (Choco), each curve a slic
 selected point (the other knobs held at their tuned values)."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import matplotlib
@@ -18,7 +19,7 @@ from analysis.display import save_figure  # noqa: E402
 from analysis.errors import DamagedFile  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.figures.requirements import Grid  # noqa: E402
-from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.labels import learn, learn_compressor, method_sort_key, style, with_methods  # noqa: E402
 from analysis.tuning import knob_columns, read_tuned  # noqa: E402
 
 SWEPT_KNOBS = ("lr", "gamma")  # what a curve is drawn against, one panel each
@@ -31,6 +32,35 @@ def needs(grid: Grid) -> str | None:
         if len(grid.tune_grid.get(knob, ())) >= 2 and any(knob in knobs for knobs in grid.tuned.values()):
             return None
     return "needs a tune: grid of >= 2 values of lr or gamma that some cell searches"
+
+
+def named(run_dir: Path, trials: pd.DataFrame) -> pd.DataFrame:
+    """``trials`` with each cell's method as its trials' run.json says (tune/CELL/TRIAL/run.json): the display
+    names learned, so that a legend never shows a registry name even where the study's runs are not loaded, and
+    a variant its options make (choco+adagossip) told apart from its base."""
+    out = trials.copy()
+    for cell in out["cell"].dropna().unique():
+        record = next(iter(_records(Path(run_dir) / "tune" / str(cell))), {})
+        said, rows = record.get("algorithm"), out["cell"] == cell
+        if not isinstance(said, dict):
+            continue
+        base = out.loc[rows, "algorithm"].iloc[0]
+        name = said["name"] if said.get("variant_of") == base and isinstance(said.get("name"), str) else base
+        out.loc[rows, "algorithm"] = name
+        learn(name, said)
+        learn_compressor(out.loc[rows, "compressor"].iloc[0], record.get("compressor"))
+    return out
+
+
+def _records(cell_dir: Path):
+    """The readable run.json records of a cell's trials (none: no trial folder kept)."""
+    for path in sorted(cell_dir.glob("*/run.json")):
+        try:
+            record = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            yield record
 
 
 def _close(a, b) -> bool:
@@ -147,6 +177,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return f"no {path} (a study with a `tune:` grid writes it)"
     if trials.empty or not trials["selected"].astype(bool).any():
         return f"{path} has no selected trial"
+    trials = named(run_dir, trials)
     varied = [k for k in SWEPT_KNOBS if not sensitivity_slice(with_methods(trials), k).empty]
     if not varied:
         return "the tuning grid varies neither the learning rate nor γ"

@@ -16,7 +16,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
-from analysis.figures.base import figure, paper_theme  # noqa: E402
+from analysis.figures.base import figure, paper_theme, plain_log_ticks  # noqa: E402
 from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import iid_only, one_cell_per, select_setting, usable  # noqa: E402
 from analysis.files import read_regular
@@ -225,6 +225,8 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     if log:
         ax.set_yscale("log")
     ax.set_ylim(*_limits(table, texts, log, fig.get_size_inches()[1] - 1.3))
+    if log:
+        plain_log_ticks(ax.yaxis)
     for mark in marks:
         _mark(ax, *mark)
     ax.set_xticks([starts[n] + (sizes[n] - 1) / 2 for n in networks])

@@ -26,7 +26,8 @@ Writes OUT/history.csv, steps.csv, newest.csv, noise.csv, history.md and figures
 tables back with `read_output` (tables.py), which keeps their commit columns as text.
 Exit 0, 1 when the newest commit starts a regression or failed, 2 on bad input (one line).
 
-The package: records.py reads the records and builds the series, settings.py groups them by settings,
+The package: records.py reads the records and builds the series, settings.py groups them by settings
+(definitions.py by the version of a redefined quantity's definition, a series each),
 order.py puts commits in order, changepoint.py holds the statistics, gate.py the refusals and failures,
 figures.py draws, cli.py parses the arguments and writes the outputs (main); metric.py judges one
 quantity at one commit for `bench bisect` (`python -m analysis.history.metric`)."""

@@ -19,6 +19,7 @@ from analysis.errors import UsageError
 from analysis.files import write_atomically, write_text_atomically
 from analysis.history.compare import compare, lines, point_of
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
+from analysis.history.definitions import with_definitions
 from analysis.history.figures import _safe, draw
 from analysis.history.gate import (check_expect_value, commit_of, expect_refusal, failed_newest, later_than,
                                    newest_failures, not_compared, nothing_compared)
@@ -133,7 +134,9 @@ def run(args) -> int:
         why = f"; {len(skipped)} left out, e.g. {skipped[0].path}: {skipped[0].reason}" if skipped else ""
         raise UsageError(f"no{' clean' if args.clean_only else ''} bench track records (<machine>/<commit>/<time>.json) "
                          f"under {', '.join(map(str, dirs))}{why}")
-    table = split_by_settings(observations(records))
+    table, notes = with_definitions(observations(records), args.repo)  # a redefinition: a series of its own
+    _NOTES.extend(notes)
+    table = split_by_settings(table)
     globs = [g.strip() for g in (args.only or "").split(",") if g.strip()]
 
     def selected(quantity: str, kind: str, name: str | None = None) -> bool:

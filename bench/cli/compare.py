@@ -15,6 +15,13 @@ def add_arguments(p) -> None:
 
 
 def run(args) -> int:
-    from ..pipeline.compare import cmd_compare
+    from pathlib import Path
 
-    return cmd_compare(args)
+    from ..pipeline.compare import PREFIX, cmd_compare, default_name
+
+    status = cmd_compare(args)
+    # the report's first table (analysis writes it; bench reads the file, never imports analysis)
+    ranking = Path("results") / (PREFIX + (args.name or default_name(list(dict.fromkeys(args.methods))))) / "ranking.md"
+    if status == 0 and not args.dry_run and ranking.is_file():
+        print("\n" + ranking.read_text(), flush=True)
+    return status

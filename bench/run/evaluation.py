@@ -32,6 +32,11 @@ class Counters:
     messages_dropped: int = 0  # of those, lost (the run's faults)
     messages_late: int = 0  # of those, delivered faults.staleness rounds late
     workers_absent: int = 0  # worker-rounds sat out (faults.active, absent, pairwise)
+    # what other processes took of the machine while the run measured its compute (bench/run/busy.py): their CPU
+    # seconds, and wall seconds x cores over which it was read; summed over sessions, as the checkpoint keeps them
+    others_cpu_s: float = 0.0
+    metered_core_s: float = 0.0
+    metered_cores: int = 0
     rows: list[dict] = field(default_factory=list)
     # the latest all-worker scores: {"workers": [...], "test_acc": [...], "test_loss": [...]}
     local_all: dict | None = None

@@ -21,6 +21,7 @@ from ..faults.straggler import round_factor
 from ..errors import BenchError
 from ..topology.spectrum import spectrum_summary
 from . import failure
+from .busy import BusyMeter
 from .config import RunConfig
 from .driver import DriverWatch
 from .identity import FINAL
@@ -92,6 +93,7 @@ class Loop:
         if self.writer:
             write_json(out / "run.json", self.record)
         self.started = time.perf_counter()
+        self.busy = BusyMeter(cfg, parts.comm, self.counters, device, cfg.backend == "dist")  # others' CPU share
         self.progress = Progress(self.total, self.counters.global_step, self.spe, quiet=cfg.quiet or not self.writer)
 
     def _same_step_on_every_rank(self, step: int) -> None:
@@ -173,6 +175,7 @@ class Loop:
     def save(self) -> None:
         self.counters.wall_s = self.wall()
         p = self.p
+        self.busy.fold(p.algo.x.shape[0])
         save_checkpoint(self.checkpoint, {"fingerprint": self.cfg.fingerprint(), "algo": p.algo.state_dict(),
                                           "task": p.task.state_dict(), "generator": p.generator.get_state(),
                                           "counters": self.counters.state()})
@@ -399,6 +402,7 @@ class Loop:
         """Paused at stop_at (the checkpoint stays) or completed/diverged (it goes); the closing line."""
         c = self.counters
         self.progress.close()
+        self.busy.fold(self.p.algo.x.shape[0])  # a diverged run's last span (the others end on a checkpoint)
         if status == "completed" and c.global_step < self.total:
             status = "paused"
             self._finish(status, {"paused_at_step": c.global_step})
@@ -423,7 +427,7 @@ class Loop:
 
     def _final_record(self, status: str, extra: dict) -> dict:
         c, p = self.counters, self.p
-        record = {**self.record, "status": status, **extra}
+        record = {**self.record, "status": status, **extra, "timing": self.busy.timing()}
         if c.rows:
             last = c.rows[-1]
             accs = [r["test_acc"] for r in c.rows if not math.isnan(r["test_acc"])]

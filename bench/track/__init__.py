@@ -26,6 +26,8 @@ command (cmd_track).
 from __future__ import annotations
 
 import json
+import sys
+import time
 from pathlib import Path
 
 from ..errors import BenchError
@@ -118,8 +120,18 @@ def cmd_track(args) -> int:
         return _track(args)
 
 
+def progress(quiet: bool):
+    """say(line): a progress line on stderr with the time since the start, one per step (a part begins, a run
+    ends), never redrawn: a CI log gets one line per run. stdout keeps the closing `wrote ...` line alone."""
+    start = time.monotonic()
+
+    def say(line: str) -> None:
+        print(f"{line} [{time.monotonic() - start:.0f} s]", file=sys.stderr, flush=True)
+    return (lambda *_: None) if quiet else say
+
+
 def _track(args) -> int:
-    say = (lambda *_: None) if args.quiet else (lambda line: print(line, flush=True))
+    say = progress(args.quiet)
     info = fingerprint(args.device)
     machine = machine_id(info)
     if args.print_machine:

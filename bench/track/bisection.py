@@ -136,6 +136,18 @@ def parse_metric(name: str) -> dict:
                       f"study.<cell>.<{'|'.join(STUDY_FIELDS)}>")
 
 
+def same_definition(repo: str, metric: str, good: str, bad: str) -> None:
+    """Refuses a search across a redefinition of ``metric`` (analysis/history/definitions.py holds them): BAD's
+    number counts something else than GOOD's, which is no regression."""
+    proc = subprocess.run([sys.executable, "-m", "analysis.history.definitions", metric, good, bad, "--repo",
+                           str(Path(repo).resolve())], cwd=TRACKER, env=TrackProbe._env(), capture_output=True,
+                          text=True)
+    if proc.returncode != 0 or proc.stdout.strip():
+        why = (proc.stdout.strip() or proc.stderr.strip() or "failed").splitlines()[0][:200]
+        raise BisectError(f"{metric} was redefined between GOOD and BAD ({why}): a new definition is no regression; "
+                          "bisect from the redefining commit on")
+
+
 class TrackProbe:
     """measure(commit, reference): the metric at ``commit`` judged against ``reference`` (analysis.history.metric's
     object), from --history when this machine has a clean record of it (unless ``fresh``), else by `bench track`
@@ -231,6 +243,7 @@ def _bisect(args) -> int:
         raise BisectError(f"--tol {args.tol}: must be finite and > 0")
     parse_metric(args.metric)
     commits = commit_range(args.repo, args.good, args.bad)
+    same_definition(args.repo, args.metric, commits[0], commits[-1])
     sweep()  # the temporary folders of commands that were killed outright
     say = (lambda _: None) if args.json else (lambda line: print(line, flush=True))
     try:

@@ -120,6 +120,7 @@ def run_study(repo: Path, work: Path, study, digest: str, cells: list[str], targ
     runs = [(run, settings) for run, settings in study.runs.items() if study.run_cell[run] in cells]
     errors: list[str] = []
     start = time.monotonic()
+    say(f"track: study: {len(runs)} runs of {len(cells)} cells, one at a time")
     for i, (run, settings) in enumerate(runs, 1):
         words = [sys.executable if w == "python" else w for w in study.launcher(settings)]
         cmd = [*words, *study.run_args(settings), "--out", str(runs_dir / run)]
@@ -128,7 +129,7 @@ def run_study(repo: Path, work: Path, study, digest: str, cells: list[str], targ
             proc = subprocess.run(cmd, cwd=repo, env=env, stdout=handle, stderr=subprocess.STDOUT)
         if proc.returncode != 0:
             errors.append(f"study: {run}: bench run exited {proc.returncode}: {_last_line(logs / f'{run}.log')}")
-        say(f"track: run {i}/{len(runs)} {run}: {'ok' if proc.returncode == 0 else 'FAILED'} "
+        say(f"track: study run {i}/{len(runs)} {run}: {'ok' if proc.returncode == 0 else 'FAILED'} "
             f"({time.monotonic() - t0:.0f} s)")
     part: dict[str, Any] = {"name": study.name, "config_digest": digest, "target_acc": target_acc,
                             "seeds": list(study.seeds), "cells": {}}
@@ -197,6 +198,7 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
         if "perf" in parts:
             if getattr(args, "settle", 0):
                 settle(args.settle, say)
+            say(f"track: perf --quick{f' --only {args.perf_only}' if args.perf_only else ''}: started")
             with CpuMeter() as meter:  # what other processes took of the machine while bench perf timed
                 record["perf"], errors = run_perf(repo, work, args.device, args.perf_only, say)
             record["perf"]["contention"] = meter.result
@@ -205,6 +207,7 @@ def track_one(repo: Path, args, commit: dict, parts, study, digest, cells, machi
                     "bench perf timed (analysis history --max-busy leaves such records' perf figures out)")
             record["errors"] += errors
         if "user" in parts:
+            say(f"track: your benchmarks: {len(args.benchmark_files)} files, started")
             record["user"], errors = run_user(repo, work, args.benchmark_files, _code_env(repo), say)
             record["errors"] += errors
         if "study" in parts:

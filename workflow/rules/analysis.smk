@@ -29,7 +29,7 @@ rule figure:
         tuned=[f"{OUT}/tuned.csv"] if TUNED_CELLS else [],
     output:
         png=report(f"{OUT}/figures/{{figure}}.png", caption="../report/figure.rst",
-                   category=lambda wc: FIGURE_QUESTIONS[wc.figure]),
+                   category=lambda wc: FIGURE_CATEGORIES[wc.figure]),
         pdf=f"{OUT}/figures/{{figure}}.pdf",
     log:
         f"logs/{STUDY}/figures/{{figure}}.log",
@@ -51,7 +51,7 @@ rule report:
     output:
         md=f"{OUT}/report.md",
         # report.md as one page (tables, the paper's claims, figures inlined), shown first by `snakemake --report`
-        html=report(f"{OUT}/report.html", caption="../report/tables.rst", category="0. Tables and verdicts"),
+        html=report(f"{OUT}/report.html", caption="../report/tables.rst", category=TABLES_CATEGORY),
     log:
         f"logs/{STUDY}/report.log",
     params:

@@ -8,6 +8,7 @@ from snakemake.logging import logger
 from snakemake.utils import validate
 
 from analysis.figures import FIGURES as KNOWN_FIGURES, QUESTIONS as FIGURE_QUESTIONS
+from analysis.report_html import report_categories
 from analysis.figures.requirements import Grid, cells_frame, unmet
 from bench.algorithms import shortcuts
 from bench.tasks import RESOURCES as TASK_DEFAULTS, TASKS
@@ -170,6 +171,9 @@ def run_targets():
 
 
 FIGURES = config.get("figures", [])
+# the report's groups, numbered 1, 2, 3, ... with no gaps for the questions this study's figures leave out
+TABLES_CATEGORY = "1. Tables and verdicts"
+FIGURE_CATEGORIES = report_categories(FIGURE_QUESTIONS, FIGURES, TABLES_CATEGORY)
 _unknown = [name for name in FIGURES if name not in KNOWN_FIGURES]
 if _unknown:
     sys.exit(f"error: study {STUDY!r}: unknown figure {_unknown[0]!r}; known: {', '.join(KNOWN_FIGURES)}")
