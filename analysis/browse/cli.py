@@ -13,6 +13,8 @@ from analysis.files import write_text_atomically
 def build_parser() -> Parser:
     p = Parser(prog="python -m analysis browse", description=sys.modules[__package__].__doc__)
     p.add_argument("dir", metavar="DIR", help="results/<study>, results/ (every study in it) or results/history")
+    p.add_argument("--repo", default=None, help="for a history: the repository of its commits, which tells the "
+                   "definition each commit had of a redefined quantity (default: the working folder)")
     p.add_argument("--out", default=None, help="the page (default: DIR/browser.html; for a history, the folder "
                    "its report goes to, e.g. results/history-report/browser.html)")
     return p
@@ -27,7 +29,7 @@ def run(args) -> int:
         text, count = study.build(root)
         out, noun = Path(args.out) if args.out else root / "browser.html", "runs"
     else:
-        text, count = history.build(root)
+        text, count = history.build(root, args.repo)
         out, noun = Path(args.out) if args.out else history.default_page(root), "quantities"
     write_text_atomically(out, text)
     print(f"browser: {count} {noun} -> {out} ({len(text.encode()) / 1e6:.1f} MB, plotly.js inlined: opens offline)")

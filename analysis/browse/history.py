@@ -1,11 +1,13 @@
 """The browser of a history (results/history: `bench track` records): every tracked quantity over the commits,
 filtered by part, kind and unit, relative to its first commit or as measured; a click on a point (or the
 commit select) lists every quantity at that commit beside the commit measured before it. Quantities are taken
-by their keys, whatever they are; where the records' observations carry a definition ``version``, a point whose
-version differs from the one before is marked as a redefinition (not a change of the code measured)."""
+by their keys, whatever they are; where a quantity was redefined (analysis/history/definitions.py: each
+definition a series of its own, as `analysis history` compares them), the first commit of a new definition is
+marked, not read as a change of the code measured."""
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 import statistics
@@ -17,6 +19,7 @@ import plotly.graph_objects as go
 from analysis.browse import page
 from analysis.errors import UsageError
 from analysis.history.cli import default_out
+from analysis.history.definitions import with_definitions
 from analysis.history.order import order_points
 from analysis.history.records import load_records, observations, record_row
 from analysis.history.settings import split_by_settings
@@ -57,20 +60,35 @@ def _median(values) -> float | None:
     return statistics.median(finite) if finite else None
 
 
+def _definition(settings: str) -> str:
+    """The definition a row's settings name (analysis.history.definitions adds it to a redefined quantity's)."""
+    return next((str(v) for k, v in json.loads(settings) if k == "definition"), "")
+
+
+def _redefinitions(table, points: list[str]) -> dict[str, dict[str, str]]:
+    """quantity name -> the commits whose definition differs from the commit measured before, -> what was before.
+    By the name, not the series: each definition is a series of its own (as `analysis history` compares them)."""
+    out = {}
+    for name, g in table.groupby("name"):
+        at = g.groupby("point")["version"].first()
+        ordered = [p for p in points if p in at.index]
+        out[name] = {p: at[q] for q, p in zip(ordered, ordered[1:]) if at[p] != at[q]}
+    return out
+
+
 def _series(table, points: list[str]) -> list[dict]:
     """One item per quantity: its keys, the median at each commit measured, and its redefinitions."""
-    items = []
+    items, redefinitions = [], _redefinitions(table, points)
     for quantity, g in table.groupby("quantity", sort=True):
         first = g.iloc[0]
         at = [p for p in points if p in set(g["point"])]
         medians = [_median(g.loc[g["point"] == p, "value"]) for p in at]
         base = next((m for m in medians if m), None)
-        versions = ([str(g.loc[g["point"] == p, "version"].iloc[0]) for p in at] if "version" in g
-                    else [""] * len(at))
-        redefined = [i for i in range(1, len(at)) if versions[i] != versions[i - 1]]
+        changed = redefinitions.get(first["name"], {})
         items.append({"quantity": quantity, "part": str(quantity).split(".")[0], "kind": str(first["kind"]),
-                      "unit": str(first["unit"]) or "(none)", "points": at, "versions": versions,
-                      "redefined": [at[i] for i in redefined],
+                      "unit": str(first["unit"]) or "(none)", "points": at,
+                      "versions": [str(g.loc[g["point"] == p, "version"].iloc[0]) for p in at],
+                      "redefined": {p: changed[p] for p in at if p in changed},
                       "curves": {"value": medians,
                                  "relative": [m / base if m is not None and base else None for m in medians]}})
     return items
@@ -103,7 +121,7 @@ def _rows(items: list[dict], info: dict) -> list[tuple[dict, list[str]]]:
             before = values[i - 1] if i else None
             now = values[i]
             change = (f"{(now - before) / abs(before):+.1%}" if now is not None and before else "–")
-            mark = (f"redefined ({item['versions'][i - 1]} -> {item['versions'][i]})"
+            mark = (f"redefined: definition {item['redefined'][point]} → {item['versions'][i]}"
                     if point in item["redefined"] else "")
             rows.append(({**{k: item[k] for k, _ in DIMENSIONS}, "commit": point},
                          [item["quantity"], item["kind"], item["unit"], "–" if now is None else f"{now:.4g}",
@@ -111,13 +129,14 @@ def _rows(items: list[dict], info: dict) -> list[tuple[dict, list[str]]]:
     return rows
 
 
-def build(root: Path) -> tuple[str, int]:
+def build(root: Path, repo: str | None = None) -> tuple[str, int]:
     records, _ = load_records([root])
     if not records:
         raise UsageError(f"no usable bench track records (<machine>/<commit>/<time>.json) under {root}")
-    table = split_by_settings(observations(records))
+    table, _ = with_definitions(observations(records), repo)  # the notes are analysis history's to say
+    table = split_by_settings(table.assign(version=[_definition(s) for s in table["settings"]]))
     every = pd.DataFrame([record_row(r) for r in records])
-    ordered, _ = order_points(every, "graph", None)
+    ordered, _ = order_points(every, "graph", repo)
     points = [p for p in ordered if p in set(table["point"])]
     first = every.groupby("point").first()
     info = {p: {"describe": str(first.loc[p, "describe"]), "subject": str(first.loc[p, "subject"]),
@@ -133,8 +152,8 @@ def build(root: Path) -> tuple[str, int]:
     marked = sum(len(i["redefined"]) for i in items)
     intro = (f"<p>{len(items)} quantities over {len(points)} commits ({html.escape(info[points[0]]['describe'])} .. "
              f"{html.escape(info[newest]['describe'])}): the median of each commit's repeats or seeds. "
-             + (f"{marked} redefinitions (a quantity's definition changed there) are drawn as open diamonds. "
-                if "version" in table else "")
+             + f"{marked} points where a quantity's definition changed (a new series, not a change of the code "
+             "measured) are drawn as open diamonds. "
              + "The table below lists every quantity at the chosen commit.</p>")
     data = {"noun": "quantities", "dimensions": dimensions, "colours": colour, "items": items, "commits": info}
     table_html = ("<h2>At one commit</h2>" + page.table(
