@@ -49,6 +49,7 @@ localrules:
     summarize,
     figure,
     report,
+    browser,
     consensus_summary,
 
 

@@ -120,3 +120,8 @@ def make_cell(root, name, accs, consensus=None, **kw) -> list[Path]:
 RHO = {("ring", 4): 0.67, ("ring", 9): 0.2, ("torus", 9): 0.5}
 SETTINGS = [("ring", 4, "shuffle"), ("ring", 9, "shuffle"), ("torus", 9, "shuffle"), ("ring", 4, "sorted"),
             ("ring", 9, "sorted")]
+
+
+def page_data(page: Path) -> dict:
+    """The data a results browser's page (python -m analysis browse) embeds and draws."""
+    return json.loads(page.read_text().split('id="browser-data">')[1].split("</script>")[0])

@@ -14,7 +14,7 @@ from analysis.load import load_runs
 from analysis.regress import compare, compare_perf, make_baseline
 from analysis.summary import cell_summary, epoch_gap, spectral_fit, summarize
 from analysis.tta import first_crossing, summarize_seeds, time_to_target
-from analysis_fixtures import make_cell, make_run
+from analysis_fixtures import make_cell, make_run, page_data
 
 TTA = ["time_to_target_s", "epochs_to_target", "bits_to_target", "steps_to_target"]
 INF, NAN = math.inf, math.nan
@@ -239,7 +239,7 @@ def test_cli_exit_codes(tmp_path, capsys, monkeypatch):
     for bad in (["summarize", str(tmp_path / "nope")], ["summarize", str(base), "--target-acc", "0.5", "--target-rel",
                 "0.9"], ["summarize", str(base), "--target-rel", "x"], ["summarize", str(tmp_path / "empty_dir")], [],
                 ["regress", "--baseline", str(p1), "--current", str(cur)], ["report", str(tmp_path / "nope")],
-                ["figures", str(tmp_path / "nope")]):
+                ["figures", str(tmp_path / "nope")], ["browse", str(tmp_path / "nope")], ["browse", str(cur)]):
         assert cli.main(bad) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and all(a in err[0] for a in bad if a.endswith("nope")), (bad, err)  # names it
@@ -279,19 +279,22 @@ def test_table1_reports_the_local_models_first_when_every_worker_was_scored(tmp_
     assert "read on `test_acc`, the averaged model's test accuracy" in report
 
 
-def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table(tmp_path):
-    """points["lr"] is the schedule's value at each evaluation (the configured LR is lr_config), and
-    summarize writes every run × evaluation with its settings to points.parquet."""
-    schedule = [0.1, 0.05, 0.025, 0.0125]
-    make_run(tmp_path / "a", lr=0.1, momentum=0.9, milestones=[1, 2, 3],
+def test_points_keep_the_lr_schedule_and_the_study_is_one_tidy_table_and_one_browser_page(tmp_path):
+    """points["lr"] is the schedule's value at each evaluation (the configured LR is lr_config), summarize
+    writes every run × evaluation with its settings to points.parquet, and `browse` a page of every study."""
+    schedule, study = [0.1, 0.05, 0.025, 0.0125], tmp_path / "study"
+    make_run(study / "a", lr=0.1, momentum=0.9, milestones=[1, 2, 3],
              epochs_points=[{"epoch": e, "lr": lr, "test_acc": 0.2 + 0.1 * e} for e, lr in enumerate(schedule)])
-    make_run(tmp_path / "b", **AR, lr=0.2)
-    runs = load_runs(tmp_path)
+    make_run(study / "b", **AR, lr=0.2)
+    runs = load_runs(study)
     a = runs.points[runs.points["algorithm"] == "choco"]
     assert a["lr"].tolist() == schedule and (a["lr_config"] == 0.1).all()
     assert runs.runs.set_index("algorithm").loc["choco", "lr"] == 0.1
-    assert cli.main(["summarize", str(tmp_path)]) == 0
-    tidy = pd.read_parquet(tmp_path / "points.parquet")
+    assert cli.main(["summarize", str(study)]) == 0 and cli.main(["browse", str(tmp_path)]) == 0
+    tidy, page = pd.read_parquet(study / "points.parquet"), (tmp_path / "browser.html").read_text()
+    assert {(i["study"], i["run_id"]): i["curves"]["test_acc"] for i in page_data(tmp_path / "browser.html")["items"]} \
+        == {("study", run): pytest.approx(list(g["test_acc"] * 100)) for run, g in tidy.groupby("run_id")}
+    assert "<script src=" not in page and all(f'id="{c}"' in page for c in ("x-axis", "group-by", "filter-method"))
     assert len(tidy) == 4 + 3 and tidy["lr"].head(4).tolist() == schedule
     assert set(tidy["method"]) == {"Choco-SGD (sign)", "all-reduce"}
     choco = tidy[tidy["algorithm"] == "choco"]

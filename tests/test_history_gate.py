@@ -18,8 +18,8 @@ from bench import track
 from bench.cli import main as bench_main
 from bench.errors import BenchError
 from bench.track.bisection import commit_range
-from track_records import (ACC, CELL, MACHINE, START, accuracy_history, flat_history, git, git_repo, history,
-                           make_checkout, one_line, record, sha, tracked, write)
+from track_records import (ACC, CELL, MACHINE, START, accuracy_history, analysis_main, flat_history, git, git_repo,
+                           history, make_checkout, one_line, record, sha, tracked, write)
 
 PERF = {"b.round_vs_copy_sign": [1.0, 1.01], "c.overhead": [2.0, 2.02]}
 NAN = {"b.round_vs_copy_sign": [math.nan, math.nan], "c.overhead": [math.nan, math.nan]}
@@ -299,6 +299,9 @@ def test_a_declared_redefinition_starts_a_new_series(tmp_path, capsys, monkeypat
     assert (name in listed) is not declared and f"study.{CELL}.epochs_to_target" in listed
     assert len(definitions.between(name, commits[4], commits[5], str(repo))) == declared
     assert definitions.between(name, commits[3], commits[4], str(repo)) == []
+    # the history's browser (beside its report) marks the commit of the new definition, and only a declared one
+    assert analysis_main(["browse", str(tmp_path / "h"), "--repo", str(repo)]) == 0
+    assert (f"definition 1 before {commits[5][:7]} → " in (tmp_path / "h.report/browser.html").read_text()) is declared
 
 
 def test_names_subjects_and_errors_reach_history_md_as_text(tmp_path):

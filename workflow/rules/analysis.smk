@@ -1,4 +1,4 @@
-# Analysis of the finished runs: summary table, one job per figure, and the Markdown report.
+# Analysis of the finished runs: summary table, one job per figure, the Markdown report and the results browser.
 import os
 
 
@@ -60,3 +60,20 @@ rule report:
         "../envs/bench.yaml"
     shell:
         "python -m analysis report {params.out:q} > {log} 2>&1"
+
+
+rule browser:
+    input:
+        rules.summarize.output.csv,
+        rules.summarize.output.points,
+    output:
+        # the runs to filter, group and overlay, and the cells with their intervals: one page, opens offline
+        f"{OUT}/browser.html",
+    log:
+        f"logs/{STUDY}/browser.log",
+    params:
+        out=lambda wc, output: os.path.dirname(output[0]),
+    conda:
+        "../envs/bench.yaml"
+    shell:
+        "python -m analysis browse {params.out:q} --out {output:q} > {log} 2>&1"

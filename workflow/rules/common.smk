@@ -192,7 +192,7 @@ def all_targets():
     if TUNED_CELLS:
         targets += [f"{OUT}/tuned.csv"]
     if RUNS:
-        targets += [f"{OUT}/summary.csv", f"{OUT}/report.md"]
+        targets += [f"{OUT}/summary.csv", f"{OUT}/report.md", f"{OUT}/browser.html"]
     if CONSENSUS_METHODS:
         targets += [f"{OUT}/consensus/summary.csv"]
     targets += [f"{OUT}/figures/{name}.png" for name in FIGURES]
