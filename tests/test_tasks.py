@@ -180,7 +180,8 @@ def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name
     """vectorize=auto settles on the vectorised path by a rule, with no clock, and a trial step;
     Task.warm_up takes one step on the settled path; both are undone (BatchNorm statistics, hidden states and the
     global generator as before), so the first timed step computes what it would have without them. Every vectorisable
-    task; a process holding one worker takes the loop under auto (but where the path is closed-form arithmetic)."""
+    task; a process holding one worker takes the loop under auto (but where the path is closed-form arithmetic).
+    measure_paths (timings for benchmarks, deciding no run) restores the state too."""
     from bench.tasks import gradients
 
     def no_timing(*args):
@@ -203,6 +204,10 @@ def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name
     info = task.describe()["gradient_path"]
     assert info["path"] == "vmap" and info["reason"].startswith("task_options.vectorize=auto")
     assert "seconds_per_step" not in info
+    if name == "cifar10-resnet8":
+        seconds = gradients.measure_paths(task, x)
+        assert set(seconds) == {"vmap", "loop"} and min(seconds.values()) > 0
+        assert restored() and task.gradient_path == "vmap"
     # a process of one worker has nothing to map over: the loop, unless the path is closed-form arithmetic
     one = make_task(name, TaskSetup(**{**task.setup.__dict__, "rows": (1, 2)}))
     one.prepare(one.init_params())
