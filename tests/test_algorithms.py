@@ -92,8 +92,7 @@ TOPOLOGIES = [("ring", 8), ("torus", 9), ("social", 32), ("erdos-renyi:0.4", 10)
 def test_choco_round_gives_the_textbook_rounds_bits(compressor, spec, n):
     """Choco's round as the simulator runs it (q = Q(x − x̂) over layer segments, x̂ += q, u += (W − I) q,
     x += γ u; sign's and none's q written over x − x̂): over three rounds the iterates and copies are bit for bit
-    the textbook round's (float32, the runs' dtype). A product taken a block of columns at a time is the whole
-    one's bits: tests/test_comm.py."""
+    the textbook round's (float32, the runs' dtype)."""
     from bench.comm import Mixer
 
     topo, segments = make_topology(spec, n), [37, 50, 13]

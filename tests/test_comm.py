@@ -6,7 +6,6 @@ import pytest
 import torch
 
 from bench.comm import NETWORK_PRESETS, Mixer, SimulatedCommunicator, make_network
-from bench.comm.mixing import _block_columns as _BLOCK_COLUMNS
 from bench.compressors import make_compressor
 from bench.errors import BenchError
 from bench.topology import TOPOLOGIES, make_topology
@@ -42,35 +41,6 @@ def test_structured_gossip_equals_dense_product_and_accumulates_it_in_place(spec
             expected = out.double() + times_x(W + shift * torch.eye(n, dtype=torch.float64))
             assert mixer.accumulate(out, x, self_shift=shift).data_ptr() == out.data_ptr()
             torch.testing.assert_close(out.double(), expected, rtol=0, atol=tol * 10)
-
-
-@pytest.mark.parametrize("spec,n,method", [c for c in CASES if c[2] in ("circulant", "torus")])
-@pytest.mark.parametrize("shape", [(40,), (5, 8)])
-def test_a_product_by_rolled_copies_or_in_column_blocks_gives_the_same_bits(monkeypatch, spec, n, method, shape):
-    """Below SMALL_SHIFT entries a shifted add takes a rolled copy instead of two narrowed adds; on a CPU a circulant
-    or torus product of many columns runs a block of columns at a time (the block's rows stay in the cache across
-    the shifted adds): the same additions in the same order, so bit for bit the product taken whole by narrowed
-    adds, blocks of any width, extra dimensions included. Forced here on small tensors by a small block."""
-    import bench.comm.mixing as mixing
-
-    topo = make_topology(spec, n)
-    gen = torch.Generator().manual_seed(n)
-    x, start = torch.randn(n, *shape, generator=gen), torch.randn(n, *shape, generator=gen)
-
-    def product():
-        out = start.clone()
-        assert Mixer(topo.W_at(0), topo.grid_shape).accumulate(out, x, self_shift=-1.0).data_ptr() == out.data_ptr()
-        return out
-
-    rolled = product()  # x.numel() <= SMALL_SHIFT
-    monkeypatch.setattr(mixing, "SMALL_SHIFT", 0)
-    monkeypatch.setattr(mixing, "_block_columns", lambda x: None)
-    whole = product()
-    assert torch.equal(rolled, whole)
-    monkeypatch.setattr(mixing, "_block_columns", _BLOCK_COLUMNS)
-    for block_bytes in (2 * n * 4 * 3, 2 * n * 4 * 7):  # 3 and 7 columns a block: the last block is shorter
-        monkeypatch.setattr(mixing, "BLOCK_BYTES", block_bytes)
-        assert mixing._block_columns(x) in (3, 7) and torch.equal(product(), whole)
 
 
 def test_gossip_accounts_bits_and_model_time_then_drains():

@@ -97,13 +97,6 @@ def test_dpsgd_reweighting_reaches_consensus_whatever_is_lost(faults):
     assert np.abs(x - x.mean(axis=0)).max() < 1e-9
 
 
-def test_no_faults_is_the_plain_matrix():
-    s, topo = schedule({})
-    links = topo.links_at(0)
-    assert s.delivered(0, links).all()
-    assert np.array_equal(reweighted(topo.W_at(0), links, s.delivered(0, links)), topo.W_at(0))
-
-
 def test_a_synchronous_round_waits_for_its_slowest_worker():
     from bench.faults.straggler import round_factor, worker_factors
 

@@ -11,7 +11,6 @@ from bench.errors import BenchError
 from bench.specs import parse_spec
 from bench.topology import (TOPOLOGIES, WEIGHT_SCHEMES, Example, TimeVaryingTopology, Topology, graph_digest,
                             help_text, make_topology)
-from bench.topology.base import components
 
 # Every registered topology's examples (bench/topology/graphs.py declares them with their gaps), so a new
 # topology is tested without editing a list; some are regular bipartite (ring 8, torus 16, complete 2, star 2),
@@ -200,26 +199,6 @@ def test_random_graphs_reproducible_and_connected(spec, n):
     assert nx.is_connected(as_networkx(first))
     if spec.startswith("random-regular"):
         assert set(first.degree.tolist()) == {int(spec.split(":")[1])}
-
-
-@pytest.mark.parametrize("seed", range(40))
-def test_components_are_networkx_connected_components(seed):
-    """The union-find behind the connectivity check (it replaced scipy's csgraph so that a run need not import
-    scipy) labels nodes as networkx's connected components do, on random sparse graphs with several parts."""
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(1, 30))
-    m = int(rng.integers(0, 2 * n))
-    pairs = rng.integers(0, n, size=(m, 2))
-    labels = components(n, pairs)
-    graph = nx.Graph()
-    graph.add_nodes_from(range(n))
-    graph.add_edges_from(map(tuple, pairs.tolist()))
-    expected = {frozenset(c) for c in nx.connected_components(graph)}
-    found: dict[int, set] = {}
-    for node, label in enumerate(labels.tolist()):
-        found.setdefault(label, set()).add(node)
-    assert {frozenset(c) for c in found.values()} == expected
-    assert all(label == min(part) for label, part in found.items())  # a part is named by its first node
 
 
 @pytest.mark.parametrize("spec, n, weights, message", [  # a line a kind
