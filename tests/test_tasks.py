@@ -176,17 +176,11 @@ def test_vectorize_auto_takes_the_loop_where_the_vectorised_path_fails(tmp_path,
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[pytest.mark.slow] * (n == "imagenet-resnet50"))
                                   for n in VECTORIZABLE])
-def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name, tmp_path, monkeypatch):
+def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name, tmp_path):
     """vectorize=auto settles on the vectorised path by a rule, with no clock, and a trial step;
     Task.warm_up takes one step on the settled path; both are undone (BatchNorm statistics, hidden states and the
     global generator as before), so the first timed step computes what it would have without them. Every vectorisable
-    task; a process holding one worker takes the loop under auto (but where the path is closed-form arithmetic).
-    measure_paths (timings for benchmarks, deciding no run) restores the state too."""
-    from bench.tasks import gradients
-
-    def no_timing(*args):
-        raise AssertionError("a run's path was timed")
-
+    task; a process holding one worker takes the loop under auto (but where the path is closed-form arithmetic)."""
     task = make_task(name, setup_for(name, tmp_path, n=2))
     x = task.init_params()
     before, rng = [t.clone() for t in _state_tensors(task)], torch.get_rng_state()
@@ -196,18 +190,11 @@ def test_auto_s_trial_and_the_warm_up_step_restore_state_and_random_streams(name
         return len(after) == len(before) and all(torch.equal(a, b) for a, b in zip(after, before))
 
     for step in (task.prepare, task.warm_up):
-        with monkeypatch.context() as patched:
-            patched.setattr(gradients, "measure_paths", no_timing)
-            patched.setattr(gradients, "_seconds_per_step", no_timing)
-            step(x)
+        step(x)
         assert restored() and torch.equal(torch.get_rng_state(), rng) and task.gradient_path == "vmap"
     info = task.describe()["gradient_path"]
     assert info["path"] == "vmap" and info["reason"].startswith("task_options.vectorize=auto")
     assert "seconds_per_step" not in info
-    if name == "cifar10-resnet8":
-        seconds = gradients.measure_paths(task, x)
-        assert set(seconds) == {"vmap", "loop"} and min(seconds.values()) > 0
-        assert restored() and task.gradient_path == "vmap"
     # a process of one worker has nothing to map over: the loop, unless the path is closed-form arithmetic
     one = make_task(name, TaskSetup(**{**task.setup.__dict__, "rows": (1, 2)}))
     one.prepare(one.init_params())

@@ -14,8 +14,6 @@ against, and the fallback (``task_options.vectorize=false``, or where the vector
 from __future__ import annotations
 
 import copy
-import statistics
-import time
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -26,9 +24,6 @@ from ..errors import BenchError
 from .flat import FlatModel
 
 LossFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
-
-TIMED_STEPS = 3  # measure_paths: the median of this many steps after one untimed
-
 
 def cross_entropy(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
     """Mean cross-entropy of ``logits [B, C]`` against class indices ``target [B]``: F.cross_entropy's value
@@ -198,33 +193,6 @@ def warm_up(task, x: torch.Tensor, epoch: int = 0) -> None:
     the first timed one: torch.func's first-call set-up, kernel selection and first allocations are
     paid here, not in the first step's ``time_compute_s``. Changes no result (see ``_state_kept``)."""
     _untimed_step(task, x, next(iter(task.batches(epoch))))
-
-
-def _seconds_per_step(run: Callable[[], Any], device: torch.device) -> float:
-    run()  # warm-up: allocations, kernel selection
-    _sync(device)
-    times = []
-    for _ in range(TIMED_STEPS):
-        tick = time.perf_counter()
-        run()
-        _sync(device)
-        times.append(time.perf_counter() - tick)
-    return statistics.median(times)
-
-
-def measure_paths(task, x: torch.Tensor) -> dict[str, float]:
-    """Seconds per gradient step of each path on the task's first batch, for benchmarks; the task's
-    state is restored afterwards, so measuring changes no result. No run's path is chosen by it."""
-    batch = next(iter(task.batches(0)))
-    x = x.detach().clone()
-    seconds = {}
-    with _state_kept(task):
-        saved = copy.deepcopy(task.state_dict())
-        for path in ("vmap", "loop"):
-            task.gradient_path = path
-            seconds[path] = _seconds_per_step(lambda: task.gradients(x, batch), task.device)
-            task.load_state_dict(copy.deepcopy(saved))
-    return seconds
 
 
 def choose_path(task, x: torch.Tensor) -> tuple[str, dict[str, Any]]:
