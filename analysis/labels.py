@@ -373,3 +373,9 @@ def bits_label(counts=("links",), unit: str = "Mbit") -> str:
     text = BITS_COUNTS.get(found[0], f"{unit} per worker ({found[0]})")
     return text.replace("Mbit", unit, 1)
 
+
+
+# -- the unit of each kind of quantity, the same in every table and figure (a study's and the history's) ---------
+# kind -> (unit shown, factor from the unit runs and records hold): accuracies are recorded as fractions, bits as
+# bits, measured wall-clock times (a step, a round: well under a second) in s, modelled times in s
+UNITS = {"accuracy": ("%", 100.0), "bits": ("Mbit", 1e-6), "measured_time": ("ms", 1e3), "modelled_time": ("s", 1.0)}
