@@ -17,7 +17,9 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba, to_rgba_array
+from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 
 from analysis import figures, labels, report
@@ -195,6 +197,26 @@ def test_every_method_has_its_colour_and_marker_in_legends_in_order_and_in_artis
                 assert colour(artist) == to_rgba(looks[method][0]["color"]), (study, name, artist.get_gid())
                 in_artists.add(name)
     assert len(in_legends) >= 8 and len(in_artists) >= 8, (in_legends, in_artists)
+
+
+def intervals_drawn(ax) -> bool:
+    """Error bars, a band (fill_between) or a line of the seeds' spread (gid seeds[:...]) of some height."""
+    bars = [lc for c in ax.containers if isinstance(c, ErrorbarContainer) for lc in c[2]]
+    ys = [seg[:, 1] for lc in bars for seg in lc.get_segments()]
+    ys += [p.vertices[:, 1] for c in ax.collections if isinstance(c, PolyCollection) for p in c.get_paths()]
+    ys += [line.get_ydata() for line in ax.lines if str(line.get_gid()).partition(":")[0] == "seeds"]
+    return any(np.ptp(np.asarray(y, float)) > 0 for y in ys if len(y))
+
+
+@pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
+def test_every_figure_drawing_intervals_says_in_its_caption_what_they_are(drawn):
+    """A std, the seeds' range, a 95 % interval: what the figure declares (@figure(intervals=...)), in its caption."""
+    shown = {name for _, name, fig, _ in every_figure(drawn) if any(map(intervals_drawn, fig.axes))}
+    for study, seen in drawn.items():
+        for name in shown & set(seen.captions):
+            said = figures.CATALOG[name].intervals
+            assert said and all(words in seen.captions[name] for words in said), (study, name, said)
+    assert len(shown) >= 8, shown
 
 
 @pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)

@@ -115,7 +115,8 @@ def pick_metric(points: pd.DataFrame) -> str | None:
     return None
 
 
-@figure("2. How fast does each method learn: epochs, bits, time?", order=10)
+@figure("2. How fast does each method learn: epochs, bits, time?", order=10,
+        intervals=("bands: interquartile range over seeds",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The setting shown: the (task, topology, n) with the most runs among those with the most methods
     (algorithm + compressor), up to COMPARED (a single method is drawn too); at its most common network

@@ -234,7 +234,8 @@ def _percent(values) -> str:
     return ", ".join(f"{v:g}" for v in values)
 
 
-@figure("8. What do lost messages and slow workers cost?", order=110, needs=needs)
+@figure("8. What do lost messages and slow workers cost?", order=110, needs=needs,
+        intervals=("bars: the least to the greatest seed",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The (task, n) with the most runs on an unreliable network; each topology with losses (top) or
     stragglers (bottom), up to MAX_TOPOLOGIES; one cell per method and fault setting."""
@@ -287,7 +288,7 @@ def _caption(data, losses, stragglers, logs, reference, local, task, nodes) -> s
     most = max(seeds, default=1)
     count = f"{most}" if min(seeds, default=1) == most else f"{min(seeds)}–{most}"
     seed_text = ("1 seed per point (no spread shown)" if most == 1 else
-                 f"median over {count} seeds per point, with bars from the least to the greatest")
+                 f"median over {count} seeds per point; bars: the least to the greatest seed")
     text = [f"What an unreliable network costs on {task} with n = {nodes} workers; {seed_text}."]
     if losses:
         what = ("the paper's metric: the final test accuracy of each worker's own model, averaged over the n "
@@ -315,7 +316,8 @@ def _caption(data, losses, stragglers, logs, reference, local, task, nodes) -> s
         text.append(("Bottom row: m" if losses else "M") + "odelled time to the target accuracy (the α–β cost "
                     "model: a synchronous round waits for "
                     "its slowest worker) against the straggler mean m: at every step each worker's compute takes "
-                    "1 + Exp(m) times as long; 0 is the same method on a perfect network. Median over seeds, "
+                    "1 + Exp(m) times as long; 0 is the same method on a perfect network. Median over seeds (bars: the "
+                    "least to the greatest seed that reached), "
                     f"counting a seed that missed the target as infinite, on {scale}. Where the median seed "
                     "missed it, ↑ marks where those runs ended (the time is beyond) and × a divergence"
                     + (f": {'; '.join(missed)}." if missed else "; every point reached it."))

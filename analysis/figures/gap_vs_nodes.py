@@ -109,7 +109,8 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs)
+@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs,
+        intervals=("error bars ± 1 standard deviation over seeds",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with all-reduce at the most node counts that decentralized runs share (>= 2 needed)."""
     if summary is None or summary.empty or "final_test_acc" not in summary:

@@ -132,7 +132,8 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=60, needs=needs)
+@figure("3. How do the graph and n set the gap to all-reduce?", order=60, needs=needs,
+        intervals=("95% confidence band of the fitted mean",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most decentralized settings; one panel per data partition."""
     if points is None or summary is None or summary.empty or "consensus_distance" not in points:

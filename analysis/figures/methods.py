@@ -122,7 +122,8 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
     return save_figure(fig, out_stem)
 
 
-@figure("7. Which method wins at matched bits and matched time?", order=100)
+@figure("7. Which method wins at matched bits and matched time?", order=100,
+        intervals=("the shading the least to the greatest seed",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task, n and network with the most methods (one is enough)."""
     if points is None or points.empty:
