@@ -52,7 +52,7 @@ def test_a_planted_step_is_found_at_its_commit_and_a_commit_of_digits_only_stays
 
 
 def test_the_history_figures_show_accuracy_in_percent_bits_in_mbit_and_a_step_in_ms(tmp_path, monkeypatch):
-    """The units of labels.UNITS, as the study figures: no fraction, no raw bits under a 1e8 offset, no 0.0004 s."""
+    """The units of units.UNITS, as the study figures: no fraction, no raw bits under a 1e8 offset, no 0.0004 s."""
     import matplotlib.pyplot as plt
     axes = {}
     monkeypatch.setattr(plt, "close", lambda fig: axes.update({fig.axes[0].get_title().split("\n")[0]: fig.axes[0]}))

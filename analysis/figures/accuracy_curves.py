@@ -16,7 +16,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis import labels  # noqa: E402
-from analysis.labels import bits_counts, bits_label, method_sort_key, style, with_methods  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.units import bits_counts, bits_label  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, select_setting, usable  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",

@@ -15,7 +15,8 @@ from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
-from analysis.labels import method_sort_key, style, topology_style, with_methods  # noqa: E402
+from analysis.colours import topology_style  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     """``summary``: one row per run of one task (algorithm, compressor, topology, nodes, status,
     final_test_acc, spectral_gap), all-reduce runs included as the reference. One panel per method,
     in the method's colour (labels.style), one line per topology in its marker and line style
-    (labels.topology_style); the panels share their y-axis."""
+    (colours.topology_style); the panels share their y-axis."""
     paper_theme()
     table = gap_table(summary)
     topologies = sorted(table["topology"].unique())

@@ -13,7 +13,7 @@ import pandas as pd
 from analysis.files import write_atomically
 from analysis.history.changepoint import _median
 from analysis.history.records import MACHINE_BOUND
-from analysis.labels import UNITS
+from analysis.units import UNITS
 
 # the units `bench track` records hold (records.STUDY_FIELDS and bench perf's figures) -> (the kind of quantity whose
 # unit the figures show, the words that name it there): raw bits and fractions read as nothing else in the suite does
@@ -26,7 +26,7 @@ def _safe(name: str) -> str:
 
 
 def shown_unit(unit: str) -> tuple[str, float]:
-    """(the words of its axis, the factor from the recorded value) of a quantity recorded in ``unit``: labels.UNITS's
+    """(the words of its axis, the factor from the recorded value) of a quantity recorded in ``unit``: units.UNITS's
     unit of its kind (a time measured in s, per step or round: ms); any other unit as recorded."""
     unit = str(unit)
     if unit in _RECORDED:
