@@ -199,31 +199,20 @@ def test_every_method_has_its_colour_and_marker_in_legends_in_order_and_in_artis
     assert len(in_legends) >= 8 and len(in_artists) >= 8, (in_legends, in_artists)
 
 
-def intervals_drawn(ax) -> bool:
-    """Error bars, a band (fill_between) or a line of the seeds' spread (gid seeds[:...]) of some height."""
-    bars = [lc for c in ax.containers if isinstance(c, ErrorbarContainer) for lc in c[2]]
-    ys = [seg[:, 1] for lc in bars for seg in lc.get_segments()]
-    ys += [p.vertices[:, 1] for c in ax.collections if isinstance(c, PolyCollection) for p in c.get_paths()]
-    ys += [line.get_ydata() for line in ax.lines if str(line.get_gid()).partition(":")[0] == "seeds"]
-    return any(np.ptp(np.asarray(y, float)) > 0 for y in ys if len(y))
-
-
 @pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
-def test_every_figure_drawing_intervals_says_in_its_caption_what_they_are(drawn):
-    """A std, the seeds' range, a 95 % interval: what the figure declares (@figure(intervals=...)), in its caption."""
-    shown = {name for _, name, fig, _ in every_figure(drawn) if any(map(intervals_drawn, fig.axes))}
-    for study, seen in drawn.items():
-        for name in shown & set(seen.captions):
-            said = figures.CATALOG[name].intervals
-            assert said and all(words in seen.captions[name] for words in said), (study, name, said)
-    assert len(shown) >= 8, shown
-
-
-@pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
-def test_every_panel_names_its_axes(drawn):
+def test_every_panel_names_its_axes_and_its_caption_what_its_intervals_are(drawn):
     """A panel that draws data has a y label (or shares its y axis with one that has) and an x label (or names
-    its categories on its ticks)."""
+    its categories on its ticks); error bars, a band or a line of the seeds' spread (gid seeds) of some height are
+    what the figure declares (@figure(intervals=...): a std, the seeds' range, a 95 % interval), in its caption."""
     for study, name, fig, _ in every_figure(drawn):
+        said, caption = figures.CATALOG[name].intervals, drawn[study].captions.get(name, "")
+        ys = [seg[:, 1] for ax in fig.axes for c in ax.containers if isinstance(c, ErrorbarContainer)
+              for lc in c[2] for seg in lc.get_segments()]
+        ys += [p.vertices[:, 1] for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)
+               for p in c.get_paths()]
+        ys += [line.get_ydata() for ax in fig.axes for line in ax.lines if str(line.get_gid()).startswith("seeds")]
+        if any(np.ptp(np.asarray(y, float)) > 0 for y in ys if len(y)) and caption:
+            assert said and all(words in caption for words in said), (study, name, said)
         fig.canvas.draw()  # tick labels are set when drawn
         panels = [ax for ax in fig.axes if ax.axison and (ax.lines or ax.patches or ax.collections)]
         for ax in panels:

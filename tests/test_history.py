@@ -53,12 +53,12 @@ def test_a_planted_step_is_found_at_its_commit_and_a_commit_of_digits_only_stays
 
 def test_the_history_figures_show_accuracy_in_percent_bits_in_mbit_and_a_step_in_ms(tmp_path, monkeypatch):
     """The units of units.UNITS, as the study figures: no fraction, no raw bits under a 1e8 offset, no 0.0004 s."""
-    import matplotlib.pyplot as plt
     axes = {}
-    monkeypatch.setattr(plt, "close", lambda fig: axes.update({fig.axes[0].get_title().split("\n")[0]: fig.axes[0]}))
+    monkeypatch.setattr("matplotlib.pyplot.close",
+                        lambda fig: axes.update({fig.axes[0].get_title().split("\n")[0]: fig.axes[0]}))
     for i in range(4):
-        rec = tracked(i, epochs=(116.0, 116.2 + i / 10, 116.1), perf={"b.round_seconds_sign": [4e-4, 4.1e-4]})
-        write(tmp_path, {**rec, "perf": {"figures": {"b.round_seconds_sign": {"values": [4e-4, 4.1e-4], "unit": "s"}}}})
+        write(tmp_path, {**tracked(i, epochs=(116.0, 116.2 + i / 10, 116.1)),
+                         "perf": {"figures": {"b.round_seconds_sign": {"values": [4e-4, 4.1e-4], "unit": "s"}}}})
     assert history(tmp_path / MACHINE, "--out", tmp_path / "out") == 0
     for quantity, unit, low, high in [(ACC, "test accuracy (%)", 58, 62), ("perf.b.round_seconds_sign", "ms", .39, .42),
                                       (f"study.{CELL}.bits_to_target", "Mbit sent per worker", 116, 117)]:
