@@ -15,17 +15,18 @@ the compressor's; the colour is the method's own (analysis/colours.py: one for e
 the same in every figure of every study), or, for a method the suite does not declare (one's own), the first of a
 qualitative palette far (CIE ΔE) from the colours of the study's other methods and from the exact methods'
 black and greys. Legends list all-reduce, D-PSGD, then the compressed methods by algorithm and compressor.
+The colours themselves, the palette and the topologies' glyphs are analysis/colours.py's; units and the counts of
+bits, analysis/units.py's.
 """
 from __future__ import annotations
 
-import colorsys
 import functools
 import math
 
 import pandas as pd
-from matplotlib.colors import to_hex
 
-from analysis.colours import EXACT_LOOKS, METHOD_COLOURS, colour_difference, lab as _lab  # noqa: F401 (API)
+from analysis.colours import EXACT_COLOURS, EXACT_LOOKS, METHOD_COLOURS, PALETTE, pick
+from analysis.colours import colour_difference, lab as _lab  # noqa: F401 (API)
 
 # name -> {"label": str, "compresses": bool, "own_compression": bool}, from the runs' own descriptions
 _ALGORITHMS: dict[str, dict] = {}
@@ -35,13 +36,6 @@ _METHODS: dict[str, tuple[str, str]] = {}
 # order ([rank, size]) and marker (absent: no fixed marker)
 _COMPRESSORS: dict[str, dict] = {}
 
-# the colours of a method the suite does not declare, in order of preference (after seaborn's "colorblind" and
-# Paul Tol's muted and vibrant schemes), the palest (faint on white) last
-_PALETTE = ["#0173b2", "#de8f05", "#029e73", "#d55e00", "#cc78bc", "#ca9161", "#56b4e9", "#882255", "#117733",
-            "#cc6677", "#44aa99", "#999933", "#aa4499", "#ee3377", "#cc3311", "#009988", "#ee7733", "#ece133",
-            "#fbafe4", "#ddcc77", "#88ccee"]
-_EXACT_COLOURS = ["#000000", "#7f7f7f", "#4d4d4d", "#b0b0b0"]  # methods that send exact models
-DISTINCT = 25.0  # CIE76 ΔE at which two colours read as two at a glance, lines and markers alike
 # how runs recorded before bench described its compressors show them, by family (the part of a spec before
 # ':'): the marker and legend rank bench's operators declare now, so old and new runs look alike
 _BEFORE = {"none": ("o", 0), "qsgd": ("v", 1), "rand": ("^", 2), "top": ("s", 3), "sign": ("D", 4)}
@@ -226,26 +220,6 @@ def _marker(compressor: str, others: list[str]) -> str:
     return _OTHER_MARKERS[others.index(family) % len(_OTHER_MARKERS)] if family in others else "o"
 
 
-def _usable(colours) -> list[str]:
-    """Those of ``colours`` neither dark enough to pass for the black of all-reduce nor faint on white."""
-    return [c for c in colours if 35 <= _lab(c)[0] <= 75]
-
-
-_FALLBACK = _usable(to_hex(colorsys.hls_to_rgb(h / 24, lightness, s)) for h in range(24)  # past the palette
-                    for lightness in (0.4, 0.55, 0.7) for s in (0.6, 0.9))
-
-
-def _room(colour: str, taken: list[str]) -> float:
-    return min((colour_difference(colour, t) for t in taken), default=math.inf)
-
-
-def _pick(preferred: list[str], taken: list[str]) -> str:
-    """The first of ``preferred`` DISTINCT from every colour ``taken``; failing that, of ``preferred``
-    and _FALLBACK, the one farthest from its nearest taken colour."""
-    return (next((c for c in preferred if _room(c, taken) >= DISTINCT), None)
-            or max(preferred + _FALLBACK, key=lambda c: _room(c, taken)))
-
-
 def _declared(algorithm: str, compressor: str, exact_method: bool) -> tuple[str, object] | None:
     """(colour, line style) the suite declares for the method (colours.py), or None."""
     key = f"{algorithm}/{compressor}"
@@ -269,14 +243,14 @@ def _looks(study: tuple, extra: tuple = ()) -> dict:
         if declared:
             looks[label] = {"color": declared[0], "marker": "o" if exact_method else _marker(compressor, others),
                             "linestyle": declared[1]}
-    taken = _EXACT_COLOURS + [look["color"] for look in looks.values()]
+    taken = EXACT_COLOURS + [look["color"] for look in looks.values()]
     for label, algorithm, compressor, exact_method in entries:
         if label in looks:
             continue
         if exact_method:
-            looks[label] = {"color": _EXACT_COLOURS[-1], "marker": "o", "linestyle": ":"}
+            looks[label] = {"color": EXACT_COLOURS[-1], "marker": "o", "linestyle": ":"}
             continue
-        taken.append(_pick(_PALETTE, taken))
+        taken.append(pick(PALETTE, taken))
         looks[label] = {"color": taken[-1], "marker": _marker(compressor, others), "linestyle": "-"}
     return looks
 
@@ -312,64 +286,3 @@ def styles_with(pairs) -> dict:
     new = {label: (label, *pair, exact(*pair)) for pair, label in labels.items() if label not in known}
     looks = _looks(_study(), tuple(new.values()))
     return {pair: dict(looks[label]) for pair, label in labels.items()}
-
-
-# glyph and line of each topology family (the part of a name before ':'), from sparse to dense; the
-# figures that tell topologies apart (gap_vs_nodes, lag_vs_consensus, methods) draw each the same way
-_TOPOLOGY_LOOKS = {"ring": ("o", "-"), "torus": ("s", "--"), "exponential": ("^", "-."),
-                   "erdos-renyi": ("v", ":"), "complete": ("D", (0, (6, 2, 1, 2, 1, 2))),
-                   "star": ("P", (0, (1, 1)))}
-_OTHER_TOPOLOGY_LOOKS = [("X", (0, (8, 2))), ("h", (0, (3, 1, 1, 1))), ("*", (0, (2, 2))), ("<", "-"), (">", "--")]
-
-
-def topology_style(topology, topologies=()) -> dict:
-    """``marker`` and ``linestyle`` of a topology, the same in every figure that tells topologies
-    apart. A family (the name before ':') has a fixed look; a family not listed, or a second member
-    of one (``erdos-renyi:0.3`` beside ``erdos-renyi:0.5``), takes the next free look in the sorted
-    order of ``topologies``."""
-    name = str(topology)
-    names = sorted({str(t) for t in topologies} | {name})
-    first = {}
-    for n in names:
-        first.setdefault(n.partition(":")[0], n)
-    fixed = {n for f, n in first.items() if f in _TOPOLOGY_LOOKS}
-    if name in fixed:
-        marker, linestyle = _TOPOLOGY_LOOKS[name.partition(":")[0]]
-    else:
-        others = [n for n in names if n not in fixed]
-        marker, linestyle = _OTHER_TOPOLOGY_LOOKS[others.index(name) % len(_OTHER_TOPOLOGY_LOOKS)]
-    return {"marker": marker, "linestyle": linestyle}
-
-
-# -- which count of bits a table or figure shows (run.json's bits_count) ----------------------------------------
-BITS_COUNTS = {
-    "links": "Mbit a worker put on its links",
-    "broadcast": "Mbit a worker transmitted (broadcast medium: one transmission per gossip message)",
-    "message": "Mbit per worker, one per message whatever the degree (runs recorded before the per-link count)",
-}
-
-
-BITS_SHORT = {"links": "on links", "broadcast": "transmitted, broadcast medium", "message": "per message"}
-
-
-def bits_counts(frame) -> list[str]:
-    """The ``bits_count`` values of a table of runs or points (``links`` where the column is absent)."""
-    if frame is None or "bits_count" not in frame:
-        return ["links"]
-    return sorted({str(c) for c in frame["bits_count"].dropna()}) or ["links"]
-
-
-def bits_short(counts=("links",)) -> str:
-    """A table header's note of the count: ``on links``, or the mix."""
-    found = sorted(set(counts)) or ["links"]
-    return " + ".join(BITS_SHORT.get(c, c) for c in found) + (" (MIXED)" if len(found) > 1 else "")
-
-
-def bits_label(counts=("links",), unit: str = "Mbit") -> str:
-    """What the bits axis of runs with these ``bits_count`` values shows; a mix is named as one."""
-    found = sorted({str(c) for c in counts if isinstance(c, str)}) or ["links"]
-    if len(found) > 1:
-        return f"{unit} per worker (MIXED counts: {', '.join(found)}; compare within one count only)"
-    text = BITS_COUNTS.get(found[0], f"{unit} per worker ({found[0]})")
-    return text.replace("Mbit", unit, 1)
-

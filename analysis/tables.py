@@ -8,10 +8,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.display import as_percent
-from analysis.labels import (algorithm_label, bits_counts, bits_short, compresses, compressor_label, compressor_order,
-                             method_label, method_sort_key)
+from analysis.labels import (algorithm_label, compresses, compressor_label, compressor_order, method_label,
+                             method_sort_key)
 from analysis.report_html import md_text
 from analysis.selection import usable
+from analysis.units import bits_counts, bits_short
 
 def table1_algorithms(summary: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(Table 1's columns: the algorithms that compress, the references: those that send exact models),

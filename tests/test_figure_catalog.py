@@ -17,7 +17,9 @@ from types import SimpleNamespace
 import numpy as np
 import pandas as pd
 import pytest
+from matplotlib.collections import PolyCollection
 from matplotlib.colors import to_rgba, to_rgba_array
+from matplotlib.container import ErrorbarContainer
 from matplotlib.lines import Line2D
 
 from analysis import figures, labels, report
@@ -198,10 +200,19 @@ def test_every_method_has_its_colour_and_marker_in_legends_in_order_and_in_artis
 
 
 @pytest.mark.slow  # reads the tiny studies every figure was drawn on (the fixture above)
-def test_every_panel_names_its_axes(drawn):
+def test_every_panel_names_its_axes_and_its_caption_what_its_intervals_are(drawn):
     """A panel that draws data has a y label (or shares its y axis with one that has) and an x label (or names
-    its categories on its ticks)."""
+    its categories on its ticks); error bars, a band or a line of the seeds' spread (gid seeds) of some height are
+    what the figure declares (@figure(intervals=...): a std, the seeds' range, a 95 % interval), in its caption."""
     for study, name, fig, _ in every_figure(drawn):
+        said, caption = figures.CATALOG[name].intervals, drawn[study].captions.get(name, "")
+        ys = [seg[:, 1] for ax in fig.axes for c in ax.containers if isinstance(c, ErrorbarContainer)
+              for lc in c[2] for seg in lc.get_segments()]
+        ys += [p.vertices[:, 1] for ax in fig.axes for c in ax.collections if isinstance(c, PolyCollection)
+               for p in c.get_paths()]
+        ys += [line.get_ydata() for ax in fig.axes for line in ax.lines if str(line.get_gid()).startswith("seeds")]
+        if any(np.ptp(np.asarray(y, float)) > 0 for y in ys if len(y)) and caption:
+            assert said and all(words in caption for words in said), (study, name, said)
         fig.canvas.draw()  # tick labels are set when drawn
         panels = [ax for ax in fig.axes if ax.axison and (ax.lines or ax.patches or ax.collections)]
         for ax in panels:

@@ -14,7 +14,8 @@ from analysis.history.metric import judge, metric_values
 from bench.cli import main as bench_main
 from bench.track import bisection
 from bench.track.bisection import BisectError, bisect, parse_metric
-from track_records import ACC, CELL, MACHINE, START, accuracy_history, git_repo, history, one_line, record, sha, write
+from track_records import (ACC, CELL, MACHINE, START, accuracy_history, git_repo, history, one_line, record, sha,
+                           tracked, write)
 
 NO_FIGURES = ("--no-figures",)
 
@@ -48,6 +49,24 @@ def test_a_planted_step_is_found_at_its_commit_and_a_commit_of_digits_only_stays
     assert newest_ratios["value"].size == 4  # the repeats of the commit's two records pooled
     assert (out / "figures" / "perf.b.round_vs_copy_sign.png").stat().st_size > 1000
     assert "Newest commit" in (out / "history.md").read_text()
+
+
+def test_the_history_figures_show_accuracy_in_percent_bits_in_mbit_and_a_step_in_ms(tmp_path, monkeypatch):
+    """The units of units.UNITS, as the study figures: no fraction, no raw bits under a 1e8 offset, no 0.0004 s."""
+    axes = {}
+    monkeypatch.setattr("matplotlib.pyplot.close",
+                        lambda fig: axes.update({fig.axes[0].get_title().split("\n")[0]: fig.axes[0]}))
+    for i in range(4):
+        write(tmp_path, {**tracked(i, epochs=(116.0, 116.2 + i / 10, 116.1)),
+                         "perf": {"figures": {"b.round_seconds_sign": {"values": [4e-4, 4.1e-4], "unit": "s"}}}})
+    assert history(tmp_path / MACHINE, "--out", tmp_path / "out") == 0
+    for quantity, unit, low, high in [(ACC, "test accuracy (%)", 58, 62), ("perf.b.round_seconds_sign", "ms", .39, .42),
+                                      (f"study.{CELL}.bits_to_target", "Mbit sent per worker", 116, 117)]:
+        ax = axes[quantity]
+        ax.figure.canvas.draw()
+        ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert ax.get_ylabel() == unit and low <= min(ticks) < max(ticks) <= high, (quantity, ticks)
+        assert ax.yaxis.get_offset_text().get_text() == "", quantity
 
 
 def steps_of(levels: list[float], noise: float = 0.01) -> list[np.ndarray]:

@@ -1,7 +1,7 @@
 """Names and looks of methods come from the runs (run.json), one map for every figure."""
 import json
 
-from analysis import labels
+from analysis import colours, labels
 from analysis.load import load_runs
 from analysis_fixtures import make_run
 
@@ -58,9 +58,9 @@ def test_looks_of_methods_from_another_experiment_leave_the_study_as_it_is():
 
 
 def test_a_topology_has_one_glyph_and_line_in_every_figure():
-    ring = labels.topology_style("ring", ["ring", "torus"])
-    assert labels.topology_style("ring", ["complete", "ring", "exponential"]) == ring
-    looks = [labels.topology_style(t, ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"])
+    ring = colours.topology_style("ring", ["ring", "torus"])
+    assert colours.topology_style("ring", ["complete", "ring", "exponential"]) == ring
+    looks = [colours.topology_style(t, ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"])
              for t in ["ring", "torus", "erdos-renyi:0.3", "erdos-renyi:0.5", "star", "grid"]]
     assert len({(s["marker"], str(s["linestyle"])) for s in looks}) == len(looks)
 

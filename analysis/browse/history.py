@@ -20,6 +20,7 @@ from analysis.browse import page
 from analysis.errors import UsageError
 from analysis.history.cli import default_out
 from analysis.history.definitions import with_definitions
+from analysis.history.figures import shown_unit
 from analysis.history.order import order_points
 from analysis.history.records import load_records, observations, record_row
 from analysis.history.settings import split_by_settings
@@ -82,11 +83,12 @@ def _series(table, points: list[str]) -> list[dict]:
     for quantity, g in table.groupby("quantity", sort=True):
         first = g.iloc[0]
         at = [p for p in points if p in set(g["point"])]
-        medians = [_median(g.loc[g["point"] == p, "value"]) for p in at]
+        unit, factor = shown_unit(first["unit"])  # %, Mbit and ms, as in every figure
+        medians = [_median(g.loc[g["point"] == p, "value"] * factor) for p in at]
         base = next((m for m in medians if m), None)
         changed = redefinitions.get(first["name"], {})
         items.append({"quantity": quantity, "part": str(quantity).split(".")[0], "kind": str(first["kind"]),
-                      "unit": str(first["unit"]) or "(none)", "points": at,
+                      "unit": unit or "(none)", "points": at,
                       "versions": [str(g.loc[g["point"] == p, "version"].iloc[0]) for p in at],
                       "redefined": {p: changed[p] for p in at if p in changed},
                       "curves": {"value": medians,

@@ -9,7 +9,7 @@ import pandas as pd
 from analysis.claims.base import FAILS, Verdict, claim, decide, incomplete
 from analysis.claims.evidence import SETTING, Evidence, seed_list
 from analysis.claims.stats import bootstrap_mean
-from analysis.labels import bits_counts, bits_short
+from analysis.units import bits_counts, bits_short
 
 # sign-Choco sends about 1/32 of exact gossip's bits per iteration; at matched accuracy we ask at least this saving
 BITS_SAVING = 10.0

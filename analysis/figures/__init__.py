@@ -9,7 +9,7 @@ returns (paths, caption) or the reason it cannot be drawn from these runs. Its n
 
 Importing this package imports every module of it, and a figure module registers itself as it is imported:
 adding a figure is adding its module, and nothing else lists the figures. The other modules (base,
-requirements, index, command) register none. ``python -m analysis figures``: command.py.
+requirements, index, command, faults_panels) register none. ``python -m analysis figures``: command.py.
 """
 from __future__ import annotations
 

@@ -16,7 +16,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis import labels  # noqa: E402
-from analysis.labels import bits_counts, bits_label, method_sort_key, style, with_methods  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
+from analysis.units import bits_counts, bits_label  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, select_setting, usable  # noqa: E402
 
 METRIC_LABELS = {"test_acc": "test accuracy (%)", "test_ppl": "test perplexity", "test_loss": "test loss",
@@ -115,7 +116,8 @@ def pick_metric(points: pd.DataFrame) -> str | None:
     return None
 
 
-@figure("2. How fast does each method learn: epochs, bits, time?", order=10)
+@figure("2. How fast does each method learn: epochs, bits, time?", order=10,
+        intervals=("bands: interquartile range over seeds",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The setting shown: the (task, topology, n) with the most runs among those with the most methods
     (algorithm + compressor), up to COMPARED (a single method is drawn too); at its most common network

@@ -227,7 +227,8 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=30, needs=needs)
+@figure("3. How do the graph and n set the gap to all-reduce?", order=30, needs=needs,
+        intervals=("mean ± 1 std over seeds",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The (task, n) with the most runs among those with decentralized runs on >= 2 topologies."""
     if summary is None or summary.empty or "spectral_gap" not in summary:

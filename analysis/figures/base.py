@@ -26,6 +26,9 @@ class Figure:
     # what it needs of a study's cells, checked when the DAG is built and again on the runs: None or the reason
     needs: Callable[[Grid], str | None] = trains
     reads_runs: bool = True  # False: drawn from other files, so a note about the runs is no reason
+    # what its error bars, bands or shading are, in words every caption it writes contains (a reader is told whether
+    # a bar is a std, the seeds' range or a 95 % interval); () where it draws none
+    intervals: tuple[str, ...] = ()
 
     def draw(self, run_dir: Path, points, summary, out_stem: Path):
         """(paths, caption) of the figure drawn from these tables, or the reason it cannot be."""
@@ -35,7 +38,8 @@ class Figure:
 _REGISTERED: dict[str, Figure] = {}
 
 
-def figure(question: str, *, order: int, needs: Callable[[Grid], str | None] = trains, reads_runs: bool = True):
+def figure(question: str, *, order: int, needs: Callable[[Grid], str | None] = trains, reads_runs: bool = True,
+           intervals: tuple[str, ...] = ()):
     """Registers the draw function it marks as the figure of its module's name (one figure per module)."""
     def register(draw: Callable) -> Callable:
         module = draw.__module__
@@ -45,7 +49,7 @@ def figure(question: str, *, order: int, needs: Callable[[Grid], str | None] = t
                             f"number (found {question!r}, {order!r})")
         if name in _REGISTERED:
             raise TypeError(f"{module}: a second figure named {name!r} (one figure per module)")
-        _REGISTERED[name] = Figure(name, question, order, draw, needs, reads_runs)
+        _REGISTERED[name] = Figure(name, question, order, draw, needs, reads_runs, tuple(intervals))
         return draw
     return register
 

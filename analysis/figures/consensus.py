@@ -16,7 +16,8 @@ from analysis.display import save_figure  # noqa: E402
 from analysis.errors import DamagedFile  # noqa: E402
 from analysis.figures.base import figure, paper_theme, plain_log_ticks  # noqa: E402
 from analysis.figures.requirements import Grid  # noqa: E402
-from analysis.labels import bits_label, compressor_label, compressor_order, styles_with  # noqa: E402
+from analysis.labels import compressor_label, compressor_order, styles_with  # noqa: E402
+from analysis.units import bits_label  # noqa: E402
 
 EXACT = "exact"
 MARK_EVERY = 0.1

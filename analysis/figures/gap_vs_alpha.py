@@ -89,7 +89,7 @@ def plot_gap_vs_alpha(table: pd.DataFrame, out_stem: Path, *, title: str | None 
     return save_figure(fig, out_stem)
 
 
-@figure("5. What does non-i.i.d. data cost?", order=72, needs=needs)
+@figure("5. What does non-i.i.d. data cost?", order=72, needs=needs, intervals=("Welch's 95% interval",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most (method, partition) gaps."""
     if summary is None or summary.empty or "data" not in summary:

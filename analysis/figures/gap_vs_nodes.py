@@ -15,7 +15,8 @@ from matplotlib.ticker import FixedLocator, NullLocator  # noqa: E402
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
 from analysis.figures.requirements import Grid, iid_runs  # noqa: E402
-from analysis.labels import method_sort_key, style, topology_style, with_methods  # noqa: E402
+from analysis.colours import topology_style  # noqa: E402
+from analysis.labels import method_sort_key, style, with_methods  # noqa: E402
 from analysis.selection import REFERENCE, iid_only, one_cell_per, usable  # noqa: E402
 
 
@@ -57,7 +58,7 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     """``summary``: one row per run of one task (algorithm, compressor, topology, nodes, status,
     final_test_acc, spectral_gap), all-reduce runs included as the reference. One panel per method,
     in the method's colour (labels.style), one line per topology in its marker and line style
-    (labels.topology_style); the panels share their y-axis."""
+    (colours.topology_style); the panels share their y-axis."""
     paper_theme()
     table = gap_table(summary)
     topologies = sorted(table["topology"].unique())
@@ -109,7 +110,8 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs)
+@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs,
+        intervals=("error bars ± 1 standard deviation over seeds",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with all-reduce at the most node counts that decentralized runs share (>= 2 needed)."""
     if summary is None or summary.empty or "final_test_acc" not in summary:

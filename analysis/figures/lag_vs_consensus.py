@@ -16,7 +16,8 @@ from matplotlib.ticker import FuncFormatter  # noqa: E402
 from analysis.display import save_figure  # noqa: E402
 from analysis.figures.base import figure, palette, paper_theme  # noqa: E402
 from analysis.figures.requirements import Grid  # noqa: E402
-from analysis.labels import method_sort_key, style, topology_style  # noqa: E402
+from analysis.colours import topology_style  # noqa: E402
+from analysis.labels import method_sort_key, style  # noqa: E402
 from analysis.lag import fit_band, fit_lag, lag_table  # noqa: E402
 from analysis.selection import IID_SCHEMES, REFERENCE, usable  # noqa: E402
 
@@ -59,7 +60,7 @@ def _fit_text(fit) -> str:
 
 def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | None = None) -> list[Path]:
     """``table``: lag.lag_table rows of one task (one panel per data partition). Colour: n; marker:
-    topology (labels.topology_style), filled where the point enters the log fit, hollow (in the
+    topology (colours.topology_style), filled where the point enters the log fit, hollow (in the
     shaded band under 0) where its gap is ≤ 0; each point labelled with its method, framed in the
     method's colour (labels.style), when several methods are present."""
     paper_theme()
@@ -132,7 +133,8 @@ def plot_lag_vs_consensus(table: pd.DataFrame, out_stem: Path, *, title: str | N
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=60, needs=needs)
+@figure("3. How do the graph and n set the gap to all-reduce?", order=60, needs=needs,
+        intervals=("95% confidence band of the fitted mean",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most decentralized settings; one panel per data partition."""
     if points is None or summary is None or summary.empty or "consensus_distance" not in points:

@@ -16,10 +16,11 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from analysis.display import as_percent, save_figure  # noqa: E402
 from analysis.figures.base import figure, paper_theme  # noqa: E402
-from analysis.labels import (bits_counts, bits_label, centralized, exact, method_sort_key, style,  # noqa: E402
-                             topology_style, with_methods, _METHODS)
+from analysis.colours import topology_style  # noqa: E402
+from analysis.labels import centralized, exact, method_sort_key, style, with_methods, _METHODS  # noqa: E402
 from analysis.noniid import heterogeneity  # noqa: E402
 from analysis.selection import IID_SCHEMES, usable  # noqa: E402
+from analysis.units import bits_counts, bits_label  # noqa: E402
 
 PER_ROW = 5  # compressed methods in colour in one row of panels: more and their hues blur together
 MAX_PARTITIONS = 2  # the i.i.d. one and the non-i.i.d. one run the most; the gap_vs_alpha figure has them all
@@ -122,7 +123,8 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
     return save_figure(fig, out_stem)
 
 
-@figure("7. Which method wins at matched bits and matched time?", order=100)
+@figure("7. Which method wins at matched bits and matched time?", order=100,
+        intervals=("the shading the least to the greatest seed",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task, n and network with the most methods (one is enough)."""
     if points is None or points.empty:

@@ -96,7 +96,7 @@ def plot_noniid_effect(table: pd.DataFrame, out_stem: Path, *, title: str | None
     return save_figure(fig, out_stem)
 
 
-@figure("5. What does non-i.i.d. data cost?", order=70, needs=needs)
+@figure("5. What does non-i.i.d. data cost?", order=70, needs=needs, intervals=("95% t-interval",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with the most settings run on >= 2 data partitions."""
     if summary is None or summary.empty or "data" not in summary:

@@ -166,7 +166,8 @@ def plot_sensitivity(trials: pd.DataFrame, out_stem: Path, *, title: str | None 
     return save_figure(fig, out_stem)
 
 
-@figure("6. How sensitive is each method to its knobs?", order=80, needs=needs)
+@figure("6. How sensitive is each method to its knobs?", order=80, needs=needs,
+        intervals=("shading: the least to the greatest tuning seed",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     path = Path(run_dir) / "tuned.csv"
     try:
@@ -192,7 +193,8 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
                "Choco's consensus step γ (right, Choco with a compressor only). Each curve is a slice through the "
                "cell's selected trial (★): the other tuned knobs stay at their selected values; the line joins the "
                "points that finished the whole schedule, hollow markers are points halving stopped earlier (at "
-               "their last rung's score, lower for being shorter); shading spans the tuning seeds; × marks "
+               "their last rung's score, lower for being shorter); shading: the least to the greatest tuning seed; "
+               "× marks "
                "diverged trials. A flat curve is a forgiving method; the paper tuned every "
                "method's learning rate and γ on such grids before comparing them.")
     return paths, caption

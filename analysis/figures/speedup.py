@@ -215,7 +215,8 @@ def _lr_text(table: pd.DataFrame, regimes_of) -> str:
     return ("Learning rates: " + "; ".join(parts) + ".") if parts else ""
 
 
-@figure("4. Does training speed up linearly with n?", order=90, needs=needs)
+@figure("4. Does training speed up linearly with n?", order=90, needs=needs,
+        intervals=("the seed range shaded", "95% bootstrap interval over seeds"))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The task with sub-optimality curves at n = 1 and the most other node counts."""
     data = speedup_points(points)

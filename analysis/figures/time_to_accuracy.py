@@ -117,7 +117,7 @@ def _reached(ax, x: float, r, look: dict, log: bool, gid: str) -> None:
     else:
         ax.bar(x, r["median"], BAR, color=color, gid=f"reached:{gid}")
         if r["reached"] > 1:
-            ax.plot([x, x], [r["low"], r["high"]], color="black", linewidth=1.2)
+            ax.plot([x, x], [r["low"], r["high"]], color="black", linewidth=1.2, gid="seeds")  # black: no method's
 
 
 def _unreached(ax, x: float, r, color, log: bool, gid: str, value: str) -> tuple:
@@ -240,7 +240,8 @@ def plot_time_to_accuracy(summary: pd.DataFrame, out_stem: Path, *, value: str =
     return save_figure(fig, out_stem)
 
 
-@figure("2. How fast does each method learn: epochs, bits, time?", order=40)
+@figure("2. How fast does each method learn: epochs, bits, time?", order=40,
+        intervals=("fastest and slowest seed that reached",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
     """The most-run (task, topology, n) setting, every network preset, one cell per method and preset."""
     needed = {"time_to_target_s", "tta_status", "network"}
@@ -266,7 +267,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     if log_axis(bar_table(runs, ends=run_ends(points))):
         shown = (f"The times span more than {DECADES:g} decades, so they are dots on a log axis (a bar there would "
                  "start at an arbitrary floor): the median over seeds, counting a seed that missed the target as "
-                 "infinite, in each method's marker, on a line from the fastest to the slowest seed that reached")
+                 "infinite, in each method's marker, on a line joining the fastest and slowest seed that reached")
         censored = ("↑ at the modelled time at which those runs ended (median over them): the time to target is "
                     "more than that")
     else:
