@@ -61,7 +61,8 @@ def lag_fits(folder: Path, figures: Path) -> str:
     """The fit over every decentralized method pooled, one row per data partition (the report's first rows)."""
     from analysis.lag import fits_markdown
 
-    fits = _read(folder, "lag_fits.csv").fillna({"note": ""})
+    fits = _read(folder, "lag_fits.csv")
+    fits["note"] = fits["note"].astype(object).where(fits["note"].notna(), "")  # a fit without a note: ""
     return fits_markdown(fits[fits["scope"] == "all methods"])
 
 

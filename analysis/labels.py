@@ -62,7 +62,8 @@ def known() -> dict:
     stored beside a study's tables (analysis.docs), so they are shown as the runs showed them."""
     return {"algorithms": {k: dict(v) for k, v in _ALGORITHMS.items()},
             "compressors": {k: {**v, **({"order": list(v["order"])} if "order" in v else {})}
-                            for k, v in _COMPRESSORS.items()}}
+                            for k, v in _COMPRESSORS.items()},
+            "methods": [list(pair) for pair in _METHODS.values()]}  # (algorithm, compressor): their colours
 
 
 def learn_known(said: dict) -> None:
@@ -71,6 +72,8 @@ def learn_known(said: dict) -> None:
         learn(name, description)
     for spec, description in said.get("compressors", {}).items():
         learn_compressor(spec, description)
+    for algorithm, compressor in said.get("methods", []):
+        method_label(algorithm, compressor)
 
 
 def learn(name, description=None) -> None:
