@@ -98,7 +98,7 @@ def figure(name: str, table: str) -> Callable[[Path, Path], str]:
 BLOCKS = {
     "smoke-cells": Block("smoke", cells),
     "smoke-lag-fits": Block("smoke", lag_fits),
-    "consensus-table": Block("consensus", consensus),
+    "smoke-consensus": Block("smoke", consensus),
     "noniid-table": Block("noniid", noniid),
     "noniid-lag-fits": Block("noniid", lag_fits),
     "noniid-effect": Block("noniid", figure("noniid_effect", "noniid.csv")),
