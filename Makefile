@@ -10,7 +10,7 @@ CORES  ?= 2
 # so that a module-scoped fixture (a launch of ranks, a study end to end) is built once, not once per process
 TEST_WORKERS ?= auto
 
-.PHONY: reproduce test test-fast track track-check track-refresh setup clean-results peers perf-peers
+.PHONY: reproduce test test-fast track track-check track-refresh setup clean-results peers perf-peers docs docs-check
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -50,6 +50,12 @@ test-fast: $(VENV)/.installed   # the maths and behaviour without the process- a
 	ENTRY_PROPERTY_SCALE=0.25 $(PY) -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 track: $(VENV)/.installed ; $(PY) -m bench track $(TRACK_ARGS)
+
+# make docs [DOCS_FROM='results/noniid results/smoke']: the tables and figures of README.md and docs/results.md that
+# a study measured, written again from its committed tables under results/baselines/docs/ (after copying those of
+# the finished studies named); make docs-check writes nothing and fails naming each block that differs
+docs: $(VENV)/.installed ; $(PY) -m analysis docs $(if $(DOCS_FROM),--from $(DOCS_FROM))
+docs-check: $(VENV)/.installed ; $(PY) -m analysis docs --check
 
 # CI's speed check (docs/tracking.md): the quick set of this commit, then its ratio figures against the
 # committed history, with the safeguards `analysis history` applies by default (records of a busy machine

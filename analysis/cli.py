@@ -1,5 +1,5 @@
 """Command line of the analysis package: ``python -m analysis summarize|baseline|regress|claims|figures|report|tune|
-history|browse``.
+history|browse|docs``.
 Exit 0 on success, 1 when regressions were found, 2 on bad input (one line on stderr)."""
 from __future__ import annotations
 
@@ -24,13 +24,15 @@ from analysis.summary import DEFAULT_TARGET_REL, cell_summary, read_summary, stu
 
 # sub-commands with their own parser and main(argv)
 DELEGATED = {"figures": "analysis.figures.command", "report": "analysis.report", "tune": "analysis.tuning",
-             "history": "analysis.history", "browse": "analysis.browse.cli"}
+             "history": "analysis.history", "browse": "analysis.browse.cli",
+             "docs": "analysis.docs"}
 # their lines in `python -m analysis --help` (each has its own --help for the options)
 DELEGATED_HELP = {"figures": "draw the study's figures: DIR/figures/*.png, *.pdf and index.json",
                   "report": "write DIR/report.md and report.html: tables, the paper's claims, figures",
                   "tune": "hyper-parameters from a study's tuning trials: select, rank, or tabulate them",
                   "history": "the suite's speed and results over its commits, from bench track's records",
-                  "browse": "DIR/browser.html: one offline page to filter, group and overlay the runs (or a history)"}
+                  "browse": "DIR/browser.html: one offline page to filter, group and overlay the runs (or a history)",
+                  "docs": "the tables and figures of README.md and docs/results.md, from committed study tables"}
 
 
 def _number(kind, low=None):

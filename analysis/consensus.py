@@ -70,6 +70,11 @@ def summarize(traces: pd.DataFrame, level: float = 1e-4) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def table_markdown(table: pd.DataFrame) -> str:
+    """summary.md's table (and the docs'): the summary as Markdown, names as text, 4 significant digits."""
+    return names_as_text(table, ["method", "topology"]).to_markdown(index=False, floatfmt=".4g") + "\n"
+
+
 def _read_or_say(path: Path) -> pd.DataFrame:
     try:
         return read_trace(path)
@@ -97,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     first = traces.iloc[0]
     header = (f"Consensus on {first['topology']} (n={first['nodes']}, spectral gap {first['spectral_gap']:.4f}), "
               f"d={first['dim']}, seed {first['seed']}; error relative to the start, level {args.level:g}.\n\n")
-    write_text_atomically(args.out / "summary.md", header + names_as_text(table, ["method", "topology"]).to_markdown(index=False, floatfmt=".4g") + "\n")
+    write_text_atomically(args.out / "summary.md", header + table_markdown(table))
     print(table.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     return 0
 

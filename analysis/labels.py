@@ -51,6 +51,25 @@ def reset() -> None:
     _looks.cache_clear()
 
 
+def known() -> dict:
+    """What the loaded runs said of their algorithms and compressors, in the order learned (looks follow it):
+    stored beside a study's tables (analysis.docs), so they are shown as the runs showed them."""
+    return {"algorithms": {k: dict(v) for k, v in _ALGORITHMS.items()},
+            "compressors": {k: {**v, **({"order": list(v["order"])} if "order" in v else {})}
+                            for k, v in _COMPRESSORS.items()},
+            "methods": [list(pair) for pair in _METHODS.values()]}  # (algorithm, compressor): their colours
+
+
+def learn_known(said: dict) -> None:
+    """``known()``'s dictionary learned again, as if its runs had been loaded."""
+    for name, description in said.get("algorithms", {}).items():
+        learn(name, description)
+    for spec, description in said.get("compressors", {}).items():
+        learn_compressor(spec, description)
+    for algorithm, compressor in said.get("methods", []):
+        method_label(algorithm, compressor)
+
+
 def learn(name, description=None) -> None:
     """Remember an algorithm's ``label`` and ``compresses`` from a run.json's "algorithm" object."""
     if not isinstance(name, str) or not name:

@@ -190,6 +190,7 @@ REFUSED = [
     (["analysis", "tune", "rank", "TMP", "--at", "nan"], ["--at nan", "finite"]),
     (["analysis", "figures", "TMP", "--only", "nope"], ["analysis figures: error", "'nope'"]),
     (["analysis", "report", "TMP", "--bogus"], ["analysis report: error", "--bogus"]),
+    (["analysis", "docs", "--from", "TMP"], ["analysis docs: error", "TMP: no summary.csv", "not a finished study"]),
     # `bench track --config` reads with the same loader: an alias bomb took 3 GB and 23 s before a MemoryError
     ([CHILD, "track", "--config", f"defaults: {{network: {bomb()}}}\n".encode(), *TRACK],
      ["--config TMP/bad.yaml uses the YAML anchor &a0", "aliases are not read"]),

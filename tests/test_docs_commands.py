@@ -113,7 +113,7 @@ def test_every_documented_snakemake_command_builds_its_dag_with_nothing_activate
 
 
 # documented `python -m analysis` subcommands that read no study folder, and so are not run on one below
-NOT_ON_A_STUDY = {"history"}  # documented `python -m analysis` commands that read no study (results/history)
+NOT_ON_A_STUDY = {"history", "docs"}  # documented `python -m analysis` commands that read no study
 A_STUDY = r"results/(?!baselines/|history|perf/)[\w<>-]+"  # a study's folder as the docs name it
 # settings other than the study's, over files the pipeline wrote: each refused in one line naming it
 OTHER_SETTINGS = [["summarize", "results/test", "--target-rel", "0.9"], ["claims", "results/test", "--min-seeds", "2"],
@@ -150,5 +150,30 @@ def test_the_documented_analysis_commands_leave_a_finished_study_as_the_pipeline
     assert re.search(r"to target: [\d.]+% \(0.95 x best all-reduce\)", (study / "report.md").read_text())
 
 
-if __name__ == "__main__":  # the child process of the test above
+
+
+def test_the_docs_show_what_analysis_docs_writes_from_the_committed_tables():
+    from analysis import docs
+
+    for name in docs.DOCS:  # README.md, then docs/results.md
+        text = (ROOT / name).read_text()
+        assert docs.rendered(text, None) == (text, []) and docs.unmarked(text, tables=name != "README.md") == []
+    table = next(b for b in docs.BLOCK.finditer(text) if b["name"] == "noniid-table")["text"].split("</sub>")[1]
+    edited = text.replace(table, re.sub(r"\d+\.\d\d", "12.34", table, count=1))  # one number edited in a copy
+    assert edited != text and docs.rendered(edited, None)[1] == ["noniid-table"]
+
+
+@pytest.mark.slow  # draws the docs' figures, twice
+def test_the_docs_figures_are_drawn_again_the_same(tmp_path):
+    from analysis import docs
+
+    for out in ("a", "b"):
+        (tmp_path / out).mkdir()
+        docs.rendered((ROOT / "docs/results.md").read_text(), tmp_path / out)
+    drawn = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
+    assert drawn.keys() == {"lag_vs_consensus.png", "noniid_effect.png"}
+    assert drawn == {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
+
+
+if __name__ == "__main__":  # the child process of the Snakemake DAG test
     build_dags(json.loads(sys.argv[1]), sys.argv[2])

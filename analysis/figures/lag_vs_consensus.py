@@ -143,7 +143,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     why = needs(Grid(summary))
     if why:
         return why
-    table = lag_table(points, summary)
+    return from_table(lag_table(points, summary), out_stem)
+
+
+def from_table(table: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from lag.lag_table's rows (a study's lag.csv), or the reason there is no figure."""
     table = table[np.isfinite(table["gap"]) & np.isfinite(table["consensus"])]
     if table.empty:
         return "no decentralized run with an all-reduce reference at the same task, data and n"

@@ -105,7 +105,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     why = needs(Grid(summary))
     if why:
         return why
-    table = noniid_table(summary)
+    return from_table(noniid_table(summary), out_stem)
+
+
+def from_table(table: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from noniid.noniid_table's rows (a study's noniid.csv): the task with the most of them."""
     task = table.groupby("task").size().idxmax()
     table = table[table["task"] == task]
     paths = plot_noniid_effect(table, out_stem, title=f"Final accuracy by data partition ({task})")
