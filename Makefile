@@ -31,14 +31,17 @@ BYTECODE = $(PY) -m compileall -q bench analysis
 # make reproduce [STUDY=noniid] [SNAKEMAKE_ARGS='--config epochs=3']: a study of config/ end to end. A run
 # killed part-way is redone (--rerun-incomplete; runs resume from their checkpoints), so after an abrupt
 # kill the same command carries on.
+# While it runs, a line every STATUS_EVERY seconds says the runs done, running and left and an ETA, in place of
+# Snakemake's rule blocks (errors still show; bench/pipeline/status.py); STATUS_EVERY=0 for Snakemake's own output.
 STUDY ?=
 SNAKEMAKE_ARGS ?=
+STATUS_EVERY ?= 5
 STUDY_NAME = $(shell sed -n 's/^study: *//p' config/$(if $(STUDY),$(STUDY),config).yaml 2>/dev/null)
 reproduce: $(VENV)/.installed
 	@test -z "$(STUDY)" || test -f "config/$(STUDY).yaml" || \
 	  { echo "error: STUDY=$(STUDY): no config/$(STUDY).yaml; studies: $$(ls config | sed -n 's/\.yaml$$//p' | grep -v '^config$$' | tr '\n' ' ')"; exit 2; }
 	@$(BYTECODE)
-	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete $(if $(STUDY),--configfile config/$(STUDY).yaml) $(SNAKEMAKE_ARGS)
+	BENCH_STATUS=$(STATUS_EVERY) $(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete $(if $(STUDY),--configfile config/$(STUDY).yaml) $(SNAKEMAKE_ARGS)
 	@echo "reproduce: the report is results/$(STUDY_NAME)/report.html (and report.md); figures in results/$(STUDY_NAME)/figures/"
 
 test: $(VENV)/.installed

@@ -56,3 +56,26 @@ localrules:
 rule all:
     input:
         all_targets(),
+
+
+# `make reproduce` sets BENCH_STATUS (seconds): every so often one line of the study's runs done, running and left
+# with an ETA (bench/pipeline/status.py), in place of Snakemake's scroll of rule blocks (errors still show, logs named).
+# Only where the pipeline is driven: never in a cluster job's own snakemake, nor in a dry run or a plan.
+from bench.pipeline.status import Quieter, Watch, watch_seconds
+
+_EVERY = watch_seconds(os.environ.get("BENCH_STATUS"))
+WATCH = None
+if _EVERY and RUNS and not PLAN_ONLY and workflow.is_main_process and not workflow.dryrun:
+    _slots = max(1, (workflow._cores or 1) // max(S.processes(s) for s in RUNS.values()))
+    WATCH = Watch(S, Path(OUT), Path("logs") / STUDY / "runs", _slots, _EVERY).start()
+    logger.addFilter(Quieter())
+
+
+onsuccess:
+    if WATCH:
+        WATCH.stop()
+
+
+onerror:
+    if WATCH:
+        WATCH.stop()

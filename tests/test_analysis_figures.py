@@ -325,12 +325,10 @@ def test_figures_only_one_keeps_the_other_captions(points, summary, tmp_path, mo
 
 
 def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(tmp_path):
-    rows = []
-    for network, bandwidth in (("a-slow", 1e6), ("b-fast", 1e10), ("c-middle", 1e8)):
-        run = tmp_path / network
-        run.mkdir()
-        (run / "run.json").write_text(json.dumps({"network": {"name": network, "bandwidth_bps": bandwidth}}))
-        rows.append({"network": network, "path": str(run)})
+    rows = [{"network": network, "path": str(tmp_path / network)} for network in ("a-slow", "b-fast", "c-middle")]
+    for row, bandwidth in zip(rows, (1e6, 1e10, 1e8)):
+        (run := Path(row["path"])).mkdir()
+        (run / "run.json").write_text(json.dumps({"network": {"name": row["network"], "bandwidth_bps": bandwidth}}))
     assert time_to_accuracy.network_order(pd.DataFrame(rows)) == ["b-fast", "c-middle", "a-slow"]  # not by name
     (tmp_path / "c-middle" / "run.json").write_text("{")  # a run that does not say: after those that do
     assert time_to_accuracy.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]
@@ -360,3 +358,12 @@ def test_methods_draws_a_method_without_a_graph_once_in_small_multiples(tmp_path
     assert sorted(line.get_color() for line in lines).count("0.82") == 2 and axes[0].collections  # the rest grey
     row = table[(table["method"] == "all-reduce") & (table["data"] == "shuffle") & (table["step"] == 30)]
     assert row["acc"].iloc[0] == 100 * (0.1 + 0.3 + 0.005)  # the median over the two seeds
+
+
+def test_partial_figures_draw_the_finished_runs_of_a_running_study_beside_its_own(tmp_path, capsys):
+    for nodes, status in ((4, "completed"), (16, "completed"), (36, "running")):
+        make_run(tmp_path / "runs" / f"r{nodes}", nodes=nodes, status=status, metrics=status != "running")
+    assert command.main([str(tmp_path), "--partial"]) == 0
+    assert "from the 2 runs finished so far" in capsys.readouterr().out
+    index = tmp_path.parent / f"{tmp_path.name}-partial" / "figures" / "index.json"
+    assert "accuracy_curves" in json.loads(index.read_text()) and not (tmp_path / "figures").exists()  # the pipeline's

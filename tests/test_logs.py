@@ -2,11 +2,14 @@
 `bench run --help` and a refused run directory tell a person."""
 import json
 import re
+import time
 
 from analysis.load import load_runs
 from bench.algorithms import ALGORITHMS
 from bench.cli import main
 from bench.compressors import COMPRESSORS
+from bench.pipeline import Study
+from bench.pipeline.status import FRESH_S, study_status
 from bench.tasks import TASKS
 from bench.topology.kinds import TOPOLOGIES
 from hostile import assert_refused, run_cli
@@ -39,10 +42,8 @@ def test_a_run_off_a_terminal_writes_a_line_per_evaluation_and_its_status_and_qu
     assert generating and generating[0] < lines.index(steps[0]) and str(data) in lines[generating[0]]
     assert any(line.startswith("generated mnist1d in") for line in lines)
 
-    status, out, err = run_cli(main, ["run", *SMALL, "--set", f"data_root={tmp_path / 'data2'}", "--quiet",
-                               "--out", str(tmp_path / "b")], capsys)
-    assert status == 0 and out == "" and err == ""
-    assert (tmp_path / "data2").is_dir()  # it was generated, silently
+    quiet = ["run", *SMALL, "--set", f"data_root={tmp_path / 'data2'}", "--quiet", "--out", str(tmp_path / "b")]
+    assert run_cli(main, quiet, capsys) == (0, "", "") and (tmp_path / "data2").is_dir()  # generated, silently
 
 
 def test_the_plain_line_counts_elapsed_time_and_an_eta_from_this_process_pace():
@@ -80,9 +81,8 @@ def test_gamma_tuning_says_what_it_does_and_how_long_it_took_unless_quiet(tmp_pa
     _, _, err = run_cli(main, [*argv, "--seed", "1", "--out", str(tmp_path / "b")], capsys)
     assert "tuning γ" not in err and "step " in err
 
-    quiet = ["run", *GAMMA_AUTO, "--compressor", "rand:0.3", "--set", "gamma_tune_steps=6", "--quiet"]
-    status, out, err = run_cli(main, [*quiet, "--out", str(tmp_path / "c")], capsys)
-    assert status == 0 and out == "" and err == ""
+    quiet = [*argv[:-1], "gamma_tune_steps=6", "--quiet", "--out", str(tmp_path / "c")]
+    assert run_cli(main, quiet, capsys) == (0, "", "")
     assert any("|rand:0.3" in key and key.endswith("|6|2000") for key in json.loads(cache_path("gamma.json").read_text()))  # it did tune
 
 
@@ -134,3 +134,17 @@ def test_a_run_directory_is_not_redone_refused_to_other_settings_naming_five_and
     assert json.loads((kept / "run.json").read_text()) == first and (kept / "metrics.parquet").exists()
     loaded = load_runs(tmp_path / "runs")
     assert len(loaded) == 1 and loaded.runs["lr"].item() == 0.2
+
+
+def test_a_study_s_status_counts_its_runs_done_running_and_left_with_an_eta_from_their_pace(tmp_path):
+    study = Study({"study": "s", "task": "mnist1d-mlp", "defaults": {"epochs": 4}, "seeds": [0],
+                   "blocks": {"b": {"method": ["choco/sign"], "topology": ["ring"], "nodes": [4, 8, 16, 32]}}})
+    runs, times = list(study.runs), {"start_time": "2026-01-01T00:00:00", "end_time": "2026-01-01T00:00:10"}
+    for run, status in zip(runs, ["completed", "completed", "running"]):  # the last run not started
+        (folder := tmp_path / "runs" / run).mkdir(parents=True)
+        (folder / "metrics.parquet").touch()
+        (folder / "run.json").write_text(json.dumps({"status": status, "config": {"epochs": 4}, **times}))
+    (tmp_path / f"{runs[2]}.log").write_text("data ready\nstep 20/40 epoch 2.00 train_loss 1.0\n")  # half done
+    lines = [study_status(study, tmp_path, tmp_path, slots=2, now=time.time() + late).line() for late in (0, FRESH_S)]
+    assert lines[0] == "s: 2/4 runs done, 1 running, 1 left; ETA 0:00:08"  # 2.5 s an epoch, 6 left, two at a time
+    assert lines[1].startswith("s: 2/4 runs done, 0 running, 2 left")  # a run untouched that long was stopped

@@ -2,7 +2,9 @@
 DIR/figures/index.json already holds: the pipeline's; every figure the runs support where there is none yet, or
 with ``--all`` into another folder, ``--out``, since the study's report shows every figure of its index) and merges
 their captions into the index; a figure named with ``--only`` that cannot be drawn is an error (exit status 1, the
-reason on stderr). Bad input is one line, exit status 2."""
+reason on stderr). ``--partial``, while a study runs: every figure the runs finished so far support, drawn into
+DIR-partial/figures beside the study (or ``--out``), never into the study's folder, which its pipeline writes.
+Bad input is one line, exit status 2."""
 from __future__ import annotations
 
 import sys
@@ -23,6 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--all", action="store_true", help="every figure the runs support, not only the study's")
     p.add_argument("--out", type=Path, help="draw into this folder, not DIR/figures (for figures the study's "
                    "report is not to show)")
+    p.add_argument("--partial", action="store_true", help="from the runs finished so far, while the study runs: "
+                   "every figure they support, into DIR-partial/figures (or --out), never into the study's folder")
     try:
         args = p.parse_args(argv)
     except UsageError as err:  # one line, not argparse's usage and the error
@@ -31,6 +35,10 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dir.is_dir():
         print(f"error: results directory not found: {args.dir}", file=sys.stderr)
         return 2
+    if args.partial:  # the study's folder is the pipeline's to write, at the end: every figure, beside it
+        args.all, args.out = True, args.out or args.dir.parent / f"{args.dir.resolve().name}-partial" / "figures"
+        if (args.out.parent / "runs").exists():
+            raise UsageError(f"--partial would draw into the study {args.out.parent}; give --out FOLDER")
     fig_dir = args.out or args.dir / "figures"
     # refused before any figure is drawn: a link where the lock goes, a damaged index (merged into, not lost)
     check_index_lock(fig_dir)
@@ -46,6 +54,8 @@ def _draw(args, fig_dir: Path, studys: list[str] | None) -> int:
     """Draw --only's figures, else the study's (``studys``: the index's, when it has some), else every one: a
     figure nobody asked for would reach the next report."""
     points, summary, note = load_tables(args.dir)
+    if args.partial:
+        print(f"drawing from the {0 if points is None else points['run_id'].nunique()} runs finished so far")
     figures = catalog()
     wanted = args.only or studys or list(figures)
     if studys:

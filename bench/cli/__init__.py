@@ -9,11 +9,11 @@ from __future__ import annotations
 import sys
 
 from ..errors import BenchError, out_of_memory
-from . import bisect, bits, compare, consensus, perf, plan, run, topology, track, tune_gamma
+from . import bisect, bits, compare, consensus, perf, plan, run, status, topology, track, tune_gamma
 from .common import Parser
 
 COMMANDS = {module.NAME: module for module in
-            (run, topology, tune_gamma, consensus, perf, plan, track, bisect, compare, bits)}
+            (run, topology, tune_gamma, consensus, perf, plan, status, track, bisect, compare, bits)}
 
 
 def build_parser() -> Parser:
