@@ -224,12 +224,6 @@ def test_cuda_device_runs_where_a_gpu_exists_and_is_a_clear_error_elsewhere(tmp_
         assert status == 2 and "no CUDA GPU" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("scheme", ["split", "sorted", "dirichlet:0.5"])
-def test_data_schemes_run_end_to_end(tmp_path, scheme):
-    assert main(["run", *SMALL, "--epochs", "0.5", "--data", scheme, "--out", str(tmp_path)]) == 0
-    assert json.loads((tmp_path / "run.json").read_text())["config"]["data"] == scheme
-
-
 def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
     # n = 1: no neighbour to average with, so every method takes the same SGD steps from the same seed
     base = ["--task", "lsq", "--topology", "complete", "--nodes", "1", "--epochs", "0.25", "--seed", "1",
