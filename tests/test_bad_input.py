@@ -54,8 +54,6 @@ REFUSED = [
     *[([*RUN, "--set", f"{key}={value}"], [f"{key}={value.strip('.')}", "finite"]) for key, value in [
         ("epochs", ".nan"), ("eval_every", ".inf"), ("eval_every", "nan"), ("checkpoint_every", ".inf"),
         ("warmup_epochs", ".inf"), ("dist_timeout", ".nan"), ("lr", "nan")]],
-    ([*RUN, "--epochs", "inf"], ["epochs=inf", "finite"]),
-    ([*RUN, "--lr", "inf"], ["lr=inf", "finite"]),
     ([*RUN, "--set", "milestones=[1, .nan]"], ["milestones", "finite"]),
     ([*RUN, "--set", "nodes=.inf"], ["nodes=inf", "integer"]),
     ([*RUN, "--set", "gamma=.nan"], ["gamma=nan"]),
@@ -119,13 +117,10 @@ REFUSED = [
     (["tune-gamma", "--nodes", "4", "--dim", "1", "--steps", "1", "--compressor", "sign", "--grid=--"],
      ["--grid", "'--'"]),  # argparse made it an empty grid: min() of nothing
     # `bench compare` (a dry run: it would write the study's files in the working folder)
+    # (a bad name of a compressor, task, graph or deal: its reader's table, as for `bench run`)
     *[(["compare", *args, "--dry-run"], [word]) for args, word in [
-        (["nosuch/sign"], "nosuch"), (["choco/zip:3"], "zip"), (["choco/top:2"], "top:2"),
-        (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
-        (["choco/sign", "--against", "nosuch/none"], "nosuch"), (["choco/sign", "--against", ","], "--against"),
-        (["choco/sign", "--task", "nope"], "nope"), (["choco/sign", "--topology", "hypercube"], "hypercube"),
-        (["choco/sign", "--topology", "torus", "--nodes", "8"], "torus"), (["choco/sign", "--data", "bogus"], "bogus"),
-        (["choco/sign", "--data", "dirichlet:-1"], "dirichlet"), (["choco/sign", "--seeds", "0,x"], "0,x"),
+        (["nosuch/sign"], "nosuch"), (["dpsgd/sign"], "dpsgd"),  # exact gossip takes no compressor
+        (["choco/sign", "--against", ","], "--against"), (["choco/sign", "--seeds", "0,x"], "0,x"),
         (["choco/sign", "--seeds", "1,1"], "twice"), (["choco/sign", "--nodes", "0"], "0"),
         (["choco/sign", "--epochs", "-1"], "-1"), (["choco/sign", "--name", "../x"], "../x"),
         (["choco/sign", "--snakemake-args", "--config 'x"], "quotation")]],
@@ -147,7 +142,6 @@ REFUSED = [
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
     (["consensus", "--methods", "exact", "--nodes", "4", "--dim", "10", "--steps", "5", "--quiet", "--out", NOTES],
      [NOTES, "not a directory"]),
-    (["consensus", "--methods", "exact", "--nodes", "4", "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
     # other commands: 10^7 nodes built for minutes; an empty log grid silently became the default one
     ([CHILD, "topology", "--topology", "ring", "--nodes", "10000000"], ["10000000", "4096"]),
     ([CHILD, "tune-gamma", "--compressor", "sign", "--nodes", "10000000"], ["10000000", "4096"]),
@@ -161,8 +155,7 @@ REFUSED = [
     (["tune-gamma", "--compressor", "sign", "--grid", "0.5,2"], ["'0.5,2'", "gamma=2 is outside (0, 1]"]),
     (["topology", "--topology", "one-peer-exp", "--nodes", "24"], ["16 or 32"]),
     *[(["topology", "--topology", spec, "--nodes", "10"], words) for spec, words in [  # the base-(k+1) graph's k
-        ("base:0", ["K=0", ">= 1"]), ("base:-1", ["K=-1", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]),
-        ("base:two", ["'two'", "not an integer"]), ("base", ["base:1", "K >= 1"]),
+        ("base:0", ["K=0", ">= 1"]), ("base:1.5", ["'1.5'", "not an integer"]), ("base", ["base:1", "K >= 1"]),
         ("base:1,k=2", ["unknown option 'k'"])]],
     (["topology", "--topology", "base:2", "--nodes", "10", "--weights", "uniform"],
      ["base:2", "fixes its own weights"]),
