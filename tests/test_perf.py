@@ -12,16 +12,9 @@ import torch
 
 from bench.cli import main
 from bench.perf import GROUPS, cpu_target, sizes_for, training
-from bench.perf.timing import figure, ratio_figure
 
 
 pytestmark = pytest.mark.slow  # runs `bench perf` itself: `make test` runs it, `make test-fast` does not
-
-
-def test_ratio_figures_pair_repeats():
-    fig = ratio_figure([2.0, 4.0, 9.0], [1.0, 2.0, 3.0], "x", False)
-    assert fig["values"] == [2.0, 2.0, 3.0] and fig["median"] == 2.0 and fig["kind"] == "ratio"
-    assert figure([3.0, 1.0, 2.0], "s", False, "absolute")["min"] == 1.0
 
 
 @pytest.fixture(scope="module")
