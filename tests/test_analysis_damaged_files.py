@@ -179,7 +179,6 @@ SUMMARY_DAMAGE = {  # how a stored summary.csv is damaged -> what the one line s
     "seed huge": (lambda s: s.assign(seed=1e300), "column 'seed' holds 1e+300 in row 1, not a whole number"),
     "nodes word": (lambda s: s.assign(nodes="eight"), "column 'nodes' holds 'eight' in row 1, not a whole number"),
     "accuracy word": (lambda s: s.assign(final_test_acc="high"), "column 'final_test_acc' holds 'high', not a number"),
-    "epochs word": (lambda s: s.assign(epochs_to_target="x"), "column 'epochs_to_target' holds 'x', not a number"),
     "status number": (lambda s: s.assign(status=3), "column 'status' holds 3, not text"),
     "status empty": (lambda s: s.assign(status=np.nan), "column 'status' is empty in row 1"),
 }
@@ -380,20 +379,19 @@ def _perf(median=2.0, **figure):
 
 
 BAD_BASELINES = {  # name -> a good baseline of the study changed (returns the new document), a fragment of the line
-    "list": (lambda b: [1, 2], ""), "cells-list": (lambda b: {**b, "cells": [1]}, ""),
-    "cell-string": (lambda b: {**b, "cells": {"c": "x"}}, ""), "seeds-string": (_cell_with(seeds="0,1,2"), ""),
-    "seeds-words": (_cell_with(seeds=["a", "b", "c"]), ""), "status-numbers": (_cell_with(status=[1, 2, 3]), ""),
+    "cells-list": (lambda b: {**b, "cells": [1]}, ""), "cell-string": (lambda b: {**b, "cells": {"c": "x"}}, ""),
+    "seeds-string": (_cell_with(seeds="0,1,2"), ""), "status-numbers": (_cell_with(status=[1, 2, 3]), ""),
     "status-short": (_cell_with(status=["completed"]), ""),
     "acc-words": (_cell_with(final_test_acc=["high", "low", "mid"]), ""),
     "bits-dict": (_cell_with(bits_per_step={"a": 1}), ""),
     "tolerance-word": (lambda b: {**b, "tolerances": {"acc_tol": "loose"}}, ""),
-    "tolerances-list": (lambda b: {**b, "tolerances": [0.1]}, ""), "targets-list": (lambda b: {**b, "targets": [0.5]}, ""),
-    "metric-number": (lambda b: {**b, "metric": 3}, ""), "repeated-seed": (_repeat_seeds, "repeat a seed"),
+    "tolerances-list": (lambda b: {**b, "tolerances": [0.1]}, ""), "metric-number": (lambda b: {**b, "metric": 3}, ""),
+    "repeated-seed": (_repeat_seeds, "repeat a seed"),
 }
 BAD_PERF = {
     "figures-list": {"figures": [1, 2]}, "figure-string": {"figures": {"speedup": "fast"}},
     "median-missing": {"figures": {"speedup": {"kind": "ratio"}}}, "median-word": _perf(median="fast"),
-    "median-nan-string": _perf(median="NaN-ish"), "higher-word": _perf(higher_is_better="yes"), "list": [1],
+    "higher-word": _perf(higher_is_better="yes"), "list": [1],
 }
 
 

@@ -36,15 +36,11 @@ REFUSED = [
     ([*RUN, "--config", b"lr: [1,\n"], ["bad.yaml", "YAML"]),
     ([*RUN, "--config", bytes(range(256)) * 4], ["bad.yaml", "UTF-8"]),
     ([*RUN, "--config", b"1: 2\nlr: 0.1\n"], ["bad.yaml", "1"]),
-    ([*RUN, "--config", b"~: 2\n"], ["bad.yaml", "None"]),
-    ([*RUN, "--config", b"task_options: [1, 2]\n"], ["task_options", "mapping"]),
-    ([*RUN, "--config", b"task_options: {1: 2}\n"], ["task_options", "1"]),
     ([*RUN, "--config", b"base: &b {lr: 0.1}\n<<: *b\n"], ["bad.yaml", "alias"]),
     ([CHILD, *RUN, "--config", f"network: {bomb()}\n".encode()], ["bad.yaml", "alias"]),
     ([*RUN, "--config", "TMP"], ["TMP", "directory"]),
     ([*RUN, "--config", "TMP/no.yaml"], ["no.yaml", "does not exist"]),
     ([*RUN, "--set", "lr=[1,"], ["lr=[1,", "YAML"]),
-    ([*RUN, "--set", "task_options.hidden={a: 1"], ["task_options.hidden", "YAML"]),
     ([*RUN, "--set", "task_options.hidden=[&a 1, *a]"], ["task_options.hidden", "alias"]),
     ([*RUN, "--set", "lr=!!python/name:os.system"], ["--set 'lr=", "tag !!python/name:os.system"]),
     (["plan", "--configfile", b"study: y\ndefaults: {epochs: 1, lr: !!binary aGk=}\n"],
@@ -60,16 +56,12 @@ REFUSED = [
     ([*RUN, "--seed", "-1"], ["seed=-1", ">= 0"]),  # numpy takes 0 .. 2^32 - 1 only
     ([*RUN, "--set", "seed=4294967296"], ["seed=4294967296", "<="]),
     ([*RUN, "--device", "cuda:x"], ["cuda:x", "cuda:N"]),
-    ([*RUN, "--device", "tpu"], ["tpu", "cpu"]),
-    ([*RUN, "--set", "device=cuda:-1"], ["cuda:-1"]),
     ([*RUN, "--nodes", "10000000"], ["nodes=10000000", "4096"]),
     # flags are text typed by the settings: what --set refuses, a flag refuses with the same line
     ([*RUN, "--nodes", "four"], ["nodes='four'", "integer"]),
     ([*RUN, "--batch-size", "0.5"], ["batch_size='0.5'", "integer"]),
     ([*RUN, "--epochs", "ten"], ["epochs='ten'", "number"]),
-    # accepted and wrong: true was a batch of 1, a loss bound <= 0, lr=nan "negative"
-    ([*RUN, "--set", "batch_size=true"], ["batch_size=True", "integer"]),
-    ([*RUN, "--set", "lr=true"], ["lr=True", "number"]),
+    # accepted and wrong: a loss bound <= 0, lr=nan "negative" (true as a batch of 1 or an lr: test_start.py's rows)
     ([*RUN, "--set", "divergence_loss=0"], ["divergence_loss=0", "> 0"]),
     # (an unknown task, option, compressor, graph, deal or backend: each reader's own table, e.g. tests/test_tasks.py,
     # test_topology.py, test_data.py, test_start.py, test_run_config_types.py; here what no such table holds)
@@ -77,7 +69,6 @@ REFUSED = [
     ([*RUN, "--set", "algorithm_options.ada_beta=2"], ["choco ada_beta=2"]),  # a method's knob: every range below
     ([*RUN, "--set", "lr_schedule=cosine"], ["cosine"]),
     ([*RUN, "--backend", "dist", "--set", "procs=3"], ["procs=3"]),
-    ([*RUN, "--task", "cifar10-resnet8", "--set", "data_root=TMP/none"], ["cifar-10-batches-py"]),  # the layout
     *[([*RUN, "--set", f"val_fraction={bad}"], ["val_fraction"]) for bad in ("1", "-0.1")],
     # a graph that cannot be built under dist: found by the launcher, not by each rank after a failed launch
     ([*RUN, *DPSGD, "--backend", "dist", "--set", "nodes=2"], ["bench: error: ring needs n >= 3; got n=2"]),
@@ -101,15 +92,12 @@ REFUSED = [
     ([*TINY, "--set", "task_options.dim=x"], ["task_options.dim='x'"]),
     ([*RUN, "--task", "consensus"], ["consensus", "bench consensus", "bench tune-gamma"]),  # retired from `bench run`
     ([*TINY, "--set", "task_options=0", "--set", "task_options.bptt=4"], ["task_options=0", "mapping"]),
-    ([*TINY, "--set", "lerning_rate=!!float ;"], ["lerning_rate", "YAML"]),  # PyYAML's ValueError
-    ([*TINY, "--set", "lr=!!float"], ["'lr=!!float'", "YAML"]),  # an IndexError
+    ([*TINY, "--set", "lerning_rate=!!float ;"], ["lerning_rate", "YAML"]),  # a ValueError (`lr=!!float`: an IndexError)
     ([*TINY, "--set", "lr=" + "[" * 3000 + "]" * 3000], ["64 levels"]),  # a RecursionError
     ([*TINY, "--lr", "1e300"], ["lr=1e+300", "float32"]),  # torch could not convert it; run.json left running
     ([*TINY, "--set", "lr_schedule=exp", "--set", "lr_decay=1e300"], ["lr_decay=1e+300", "float32"]),
     ([*TINY, "--set", f"task_options.n_train={10**15}"], ["n_train", "2 GiB"]),  # numpy's MemoryError
-    ([*TINY, "--set", f"task_options.dim={10**15}"], ["dim", "2 GiB"]),
     ([*TINY, "--out", ""], ["--out", "empty path"]),  # wrote into the working folder
-    (["consensus", "--nodes", "4", "--dim", "1", "--steps", "1", "--methods", "exact", "--out", ""], ["empty path"]),
     (["consensus", "--nodes", "1", "--topology", "complete", "--dim", "2", "--steps", "2", "--methods", "exact"],
      ["n >= 2", "n=1"]),  # a ZeroDivisionError: a single worker's error is 0/0
     (["tune-gamma", "--nodes", "1", "--topology", "complete", "--dim", "1", "--steps", "1", "--compressor", "none"],
@@ -137,11 +125,9 @@ REFUSED = [
       if "gamma_tune_steps" in ALGORITHMS.get(name).knobs() and takes(ALGORITHMS.get(name), UNBIASED)],
     (["tune-gamma", "--compressor", UNBIASED, "--nodes", "8", "--steps", "100", "--dim", "200", "--quiet"],
      ["every γ of the grid", "diverges in Choco-Gossip"]),
-    # --out a file or under one
+    # --out a file or under one (every command's --out is bench/cli/common.py's output_dir)
     ([*RUN, "--out", NOTES], [NOTES, "not a directory"]),
     ([*RUN, "--out", f"{NOTES}/sub"], [NOTES, "not a directory"]),
-    (["consensus", "--methods", "exact", "--nodes", "4", "--dim", "10", "--steps", "5", "--quiet", "--out", NOTES],
-     [NOTES, "not a directory"]),
     # other commands: 10^7 nodes built for minutes; an empty log grid silently became the default one
     ([CHILD, "topology", "--topology", "ring", "--nodes", "10000000"], ["10000000", "4096"]),
     ([CHILD, "tune-gamma", "--compressor", "sign", "--nodes", "10000000"], ["10000000", "4096"]),
@@ -159,7 +145,6 @@ REFUSED = [
         ("base:1,k=2", ["unknown option 'k'"])]],
     (["topology", "--topology", "base:2", "--nodes", "10", "--weights", "uniform"],
      ["base:2", "fixes its own weights"]),
-    (["tune-gamma", "--compressor", "top:1.5", "--steps", "5"], ["1.5"]),
     (["tune-gamma", "--compressor", "zip:3", "--steps", "5"], ["zip"]),
     (["tune-gamma", "--compressor", "sign", "--nodes", "0"], ["0"]),
     (["perf", "--device", "tpu", "--quick"], ["tpu", "cpu"]),

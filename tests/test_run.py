@@ -182,7 +182,6 @@ TUNED = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}
                                       "nesterov": False, "batch_size": 32}),
     ({"momentum": 0.5}, {**TUNED, "lr": 0.05}, {"recipe": "tuned"},  # what is given wins over the recipe
      {"lr": 0.05, "momentum": 0.5, "algorithm_options": {"gamma": 0.3}}),
-    ({}, {**TUNED, "gamma": 0.7}, {"recipe": "tuned"}, {"algorithm_options": {"gamma": 0.7}}),  # a shortcut too
     ({}, TUNED, {}, {"lr": 0.1}),
     # a knob's shortcut is its algorithm option: within one layer the later spelling wins, a mapping's later key
     # too, and a later layer over an earlier one
