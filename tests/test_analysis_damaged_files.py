@@ -246,7 +246,6 @@ TUNED_DAMAGE = {  # how tuned.csv is damaged -> what the one line says
     "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns cell, trial, status"),
     "selected word": (lambda t: t.assign(selected="yes"), "column 'selected' holds 'yes', not True or False"),
     "criterion column": (lambda t: t.assign(criterion="step"), "column 'criterion' holds 'step', not one of val_acc"),
-    "lr word": (lambda t: t.assign(lr="big"), "column 'lr' holds 'big', not a number"),
     "not csv": (None, "is not a CSV table"),
 }
 
@@ -306,7 +305,6 @@ def _trace(path, method="sign"):
 TRACE_DAMAGE = {  # how a traces.csv is damaged -> what the one line says
     "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns method, gamma, topology"),
     "error words": (lambda t: t.assign(rel_error="small"), "column 'rel_error' holds 'small', not a number"),
-    "step NaN": (lambda t: t.assign(step=np.nan), "column 'step' holds nan in row 1, not a whole number"),
     "no rows": (lambda t: t.iloc[:0], "has no rows"),
     "not csv": (None, "is not a CSV table"),
 }

@@ -114,6 +114,7 @@ def test_the_report_has_a_table_per_regime_at_both_default_targets_and_none_with
     floor = float(np.median(theory(1)[-math.ceil(0.25 * len(STEPS)):]))
     assert sorted(set(table["target"])) == pytest.approx([1.25 * floor, 2.0 * floor])
     only_n4 = points[points["nodes"] == 4]
+    assert "n = 1" in speedup_figure.draw(tmp_path, only_n4, None, tmp_path / "f")  # the requirement's reason
     assert speedup_section(only_n4) is None and speedup_section(None) is None
     assert write_speedup_csv(only_n4, tmp_path) is None
 

@@ -65,7 +65,6 @@ def test_start_with_a_mapping_and_the_settings_json_write_the_run_bench_run_writ
     # each field reads its own type (bench/run/parsing.py)
     ({"milestones": "a,b"}, "milestones=['a', 'b'] must be a list of epochs, e.g. [150, 225]"),
     ({"milestones": [10**400]}, "milestones=[1000"),
-    ({"eval_local_workers": 1.5}, "eval_local_workers=1.5 must be 'all' or a count >= 0"),
     ({"task_options": [1, 2]},
      "task_options=[1, 2] must be a mapping of option names to values, e.g. {hidden: [64, 64]}"),
     ({"task_options": {1: 2}}, "task_options key 1 must be an option name (a string)"),
