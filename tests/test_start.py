@@ -70,6 +70,7 @@ def test_start_with_a_mapping_and_the_settings_json_write_the_run_bench_run_writ
     ({"task_options": {1: 2}}, "task_options key 1 must be an option name (a string)"),
     ({"nesterov": "maybe"}, "nesterov='maybe' must be true or false"),
     ({"batch_size": True}, "batch_size=True must be an integer, not true/false"),
+    ({"nodes": 2.5}, "nodes=2.5 must be an integer"),  # a float that is not whole
     ({"lr": False}, "lr=False must be a number, not true/false"),
     ({"compute_time": "auto"}, "compute_time='auto' must be a number"),  # each field takes its own words only
     ({"eval_local_workers": "All"}, "eval_local_workers='All' must be 'all' or a count >= 0"),
