@@ -11,8 +11,7 @@ import pytest
 
 from analysis import cli, consensus, tuning
 from analysis.checks import REQUIRED_METRICS
-from analysis.load import load_runs
-from analysis.summary import SUMMARY_COLUMNS, read_summary, summarize
+from analysis.summary import read_summary
 from analysis_fixtures import make_cell, make_run
 from hostile import assert_refused, fifo
 
@@ -180,7 +179,6 @@ SUMMARY_DAMAGE = {  # how a stored summary.csv is damaged -> what the one line s
     "seed huge": (lambda s: s.assign(seed=1e300), "column 'seed' holds 1e+300 in row 1, not a whole number"),
     "nodes word": (lambda s: s.assign(nodes="eight"), "column 'nodes' holds 'eight' in row 1, not a whole number"),
     "accuracy word": (lambda s: s.assign(final_test_acc="high"), "column 'final_test_acc' holds 'high', not a number"),
-    "epochs word": (lambda s: s.assign(epochs_to_target="x"), "column 'epochs_to_target' holds 'x', not a number"),
     "status number": (lambda s: s.assign(status=3), "column 'status' holds 3, not text"),
     "status empty": (lambda s: s.assign(status=np.nan), "column 'status' is empty in row 1"),
 }
@@ -228,15 +226,6 @@ def test_a_summary_csv_that_is_not_csv_is_computed_again(content, command, summa
     assert command == "claims" or "Choco-SGD (sign)" in (summarized / "report.md").read_text()
 
 
-def test_the_columns_required_of_a_summary_are_those_summarize_writes(tmp_path):
-    runs = load_runs(_study(tmp_path))
-    table = summarize(runs, target_rel=0.95)
-    assert set(SUMMARY_COLUMNS) <= set(table.columns)
-    table.to_csv(tmp_path / "summary.csv", index=False)
-    read = read_summary(tmp_path / "summary.csv")  # what it wrote, it reads back
-    assert list(read["seed"]) == list(table["seed"]) and read["nodes"].dtype == "int64"
-
-
 def _tuned(study):
     """STUDY/tuned.csv as ``tune table`` writes it: one cell, three learning rates, the middle one selected."""
     rows = [{"cell": "c", "trial": f"t{i}", "status": "completed", "task": "mnist1d-mlp", "algorithm": "choco",
@@ -257,7 +246,6 @@ TUNED_DAMAGE = {  # how tuned.csv is damaged -> what the one line says
     "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns cell, trial, status"),
     "selected word": (lambda t: t.assign(selected="yes"), "column 'selected' holds 'yes', not True or False"),
     "criterion column": (lambda t: t.assign(criterion="step"), "column 'criterion' holds 'step', not one of val_acc"),
-    "lr word": (lambda t: t.assign(lr="big"), "column 'lr' holds 'big', not a number"),
     "not csv": (None, "is not a CSV table"),
 }
 
@@ -317,7 +305,6 @@ def _trace(path, method="sign"):
 TRACE_DAMAGE = {  # how a traces.csv is damaged -> what the one line says
     "other columns": (lambda t: pd.DataFrame({"a": [1]}), "lacks columns method, gamma, topology"),
     "error words": (lambda t: t.assign(rel_error="small"), "column 'rel_error' holds 'small', not a number"),
-    "step NaN": (lambda t: t.assign(step=np.nan), "column 'step' holds nan in row 1, not a whole number"),
     "no rows": (lambda t: t.iloc[:0], "has no rows"),
     "not csv": (None, "is not a CSV table"),
 }
@@ -390,20 +377,19 @@ def _perf(median=2.0, **figure):
 
 
 BAD_BASELINES = {  # name -> a good baseline of the study changed (returns the new document), a fragment of the line
-    "list": (lambda b: [1, 2], ""), "cells-list": (lambda b: {**b, "cells": [1]}, ""),
-    "cell-string": (lambda b: {**b, "cells": {"c": "x"}}, ""), "seeds-string": (_cell_with(seeds="0,1,2"), ""),
-    "seeds-words": (_cell_with(seeds=["a", "b", "c"]), ""), "status-numbers": (_cell_with(status=[1, 2, 3]), ""),
+    "cells-list": (lambda b: {**b, "cells": [1]}, ""), "cell-string": (lambda b: {**b, "cells": {"c": "x"}}, ""),
+    "seeds-string": (_cell_with(seeds="0,1,2"), ""), "status-numbers": (_cell_with(status=[1, 2, 3]), ""),
     "status-short": (_cell_with(status=["completed"]), ""),
     "acc-words": (_cell_with(final_test_acc=["high", "low", "mid"]), ""),
     "bits-dict": (_cell_with(bits_per_step={"a": 1}), ""),
     "tolerance-word": (lambda b: {**b, "tolerances": {"acc_tol": "loose"}}, ""),
-    "tolerances-list": (lambda b: {**b, "tolerances": [0.1]}, ""), "targets-list": (lambda b: {**b, "targets": [0.5]}, ""),
-    "metric-number": (lambda b: {**b, "metric": 3}, ""), "repeated-seed": (_repeat_seeds, "repeat a seed"),
+    "tolerances-list": (lambda b: {**b, "tolerances": [0.1]}, ""), "metric-number": (lambda b: {**b, "metric": 3}, ""),
+    "repeated-seed": (_repeat_seeds, "repeat a seed"),
 }
 BAD_PERF = {
     "figures-list": {"figures": [1, 2]}, "figure-string": {"figures": {"speedup": "fast"}},
     "median-missing": {"figures": {"speedup": {"kind": "ratio"}}}, "median-word": _perf(median="fast"),
-    "median-nan-string": _perf(median="NaN-ish"), "higher-word": _perf(higher_is_better="yes"), "list": [1],
+    "higher-word": _perf(higher_is_better="yes"), "list": [1],
 }
 
 

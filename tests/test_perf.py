@@ -11,17 +11,10 @@ import pytest
 import torch
 
 from bench.cli import main
-from bench.perf import cpu_target, sizes_for, training
-from bench.perf.timing import figure, ratio_figure
+from bench.perf import GROUPS, cpu_target, sizes_for, training
 
 
 pytestmark = pytest.mark.slow  # runs `bench perf` itself: `make test` runs it, `make test-fast` does not
-
-
-def test_ratio_figures_pair_repeats():
-    fig = ratio_figure([2.0, 4.0, 9.0], [1.0, 2.0, 3.0], "x", False)
-    assert fig["values"] == [2.0, 2.0, 3.0] and fig["median"] == 2.0 and fig["kind"] == "ratio"
-    assert figure([3.0, 1.0, 2.0], "s", False, "absolute")["min"] == 1.0
 
 
 @pytest.fixture(scope="module")
@@ -37,12 +30,8 @@ def test_perf_json_has_every_group_with_spread_machine_sizes_units_and_targets(p
     result = json.loads(perf_json.read_text())
     assert {"machine", "sizes", "figures"} <= set(result) and result["machine"]["torch"]
     figures = result["figures"]
-    for name in ("a.sim_throughput_n4", "a.proc_throughput_n4", "a.speedup_n4", "b.round_vs_copy_sign",
-                 "b.round_vs_copy_top:0.01", "b.round_vs_copy_qsgd:4", "c.overhead_choco_sign", "d.peak_memory",
-                 "e.resnet20_vmap_speedup", "e.resnet20_vmap_s", "e.resnet20_loop_s",
-                 "f.resnet8_n4_vectorized_vs_one", "f.resnet8_n8_loop_vs_one", "f.lstm_n4_vectorized_vs_one",
-                 "g.resnet8_n4_vectorized_speedup", "g.resnet8_n4_run_acc_difference"):
-        fig = figures[name]
+    assert {name.split(".")[0] for name in figures} == set(GROUPS) - {"h"}  # h: the peers, with their Pythons only
+    for fig in figures.values():
         assert fig["min"] <= fig["median"] <= fig["max"] and fig["repeats"] >= 1 and fig["unit"]
     assert figures["a.speedup_n4"]["kind"] == "ratio" and figures["b.round_vs_copy_sign"]["median"] > 1
     assert 0 < figures["d.peak_memory"]["median"] < 8
@@ -54,23 +43,15 @@ def test_perf_json_has_every_group_with_spread_machine_sizes_units_and_targets(p
             ratio, seconds = figures[f"{label}_{name}_vs_one"], figures[f"{label}_{name}_s"]
             assert ratio["kind"] == "ratio" and ratio["unit"] == f"x one model at batch {n * batch}"
             assert seconds["kind"] == "absolute" and seconds["unit"] == "s/step" and seconds["median"] > 0
-            assert (ratio["model"], ratio["n"], ratio["batch"], ratio["total_batch"]) == (
-                quick["step_model"], n, batch, n * batch)
             assert "target" not in ratio  # the targets are GPU-only, at the paper's sizes
-        one = figures[f"{label}_one_s"]  # the reference: one plain model at the same total batch
-        assert (one["n"], one["batch"]) == (1, n * batch)
-    lstm = figures[f"f.lstm_n{quick['lstm']['n']}_vectorized_vs_one"]
-    assert lstm["vocab"] > 2 and (lstm["num_layers"], lstm["hidden"], lstm["batch"]) == (
-        quick["lstm"]["num_layers"], quick["lstm"]["hidden"], quick["lstm"]["batch"])
+    assert f"f.lstm_n{quick['lstm']['n']}_vectorized_vs_one" in figures
     # g: the CPU target, its speedup and the two gradient paths' runs
-    spec = cpu_target.QUICK
-    prefix = f"g.{spec['model']}_n{spec['n']}"
+    prefix = f"g.{cpu_target.QUICK['model']}_n{cpu_target.QUICK['n']}"
     speedup = figures[f"{prefix}_vectorized_speedup"]
     assert speedup["kind"] == "ratio" and speedup["higher_is_better"]
     assert "target" not in speedup  # 1.4x is stated for n = 64, batch 4: not at the quick sizes
     acc, loss = figures[f"{prefix}_run_acc_difference"], figures[f"{prefix}_run_loss_difference"]
     assert acc["target"] == 0.01 and loss["target"] == 1e-3 and not acc["higher_is_better"]
-    assert acc["steps"] > 0 and acc["evaluations"] >= 2 and acc["n"] == spec["n"]
     # the two gradient paths differ by float rounding only: the targets are the benchmark's (bench track reports
     # a miss); ten training steps carry rounding further on some CPUs (loss 1.6e-3 apart on an AMD EPYC), so the
     # test asks for agreement within a few times the loss target, and the accuracy target itself

@@ -66,19 +66,13 @@ def test_a_peer_that_computes_something_else_is_refused_before_timing(tmp_path):
         peers.compare(_comparison(tmp_path, order="code"), sys.executable, repeats=1, progress=lambda *_: None)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--only", "h"], "group h compares with peer libraries: name one with --peer"),
-    (["--peer", "decent-bench"], "expected NAME=PYTHON"),
-    (["--peer", "nobody=/bin/sh"], "unknown peer 'nobody'"),
-    (["--peer", "decent-bench=/no/such/python"], "is not an executable interpreter"),
-    (["--peer", f"decent-bench={sys.executable}"], "peers' scripts of a checkout"),  # SCRIPTS moved away below
-])
-def test_bad_peer_arguments_are_one_line_and_exit_2(tmp_path, capsys, monkeypatch, argv, message):
-    if "scripts" in message:  # a bench installed from a wheel has no benchmarks/ beside it: said before any runs
-        monkeypatch.setattr(peers, "SCRIPTS", tmp_path / "no-checkout" / "benchmarks" / "peers")
-    assert main(["perf", "--out-dir", str(tmp_path / "out"), *argv]) == 2
+def test_a_bench_without_the_checkouts_peer_scripts_refuses_group_h_in_one_line(tmp_path, capsys, monkeypatch):
+    """A bench installed from a wheel has no benchmarks/ beside it: said before any runs (the other bad arguments
+    of group h: tests/test_bad_input.py)."""
+    monkeypatch.setattr(peers, "SCRIPTS", tmp_path / "no-checkout" / "benchmarks" / "peers")
+    assert main(["perf", "--out-dir", str(tmp_path / "out"), "--peer", f"decent-bench={sys.executable}"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and message in err, err
+    assert len(err.splitlines()) == 1 and "peers' scripts of a checkout" in err, err
     assert not (tmp_path / "out").exists()  # nothing written
 
 

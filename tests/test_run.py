@@ -65,13 +65,11 @@ def test_run_writes_the_contract(small):
     assert df["test_acc"].iloc[-1] > 0.15 and df["train_loss"].iloc[-1] < df["train_loss"].iloc[0]
 
 
-def test_same_seed_same_metrics_other_seed_other_metrics(small, tmp_path):
-    main(["run", *SMALL, "--out", str(tmp_path / "b")])
-    a, b = metrics(small).drop(columns=WALL), metrics(tmp_path / "b").drop(columns=WALL)
-    pd.testing.assert_frame_equal(a, b)
+def test_another_seed_gives_other_metrics(small, tmp_path):
+    """(The same seed gives the same metrics: every resumed run below is compared with one never stopped.)"""
     other = [*SMALL[:SMALL.index("--seed") + 1], "4", *SMALL[SMALL.index("--seed") + 2:]]
     main(["run", *other, "--out", str(tmp_path / "c")])
-    assert not metrics(tmp_path / "c")["test_loss"].equals(a["test_loss"])
+    assert not metrics(tmp_path / "c")["test_loss"].equals(metrics(small)["test_loss"])
 
 
 def test_divergence_is_a_result(tmp_path, monkeypatch):
@@ -163,8 +161,9 @@ def test_a_run_stopped_by_a_signal_is_finished_by_the_same_command_with_the_metr
     info = json.loads((killed / "run.json").read_text())
     assert info["status"] == ("running" if signum == signal.SIGKILL else "interrupted")
     assert (killed / "checkpoint.pt").exists()
-    assert main(["run", *LONG, "--out", str(killed)]) == 0
+    assert main(["run", *LONG, "--out", str(killed)]) == 0  # nor does a killed run's lock stop it
     assert json.loads((killed / "run.json").read_text())["status"] == "completed"
+    assert not [p for p in killed.iterdir() if p.name.startswith(".")]  # no lock or temporary file left
     pd.testing.assert_frame_equal(metrics(killed).drop(columns=WALL), long_metrics)
 
 
@@ -183,7 +182,6 @@ TUNED = {"task": "mnist1d-mlp", "algorithm": "choco", "compressor": "sign"}
                                       "nesterov": False, "batch_size": 32}),
     ({"momentum": 0.5}, {**TUNED, "lr": 0.05}, {"recipe": "tuned"},  # what is given wins over the recipe
      {"lr": 0.05, "momentum": 0.5, "algorithm_options": {"gamma": 0.3}}),
-    ({}, {**TUNED, "gamma": 0.7}, {"recipe": "tuned"}, {"algorithm_options": {"gamma": 0.7}}),  # a shortcut too
     ({}, TUNED, {}, {"lr": 0.1}),
     # a knob's shortcut is its algorithm option: within one layer the later spelling wins, a mapping's later key
     # too, and a later layer over an earlier one
@@ -222,12 +220,6 @@ def test_cuda_device_runs_where_a_gpu_exists_and_is_a_clear_error_elsewhere(tmp_
         assert status == 0 and json.loads((tmp_path / "run.json").read_text())["status"] == "completed"
     else:
         assert status == 2 and "no CUDA GPU" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("scheme", ["split", "sorted", "dirichlet:0.5"])
-def test_data_schemes_run_end_to_end(tmp_path, scheme):
-    assert main(["run", *SMALL, "--epochs", "0.5", "--data", scheme, "--out", str(tmp_path)]) == 0
-    assert json.loads((tmp_path / "run.json").read_text())["config"]["data"] == scheme
 
 
 def test_one_worker_is_plain_sgd_for_allreduce_dpsgd_and_choco(tmp_path):
