@@ -141,7 +141,7 @@ class Watch:
         counts = (status.done, status.running, status.left, len(status.failed))
         if self.tty:
             self.stream.write("\r\x1b[K" + status.line() + ("\n" if last else ""))
-        elif counts != self.shown or last:
+        elif counts != self.shown:  # a log: the last line only where it says something new
             self.stream.write(status.line() + "\n")
         self.shown = counts
         self.stream.flush()
