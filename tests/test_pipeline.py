@@ -82,7 +82,7 @@ def test_slurm_profile_sizes_training_by_its_work_or_plan_within_max_runtime_and
     jobs, said = slurm_jobs(tmp_path, ROOT / "config/table1.yaml", "scale=gpu", "max_runtime=1000000", "plan_safety=2")
     assert "runtime of 2 training jobs: planned in results/table1/plan.csv" in said
 
-    light = {"select_cell", "tuned_table", "summarize", "figure", "report", "all"}
+    light = {"select_cell", "tuned_table", "summarize", "figure", "report", "browser", "all"}
     by_rule = {}
     for job in jobs:
         by_rule.setdefault(job["rule"], []).append(job)
