@@ -51,10 +51,14 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path)
 
 
-def cells(folder: Path, figures: Path) -> str:
-    from analysis.tables import cell_table_markdown
+def table(renderer: str, name: str) -> Callable[[Path, Path], str]:
+    """A block of one committed table as ``renderer`` (module.function of analysis, the report's) writes it."""
+    def render(folder: Path, figures: Path | None) -> str:
+        import importlib
 
-    return cell_table_markdown(_read(folder, "summary.csv"))
+        module, function = renderer.rsplit(".", 1)
+        return getattr(importlib.import_module(f"analysis.{module}"), function)(_read(folder, name))
+    return render
 
 
 def lag_fits(folder: Path, figures: Path) -> str:
@@ -64,36 +68,6 @@ def lag_fits(folder: Path, figures: Path) -> str:
     fits = _read(folder, "lag_fits.csv")
     fits["note"] = fits["note"].astype(object).where(fits["note"].notna(), "")  # a fit without a note: ""
     return fits_markdown(fits[fits["scope"] == "all methods"])
-
-
-def noniid(folder: Path, figures: Path) -> str:
-    from analysis.noniid import table_markdown
-
-    return table_markdown(_read(folder, "noniid.csv"))
-
-
-def consensus(folder: Path, figures: Path) -> str:
-    from analysis.consensus import table_markdown
-
-    return table_markdown(_read(folder, "consensus/summary.csv"))
-
-
-def costs(folder: Path, figures: Path) -> str:
-    from analysis.tables import cost_table_markdown
-
-    return cost_table_markdown(_read(folder, "summary.csv"))
-
-
-def gap_pivot(folder: Path, figures: Path) -> str:
-    from analysis.noniid import gap_pivot_markdown
-
-    return gap_pivot_markdown(_read(folder, "noniid.csv"))
-
-
-def speedup(folder: Path, figures: Path) -> str:
-    from analysis.speedup import speedup_pivot_markdown
-
-    return speedup_pivot_markdown(_read(folder, "speedup.csv"))
 
 
 def figure(name: str, table: str, png: str | None = None,
@@ -124,20 +98,22 @@ def _gap_table(summary: pd.DataFrame) -> pd.DataFrame:
 
 
 BLOCKS = {
-    "smoke-cells": Block("smoke", cells),
+    "smoke-cells": Block("smoke", table("tables.cell_table_markdown", "summary.csv")),
     "smoke-lag-fits": Block("smoke", lag_fits),
-    "smoke-consensus": Block("smoke", consensus),
-    "noniid-table": Block("noniid", noniid),
+    "smoke-consensus": Block("smoke", table("consensus.table_markdown", "consensus/summary.csv")),
+    "noniid-table": Block("noniid", table("noniid.table_markdown", "noniid.csv")),
     "noniid-lag-fits": Block("noniid", lag_fits),
     "noniid-effect": Block("noniid", figure("noniid_effect", "noniid.csv")),
     "noniid-lag-figure": Block("noniid", figure("lag_vs_consensus", "lag.csv")),
-    "methods-costs": Block("methods", costs),
+    "methods-costs": Block("methods", table("tables.cost_table_markdown", "summary.csv")),
     "methods-figure": Block("methods", figure("methods", "methods_curves.csv")),
-    "methods-alpha": Block("methods", gap_pivot),
-    "speedup-table": Block("speedup", speedup),
-    "speedup-figure": Block("speedup", figure("speedup", "speedup_points.parquet")),
+    "methods-alpha": Block("methods", table("noniid.gap_pivot_markdown", "noniid.csv")),
     "methods-alpha-figure": Block("methods", figure("gap_vs_alpha", "summary.csv", "methods_gap_vs_alpha",
                                                     _gap_table)),
+    "spectral-table": Block("spectral", table("tables.spectral_markdown", "summary.csv")),
+    "spectral-figure": Block("spectral", figure("accuracy_vs_spectral_gap", "summary.csv", "spectral_neighbours")),
+    "speedup-table": Block("speedup", table("speedup.speedup_pivot_markdown", "speedup.csv")),
+    "speedup-figure": Block("speedup", figure("speedup", "speedup_points.parquet")),
 }
 
 
