@@ -216,8 +216,9 @@ def _derive(study_dir: Path, out: Path) -> None:
         from analysis.figures.speedup import COLUMNS
         from analysis.speedup import speedup_points
 
-        write_atomically(out / "speedup_points.parquet",
-                         lambda tmp: speedup_points(points)[COLUMNS].to_parquet(tmp, index=False))
+        data = speedup_points(points)
+        if data is not None:
+            write_atomically(out / "speedup_points.parquet", lambda tmp: data[COLUMNS].to_parquet(tmp, index=False))
 
 
 def copy_study(study_dir: Path, root: Path = ROOT) -> Path:

@@ -33,11 +33,11 @@ def needs(grid: Grid) -> str | None:
     return "needs decentralized runs on >= 2 topologies at one number of workers"
 
 
-def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, topology): ρ, mean/std final accuracy (%) and mean final consensus
+def spectral_table(summary: pd.DataFrame, value: str = "final_test_acc") -> pd.DataFrame:
+    """One row per (method, topology): ρ, mean/std final accuracy (%, of ``value``) and mean final consensus
     distance over seeds that did not diverge, and the diverged count."""
     data = with_methods(usable(summary))
-    data["acc"] = as_percent(data["final_test_acc"])
+    data["acc"] = as_percent(data[value])
     rows = []
     for (method, topology), g in data[data["algorithm"] != REFERENCE].groupby(["method", "topology"]):
         alive = g[g["status"] != "diverged"]
