@@ -21,13 +21,13 @@ import pandas as pd
 
 from analysis.argparsing import Parser
 from analysis.errors import DamagedFile, UsageError
-from analysis.files import read_regular, write_text_atomically
+from analysis.files import read_regular, write_atomically, write_text_atomically
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/results.md")
 BASELINES = "results/baselines/docs"
 # a study's small tables (kilobytes each) that the blocks read: what --from copies
-COPIED = ("summary.csv", "noniid.csv", "lag.csv", "lag_fits.csv", "consensus/summary.csv")
+COPIED = ("summary.csv", "noniid.csv", "lag.csv", "lag_fits.csv", "consensus/summary.csv", "speedup.csv")
 CLOSE = "<!-- end generated -->"
 BLOCK = re.compile(r"<!-- generated: (?P<name>[\w-]+) from (?P<folder>\S+) \(python -m analysis docs\) -->\n"
                    r"(?P<text>.*?)<!-- end generated -->", re.S)
@@ -48,13 +48,17 @@ def _read(folder: Path, name: str) -> pd.DataFrame:
         from analysis.summary import read_summary
 
         return read_summary(path)
-    return pd.read_csv(path)
+    return pd.read_parquet(path) if name.endswith(".parquet") else pd.read_csv(path)
 
 
-def cells(folder: Path, figures: Path) -> str:
-    from analysis.tables import cell_table_markdown
+def table(renderer: str, name: str) -> Callable[[Path, Path], str]:
+    """A block of one committed table as ``renderer`` (module.function of analysis, the report's) writes it."""
+    def render(folder: Path, figures: Path | None) -> str:
+        import importlib
 
-    return cell_table_markdown(_read(folder, "summary.csv"))
+        module, function = renderer.rsplit(".", 1)
+        return getattr(importlib.import_module(f"analysis.{module}"), function)(_read(folder, name))
+    return render
 
 
 def lag_fits(folder: Path, figures: Path) -> str:
@@ -66,43 +70,50 @@ def lag_fits(folder: Path, figures: Path) -> str:
     return fits_markdown(fits[fits["scope"] == "all methods"])
 
 
-def noniid(folder: Path, figures: Path) -> str:
-    from analysis.noniid import table_markdown
+def figure(name: str, table: str, png: str | None = None,
+           derive: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> Callable[[Path, Path], str]:
+    """A figure module's from_table on one committed table (or on what ``derive`` makes of it), drawn to
+    FIGURES/PNG.png (PNG: the module's name unless given; its PDF dropped)."""
+    png = png or name
 
-    return table_markdown(_read(folder, "noniid.csv"))
-
-
-def consensus(folder: Path, figures: Path) -> str:
-    from analysis.consensus import table_markdown
-
-    return table_markdown(_read(folder, "consensus/summary.csv"))
-
-
-def figure(name: str, table: str) -> Callable[[Path, Path], str]:
-    """A figure module's from_table on one committed table, drawn to FIGURES/NAME.png (its PDF dropped)."""
     def render(folder: Path, figures: Path | None) -> str:
         import importlib
 
         if figures is None:  # the text only
-            return f"![{name}](figures/{name}.png)\n"
+            return f"![{png}](figures/{png}.png)\n"
         module = importlib.import_module(f"analysis.figures.{name}")
         with tempfile.TemporaryDirectory() as tmp:
-            drawn = module.from_table(_read(folder, table), Path(tmp) / name)
+            drawn = module.from_table((derive or (lambda t: t))(_read(folder, table)), Path(tmp) / name)
             if isinstance(drawn, str):
                 raise UsageError(f"figure {name} from {folder / table}: {drawn}")
-            shutil.copyfile(Path(tmp) / f"{name}.png", figures / f"{name}.png")
-        return f"![{name}](figures/{name}.png)\n"
+            shutil.copyfile(Path(tmp) / f"{name}.png", figures / f"{png}.png")
+        return f"![{png}](figures/{png}.png)\n"
     return render
 
 
+def _gap_table(summary: pd.DataFrame) -> pd.DataFrame:
+    from analysis.noniid import gap_table
+
+    return gap_table(summary)
+
+
 BLOCKS = {
-    "smoke-cells": Block("smoke", cells),
+    "smoke-cells": Block("smoke", table("tables.cell_table_markdown", "summary.csv")),
     "smoke-lag-fits": Block("smoke", lag_fits),
-    "smoke-consensus": Block("smoke", consensus),
-    "noniid-table": Block("noniid", noniid),
+    "smoke-consensus": Block("smoke", table("consensus.table_markdown", "consensus/summary.csv")),
+    "noniid-table": Block("noniid", table("noniid.table_markdown", "noniid.csv")),
     "noniid-lag-fits": Block("noniid", lag_fits),
     "noniid-effect": Block("noniid", figure("noniid_effect", "noniid.csv")),
     "noniid-lag-figure": Block("noniid", figure("lag_vs_consensus", "lag.csv")),
+    "methods-costs": Block("methods", table("tables.cost_table_markdown", "summary.csv")),
+    "methods-figure": Block("methods", figure("methods", "methods_curves.csv")),
+    "methods-alpha": Block("methods", table("noniid.gap_pivot_markdown", "noniid.csv")),
+    "methods-alpha-figure": Block("methods", figure("gap_vs_alpha", "summary.csv", "methods_gap_vs_alpha",
+                                                    _gap_table)),
+    "spectral-table": Block("spectral", table("tables.spectral_markdown", "summary.csv")),
+    "spectral-figure": Block("spectral", figure("accuracy_vs_spectral_gap", "summary.csv", "spectral_neighbours")),
+    "speedup-table": Block("speedup", table("speedup.speedup_pivot_markdown", "speedup.csv")),
+    "speedup-figure": Block("speedup", figure("speedup", "speedup_points.parquet")),
 }
 
 
@@ -190,6 +201,26 @@ def _runs_stamp(study_dir: Path) -> dict:
             "labels": labels.known()}
 
 
+def _derive(study_dir: Path, out: Path) -> None:
+    """Of the points of every run (a study's largest table), what its methods and speed-up figures draw."""
+    drawn = {name for name in ("methods", "speedup") if (study_dir / "figures" / f"{name}.png").is_file()}
+    if not drawn or not (study_dir / "points.parquet").is_file():
+        return
+    points = pd.read_parquet(study_dir / "points.parquet")
+    if "methods" in drawn:  # the curves as drawn (medians per step): a quarter of the points' size
+        from analysis.figures.methods import drawn as shown, table_of
+
+        curves = shown(table_of(points)).to_csv(index=False, float_format="%.6g")
+        write_text_atomically(out / "methods_curves.csv", curves)
+    if "speedup" in drawn:  # every seed's curve is drawn (their range): the points, their columns drawn only
+        from analysis.figures.speedup import COLUMNS
+        from analysis.speedup import speedup_points
+
+        data = speedup_points(points)
+        if data is not None:
+            write_atomically(out / "speedup_points.parquet", lambda tmp: data[COLUMNS].to_parquet(tmp, index=False))
+
+
 def copy_study(study_dir: Path, root: Path = ROOT) -> Path:
     """DIR's small tables to results/baselines/docs/STUDY/ (STUDY: DIR's name), with stamp.json."""
     if not (study_dir / "summary.csv").is_file() and not (study_dir / "consensus" / "summary.csv").is_file():
@@ -199,7 +230,8 @@ def copy_study(study_dir: Path, root: Path = ROOT) -> Path:
         if (study_dir / name).is_file():
             (out / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(study_dir / name, out / name)
-    stamp = {"study": out.name, **_runs_stamp(study_dir)}
+    stamp = {"study": out.name, **_runs_stamp(study_dir)}  # the runs' labels learned: the curves' names below
+    _derive(study_dir, out)
     write_text_atomically(out / "stamp.json", json.dumps(stamp, indent=1) + "\n")
     return out
 

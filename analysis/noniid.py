@@ -117,6 +117,30 @@ def table_markdown(table: pd.DataFrame) -> str:
     return pd.DataFrame(rows).to_markdown(index=False) + "\n"
 
 
+def partition_name(scheme: str) -> str:
+    """A partition as a table's column names it: ``α = 0.1`` for dirichlet:0.1, ``i.i.d.`` for the i.i.d. ones."""
+    name, _, arg = scheme.partition(":")
+    return "i.i.d." if scheme in IID_SCHEMES else f"α = {arg}" if name == "dirichlet" else scheme
+
+
+def gap_pivot_markdown(table: pd.DataFrame) -> str:
+    """noniid_table's rows of the (task, topology, n) run on the most partitions as one line per method across the
+    partitions, most heterogeneous first: all-reduce's accuracy (%), then each method's gap to it (pp, positive:
+    worse), both means over the seeds that did not diverge."""
+    where = ["task", "topology", "nodes"]
+    key = table.groupby(where)["data"].nunique().idxmax()
+    g = table[(table[where] == pd.Series(key, index=where)).all(axis=1)]
+    schemes = sorted(g["data"].unique(), key=heterogeneity)
+    ref = g.groupby("data")["allreduce_acc"].first()
+    rows = [{"method": f"{method_label(REFERENCE)} (accuracy, %)", **{s: f"{ref[s]:.1f}" for s in schemes}}]
+    for method in sorted(set(g.loc[g["algorithm"] != REFERENCE, "method"]), key=method_sort_key):
+        gaps = g[g["method"] == method].set_index("data")["gap"]
+        rows.append({"method": md_text(method), **{s: f"{gaps[s]:+.1f}" if s in gaps and math.isfinite(gaps[s])
+                                                   else "—" for s in schemes}})
+    out = pd.DataFrame(rows).rename(columns={s: partition_name(s) for s in schemes})
+    return out.to_markdown(index=False, disable_numparse=True) + "\n"
+
+
 def noniid_section(summary: pd.DataFrame) -> str | None:
     """report.md's section, when some setting was run on two or more data partitions."""
     if "data" not in summary:

@@ -263,6 +263,21 @@ def speedup_markdown(table: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+def speedup_pivot_markdown(table: pd.DataFrame) -> str:
+    """speedup_table's rows at its first target as one line per (task, regime, method) and a column per n > 1: the
+    speed-up [95% CI] (or why none), the floor's fall floor(1)/floor(n) ("floor ÷"), and the LR."""
+    first = table[(table["target_factor"] == table["target_factor"].max()) & (table["nodes"] > 1)]
+    rows = {}
+    for _, r in first.iterrows():
+        row = rows.setdefault((r["task"], r["lr_regime"], r["method"]), {
+            "task": md_text(r["task"]), "LR regime": r["lr_regime"], "method": md_text(r["method"])})
+        row[f"n = {r['nodes']}: speed-up to {r['target_factor']:g}× floor"] = (
+            f"{_speedup_cell(r)}; floor ÷{r['floor_ratio']:.3g}; η {r['lr']:.3g}")
+    out = pd.DataFrame(list(rows.values())).fillna("—")
+    out = out.drop(columns=["task"] * (out["task"].nunique() == 1))
+    return out.to_markdown(index=False, disable_numparse=True) + "\n"
+
+
 def speedup_section(points: pd.DataFrame | None) -> str | None:
     """The report's section, when the runs have a sub-optimality at n = 1 and at another n."""
     data = speedup_points(points)

@@ -188,3 +188,58 @@ def _median_text(row: pd.Series, col: str, scale: float) -> str:
     if not math.isfinite(value):
         return "not reached"
     return f"{value * scale:.3g} [{row[f'{col}_ci_low'] * scale:.3g}, {row[f'{col}_ci_high'] * scale:.3g}]"
+
+
+def cost_table_markdown(summary: pd.DataFrame) -> str:
+    """Every method at matched cost (the ``methods`` study): a row per method and graph (a centralized method, which
+    uses no graph, once) with the final accuracy of the averaged model on each partition every row ran (i.i.d.
+    first), the Mbit a worker sent to the target on the i.i.d. one (as the cell table: median over seeds with k/m
+    reached), and the kbit a worker sends a step, as counted and in the paper's count (one payload a message)."""
+    from analysis.labels import centralized
+    from analysis.noniid import heterogeneity, iid_scheme
+
+    data = _with_acc(summary).assign(data=lambda d: d["data"].astype(str))
+    data["method"] = [method_label(a, c) for a, c in zip(data["algorithm"], data["compressor"].astype(str))]
+    data["graph"] = ["— (centralized)" if centralized(a) else t for a, t in zip(data["algorithm"], data["topology"])]
+    keys = ["method", "graph"] + [k for k in ("task", "nodes", "network") if data[k].nunique() > 1]
+    ran = data.groupby(keys)["data"].agg(set)
+    schemes = sorted(set.intersection(*ran), key=lambda s: (iid_scheme([s]) is None, heterogeneity(s)))
+    iid, counted = iid_scheme(schemes), bits_short(bits_counts(data))
+    rows = []
+    for key, g in data.groupby(keys, sort=False):
+        on_iid = g[g["data"] == iid]
+        kbit = lambda col: f"{pd.to_numeric(g[col], errors='coerce').median() / 1e3:.1f}"  # noqa: E731
+        rows.append({**{k: md_text(str(v)) for k, v in zip(keys, key)},
+                     **{f"{s} acc. (%)": accuracy_text(g[g["data"] == s]) for s in schemes},
+                     f"Mbit to target, {iid} ({counted})": _to_target_text(on_iid["bits_to_target"],
+                                                                            on_iid["tta_status"], 1e-6),
+                     f"kbit/worker per step ({counted})": kbit("bits_per_step"),
+                     "kbit, paper's count": kbit("paper_bits_per_step")})
+    out = pd.DataFrame(rows)
+    out = out.sort_values(["method", "graph"], key=lambda s: s.map(method_sort_key) if s.name == "method" else s)
+    return out.to_markdown(index=False, disable_numparse=True) + "\n"
+
+
+def spectral_markdown(summary: pd.DataFrame) -> str:
+    """The graphs of the accuracy_vs_spectral_gap figure's runs (its spectral_table) by their effective number of
+    neighbours: ρ, n_W(0.9), and per method the final accuracy (%, mean over the seeds that did not diverge) of the
+    local models where the runs scored them (the paper's metric, which the spectral claims read), else of the
+    averaged model, with its gap to all-reduce's in brackets (points, positive: worse)."""
+    from analysis.figures.accuracy_vs_spectral_gap import chosen, spectral_table
+    from analysis.selection import REFERENCE
+
+    sel = chosen(summary)
+    if isinstance(sel, str):
+        raise ValueError(f"no spectral table: {sel}")
+    value = LOCAL if has_local(sel) else AVERAGED
+    ref = as_percent(sel.loc[(sel["algorithm"] == REFERENCE) & (sel["status"] != "diverged"), value]).mean()
+    table = spectral_table(sel, value)
+    rows = []
+    for topology, g in table.sort_values(["n_eff", "spectral_gap", "topology"]).groupby("topology", sort=False):
+        by = g.set_index("method")
+        rows.append({"graph": md_text(topology), "ρ": f"{g['spectral_gap'].iloc[0]:.3f}",
+                     "n_W(0.9)": f"{g['n_eff'].iloc[0]:.1f}",
+                     **{f"{md_text(m)}: {METRIC_NAMES[value].split(' (')[0]} (gap to all-reduce's {ref:.1f})":
+                        f"{by.at[m, 'acc']:.1f} ({ref - by.at[m, 'acc']:+.1f})" if m in by.index else "—"
+                        for m in sorted(table["method"].unique(), key=method_sort_key)}})
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True) + "\n"

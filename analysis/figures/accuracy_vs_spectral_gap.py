@@ -33,11 +33,11 @@ def needs(grid: Grid) -> str | None:
     return "needs decentralized runs on >= 2 topologies at one number of workers"
 
 
-def spectral_table(summary: pd.DataFrame) -> pd.DataFrame:
-    """One row per (method, topology): ρ, mean/std final accuracy (%) and mean final consensus
+def spectral_table(summary: pd.DataFrame, value: str = "final_test_acc") -> pd.DataFrame:
+    """One row per (method, topology): ρ, mean/std final accuracy (%, of ``value``) and mean final consensus
     distance over seeds that did not diverge, and the diverged count."""
     data = with_methods(usable(summary))
-    data["acc"] = as_percent(data["final_test_acc"])
+    data["acc"] = as_percent(data[value])
     rows = []
     for (method, topology), g in data[data["algorithm"] != REFERENCE].groupby(["method", "topology"]):
         alive = g[g["status"] != "diverged"]
@@ -227,12 +227,9 @@ def plot_accuracy_vs_spectral_gap(summary: pd.DataFrame, out_stem: Path, *, titl
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=30, needs=needs,
-        intervals=("mean ± 1 std over seeds",))
-def draw(run_dir: Path, points, summary, out_stem: Path):
-    """The (task, n) with the most runs among those with decentralized runs on >= 2 topologies."""
-    if summary is None or summary.empty or "spectral_gap" not in summary:
-        return "no summary with spectral gaps"
+def chosen(summary: pd.DataFrame) -> pd.DataFrame | str:
+    """The i.i.d. runs of the (task, n) with the most runs among those with decentralized runs on >= 2 topologies,
+    of one network preset, one cell per (topology, method); or why there are none."""
     data = iid_only(usable(summary))
     # the check a study's cells pass when its DAG is built, here on the runs
     why = needs(Grid(data))
@@ -246,7 +243,25 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     if "network" in sel and sel["network"].notna().any():
         # the network preset changes time, not accuracy: keep one so seeds are not double counted
         sel = sel[sel["network"] == sel["network"].mode().iloc[0]]
-    sel = one_cell_per(sel, ["topology", "method"])
+    return one_cell_per(sel, ["topology", "method"])
+
+
+@figure("3. How do the graph and n set the gap to all-reduce?", order=30, needs=needs,
+        intervals=("mean ± 1 std over seeds",))
+def draw(run_dir: Path, points, summary, out_stem: Path):
+    """The (task, n) with the most runs among those with decentralized runs on >= 2 topologies."""
+    if summary is None or summary.empty or "spectral_gap" not in summary:
+        return "no summary with spectral gaps"
+    return from_table(summary, out_stem)
+
+
+def from_table(summary: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from a study's summary (chosen's runs)."""
+    sel = chosen(summary)
+    if isinstance(sel, str):
+        return sel
+    task, nodes = sel["task"].iloc[0], sel["nodes"].iloc[0]
+    dec = sel[(sel["algorithm"] != REFERENCE) & sel["spectral_gap"].notna()]
     title = f"Final accuracy and consensus distance against the spectral gap ({task}, n = {nodes})"
     paths = plot_accuracy_vs_spectral_gap(sel, out_stem, title=title)
     topologies = ", ".join(f"{t} (ρ = {r:.3g})" for t, r in

@@ -97,7 +97,11 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     why = needs(Grid(summary))
     if why:
         return why
-    table = gap_table(summary)
+    return from_table(gap_table(summary), out_stem)
+
+
+def from_table(table: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from noniid.gap_table's rows (of a study's summary.csv): the task with the most of them."""
     table = table[table.groupby(["task", "topology", "nodes", "method"])["data"].transform("nunique") >= 2]
     task = table.groupby("task").size().idxmax()
     table = table[table["task"] == task]

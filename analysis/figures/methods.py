@@ -126,20 +126,39 @@ def plot_methods(table: pd.DataFrame, out_stem: Path, title: str, bits_axis: str
 @figure("7. Which method wins at matched bits and matched time?", order=100,
         intervals=("the shading the least to the greatest seed",))
 def draw(run_dir: Path, points, summary, out_stem: Path):
-    """The task, n and network with the most methods (one is enough)."""
     if points is None or points.empty:
         return "no run metrics (metrics.parquet) to draw"
+    table = table_of(points)
+    return "no finished runs" if table.empty else from_table(table, out_stem)
+
+
+def table_of(points: pd.DataFrame) -> pd.DataFrame:
+    """curves() of the task, n and network with the most methods (one is enough), with those three, whether the
+    method is centralized and the runs' count of bits as columns: what from_table draws."""
     runs = with_methods(usable(points))
     if runs.empty:
-        return "no finished runs"
+        return pd.DataFrame()
     counts = runs.groupby(["task", "nodes", "network"])["method"].nunique()
     task, nodes, network = counts.idxmax()
     chosen = runs[(runs["task"] == task) & (runs["nodes"] == nodes) & (runs["network"] == network)]
+    graphless = {m for m, a in zip(chosen["method"], chosen["algorithm"]) if centralized(a)}
     table = curves(chosen)
-    graphless = frozenset(m for m, a in zip(chosen["method"], chosen["algorithm"]) if centralized(a))
+    return table.assign(task=task, nodes=nodes, network=network, centralized=table["method"].isin(graphless),
+                        bits_count=" ".join(bits_counts(chosen)))
+
+
+def drawn(table: pd.DataFrame) -> pd.DataFrame:
+    """table_of's rows that from_table draws (its partitions): what the docs keep of a study (results/baselines)."""
+    return table[table["data"].isin(_partitions(table))]
+
+
+def from_table(table: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from table_of's rows."""
+    task, nodes, network = table.iloc[0][["task", "nodes", "network"]]
+    graphless = frozenset(table.loc[table["centralized"].astype(bool), "method"])
     schemes = _partitions(table)
     seeds = table[table["data"].isin(schemes)].groupby(["method", "topology", "data"])["seeds"].max()
-    bits_axis = bits_label(bits_counts(chosen))
+    bits_axis = bits_label(str(table.iloc[0]["bits_count"]).split())
     paths = plot_methods(table, out_stem, f"Every method at matched cost: {task}, n = {nodes}, {network}", bits_axis,
                          graphless)
     others = sorted(set(table["data"].dropna()) - set(schemes), key=heterogeneity)

@@ -224,8 +224,16 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return NO_SUBOPTIMALITY
     # the check a study's cells pass when its DAG is built, here on the runs
     why = needs(Grid(data))
-    if why:
-        return why
+    return why or from_table(data, out_stem)
+
+
+# speedup_points' columns that from_table reads: what the docs keep of a study (results/baselines), not every one
+COLUMNS = ["task", "method", "algorithm", "nodes", "seed", "run_id", "step", "train_subopt", "lr", "lr_regime",
+           "status"]
+
+
+def from_table(data: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from speedup_points' rows (COLUMNS at least)."""
     tasks = [(task, g["nodes"].nunique()) for task, g in data.groupby("task") if (g["nodes"] == 1).any()]
     tasks = [t for t in tasks if t[1] >= 2]
     task = max(tasks, key=lambda t: (t[1], t[0]))[0]
