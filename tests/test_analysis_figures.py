@@ -142,8 +142,6 @@ def test_spectral_gap_tick_labels_never_overlap(monkeypatch):
         assert len(shown) == len(rhos)  # every topology named at its ρ
         for a, b in itertools.combinations(shown, 2):
             assert not a.get_window_extent().overlaps(b.get_window_extent()), (a.get_text(), b.get_text())
-    # consensus distances of 0.001-0.02: labelled at 1, 2 and 5 of each decade, not at 10⁻³ and 10⁻² alone
-    assert {"0.002", "0.005", "0.01"} <= {t.get_text() for t in kept[0].axes[1].get_yticklabels()}
 
 
 def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where_runs_report_them(monkeypatch):

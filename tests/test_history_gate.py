@@ -118,8 +118,6 @@ SPEEDUP = "perf.a.speedup_n4"
     # too recent for a step (fewer than --min-side commits after it): reported, not exit status 1
     (series(*[[0.6, 0.61, 0.59]] * 4, *[[0.5, 0.51, 0.49]] * 2), [], 0, [],
      {"study.c.final_test_acc": "continues an earlier change"}),
-    # the deterministic study needs no second record of the commit
-    (series(*[[0.6, 0.61, 0.6]] * 3, [0.5] * 3), [], 1, [], {"study.c.final_test_acc": "regression"}),
     # by default the perf figures of a busy machine are left out, the study's numbers stay
     (OLD_BUSY, [], 0, [BUSY_NOTE], {SPEEDUP: "not measured", "study.c.final_test_acc": "within tolerance"}),
     (OLD_BUSY, ["--keep-busy", "--confirm", "1"], 1, [], {SPEEDUP: "regression"}),
