@@ -142,8 +142,6 @@ def test_spectral_gap_tick_labels_never_overlap(monkeypatch):
         assert len(shown) == len(rhos)  # every topology named at its ρ
         for a, b in itertools.combinations(shown, 2):
             assert not a.get_window_extent().overlaps(b.get_window_extent()), (a.get_text(), b.get_text())
-    # consensus distances of 0.001-0.02: labelled at 1, 2 and 5 of each decade, not at 10⁻³ and 10⁻² alone
-    assert {"0.002", "0.005", "0.01"} <= {t.get_text() for t in kept[0].axes[1].get_yticklabels()}
 
 
 def test_the_spectral_figure_adds_a_panel_against_the_effective_neighbours_where_runs_report_them(monkeypatch):
@@ -202,7 +200,6 @@ def test_unreached_targets_are_no_bars_to_an_arbitrary_height(summary, points, m
     assert not [gid for gid in bars if gid.endswith(ecd)]
     mark = by_gid(ax, f"unreached-mark:p2p-100m:{ecd}")[0]
     assert mark.get_marker() == "x" and mark.get_ydata()[0] == pytest.approx(30 * (0.01 + 0.05 / 8))
-    assert not any(h == pytest.approx(1.0) for h in bars.values())
     # times within DECADES of each other: bars from 0 on a linear axis
     assert ax.get_yscale() == "linear" and ax.get_ylim()[0] == 0 and all(b.get_y() == 0 for b in ax.patches)
     # without the points that say where runs ended: ▲ at the top of the axis, no outline of an arbitrary height

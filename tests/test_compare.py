@@ -23,10 +23,13 @@ def parsed(*argv: str):
     return args
 
 
-def test_the_default_baselines_are_the_exact_ones_and_choco_with_each_compressor_used():
+def test_the_default_baselines_are_the_exact_ones_and_choco_with_each_compressor_used_or_none():
     assert compare.baselines(["powersgd/none"]) == ["allreduce/none", "dpsgd/none"]  # nothing to compress
     assert compare.baselines(["choco/top:0.01"]) == ["allreduce/none", "dpsgd/none"]  # never itself
     assert compare.baselines(["dpsgd/none"]) == ["allreduce/none"]
+    config, methods, against = compare.build(parsed("choco/sign", "dpsgd/none", "--against", "none", "--seeds", "3"))
+    assert against == [] and list(config["blocks"]) == ["methods"]  # --against none: the methods alone
+    assert len(compare.load(config).runs) == 2
 
 
 def test_a_list_keeps_a_compressors_options_with_its_method_and_names_are_folder_safe():
@@ -62,12 +65,6 @@ def test_the_study_written_is_one_the_pipeline_accepts_with_a_run_per_method_and
         assert again["defaults"]["data"] == "dirichlet:0.5"
     else:
         assert "tune" not in again and again["defaults"]["epochs"] == 15
-
-
-def test_against_none_compares_the_methods_alone():
-    config, methods, against = compare.build(parsed("choco/sign", "dpsgd/none", "--against", "none", "--seeds", "3"))
-    assert against == [] and list(config["blocks"]) == ["methods"]
-    assert len(compare.load(config).runs) == 2
 
 
 def test_a_folder_holding_runs_of_another_comparison_is_refused(tmp_path, monkeypatch):

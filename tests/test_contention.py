@@ -33,22 +33,15 @@ def test_busy_seconds_count_every_busy_field_and_not_idle_or_iowait():
     # two 10 ms ticks landed inside a 0.15 ms span: 66 times the machine at face value, never more than all of it
     ((2, 0), (0.0, 0.0), 0.00015, 2, {"others_cpu_share": 1.0}),
     ((100, 0), (0.0, 0.0), 1.0, None, {"others_cpu_share": 1.0, "cores": 1}),  # the cores /proc/stat describes
+    (None, (0.0, 0.0), 1.0, 2, {"method": "unavailable"}),  # no /proc/stat: said, never raised
 ])
-def test_others_share_is_machine_busy_less_own_over_wall_times_cores(busy, own, wall, cores, result):
-    texts, owns, clock = iter([stat(0, 0), stat(*busy)]), iter(own), iter([0.0, wall])
-    with CpuMeter(lambda: next(texts), lambda: next(owns), lambda: next(clock), cores=cores,
-                  ticks_per_second=100) as m:
+def test_others_share_is_machine_busy_less_own_over_wall_times_cores_or_unavailable(busy, own, wall, cores, result):
+    texts, owns, clock = iter([stat(0, 0), stat(*busy or (0, 0))]), iter(own), iter([0.0, wall])
+    read = (lambda: next(texts)) if busy else (lambda: open("/nonexistent/proc/stat").read())
+    with CpuMeter(read, lambda: next(owns), lambda: next(clock), cores=cores, ticks_per_second=100) as m:
         pass
-    assert m.result["method"] == "proc-stat" and {k: m.result[k] for k in result} == pytest.approx(result)
-
-
-def test_no_proc_stat_says_unavailable_and_never_raises():
-    def missing():
-        raise FileNotFoundError("/proc/stat")
-
-    with CpuMeter(missing, cores=2) as m:
-        pass
-    assert m.result == {"method": "unavailable"}
+    expected = {"method": "proc-stat", **result}
+    assert {k: m.result[k] for k in expected} == pytest.approx(expected) and (busy or len(m.result) == 1)
 
 
 BURN = ("import sys, time\nwhile time.process_time() < 1.0: pass\n"  # one CPU-second, however busy the machine

