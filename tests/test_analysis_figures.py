@@ -331,6 +331,7 @@ def test_time_to_accuracy_orders_the_presets_by_the_bandwidth_their_runs_state(t
     assert time_to_accuracy.network_order(pd.DataFrame(rows)) == ["b-fast", "a-slow", "c-middle"]
 
 
+@pytest.mark.slow  # draws its figures (2 s): make test, not test-fast
 def test_methods_draws_a_method_without_a_graph_once_in_small_multiples(tmp_path, monkeypatch):
     kept = kept_figures(monkeypatch, methods)
     for data, topology, (algorithm, compressor), seed in itertools.product(
@@ -357,6 +358,7 @@ def test_methods_draws_a_method_without_a_graph_once_in_small_multiples(tmp_path
     assert row["acc"].iloc[0] == 100 * (0.1 + 0.3 + 0.005)  # the median over the two seeds
 
 
+@pytest.mark.slow  # draws its figures (2 s): make test, not test-fast
 def test_partial_figures_draw_the_finished_runs_of_a_running_study_beside_its_own(tmp_path, capsys):
     for nodes, status in ((4, "completed"), (16, "completed"), (36, "running")):
         make_run(tmp_path / "runs" / f"r{nodes}", nodes=nodes, status=status, metrics=status != "running")

@@ -152,6 +152,7 @@ def test_the_documented_analysis_commands_leave_a_finished_study_as_the_pipeline
 
 
 
+@pytest.mark.slow  # renders every block of the docs (2 s): make test and make docs-check, not test-fast
 def test_the_docs_show_what_analysis_docs_writes_from_the_committed_tables():
     from analysis import docs
 

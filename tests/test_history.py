@@ -181,6 +181,7 @@ def test_bisect_bad_input_is_one_line_and_exit_2(repo, capsys, args, message):
     assert message in one_line(capsys)
 
 
+@pytest.mark.slow  # a git repository and bisect processes (4 s): make test, not test-fast
 def test_bench_bisect_names_the_first_bad_commit_from_stored_records(tmp_path, capsys, monkeypatch, repo):
     """The whole command on a real repository, every probe answered by the records already in --history
     (a measurement would fail the test: `bench track` is not run)."""
