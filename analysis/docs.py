@@ -91,6 +91,13 @@ def figure(name: str, table: str, png: str | None = None,
     return render
 
 
+def tuning_winners(folder: Path, figures: Path) -> str:
+    """The tuning study's winners (their slices of tuned.csv) beside their final runs (summary.csv)."""
+    from analysis.winners import winners_markdown
+
+    return winners_markdown(_read(folder, "tuned_slices.csv"), _read(folder, "summary.csv"))
+
+
 def _gap_table(summary: pd.DataFrame) -> pd.DataFrame:
     from analysis.noniid import gap_table
 
@@ -114,6 +121,8 @@ BLOCKS = {
     "spectral-figure": Block("spectral", figure("accuracy_vs_spectral_gap", "summary.csv", "spectral_neighbours")),
     "speedup-table": Block("speedup", table("speedup.speedup_pivot_markdown", "speedup.csv")),
     "speedup-figure": Block("speedup", figure("speedup", "speedup_points.parquet")),
+    "tuning-table": Block("tuning", tuning_winners),
+    "tuning-figure": Block("tuning", figure("sensitivity", "tuned_slices.csv")),
 }
 
 
@@ -202,7 +211,15 @@ def _runs_stamp(study_dir: Path) -> dict:
 
 
 def _derive(study_dir: Path, out: Path) -> None:
-    """Of the points of every run (a study's largest table), what its methods and speed-up figures draw."""
+    """Of the points of every run (a study's largest table), what its methods and speed-up figures draw; of its
+    tuning trials, those on the slices through each winner (the sensitivity figure's and the winners' table's)."""
+    from analysis.tuning import read_tuned
+
+    trials = read_tuned(study_dir)
+    if trials is not None and trials["selected"].astype(bool).any():
+        from analysis.figures.sensitivity import drawn as sliced
+
+        write_text_atomically(out / "tuned_slices.csv", sliced(trials).to_csv(index=False))
     drawn = {name for name in ("methods", "speedup") if (study_dir / "figures" / f"{name}.png").is_file()}
     if not drawn or not (study_dir / "points.parquet").is_file():
         return

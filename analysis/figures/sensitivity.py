@@ -67,6 +67,25 @@ def _close(a, b) -> bool:
     return (pd.isna(a) and pd.isna(b)) or (pd.notna(a) and pd.notna(b) and np.isclose(float(a), float(b)))
 
 
+def _along(g: pd.DataFrame, best: pd.Series, knob: str) -> list[bool]:
+    """Which of a cell's trials lie on the slice through ``best`` along ``knob`` (its other knobs as best's)."""
+    others = [k for k in knob_columns(g) if k != knob]
+    return [all(_close(r[k], best[k]) for k in others) for _, r in g.iterrows()]
+
+
+def drawn(trials: pd.DataFrame) -> pd.DataFrame:
+    """The rows of tuned.csv on a slice through each cell's selected point along each knob the cell searched: those
+    this figure draws (along lr and γ) and the winners' table reads (analysis.winners), a fifth of a grid's trials;
+    what `analysis docs --from` keeps."""
+    keep = pd.Series(False, index=trials.index)
+    for _, g in trials.groupby("cell", sort=False):
+        chosen = g[g["selected"].astype(bool)]
+        for knob in knob_columns(g) if len(chosen) else ():
+            if g[knob].nunique(dropna=True) >= 2:
+                keep[g.index[_along(g, chosen.iloc[0], knob)]] = True
+    return trials[keep].reset_index(drop=True)
+
+
 def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
     """One row per (method, value of ``knob``) along the slice through each cell's selected trial:
     the mean/min/max of the criterion over tuning seeds, the seeds that diverged, and whether it is
@@ -78,8 +97,7 @@ def sensitivity_slice(trials: pd.DataFrame, knob: str) -> pd.DataFrame:
             continue
         best = chosen.iloc[0]
         column = best["criterion"]
-        others = [k for k in knob_columns(g) if k != knob]
-        along = g[[all(_close(r[k], best[k]) for k in others) for _, r in g.iterrows()]]
+        along = g[_along(g, best, knob)]
         full = g["epochs"].max()
         done = g["epochs_done"] if "epochs_done" in g else g["epochs"]  # tables from before halving: all full
         for value, h in along.groupby(knob):
@@ -178,7 +196,12 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         return f"no {path} (a study with a `tune:` grid writes it)"
     if trials.empty or not trials["selected"].astype(bool).any():
         return f"{path} has no selected trial"
-    trials = named(run_dir, trials)
+    return from_table(named(run_dir, trials), out_stem)
+
+
+def from_table(trials: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from tuned.csv's rows (all, or those ``drawn`` keeps), each cell's method named; or the
+    reason there is no figure."""
     varied = [k for k in SWEPT_KNOBS if not sensitivity_slice(with_methods(trials), k).empty]
     if not varied:
         return "the tuning grid varies neither the learning rate nor γ"
@@ -186,7 +209,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     paths = plot_sensitivity(trials, out_stem, title=f"Sensitivity to the tuned hyper-parameters ({task})")
     budget = trials["epochs"].median()
     seeds = trials.groupby(["cell"] + knob_columns(trials), dropna=False).size().max()
-    caption = (f"Tuning trials of {task} ({len(trials)} trials, {trials['cell'].nunique()} cells, "
+    caption = (f"Tuning trials of {task} ({trials['cell'].nunique()} cells, "
                f"successive halving to {budget:g} epochs, {seeds} seed(s) per grid point): last validation "
                f"{'accuracy' if trials['criterion'].dropna().eq('val_acc').all() else 'metric'} on a split held "
                "out of the training set (never the test set) against the learning rate (left) and against "
