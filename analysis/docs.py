@@ -70,24 +70,27 @@ def lag_fits(folder: Path, figures: Path) -> str:
     return fits_markdown(fits[fits["scope"] == "all methods"])
 
 
-def figure(name: str, table: str, png: str | None = None,
-           derive: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> Callable[[Path, Path], str]:
+def figure(name: str, table: str, png: str | None = None, derive: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+           alt: bool = False, at: str = "figures") -> Callable[[Path, Path], str]:
     """A figure module's from_table on one committed table (or on what ``derive`` makes of it), drawn to
-    FIGURES/PNG.png (PNG: the module's name unless given; its PDF dropped)."""
+    FIGURES/PNG.png (PNG: the module's name unless given; its PDF dropped), shown from AT (README: docs/figures)
+    with the module's alt_text of the table where ``alt`` (a sentence that must stay true), else PNG."""
     png = png or name
 
     def render(folder: Path, figures: Path | None) -> str:
         import importlib
 
-        if figures is None:  # the text only
-            return f"![{png}](figures/{png}.png)\n"
         module = importlib.import_module(f"analysis.figures.{name}")
+        data = (derive or (lambda t: t))(_read(folder, table))
+        text = f"![{module.alt_text(data) if alt else png}]({at}/{png}.png)\n"
+        if figures is None:  # the text only
+            return text
         with tempfile.TemporaryDirectory() as tmp:
-            drawn = module.from_table((derive or (lambda t: t))(_read(folder, table)), Path(tmp) / name)
+            drawn = module.from_table(data, Path(tmp) / name)
             if isinstance(drawn, str):
                 raise UsageError(f"figure {name} from {folder / table}: {drawn}")
             shutil.copyfile(Path(tmp) / f"{name}.png", figures / f"{png}.png")
-        return f"![{png}](figures/{png}.png)\n"
+        return text
     return render
 
 
@@ -123,6 +126,10 @@ BLOCKS = {
     "speedup-figure": Block("speedup", figure("speedup", "speedup_points.parquet")),
     "tuning-table": Block("tuning", tuning_winners),
     "tuning-figure": Block("tuning", figure("sensitivity", "tuned_slices.csv")),
+    "scaling-table": Block("scaling", table("tables.scaling_markdown", "summary.csv")),
+    "scaling-figure": Block("scaling", figure("gap_vs_nodes", "summary.csv", "scaling_gap_vs_nodes")),
+    "scaling-readme-figure": Block("scaling", figure("gap_vs_nodes", "summary.csv", "scaling_gap_vs_nodes",
+                                                     alt=True, at="docs/figures")),
 }
 
 

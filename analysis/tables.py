@@ -243,3 +243,37 @@ def spectral_markdown(summary: pd.DataFrame) -> str:
                         f"{by.at[m, 'acc']:.1f} ({ref - by.at[m, 'acc']:+.1f})" if m in by.index else "—"
                         for m in sorted(table["method"].unique(), key=method_sort_key)}})
     return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True) + "\n"
+
+
+def _means_text(runs: pd.DataFrame, local: bool) -> str:
+    """ "66.3 / 59.0": the averaged model's and the local models' final accuracy (%, mean over the seeds that did
+    not diverge; the second only where ``local``), with how many seeds diverged where some did."""
+    alive = runs[runs["status"] != "diverged"]
+    if alive.empty:
+        return "diverges"
+    values = [AVERAGED] + ([LOCAL] if local else [])
+    text = " / ".join(f"{as_percent(alive[v]).mean():.1f}" for v in values)
+    return text + (f" ({len(runs) - len(alive)} of {len(runs)} diverged)" if len(alive) < len(runs) else "")
+
+
+def scaling_markdown(summary: pd.DataFrame) -> str:
+    """The runs of the gap_vs_nodes figure (its chosen) by n: all-reduce's averaged model, and per decentralized
+    method and topology the averaged model / the local models (where the runs scored them) as _means_text."""
+    from analysis.figures.gap_vs_nodes import chosen
+    from analysis.selection import REFERENCE
+
+    sel = chosen(summary)
+    if isinstance(sel, str):
+        raise ValueError(f"no scaling table: {sel}")
+    ref = sel["algorithm"] == REFERENCE
+    pairs = sorted(sel.loc[~ref, ["method", "topology"]].drop_duplicates().itertuples(index=False),
+                   key=lambda p: (method_sort_key(p[0]), p[1]))
+    rows = []
+    for nodes, g in sel.groupby("nodes"):
+        row = {"n": str(nodes), "all-reduce": _means_text(g[g["algorithm"] == REFERENCE], False) if
+               (g["algorithm"] == REFERENCE).any() else "—"}
+        for method, topology in pairs:
+            runs = g[(g["method"] == method) & (g["topology"] == topology)]
+            row[f"{md_text(method)}, {md_text(topology)}"] = _means_text(runs, has_local(runs)) if len(runs) else "—"
+        rows.append(row)
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True) + "\n"

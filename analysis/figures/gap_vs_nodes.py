@@ -110,12 +110,9 @@ def plot_gap_vs_nodes(summary: pd.DataFrame, out_stem: Path, *, title: str | Non
     return save_figure(fig, out_stem)
 
 
-@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs,
-        intervals=("error bars ± 1 standard deviation over seeds",))
-def draw(run_dir: Path, points, summary, out_stem: Path):
-    """The task with all-reduce at the most node counts that decentralized runs share (>= 2 needed)."""
-    if summary is None or summary.empty or "final_test_acc" not in summary:
-        return "no summary with final test accuracy"
+def chosen(summary: pd.DataFrame) -> pd.DataFrame | str:
+    """The runs the figure draws (i.i.d. data, one network, one cell per (topology, method, n)): the task with
+    all-reduce at the most node counts that decentralized runs share (>= 2 needed); else why there are none."""
     data = iid_only(usable(summary))
     data = data[pd.to_numeric(data["final_test_acc"], errors="coerce").notna()]
     # the check a study's cells pass when its DAG is built, here on the runs
@@ -130,8 +127,7 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
         shared = ref_n & set(g.loc[g["algorithm"] != REFERENCE, "nodes"])
         if len(shared) >= 2 and (best is None or len(shared) > best[1]):
             best = (task, len(shared))
-    task = best[0]
-    sel = with_methods(data[data["task"] == task])
+    sel = with_methods(data[data["task"] == best[0]])
     if "network" in sel and sel["network"].notna().any():
         # the network preset changes time, not accuracy: keep one so seeds are not double counted
         sel = sel[sel["network"] == sel["network"].mode().iloc[0]]
@@ -139,15 +135,54 @@ def draw(run_dir: Path, points, summary, out_stem: Path):
     # a line against n needs two n: pairs run at one n only (e.g. a spectral block) are left out
     dec = sel["algorithm"] != REFERENCE
     spread = sel[dec].groupby(["topology", "method"])["nodes"].transform("nunique")
-    sel = pd.concat([sel[~dec], sel[dec][spread >= 2]])
     if not dec.any() or (spread < 2).all():
         return "no decentralized (topology, method) run at >= 2 node counts"
+    return pd.concat([sel[~dec], sel[dec][spread >= 2]])
+
+
+def _seed_counts(table: pd.DataFrame) -> list[int]:
+    """The numbers of seeds that did not diverge of gap_table's points, each once, in order."""
+    alive = (table["seeds"] - table["diverged"]).astype(int)
+    return sorted(set(alive[alive > 0])) or [0]  # a point whose seeds all diverged is a × with no mean
+
+
+def _seeds_text(counts: list[int]) -> str:
+    return (f"{counts[0]} seed{'s' if counts[0] != 1 else ''}" if len(counts) == 1
+            else f"{counts[0]} to {counts[-1]} seeds")
+
+
+def alt_text(summary: pd.DataFrame) -> str:
+    """What the figure of chosen's runs shows, in a sentence (a doc's image text), its seed count the runs'."""
+    sel = chosen(summary)
+    if isinstance(sel, str):
+        raise ValueError(f"no gap_vs_nodes figure: {sel}")
+    table = gap_table(sel)
+    spread = ("mean ± 1 standard deviation over" if _seed_counts(table)[-1] > 1 else "one run of")
+    return (f"{sel['task'].iloc[0]}: the averaged model's accuracy gap to all-reduce against n, on "
+            f"{' and '.join(sorted(table['topology'].unique()))}, for "
+            f"{' and '.join(sorted(table['method'].unique(), key=method_sort_key))} "
+            f"({spread} {_seeds_text(_seed_counts(table))})")
+
+
+@figure("3. How do the graph and n set the gap to all-reduce?", order=20, needs=needs,
+        intervals=("error bars ± 1 standard deviation over seeds",))
+def draw(run_dir: Path, points, summary, out_stem: Path):
+    """The figure of chosen's runs."""
+    if summary is None or summary.empty or "final_test_acc" not in summary:
+        return "no summary with final test accuracy"
+    return from_table(summary, out_stem)
+
+
+def from_table(summary: pd.DataFrame, out_stem: Path):
+    """(paths, caption) from a study's summary (chosen's runs), or the reason there is no figure."""
+    sel = chosen(summary)
+    if isinstance(sel, str):
+        return sel
+    task = sel["task"].iloc[0]
     paths = plot_gap_vs_nodes(sel, out_stem, title=f"Final test accuracy gap to all-reduce SGD against n ({task})")
     table = gap_table(sel)
-    alive = (table["seeds"] - table["diverged"]).astype(int)
-    counts = sorted(set(alive[alive > 0])) or [0]  # a point whose seeds all diverged is a × with no mean
-    seeds = (f"{counts[0]} seed{'s' if counts[0] != 1 else ''} per point" if len(counts) == 1
-             else f"{counts[0]} to {counts[-1]} seeds per point")
+    counts = _seed_counts(table)
+    seeds = f"{_seeds_text(counts)} per point"
     bars = ("no error bars: one seed cannot give a spread" if counts[-1] < 2 else
             "error bars ± 1 standard deviation over seeds, where a point has two or more")
     caption = (f"Accuracy gap to centralized training on {task}, read on the averaged model x̄ (final_test_acc; "
