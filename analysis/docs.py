@@ -219,10 +219,11 @@ def _runs_stamp(study_dir: Path) -> dict:
 
 def _derive(study_dir: Path, out: Path) -> None:
     """Of the points of every run (a study's largest table), what its methods and speed-up figures draw; of its
-    tuning trials, those on the slices through each winner (the sensitivity figure's and the winners' table's)."""
+    tuning trials where it drew the sensitivity figure, those on the slices through each winner (that figure's and
+    the winners' table's)."""
     from analysis.tuning import read_tuned
 
-    trials = read_tuned(study_dir)
+    trials = read_tuned(study_dir) if (study_dir / "figures" / "sensitivity.png").is_file() else None
     if trials is not None and trials["selected"].astype(bool).any():
         from analysis.figures.sensitivity import drawn as sliced
 

@@ -160,7 +160,7 @@ def test_the_docs_show_what_analysis_docs_writes_from_the_committed_tables():
         text = (ROOT / name).read_text()
         assert docs.rendered(text, None) == (text, []) and docs.unmarked(text, tables=name != "README.md") == []
     for name in ("noniid-table", "methods-costs", "methods-alpha", "spectral-table", "speedup-table",
-                 "tuning-table"):  # one number edited
+                 "tuning-table", "scaling-table"):  # one number edited
         table = next(b for b in docs.BLOCK.finditer(text) if b["name"] == name)["text"].split("</sub>")[1]
         edited = text.replace(table, re.sub(r"\d+\.\d+", "12.34", table, count=1))
         assert edited != text and docs.rendered(edited, None)[1] == [name]
@@ -175,7 +175,7 @@ def test_the_docs_figures_are_drawn_again_the_same(tmp_path):
         docs.rendered((ROOT / "docs/results.md").read_text(), tmp_path / out)
     drawn = {p.name: p.read_bytes() for p in (tmp_path / "a").iterdir()}
     assert drawn.keys() == {"lag_vs_consensus.png", "noniid_effect.png", "methods.png", "methods_gap_vs_alpha.png",
-                            "speedup.png", "spectral_neighbours.png", "sensitivity.png"}
+                            "speedup.png", "spectral_neighbours.png", "sensitivity.png", "scaling_gap_vs_nodes.png"}
     assert drawn == {p.name: p.read_bytes() for p in (tmp_path / "b").iterdir()}
 
 
