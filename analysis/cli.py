@@ -15,7 +15,7 @@ import pandas as pd
 from analysis.argparsing import Parser
 from analysis.busy import busy_note
 from analysis.claims import MIN_SEEDS, check_claims, claims_markdown, read_traces, write_claims
-from analysis.errors import DamagedFile, UsageError
+from analysis.errors import DamagedFile, UsageError, one_line
 from analysis.files import read_regular, write_atomically, write_text_atomically
 from analysis.load import load_runs
 from analysis.regress import (DEFAULT_TOLERANCES, baseline_problem, compare, compare_perf, make_baseline,
@@ -265,26 +265,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        if argv and argv[0] in DELEGATED:
-            try:
-                module = importlib.import_module(DELEGATED[argv[0]])
-                entry = module.main
-            except (ImportError, AttributeError) as err:
-                print(f"analysis: `{argv[0]}` is not available ({DELEGATED[argv[0]]}.main: {err})", file=sys.stderr)
-                return 2
-            return int(entry(argv[1:]) or 0)
+    if argv and argv[0] in DELEGATED:
+        try:
+            entry = importlib.import_module(DELEGATED[argv[0]]).main
+        except (ImportError, AttributeError) as err:
+            print(f"analysis: `{argv[0]}` is not available ({DELEGATED[argv[0]]}.main: {err})", file=sys.stderr)
+            return 2
+        return one_line("analysis", lambda: int(entry(argv[1:]) or 0))
+
+    def with_notes() -> int:
         args = build_parser().parse_args(argv)
         _NOTES.clear()
         status = args.run(args)
         for line in _NOTES:
             print(line, file=sys.stderr)
         return status
-    except (UsageError, DamagedFile) as err:
-        print(f"analysis: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:  # a path the system refused: not writable, a file where a folder must be
-        if err.filename is None:
-            raise
-        print(f"analysis: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
+
+    return one_line("analysis", with_notes)

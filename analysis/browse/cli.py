@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from analysis.argparsing import Parser
-from analysis.errors import DamagedFile, UsageError
+from analysis.errors import UsageError, one_line
 from analysis.files import write_text_atomically
 
 
@@ -38,13 +38,4 @@ def run(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    try:
-        return run(build_parser().parse_args(argv))
-    except (UsageError, DamagedFile) as err:
-        print(f"analysis browse: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        if err.filename is None:
-            raise
-        print(f"analysis browse: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
+    return one_line("analysis browse", lambda: run(build_parser().parse_args(argv)))

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.argparsing import Parser
-from analysis.errors import UsageError
+from analysis.errors import UsageError, one_line
 from analysis.files import write_atomically, write_text_atomically
 from analysis.history.compare import compare, lines, point_of
 from analysis.history.changepoint import ALPHA, MIN_SIDE, WINDOW, analyse
@@ -235,17 +235,12 @@ def _compare(args, series, points, tolerances, overridden, dirs) -> int:
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _NOTES.clear()
-    try:
+
+    def with_notes() -> int:
         status = run(build_parser().parse_args(argv))
-    except UsageError as err:
-        print(f"analysis history: error: {err}", file=sys.stderr)
-        return 2
-    except OSError as err:
-        if err.filename is None:
-            raise
-        print(f"analysis history: error: {err.filename}: {err.strerror or err}", file=sys.stderr)
-        return 2
-    for line in _NOTES:
-        print(line, file=sys.stderr)
-    return status
+        for line in _NOTES:
+            print(line, file=sys.stderr)
+        return status
+
+    return one_line("analysis history", with_notes, (UsageError,))
 
