@@ -64,8 +64,9 @@ def test_the_runner_reads_asv_benchmarks_and_reports_each_failure_on_its_own(tmp
                                             "def track_text():\n    return 'fast'\n\n"
                                             "def time_many():\n    pass\ntime_many.params = [1, 2]\n")
     (tmp_path / "bench_empty.py").write_text("x = 1\n")
+    (tmp_path / "bench_bad.py").write_text("import no_such_module_here\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    result = benchfile.run([str(tmp_path / "bench_mine.py"), str(tmp_path / "bench_empty.py")])
+    result = benchfile.run([str(tmp_path / f"bench_{name}.py") for name in ("mine", "empty", "bad")])
     figs = result["figures"]
     assert set(figs) == {"bench_mine.time_work", "bench_mine.track_value", "bench_mine.Suite.time_sort",
                          "bench_mine.Suite.track_length", "bench_mine.track_skipped"}
@@ -81,6 +82,7 @@ def test_the_runner_reads_asv_benchmarks_and_reports_each_failure_on_its_own(tmp
     assert "bench_mine.track_broken: KeyError" in errors and "bench_mine.track_text: ValueError: returned 'fast'" in errors
     assert "bench_mine.time_many: ValueError: asv 'params' are not supported" in errors
     assert "bench_empty.py: no time_* or track_* benchmarks" in errors
+    assert "bench_bad.py: cannot be imported: ModuleNotFoundError" in errors  # the other files still ran
 
 
 def test_a_project_of_ones_own_is_tracked_over_its_commits(tmp_path, capsys, monkeypatch):
